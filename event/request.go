@@ -1,0 +1,214 @@
+package event
+
+import "time"
+
+// Provenance says where a number came from. latscope never presents an
+// estimate as a measurement: every stage carries one of these.
+type Provenance string
+
+// The provenances, from most to least direct.
+const (
+	Measured       Provenance = "measured"  // timed by latscope's own client clock
+	ServerReported Provenance = "server"    // reported by the server for this request (or, failing that, for the interval)
+	Estimated      Provenance = "estimated" // derived by latscope from other numbers, e.g. the network return from the connect RTT
+)
+
+// Stage names one slice of a request's time. The client stages (Request.Stages)
+// are contiguous and add up exactly to the client's TTFT; the breakdown stages
+// (Request.Breakdown) split that same TTFT by where the time went, with the rest
+// named StageUnattributed.
+type Stage string
+
+// Client stages, measured by the probe in this order. Each runs from the end of
+// the previous one, so together they cover [Intended, first token] without a gap.
+const (
+	StageSchedLag     Stage = "sched_lag"     // open loop only: the probe started later than intended
+	StageSerialize    Stage = "serialize"     // build the prompt and marshal the JSON body
+	StageDNS          Stage = "dns"           // name resolution (zero on a reused connection)
+	StageConnect      Stage = "connect"       // TCP handshake: one network round trip
+	StageTLS          Stage = "tls"           // TLS handshake
+	StageConnWait     Stage = "conn_wait"     // the rest of getting a connection (pool wait, dial set-up)
+	StageWrite        Stage = "write"         // writing the request headers and body
+	StageWaitHeaders  Stage = "wait_headers"  // request written → response headers received
+	StageFirstToken   Stage = "first_token"   // response headers → first chunk that carries content
+	StageServerWindow Stage = "server_window" // not a client stage: wait_headers+first_token, the span the breakdown splits
+)
+
+// Breakdown stages: where the time between "request written" and "first token"
+// went, as far as latscope can tell. Provenance varies per request.
+const (
+	StageNetworkOut    Stage = "network_out"    // request's trip to the server (estimated: half the connect RTT)
+	StageHTTP          Stage = "http"           // server's HTTP parsing
+	StageTokenize      Stage = "tokenize"       // prompt tokenization / validation / templating
+	StageQueue         Stage = "queue"          // waiting for a batch slot
+	StagePrefill       Stage = "prefill"        // prompt forward pass
+	StageFirstDecode   Stage = "first_decode"   // first decode step
+	StageDetokenize    Stage = "detokenize"     // detokenization and SSE framing of the first frame
+	StageNetworkReturn Stage = "network_return" // first frame's trip back (estimated: half the connect RTT)
+	StageUnattributed  Stage = "unattributed"   // what no source accounts for; never spread over other stages
+)
+
+// StageTiming is one stage's duration with where the number came from.
+type StageTiming struct {
+	Stage      Stage         `json:"stage"`
+	Duration   time.Duration `json:"ns"`
+	Provenance Provenance    `json:"prov"`
+	// Source names the specific source of a server-reported or estimated number,
+	// e.g. "llamacpp.timings", "otlp", "metrics.interval", "connect_rtt".
+	Source string `json:"src,omitempty"`
+}
+
+// Chunk is one streamed frame that carried content, as the client saw it.
+// It is kept small (16 bytes) because the probe appends one per frame.
+type Chunk struct {
+	// At is the arrival time as an offset from Request.Start.
+	At time.Duration `json:"t"`
+	// Tokens is how many output tokens the frame carried (1 unless the server
+	// batches tokens into frames, or usage says otherwise).
+	Tokens int32 `json:"n"`
+	// Batch is how many events arrived in the same read from the socket as
+	// this one; more than 1 hints at coalescing (Nagle, proxies, buffering).
+	Batch int32 `json:"b,omitempty"`
+}
+
+// Outcome is how a request ended: OK, or exactly one error kind.
+type Outcome string
+
+// The outcomes. Every request the probe sends ends in exactly one of these,
+// so sent = ok + errors always holds.
+const (
+	OutcomeOK          Outcome = "ok"
+	OutcomeConnect     Outcome = "connect"      // could not connect (refused, DNS, TLS)
+	OutcomeTimeout     Outcome = "timeout"      // request or stream deadline passed
+	OutcomeHTTPStatus  Outcome = "http_status"  // non-2xx status; see Request.Status
+	OutcomeStreamReset Outcome = "stream_reset" // connection closed or reset before the stream ended
+	OutcomeMalformed   Outcome = "malformed"    // a chunk that does not parse
+	OutcomeOversized   Outcome = "oversized"    // one event larger than the probe's limit
+	OutcomeServerError Outcome = "server_error" // the server sent an error event mid-stream
+	OutcomeCancelled   Outcome = "cancelled"    // the run was stopped (Ctrl-C, duration over) mid-request
+)
+
+// Flag marks something noteworthy about one request that is not an error.
+type Flag string
+
+// The flags.
+const (
+	FlagMissingUsage  Flag = "missing_usage"   // usage was asked for but the stream ended without it
+	FlagUTF8Defect    Flag = "utf8_defect"     // the server sent U+FFFD replacement characters (a split multi-byte character)
+	FlagNagleSuspect  Flag = "nagle_suspect"   // an inter-token gap near 40 ms, the signature of Nagle/delayed-ACK coalescing
+	FlagRoleOnlyFirst Flag = "role_only_first" // the first event carried no content (role-only or empty), as with chunked prefill
+)
+
+// Request is the complete record of one probe request, written once when the
+// request ends (successfully or not).
+type Request struct {
+	ID      string `json:"id"`                 // X-Request-Id sent to the server
+	TraceID string `json:"trace_id,omitempty"` // W3C trace id sent in traceparent
+	Seq     uint64 `json:"seq"`                // 0-based send order within the run
+	Worker  int    `json:"worker,omitempty"`
+	Target  string `json:"target,omitempty"` // base URL
+	Dialect string `json:"dialect"`          // e.g. "openai-chat", "llamacpp", "ollama-generate"
+	Model   string `json:"model,omitempty"`
+	Warmup  bool   `json:"warmup,omitempty"` // kept out of statistics
+
+	PromptTokens       int `json:"prompt_tokens"`                  // as the server counted them (usage), else the probe's target
+	TargetOutputTokens int `json:"target_output_tokens,omitempty"` // what the probe asked for
+	OutputTokens       int `json:"output_tokens"`                  // from usage where sent, else counted from the deltas
+
+	// Intended is when the request should have been sent (open loop); latency
+	// counts from here so a slow probe cannot hide queueing (no coordinated
+	// omission). Equal to Start in closed loop.
+	Intended time.Time `json:"intended"`
+	// Start is when the probe began building the request (wall clock with the
+	// monotonic reading while in process).
+	Start time.Time `json:"start"`
+	// SchedLag is Start - Intended: how late the probe itself was.
+	SchedLag time.Duration `json:"sched_lag_ns,omitempty"`
+
+	// Stages are the client-measured stages up to the first token, contiguous.
+	Stages []StageTiming `json:"stages,omitempty"`
+	// Breakdown splits the TTFT by cause; filled by the attributor when server
+	// data is available. Its durations add up to TTFT.
+	Breakdown []StageTiming `json:"breakdown,omitempty"`
+
+	ConnectRTT time.Duration `json:"connect_rtt_ns,omitempty"` // TCP handshake time of a new connection (the network estimate)
+	ReusedConn bool          `json:"reused_conn,omitempty"`
+
+	FirstEvent time.Duration `json:"first_event_ns,omitempty"` // first stream event of any kind (may be role-only)
+	TTFT       time.Duration `json:"ttft_ns,omitempty"`        // Intended → first chunk with content
+	E2E        time.Duration `json:"e2e_ns,omitempty"`         // Intended → end of stream
+	Chunks     []Chunk       `json:"chunks,omitempty"`         // every content frame
+
+	Outcome Outcome `json:"outcome"`
+	Status  int     `json:"status,omitempty"` // HTTP status, when one arrived
+	Error   string  `json:"error,omitempty"`
+	Flags   []Flag  `json:"flags,omitempty"`
+	// ReplacementChars counts U+FFFD in the streamed text (see FlagUTF8Defect).
+	ReplacementChars int `json:"replacement_chars,omitempty"`
+
+	// Server holds what the server reported about this request, if anything.
+	Server *ServerTiming `json:"server_timing,omitempty"`
+}
+
+// OK reports whether the request succeeded.
+func (r *Request) OK() bool { return r.Outcome == OutcomeOK }
+
+// HasFlag reports whether f is set.
+func (r *Request) HasFlag(f Flag) bool {
+	for _, g := range r.Flags {
+		if g == f {
+			return true
+		}
+	}
+	return false
+}
+
+// ITLs returns the gaps between consecutive content chunks. A chunk of three
+// tokens is one gap, not three.
+func (r *Request) ITLs() []time.Duration {
+	if len(r.Chunks) < 2 {
+		return nil
+	}
+	out := make([]time.Duration, 0, len(r.Chunks)-1)
+	for i := 1; i < len(r.Chunks); i++ {
+		out = append(out, r.Chunks[i].At-r.Chunks[i-1].At)
+	}
+	return out
+}
+
+// TPOT is (E2E − TTFT) / (output tokens − 1); zero when undefined.
+func (r *Request) TPOT() time.Duration {
+	if r.OutputTokens < 2 || r.E2E <= r.TTFT {
+		return 0
+	}
+	return (r.E2E - r.TTFT) / time.Duration(r.OutputTokens-1)
+}
+
+// TokensPerSecond is the request's output tokens over its E2E.
+func (r *Request) TokensPerSecond() float64 {
+	if r.E2E <= 0 {
+		return 0
+	}
+	return float64(r.OutputTokens) / r.E2E.Seconds()
+}
+
+// ServerTiming is what a server reported about one request, in durations
+// (never absolute server timestamps: server and client clocks differ).
+type ServerTiming struct {
+	// Source names where these came from: "llamacpp.timings", "ollama.final",
+	// "tgi.headers", "vllm.metrics", "otlp", "sim.truth".
+	Source string `json:"source"`
+	// Stages maps breakdown stages (and "decode", "e2e", "ttft", "inference")
+	// to the duration the server reported. Absent keys were not reported.
+	Stages       map[Stage]time.Duration `json:"stages"`
+	PromptTokens int                     `json:"prompt_tokens,omitempty"`
+	OutputTokens int                     `json:"output_tokens,omitempty"`
+}
+
+// Extra server-side stage names used in ServerTiming.Stages beyond the breakdown stages.
+const (
+	StageServerTTFT Stage = "server_ttft" // server's own TTFT (its definition, e.g. vLLM: arrival → first token)
+	StageDecode     Stage = "decode"      // first → last token
+	StageInference  Stage = "inference"   // prefill + decode
+	StageServerE2E  Stage = "server_e2e"  // server's own end-to-end
+)

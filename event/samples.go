@@ -1,0 +1,105 @@
+package event
+
+import "time"
+
+// ServerSample is one scrape interval of a server's own metrics, already
+// turned into rates and interval statistics by the collector.
+type ServerSample struct {
+	Time     time.Time     `json:"time"`
+	Source   string        `json:"source"`  // the metrics URL
+	Dialect  string        `json:"dialect"` // "vllm", "vllm-v0", "sglang", "tgi", "llamacpp", "triton", "trtllm", "lmdeploy", "unknown"
+	Interval time.Duration `json:"interval_ns"`
+	// Stale is set when this sample repeats the last good values because the
+	// latest scrape failed; Error then says why.
+	Stale bool   `json:"stale,omitempty"`
+	Error string `json:"error,omitempty"`
+
+	Waiting *float64 `json:"waiting,omitempty"`  // queue depth
+	Running *float64 `json:"running,omitempty"`  // requests in the running batch
+	KVCache *float64 `json:"kv_cache,omitempty"` // KV cache use, fraction 0..1
+
+	PromptTokensPerSec *float64 `json:"prompt_tps,omitempty"`
+	GenTokensPerSec    *float64 `json:"gen_tps,omitempty"`
+
+	// Stages holds the interval's statistics of each stage histogram the
+	// server exposes, keyed by "queue", "prefill", "decode", "ttft", "itl",
+	// "e2e", "inference", "tokenize".
+	Stages map[string]HistStat `json:"stages,omitempty"`
+	// Gauges holds every gauge by its metric name, so an unknown server still
+	// shows something.
+	Gauges map[string]float64 `json:"gauges,omitempty"`
+}
+
+// HistStat summarises the observations a histogram gained during one interval.
+type HistStat struct {
+	Count float64       `json:"count"`
+	Mean  time.Duration `json:"mean_ns"`
+	P50   time.Duration `json:"p50_ns,omitempty"` // interpolated from bucket deltas
+	P90   time.Duration `json:"p90_ns,omitempty"`
+	P99   time.Duration `json:"p99_ns,omitempty"`
+}
+
+// GPUSample is one reading of every GPU the collector watches.
+type GPUSample struct {
+	Time time.Time `json:"time"`
+	// Available is false when NVML cannot be used; Reason then says why
+	// (no driver, no GPU, built without cgo, ...).
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
+	// Simulated marks a GPU invented by the demo from the simulator's batch.
+	// It must be labelled as such wherever it is shown.
+	Simulated bool        `json:"simulated,omitempty"`
+	Devices   []GPUDevice `json:"devices,omitempty"`
+}
+
+// GPUDevice is one GPU's state.
+type GPUDevice struct {
+	Index          int          `json:"index"`
+	Name           string       `json:"name"`
+	UUID           string       `json:"uuid,omitempty"`
+	UtilGPU        uint32       `json:"util_gpu"` // percent
+	UtilMem        uint32       `json:"util_mem"` // percent
+	MemUsed        uint64       `json:"mem_used"` // bytes
+	MemTotal       uint64       `json:"mem_total"`
+	PowerMilliW    uint32       `json:"power_mw"`
+	PowerLimitMW   uint32       `json:"power_limit_mw,omitempty"`
+	TempC          uint32       `json:"temp_c"`
+	SMClockMHz     uint32       `json:"sm_clock_mhz"`
+	SMClockMaxMHz  uint32       `json:"sm_clock_max_mhz,omitempty"`
+	ThrottleReason []string     `json:"throttle,omitempty"` // decoded reasons, e.g. "sw_power_cap"
+	Processes      []GPUProcess `json:"processes,omitempty"`
+	// Errors lists fields the driver could not report, e.g. "power: not supported".
+	Errors []string `json:"errors,omitempty"`
+}
+
+// GPUProcess is one process using a GPU.
+type GPUProcess struct {
+	PID     uint32 `json:"pid"`
+	Name    string `json:"name,omitempty"`
+	MemUsed uint64 `json:"mem_used"`
+}
+
+// MarkerKind classifies a marker.
+type MarkerKind string
+
+// The marker kinds.
+const (
+	MarkerStall      MarkerKind = "stall"       // several streams paused together: the server's event loop was blocked
+	MarkerGap        MarkerKind = "gap"         // one unusual gap, e.g. Nagle-like
+	MarkerProbeLimit MarkerKind = "probe_limit" // the probe, not the server, is the bottleneck
+	MarkerInsight    MarkerKind = "insight"     // a computed observation, e.g. "queue wait is 80% of TTFT"
+	MarkerCollector  MarkerKind = "collector"   // a collector's state changed (error, stale, recovered, unavailable)
+	MarkerNote       MarkerKind = "note"        // anything else worth a line
+)
+
+// Marker is something noteworthy at a point in time, with the numbers behind it.
+type Marker struct {
+	Time     time.Time          `json:"time"`
+	Kind     MarkerKind         `json:"kind"`
+	Source   string             `json:"source,omitempty"` // who emitted it: "probe", "stall-detector", "collector.prom", ...
+	Message  string             `json:"message"`
+	Duration time.Duration      `json:"duration_ns,omitempty"`
+	Values   map[string]float64 `json:"values,omitempty"`
+	// RequestIDs lists the requests involved (e.g. the stalled streams).
+	RequestIDs []string `json:"request_ids,omitempty"`
+}
