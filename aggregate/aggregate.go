@@ -1,0 +1,315 @@
+// Package aggregate is the one place where latscope's samples become
+// statistics. One goroutine owns an Aggregator: it Adds every event from the
+// sources' shared channel and takes immutable Snapshots (about 4 Hz) for the
+// status line and the dashboard, and a Summary at the end for the report.
+//
+// All time comes from the events themselves (a request counts at its
+// completion, Intended + E2E), never from the wall clock, so a replayed
+// session aggregates exactly as the live run did. Windows (last 10 s, 1 min,
+// 5 min, and the whole run) are rings of time slots holding sparse HDR
+// histograms, merged only when a snapshot is taken.
+//
+// Definitions used throughout:
+//
+//   - TTFT (time to first token): from the intended send time to the arrival
+//     of the first chunk that carries content. Counting from the intended time
+//     rather than the actual send keeps a late probe from hiding queueing.
+//   - ITL (inter-token latency): the gap between two consecutive content
+//     chunks, one gap per chunk however many tokens it carries.
+//   - TPOT (time per output token): (E2E − TTFT) / (output tokens − 1).
+//   - E2E (end to end): from the intended send time to the end of the stream.
+//
+// Latency statistics (TTFT, ITL, TPOT, E2E, tokens/s, client and breakdown
+// stages) come from successful requests only; the scheduling lag comes from
+// every request. Warm-up requests are counted apart and kept out of all
+// statistics.
+package aggregate
+
+import (
+	"math"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// Limits on distinct keys taken from input, so a malformed stream cannot grow
+// the aggregator's maps without bound. Keys past a limit are counted under
+// an overflow key or dropped and counted.
+const (
+	maxStageKeys  = 64
+	maxCountKeys  = 64
+	maxSources    = 16
+	defaultRecent = 50
+)
+
+// Config tunes an Aggregator. The zero value is usable.
+type Config struct {
+	// OfferedRate is the open-loop arrival rate the probe was asked for, in
+	// requests per second; 0 when unknown or closed loop. The queue-growth
+	// insight compares it with the completion rate. Without it the arrival
+	// rate is estimated from the intended send times of finished requests,
+	// which lags because a request is seen only when it ends.
+	OfferedRate float64
+	// Now is the clock Run reads for each snapshot's window edges. Nil means
+	// the latest event time seen, which is deterministic (replays, tests);
+	// a live run should pass time.Now so the windows move when nothing arrives.
+	Now func() time.Time
+	// RecentMarkers is how many recent markers to keep (default 50).
+	RecentMarkers int
+}
+
+// Aggregator turns events into statistics. It is not safe for concurrent
+// use: one goroutine owns it (see Run).
+type Aggregator struct {
+	cfg Config
+	mg  *merger
+
+	reqStart, reqEnd time.Time // first intended send, last completion (non-warm-up requests)
+	latest           time.Time // latest timestamp of any event
+
+	ttft, itl, tpot, e2e, tokRate, schedLag *metric
+	stages                                  map[event.Stage]*metric
+	breakdown                               map[event.Stage]*bdStage
+	bdRequests                              int64
+	bdTTFT                                  int64 // µs, summed over requests with a breakdown
+
+	counts       runCounts
+	fineCounts   *ring[counts]
+	coarseCounts *ring[counts]
+	arrivals     *ring[int64] // coarse, by intended send time
+
+	server  serverState
+	gpu     *event.GPUSample
+	markers markerState
+
+	clamped      int64 // values outside the histograms' range, clamped into it
+	droppedStage int64 // stage values dropped because of maxStageKeys
+}
+
+// runCounts are whole-run request counters.
+type runCounts struct {
+	sent, ok, errors, warmup, tokens int64
+	byOutcome                        map[event.Outcome]int64
+	byStatus                         map[int]int64
+	flags                            map[event.Flag]int64
+}
+
+// counts are the request counters of one window slot.
+type counts struct {
+	sent, ok, errors, tokens int64
+}
+
+// bdStage is one breakdown stage over the run: its values, and how often each
+// provenance was seen for it.
+type bdStage struct {
+	m    *metric
+	prov map[event.Provenance]int64
+}
+
+// New returns an empty Aggregator.
+func New(cfg Config) *Aggregator {
+	if cfg.RecentMarkers <= 0 {
+		cfg.RecentMarkers = defaultRecent
+	}
+	resetCounts := func(c *counts) { *c = counts{} }
+	return &Aggregator{
+		cfg:       cfg,
+		mg:        newMerger(),
+		ttft:      newMetric(),
+		itl:       newMetric(),
+		tpot:      newMetric(),
+		e2e:       newMetric(),
+		tokRate:   newMetric(),
+		schedLag:  newMetric(),
+		stages:    make(map[event.Stage]*metric),
+		breakdown: make(map[event.Stage]*bdStage),
+		counts: runCounts{
+			byOutcome: make(map[event.Outcome]int64),
+			byStatus:  make(map[int]int64),
+			flags:     make(map[event.Flag]int64),
+		},
+		fineCounts:   newRing(fineWidth, fineSlots, resetCounts),
+		coarseCounts: newRing(coarseWidth, coarseSlots, resetCounts),
+		arrivals:     newRing(coarseWidth, coarseSlots, func(n *int64) { *n = 0 }),
+		server:       newServerState(),
+		markers:      newMarkerState(cfg.RecentMarkers),
+	}
+}
+
+// Add takes one event. It never blocks and does no I/O. The event's payload
+// is treated as read-only from here on and may be referenced by snapshots.
+func (a *Aggregator) Add(ev event.Event) {
+	switch {
+	case ev.Request != nil:
+		a.addRequest(ev.Request)
+	case ev.Server != nil:
+		a.see(ev.Server.Time)
+		a.server.add(ev.Server)
+	case ev.GPU != nil:
+		a.see(ev.GPU.Time)
+		a.gpu = ev.GPU
+	case ev.Marker != nil:
+		a.see(ev.Marker.Time)
+		a.markers.add(ev.Marker)
+	}
+}
+
+func (a *Aggregator) see(t time.Time) {
+	if t.After(a.latest) {
+		a.latest = t
+	}
+}
+
+// intended returns when r should have been sent, falling back to Start.
+func intended(r *event.Request) time.Time {
+	if !r.Intended.IsZero() {
+		return r.Intended
+	}
+	return r.Start
+}
+
+// completion returns when r ended: intended send + E2E (E2E counts from the
+// intended time), or its start when it has no E2E (e.g. it failed to connect).
+func completion(r *event.Request) time.Time {
+	if r.E2E > 0 {
+		return intended(r).Add(r.E2E)
+	}
+	if !r.Start.IsZero() {
+		return r.Start
+	}
+	return r.Intended
+}
+
+func (a *Aggregator) addRequest(r *event.Request) {
+	if r.Warmup {
+		a.counts.warmup++
+		return
+	}
+	sent, end := intended(r), completion(r)
+	if !sent.IsZero() && (a.reqStart.IsZero() || sent.Before(a.reqStart)) {
+		a.reqStart = sent
+	}
+	if end.After(a.reqEnd) {
+		a.reqEnd = end
+	}
+	a.see(end)
+
+	a.countRequest(r, end)
+	if n := a.arrivals.slot(sent); n != nil {
+		*n++
+	}
+	a.recordDur(a.schedLag, end, r.SchedLag)
+	if !r.OK() {
+		return
+	}
+	a.recordLatencies(r, end)
+	a.recordStages(r, end)
+	a.recordBreakdown(r, end)
+}
+
+func (a *Aggregator) countRequest(r *event.Request, end time.Time) {
+	c := &a.counts
+	c.sent++
+	tokens := int64(max(r.OutputTokens, 0))
+	c.tokens += tokens
+	okN, errN := int64(0), int64(0)
+	if r.OK() {
+		c.ok++
+		okN = 1
+	} else {
+		c.errors++
+		errN = 1
+		bump(c.byOutcome, r.Outcome, "other")
+		if r.Status != 0 {
+			bump(c.byStatus, r.Status, -1)
+		}
+	}
+	for _, f := range r.Flags {
+		bump(c.flags, f, "other")
+	}
+	for _, s := range []*counts{a.fineCounts.slot(end), a.coarseCounts.slot(end)} {
+		if s != nil {
+			s.sent++
+			s.ok += okN
+			s.errors += errN
+			s.tokens += tokens
+		}
+	}
+}
+
+// bump counts key in m, or under overflow once m holds maxCountKeys keys.
+func bump[K comparable](m map[K]int64, key, overflow K) {
+	if _, ok := m[key]; !ok && len(m) >= maxCountKeys {
+		key = overflow
+	}
+	m[key]++
+}
+
+func (a *Aggregator) recordDur(m *metric, t time.Time, d time.Duration) {
+	if m.record(t, int64(d/time.Microsecond)) {
+		a.clamped++
+	}
+}
+
+func (a *Aggregator) recordLatencies(r *event.Request, end time.Time) {
+	if r.TTFT > 0 {
+		a.recordDur(a.ttft, end, r.TTFT)
+	}
+	if r.E2E > 0 {
+		a.recordDur(a.e2e, end, r.E2E)
+	}
+	if tpot := r.TPOT(); tpot > 0 {
+		a.recordDur(a.tpot, end, tpot)
+	}
+	if rate := r.TokensPerSecond(); rate > 0 && !math.IsInf(rate, 0) {
+		// Recorded in milli-tokens/s so the integer histogram keeps 3 decimals.
+		v := rate * displayFactor
+		if v > float64(histHighest) {
+			v = float64(histHighest) + 1 // clamp below counts it
+		}
+		if a.tokRate.record(end, int64(v)) {
+			a.clamped++
+		}
+	}
+	// The ITL loop runs once per chunk: find the slots once, then each value
+	// is three histogram increments and no allocation.
+	if len(r.Chunks) > 1 {
+		a.clamped += a.itl.recordGaps(end, r.Chunks)
+	}
+}
+
+func (a *Aggregator) recordStages(r *event.Request, end time.Time) {
+	for _, st := range r.Stages {
+		m := a.stages[st.Stage]
+		if m == nil {
+			if len(a.stages) >= maxStageKeys {
+				a.droppedStage++
+				continue
+			}
+			m = newMetric()
+			a.stages[st.Stage] = m
+		}
+		a.recordDur(m, end, st.Duration)
+	}
+}
+
+func (a *Aggregator) recordBreakdown(r *event.Request, end time.Time) {
+	if len(r.Breakdown) == 0 {
+		return
+	}
+	a.bdRequests++
+	a.bdTTFT += int64(r.TTFT / time.Microsecond)
+	for _, st := range r.Breakdown {
+		b := a.breakdown[st.Stage]
+		if b == nil {
+			if len(a.breakdown) >= maxStageKeys {
+				a.droppedStage++
+				continue
+			}
+			b = &bdStage{m: newMetric(), prov: make(map[event.Provenance]int64)}
+			a.breakdown[st.Stage] = b
+		}
+		a.recordDur(b.m, end, st.Duration)
+		bump(b.prov, st.Provenance, "other")
+	}
+}

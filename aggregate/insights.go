@@ -1,0 +1,221 @@
+package aggregate
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// Insight thresholds. An insight is emitted only when its inputs exist (at
+// least insightMinRequests requests behind every statistic it uses) and its
+// number crosses the threshold below; otherwise it is left out, never shown
+// with made-up or thin numbers.
+const (
+	insightMinRequests = 10
+
+	// "queue wait is N% of TTFT": queue share of TTFT at least 25%.
+	queueShareMin = 0.25
+	// "tokenization is N% of prefill": at least 10%.
+	tokenizeShareMin = 0.10
+	// "non-model overhead is N% of TTFT": everything but queue, prefill and
+	// first decode at least 20% of TTFT.
+	overheadShareMin = 0.20
+
+	// "arrival rate exceeds completions": arrivals over the last minute at
+	// least 10% above completions, and the queue depth rising by at least
+	// 0.1 request/s (least squares over at least 5 readings spanning 20 s).
+	growthRateRatio = 1.10
+	growthSlopeMin  = 0.1
+	growthMinPoints = 5
+	growthMinSpan   = 20 * time.Second
+
+	// "the probe is the limit": scheduling-lag p99 of 10 ms or more.
+	probeLagP99MS = 10.0
+	// "the server, not the probe, is the limit": scheduling-lag p99 under
+	// 2 ms while TTFT tracks queue depth (Pearson r of at least 0.7 between
+	// their 10 s means, over at least 4 slots of the last 5 minutes).
+	serverLagP99MS  = 2.0
+	queueTTFTCorr   = 0.7
+	queueTTFTMinCnt = 4
+)
+
+// insightSource names the aggregator as the emitter of its insights.
+const insightSource = "aggregate"
+
+func (a *Aggregator) insights(s *Snapshot) []event.Marker {
+	var out []event.Marker
+	add := func(msg string, values map[string]float64) {
+		out = append(out, event.Marker{
+			Time: s.Now, Kind: event.MarkerInsight, Source: insightSource, Message: msg, Values: values,
+		})
+	}
+	a.queueShareInsight(s, add)
+	a.growthInsight(s, add)
+	a.tokenizeInsight(s, add)
+	a.overheadInsight(s, add)
+	a.limitInsight(s, add)
+	return out
+}
+
+type addInsight func(msg string, values map[string]float64)
+
+func pct(f float64) string { return fmt.Sprintf("%.0f%%", f*100) }
+
+// bdTTFTMeanMS is the mean TTFT (ms) of the requests with a breakdown.
+func (a *Aggregator) bdTTFTMeanMS() float64 {
+	if a.bdRequests == 0 {
+		return 0
+	}
+	return float64(a.bdTTFT) / float64(a.bdRequests) / displayFactor
+}
+
+func (a *Aggregator) queueShareInsight(s *Snapshot, add addInsight) {
+	if q, ok := s.Breakdown.Stages[event.StageQueue]; ok && q.Count >= insightMinRequests && a.bdTTFT > 0 {
+		if q.Share >= queueShareMin {
+			add(fmt.Sprintf("queue wait is %s of TTFT (from the per-request breakdown)", pct(q.Share)),
+				map[string]float64{
+					"share": q.Share, "queue_mean_ms": q.Mean, "ttft_mean_ms": a.bdTTFTMeanMS(),
+					"requests": float64(q.Count), "from_breakdown": 1,
+				})
+		}
+		return
+	}
+	qm, ok := s.Server.StageMeans["queue"]
+	ttft := s.Windows[WinRun].TTFT
+	if !ok || ttft.Count < insightMinRequests || ttft.Mean <= 0 {
+		return
+	}
+	share := qm / ttft.Mean
+	if share >= queueShareMin {
+		add(fmt.Sprintf("queue wait is %s of TTFT (server queue-time mean over client TTFT mean)", pct(share)),
+			map[string]float64{
+				"share": share, "queue_mean_ms": qm, "ttft_mean_ms": ttft.Mean,
+				"requests": float64(ttft.Count), "from_breakdown": 0,
+			})
+	}
+}
+
+func (a *Aggregator) growthInsight(s *Snapshot, add addInsight) {
+	w := s.Windows[Win1m]
+	if w.Span < growthMinSpan {
+		return
+	}
+	completions := w.ReqPerSec
+	arrivals, estimated := a.cfg.OfferedRate, 0.0
+	if arrivals <= 0 {
+		_, from, to, _ := bounds(Win1m, s.Now)
+		var n int64
+		a.arrivals.each(from, to, func(c *int64) { n += *c })
+		arrivals, estimated = float64(n)/w.Span.Seconds(), 1
+	}
+	slope, points, covered := a.server.queueSlope(s.Now, time.Minute)
+	if arrivals <= 0 || arrivals < completions*growthRateRatio ||
+		points < growthMinPoints || covered < growthMinSpan || slope < growthSlopeMin {
+		return
+	}
+	add(fmt.Sprintf("arrival rate exceeds completions: the queue grows without bound (%.2f req/s in, %.2f req/s done, queue +%.2f/s)",
+		arrivals, completions, slope),
+		map[string]float64{
+			"arrival_rate": arrivals, "completion_rate": completions, "queue_slope_per_s": slope,
+			"arrival_estimated": estimated, "queue_readings": float64(points),
+		})
+}
+
+func (a *Aggregator) tokenizeInsight(s *Snapshot, add addInsight) {
+	tok, ok1 := s.Breakdown.Stages[event.StageTokenize]
+	pre, ok2 := s.Breakdown.Stages[event.StagePrefill]
+	if !ok1 || !ok2 || tok.Count < insightMinRequests || pre.Count < insightMinRequests || pre.Share <= 0 {
+		return
+	}
+	ratio := tok.Share / pre.Share // the shares have the same denominator
+	if ratio >= tokenizeShareMin {
+		add(fmt.Sprintf("tokenization is %s of prefill", pct(ratio)),
+			map[string]float64{"ratio": ratio, "tokenize_mean_ms": tok.Mean, "prefill_mean_ms": pre.Mean})
+	}
+}
+
+func (a *Aggregator) overheadInsight(s *Snapshot, add addInsight) {
+	b := s.Breakdown
+	pre, ok := b.Stages[event.StagePrefill]
+	if !ok || b.Requests < insightMinRequests || pre.Count < insightMinRequests {
+		return
+	}
+	model := 0.0
+	for _, st := range []event.Stage{event.StageQueue, event.StagePrefill, event.StageFirstDecode} {
+		model += b.Stages[st].Share
+	}
+	overhead := 1 - model
+	if overhead >= overheadShareMin {
+		add(fmt.Sprintf("non-model overhead is %s of TTFT (everything but queue, prefill and first decode)", pct(overhead)),
+			map[string]float64{
+				"share": overhead, "model_share": model, "unattributed_share": b.UnattributedShare,
+				"ttft_mean_ms": a.bdTTFTMeanMS(),
+			})
+	}
+}
+
+func (a *Aggregator) limitInsight(s *Snapshot, add addInsight) {
+	lag := s.Windows[WinRun].SchedLag
+	if lag.Count < insightMinRequests {
+		return
+	}
+	if lag.P99 >= probeLagP99MS {
+		add(fmt.Sprintf("the probe is the limit: it started requests up to %.2f ms late (scheduling-lag p99)", lag.P99),
+			map[string]float64{"sched_lag_p99_ms": lag.P99, "sched_lag_max_ms": lag.Max})
+		return
+	}
+	if lag.P99 >= serverLagP99MS {
+		return
+	}
+	r, n := a.queueTTFTCorrelation(s.Now)
+	if n < queueTTFTMinCnt || r < queueTTFTCorr {
+		return
+	}
+	add(fmt.Sprintf("the server, not the probe, is the limit: TTFT rises with queue depth (r=%.2f) while the probe's scheduling-lag p99 is %.2f ms", r, lag.P99),
+		map[string]float64{"correlation": r, "slots": float64(n), "sched_lag_p99_ms": lag.P99})
+}
+
+// queueTTFTCorrelation returns Pearson's r between the mean queue depth and
+// the mean TTFT of each 10 s slot of the last 5 minutes that has both, and
+// the number of such slots. r is 0 when either does not vary.
+func (a *Aggregator) queueTTFTCorrelation(now time.Time) (float64, int) {
+	_, from, to, _ := bounds(Win5m, now)
+	var xs, ys []float64
+	for e := from; e <= to; e++ {
+		q := a.server.coarse.get(e)
+		t := a.ttft.coarse.get(e)
+		if q == nil || t == nil || q.waitN == 0 || t.n == 0 {
+			continue
+		}
+		xs = append(xs, q.waitSum/float64(q.waitN))
+		ys = append(ys, float64(t.sum)/float64(t.n))
+	}
+	return pearson(xs, ys), len(xs)
+}
+
+func pearson(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	if n < 2 {
+		return 0
+	}
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx /= n
+	my /= n
+	var sxy, sxx, syy float64
+	for i := range xs {
+		dx, dy := xs[i]-mx, ys[i]-my
+		sxy += dx * dy
+		sxx += dx * dx
+		syy += dy * dy
+	}
+	if sxx == 0 || syy == 0 {
+		return 0
+	}
+	return sxy / math.Sqrt(sxx*syy)
+}

@@ -1,0 +1,261 @@
+package aggregate
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// clientStageOrder is the order the probe measures client stages in.
+func clientStageOrder() []event.Stage {
+	return []event.Stage{
+		event.StageSchedLag, event.StageSerialize, event.StageDNS, event.StageConnect, event.StageTLS,
+		event.StageConnWait, event.StageWrite, event.StageWaitHeaders, event.StageFirstToken, event.StageServerWindow,
+	}
+}
+
+// breakdownStageOrder is the order a request's time passes through the breakdown stages.
+func breakdownStageOrder() []event.Stage {
+	return []event.Stage{
+		event.StageNetworkOut, event.StageHTTP, event.StageTokenize, event.StageQueue, event.StagePrefill,
+		event.StageFirstDecode, event.StageDetokenize, event.StageNetworkReturn, event.StageUnattributed,
+	}
+}
+
+// ordered returns m's keys: those in canonical first, in its order, then the
+// rest sorted.
+func ordered[V any](m map[event.Stage]V, canonical []event.Stage) []event.Stage {
+	out := make([]event.Stage, 0, len(m))
+	known := make(map[event.Stage]bool, len(canonical))
+	for _, s := range canonical {
+		known[s] = true
+		if _, ok := m[s]; ok {
+			out = append(out, s)
+		}
+	}
+	for _, s := range sortedKeys(m) {
+		if !known[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// WriteTable prints s as a human-readable report: latency percentiles per
+// metric and stage (milliseconds, 2 decimals), throughput, errors, the TTFT
+// breakdown with provenance, the server, the GPU, markers and insights.
+func WriteTable(w io.Writer, s Summary) error {
+	tw := &errWriter{w: w}
+	writeRequests(tw, s)
+	writeLatency(tw, s)
+	writeBreakdown(tw, s.Breakdown)
+	writeServer(tw, s.Server)
+	writeGPU(tw, s.GPU)
+	writeMarkers(tw, s.Markers, s.Insights)
+	if tw.err != nil {
+		return fmt.Errorf("write report: %w", tw.err)
+	}
+	return nil
+}
+
+// errWriter keeps the first write error so the sections need not check each line.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return len(p), nil
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, nil
+}
+
+func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }
+
+func writeRequests(w *errWriter, s Summary) {
+	r := s.Requests
+	w.printf("Requests: %d sent, %d ok, %d errors", r.Sent, r.OK, r.Errors)
+	if r.Sent > 0 {
+		w.printf(" (%.2f%%)", 100*float64(r.Errors)/float64(r.Sent))
+	}
+	w.printf("; %d warm-up excluded\n", r.Warmup)
+	w.printf("Duration: %.2f s   Throughput: %.2f req/s, %.2f output tok/s (%d tokens)\n",
+		s.Duration.Seconds(), r.ReqPerSec, r.TokPerSec, r.TokensOut)
+	if len(r.ByOutcome) > 0 {
+		var parts []string
+		for _, k := range sortedKeys(r.ByOutcome) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, r.ByOutcome[k]))
+		}
+		w.printf("Errors by kind: %s\n", strings.Join(parts, ", "))
+	}
+	if len(r.ByStatus) > 0 {
+		var parts []string
+		for _, k := range sortedKeys(r.ByStatus) {
+			parts = append(parts, fmt.Sprintf("%d: %d", k, r.ByStatus[k]))
+		}
+		w.printf("Errors by HTTP status: %s\n", strings.Join(parts, ", "))
+	}
+	if len(r.Flags) > 0 {
+		var parts []string
+		for _, k := range sortedKeys(r.Flags) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, r.Flags[k]))
+		}
+		w.printf("Flags: %s\n", strings.Join(parts, ", "))
+	}
+	if r.Clamped > 0 || r.DroppedStages > 0 {
+		w.printf("Note: %d values clamped into 0..10 min, %d stage values dropped (too many stage names)\n",
+			r.Clamped, r.DroppedStages)
+	}
+}
+
+// statsRow writes one row; name is padded to width so that it reads left
+// aligned while the numbers align right.
+func statsRow(tw io.Writer, width int, name string, st Stats) {
+	fmt.Fprintf(tw, "  %-*s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", width, name, st.Count, st.Mean, st.P50, st.P90, st.P99, st.Max)
+}
+
+func writeLatency(w *errWriter, s Summary) {
+	w.printf("\nLatency (ms)\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	const width = 20
+	fmt.Fprintf(tw, "  %-*s\tcount\tmean\tp50\tp90\tp99\tmax\t\n", width, "metric")
+	statsRow(tw, width, "ttft", s.TTFT)
+	statsRow(tw, width, "itl", s.ITL)
+	statsRow(tw, width, "tpot", s.TPOT)
+	statsRow(tw, width, "e2e", s.E2E)
+	statsRow(tw, width, "sched_lag", s.SchedLag)
+	statsRow(tw, width, "tok/s per request *", s.TokensPerSec)
+	_ = tw.Flush()
+	w.printf("  * in output tokens per second, not ms\n")
+	if len(s.Stages) == 0 {
+		return
+	}
+	w.printf("\nClient stages (ms)\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  %-*s\tcount\tmean\tp50\tp90\tp99\tmax\t\n", width, "stage")
+	for _, name := range ordered(s.Stages, clientStageOrder()) {
+		statsRow(tw, width, string(name), s.Stages[name])
+	}
+	_ = tw.Flush()
+}
+
+func writeBreakdown(w *errWriter, b Breakdown) {
+	if b.Requests == 0 {
+		w.printf("\nTTFT breakdown: none (no server data joined to requests)\n")
+		return
+	}
+	w.printf("\nTTFT breakdown (ms, %d requests)\n", b.Requests)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  stage\tcount\tmean\tp50\tp90\tp99\tshare\tprovenance\n")
+	for _, name := range ordered(b.Stages, breakdownStageOrder()) {
+		st := b.Stages[name]
+		provs := make([]string, len(st.Provenance))
+		for i, p := range st.Provenance {
+			provs[i] = string(p)
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f%%\t%s\n",
+			name, st.Count, st.Mean, st.P50, st.P90, st.P99, 100*st.Share, strings.Join(provs, ","))
+	}
+	_ = tw.Flush()
+	w.printf("  unattributed: %.1f%% of TTFT\n", 100*b.UnattributedShare)
+}
+
+func writeServer(w *errWriter, s ServerStats) {
+	if s.Samples == 0 {
+		w.printf("\nServer: no metrics collected\n")
+		return
+	}
+	w.printf("\nServer (%s, %s): %d samples", orDash(s.Dialect), orDash(s.Source), s.Samples)
+	if s.Stale > 0 {
+		w.printf(", %d stale", s.Stale)
+	}
+	w.printf("\n")
+	if s.QueueDepth.Seen {
+		w.printf("  queue depth: peak %.0f, mean %.2f, trend %+.2f/s\n", s.QueueDepth.Peak, s.QueueDepth.Mean, s.QueueSlope)
+	}
+	if s.Running.Seen {
+		w.printf("  running: peak %.0f, mean %.2f\n", s.Running.Peak, s.Running.Mean)
+	}
+	if s.KVCache.Seen {
+		w.printf("  KV cache: peak %.1f%%, mean %.1f%%\n", 100*s.KVCache.Peak, 100*s.KVCache.Mean)
+	}
+	if len(s.StageMeans) > 0 {
+		var parts []string
+		for _, k := range sortedKeys(s.StageMeans) {
+			parts = append(parts, fmt.Sprintf("%s %.2f", k, s.StageMeans[k]))
+		}
+		w.printf("  stage means (ms): %s\n", strings.Join(parts, ", "))
+	}
+	if s.LastStale || s.LastError != "" {
+		w.printf("  last sample: stale=%t error=%q\n", s.LastStale, s.LastError)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func writeGPU(w *errWriter, g *event.GPUSample) {
+	w.printf("\n")
+	switch {
+	case g == nil:
+		w.printf("GPU: no samples\n")
+		return
+	case !g.Available:
+		w.printf("GPU: NVML unavailable: %s\n", orDash(g.Reason))
+		return
+	}
+	sim := ""
+	if g.Simulated {
+		sim = " (simulated)"
+	}
+	if len(g.Devices) == 0 {
+		w.printf("GPU: no devices%s\n", sim)
+	}
+	for _, d := range g.Devices {
+		w.printf("GPU %d %s%s: util %d%%, mem %.1f/%.1f GiB, power %.0f W, %d C, SM %d MHz",
+			d.Index, d.Name, sim, d.UtilGPU, gib(d.MemUsed), gib(d.MemTotal), float64(d.PowerMilliW)/1000, d.TempC, d.SMClockMHz)
+		if len(d.ThrottleReason) > 0 {
+			w.printf(", throttle %s", strings.Join(d.ThrottleReason, ","))
+		}
+		w.printf("\n")
+	}
+}
+
+func gib(b uint64) float64 { return float64(b) / (1 << 30) }
+
+// maxReportMarkers bounds the markers listed in the table.
+const maxReportMarkers = 10
+
+func writeMarkers(w *errWriter, m Markers, insights []event.Marker) {
+	if len(m.Counts) > 0 {
+		var parts []string
+		for _, k := range sortedKeys(m.Counts) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, m.Counts[k]))
+		}
+		w.printf("\nMarkers: %s\n", strings.Join(parts, ", "))
+		recent := m.Recent
+		if len(recent) > maxReportMarkers {
+			recent = recent[len(recent)-maxReportMarkers:]
+		}
+		for _, x := range recent {
+			w.printf("  %s %-11s %s\n", x.Time.Format(time.TimeOnly+".000"), x.Kind, x.Message)
+		}
+	}
+	if len(insights) > 0 {
+		w.printf("\nInsights\n")
+		for _, x := range insights {
+			w.printf("  - %s\n", x.Message)
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package aggregate
+
+import (
+	"context"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// DefaultEvery is the snapshot period Run uses when given none: about 4 Hz,
+// fast enough for a live view, far slower than requests arrive.
+const DefaultEvery = 250 * time.Millisecond
+
+// Run aggregates in with a default Config; see (*Aggregator).Run.
+func Run(ctx context.Context, in <-chan event.Event, every time.Duration, publish func(Snapshot)) Summary {
+	return New(Config{}).Run(ctx, in, every, publish)
+}
+
+// Run owns a on the calling goroutine: it adds events from in as they come
+// and publishes a snapshot every period (and once more at the end). It
+// returns the run's Summary when in is closed or ctx ends. publish is called
+// on this goroutine and should hand the snapshot off quickly (e.g. a
+// non-blocking send); it may be nil.
+//
+// Window edges come from cfg.Now when set, else from the latest event time.
+func (a *Aggregator) Run(ctx context.Context, in <-chan event.Event, every time.Duration, publish func(Snapshot)) Summary {
+	if every <= 0 {
+		every = DefaultEvery
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	emit := func() {
+		if publish != nil {
+			publish(a.Snapshot(a.now()))
+		}
+	}
+	for {
+		select {
+		case ev, ok := <-in:
+			if !ok {
+				emit()
+				return a.Summary()
+			}
+			a.Add(ev)
+		case <-tick.C:
+			emit()
+		case <-ctx.Done():
+			a.drain(in)
+			emit()
+			return a.Summary()
+		}
+	}
+}
+
+// drain adds the events already buffered in in, without waiting for more, so
+// records sent just before cancellation still count. It takes at most what
+// was buffered when it began, so a producer that keeps sending cannot hold it.
+func (a *Aggregator) drain(in <-chan event.Event) {
+	for n := len(in); n > 0; n-- {
+		select {
+		case ev, ok := <-in:
+			if !ok {
+				return
+			}
+			a.Add(ev)
+		default:
+			return
+		}
+	}
+}
+
+func (a *Aggregator) now() time.Time {
+	if a.cfg.Now != nil {
+		return a.cfg.Now()
+	}
+	return a.latest
+}

@@ -1,0 +1,322 @@
+package aggregate
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// Snapshot is the aggregator's state at one moment. It is a value built
+// fresh each time: nothing in it is touched again by the aggregator, so any
+// goroutine may read it.
+type Snapshot struct {
+	Now     time.Time     // the window edge the snapshot was taken at
+	Start   time.Time     // first intended send of the run (zero before any request)
+	Elapsed time.Duration // Now − Start
+	// Windows holds the statistics over the last 10 s, 1 min, 5 min and the
+	// whole run, indexed by Window.
+	Windows   [NumWindows]WindowStats
+	Requests  Requests
+	Breakdown Breakdown
+	Server    ServerStats
+	GPU       *event.GPUSample // the latest GPU sample, nil before the first
+	Markers   Markers
+	Insights  []event.Marker
+}
+
+// WindowStats are the statistics over one window. Requests count in the
+// window that holds their completion time.
+type WindowStats struct {
+	Window Window
+	// Span is the time the window covers: whole slots up to now, cut at the
+	// start of the run.
+	Span time.Duration
+
+	Sent, OK, Errors, Tokens int64
+	ReqPerSec, TokPerSec     float64 // Sent and Tokens over Span
+
+	TTFT, ITL, TPOT, E2E Stats
+	TokensPerSec         Stats // per request, in tokens/s
+	SchedLag             Stats
+	Stages               map[event.Stage]Stats // client stages
+	Breakdown            map[event.Stage]Stats // TTFT breakdown stages
+
+	ServerStageMeans map[string]float64 // ms, count-weighted over the window
+	QueueDepthMean   float64            // plain mean of the queue-depth readings in the window
+	HasQueueDepth    bool
+}
+
+// Requests are the whole run's request counters.
+type Requests struct {
+	Sent   int64 `json:"sent"` // ok + errors; warm-up excluded
+	OK     int64 `json:"ok"`
+	Errors int64 `json:"errors"`
+	Warmup int64 `json:"warmup"` // warm-up requests, kept out of everything else
+	// TokensOut counts the output tokens of every request, failed ones too.
+	TokensOut int64                   `json:"tokens_out"`
+	ByOutcome map[event.Outcome]int64 `json:"by_outcome"` // errors only
+	ByStatus  map[int]int64           `json:"by_status"`  // errors that carried an HTTP status
+	Flags     map[event.Flag]int64    `json:"flags"`
+	Duration  time.Duration           `json:"-"` // first intended send → last completion
+	ReqPerSec float64                 `json:"req_per_s"`
+	TokPerSec float64                 `json:"tok_per_s"` // output tokens per second over the run
+	// Clamped counts values outside 0..10 min recorded at the range's edge.
+	Clamped int64 `json:"clamped_values,omitempty"`
+	// DroppedStages counts stage values dropped because too many distinct
+	// stage names arrived.
+	DroppedStages int64 `json:"dropped_stage_values,omitempty"`
+}
+
+// Breakdown summarises the TTFT breakdown over the requests that had one.
+type Breakdown struct {
+	Requests int64                          // successful requests with a breakdown
+	Stages   map[event.Stage]BreakdownStage // per breakdown stage
+	// UnattributedShare is Σ unattributed / Σ TTFT over those requests (0..1).
+	UnattributedShare float64
+}
+
+// BreakdownStage is one breakdown stage over the run.
+type BreakdownStage struct {
+	Stats
+	// Share is this stage's total over the TTFT total of the requests with a
+	// breakdown (0..1).
+	Share float64
+	// Provenance lists every provenance seen for this stage, most direct first.
+	Provenance []event.Provenance
+}
+
+// Snapshot computes the statistics with windows ending at now.
+func (a *Aggregator) Snapshot(now time.Time) Snapshot {
+	s := Snapshot{
+		Now:       now,
+		Start:     a.reqStart,
+		Requests:  a.requests(),
+		Breakdown: a.breakdownStats(),
+		Server:    a.server.stats(now),
+		Markers:   a.markers.stats(),
+	}
+	if !a.reqStart.IsZero() && now.After(a.reqStart) {
+		s.Elapsed = now.Sub(a.reqStart)
+	}
+	if a.gpu != nil {
+		g := *a.gpu
+		s.GPU = &g
+	}
+	for w := Window(0); w < NumWindows; w++ {
+		s.Windows[w] = a.window(w, now)
+	}
+	s.Insights = a.insights(&s)
+	return s
+}
+
+// Summary returns the whole run's statistics, with the windows ending at the
+// latest event seen.
+func (a *Aggregator) Summary() Summary {
+	return a.Snapshot(a.latest).Summary()
+}
+
+// Latest returns the latest event timestamp seen (the zero time before any).
+func (a *Aggregator) Latest() time.Time { return a.latest }
+
+func (a *Aggregator) requests() Requests {
+	c := &a.counts
+	r := Requests{
+		Sent: c.sent, OK: c.ok, Errors: c.errors, Warmup: c.warmup, TokensOut: c.tokens,
+		ByOutcome:     copyMap(c.byOutcome),
+		ByStatus:      copyMap(c.byStatus),
+		Flags:         copyMap(c.flags),
+		Clamped:       a.clamped,
+		DroppedStages: a.droppedStage,
+	}
+	if a.reqEnd.After(a.reqStart) && !a.reqStart.IsZero() {
+		r.Duration = a.reqEnd.Sub(a.reqStart)
+		r.ReqPerSec = float64(c.sent) / r.Duration.Seconds()
+		r.TokPerSec = float64(c.tokens) / r.Duration.Seconds()
+	}
+	return r
+}
+
+func copyMap[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (a *Aggregator) breakdownStats() Breakdown {
+	b := Breakdown{Requests: a.bdRequests, Stages: make(map[event.Stage]BreakdownStage, len(a.breakdown))}
+	for name, st := range a.breakdown {
+		bs := BreakdownStage{Stats: a.mg.whole(st.m), Provenance: provenances(st.prov)}
+		if a.bdTTFT > 0 {
+			bs.Share = float64(st.m.runTally.sum) / float64(a.bdTTFT)
+		}
+		b.Stages[name] = bs
+	}
+	if u, ok := b.Stages[event.StageUnattributed]; ok {
+		b.UnattributedShare = u.Share
+	}
+	return b
+}
+
+// provenances lists the provenances seen, most direct first, unknown ones last.
+func provenances(m map[event.Provenance]int64) []event.Provenance {
+	out := make([]event.Provenance, 0, len(m))
+	for _, p := range []event.Provenance{event.Measured, event.ServerReported, event.Estimated} {
+		if m[p] > 0 {
+			out = append(out, p)
+		}
+	}
+	for _, p := range sortedKeys(m) {
+		if p != event.Measured && p != event.ServerReported && p != event.Estimated {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// bounds returns the epochs window w covers at now, whether they are fine
+// (1 s) or coarse (10 s) slots, and the time the first one starts.
+func bounds(w Window, now time.Time) (fine bool, from, to int64, start time.Time) {
+	width, n := int64(coarseWidth), int64(slotsPer5m)
+	switch w {
+	case Win10s:
+		fine, width, n = true, int64(fineWidth), fineSlots
+	case Win1m:
+		n = slotsPer1m
+	case Win5m:
+	default:
+		return false, 0, 0, time.Time{}
+	}
+	to = epochOf(now, width)
+	from = to - n + 1
+	return fine, from, to, time.Unix(0, from*width)
+}
+
+func (a *Aggregator) window(w Window, now time.Time) WindowStats {
+	ws := WindowStats{
+		Window:       w,
+		TTFT:         a.mg.stats(a.ttft, w, now),
+		ITL:          a.mg.stats(a.itl, w, now),
+		TPOT:         a.mg.stats(a.tpot, w, now),
+		E2E:          a.mg.stats(a.e2e, w, now),
+		TokensPerSec: a.mg.stats(a.tokRate, w, now),
+		SchedLag:     a.mg.stats(a.schedLag, w, now),
+		Stages:       make(map[event.Stage]Stats, len(a.stages)),
+		Breakdown:    make(map[event.Stage]Stats, len(a.breakdown)),
+	}
+	for name, m := range a.stages {
+		if st := a.mg.stats(m, w, now); st.Count > 0 {
+			ws.Stages[name] = st
+		}
+	}
+	for name, b := range a.breakdown {
+		if st := a.mg.stats(b.m, w, now); st.Count > 0 {
+			ws.Breakdown[name] = st
+		}
+	}
+	if w == WinRun {
+		c := &a.counts
+		ws.Sent, ws.OK, ws.Errors, ws.Tokens = c.sent, c.ok, c.errors, c.tokens
+		if !a.reqStart.IsZero() && now.After(a.reqStart) {
+			ws.Span = now.Sub(a.reqStart)
+		}
+		ws.ServerStageMeans = stageMeansMS(a.server.stages)
+		if q := a.server.waiting; q.n > 0 {
+			ws.QueueDepthMean, ws.HasQueueDepth = q.sum/float64(q.n), true
+		}
+	} else {
+		fine, from, to, start := bounds(w, now)
+		cr, sr := a.coarseCounts, a.server.coarse
+		if fine {
+			cr, sr = a.fineCounts, a.server.fine
+		}
+		cr.each(from, to, func(c *counts) {
+			ws.Sent += c.sent
+			ws.OK += c.ok
+			ws.Errors += c.errors
+			ws.Tokens += c.tokens
+		})
+		if a.reqStart.After(start) {
+			start = a.reqStart
+		}
+		if now.After(start) && !a.reqStart.IsZero() {
+			ws.Span = now.Sub(start)
+		}
+		ws.ServerStageMeans, ws.QueueDepthMean, ws.HasQueueDepth = windowServer(sr, from, to)
+	}
+	if ws.Span > 0 {
+		ws.ReqPerSec = float64(ws.Sent) / ws.Span.Seconds()
+		ws.TokPerSec = float64(ws.Tokens) / ws.Span.Seconds()
+	}
+	return ws
+}
+
+// Summary is the whole run, for the final report. It is a plain value.
+// Latency fields follow the package's definitions (TTFT, ITL, TPOT, E2E: see
+// the package documentation); they are in milliseconds, TokensPerSec in
+// tokens per second per request.
+type Summary struct {
+	Start, End time.Time // first intended send, last completion
+	Duration   time.Duration
+	Requests   Requests
+
+	TTFT, ITL, TPOT, E2E Stats
+	TokensPerSec         Stats
+	SchedLag             Stats
+	Stages               map[event.Stage]Stats
+	Breakdown            Breakdown
+	Server               ServerStats
+	GPU                  *event.GPUSample
+	Markers              Markers
+	Insights             []event.Marker
+}
+
+// Summary turns a snapshot into the whole-run summary.
+func (s Snapshot) Summary() Summary {
+	run := s.Windows[WinRun]
+	out := Summary{
+		Start:        s.Start,
+		Duration:     s.Requests.Duration,
+		Requests:     s.Requests,
+		TTFT:         run.TTFT,
+		ITL:          run.ITL,
+		TPOT:         run.TPOT,
+		E2E:          run.E2E,
+		TokensPerSec: run.TokensPerSec,
+		SchedLag:     run.SchedLag,
+		Stages:       run.Stages,
+		Breakdown:    s.Breakdown,
+		Server:       s.Server,
+		GPU:          s.GPU,
+		Markers:      s.Markers,
+		Insights:     s.Insights,
+	}
+	if !s.Start.IsZero() {
+		out.End = s.Start.Add(s.Requests.Duration)
+	}
+	return out
+}
+
+// MemoryBytes estimates the memory held by the histograms (the sparse slot
+// and whole-run histograms plus the dense scratch one used for merging).
+func (a *Aggregator) MemoryBytes() int {
+	n := a.mg.scratch.ByteSize()
+	for _, m := range []*metric{a.ttft, a.itl, a.tpot, a.e2e, a.tokRate, a.schedLag} {
+		n += m.memory()
+	}
+	for _, m := range a.stages {
+		n += m.memory()
+	}
+	for _, b := range a.breakdown {
+		n += b.m.memory()
+	}
+	return n
+}
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,404 @@
+package aggregate
+
+import (
+	"math"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/latscope/latscope/event"
+)
+
+// Histogram geometry. Values are recorded as integers in a metric's base unit:
+// microseconds for durations, milli-tokens per second for rates. Both are
+// shown divided by 1000 (milliseconds, tokens per second).
+const (
+	histLowest    = 1
+	histHighest   = int64(10 * time.Minute / time.Microsecond) // 10 min in µs
+	runDigits     = 3                                          // whole-run histograms
+	slotDigits    = 2                                          // window slots: 1% is plenty for a live view
+	displayFactor = 1000.0                                     // base unit → display unit
+)
+
+// Window names one of the time windows statistics are kept over.
+type Window int
+
+// The windows, shortest first.
+const (
+	Win10s Window = iota // last 10 s (1 s slots)
+	Win1m                // last minute (10 s slots)
+	Win5m                // last 5 minutes (10 s slots)
+	WinRun               // the whole run
+	NumWindows
+)
+
+// String returns the window's short name ("10s", "1m", "5m", "run").
+func (w Window) String() string {
+	switch w {
+	case Win10s:
+		return "10s"
+	case Win1m:
+		return "1m"
+	case Win5m:
+		return "5m"
+	case WinRun:
+		return "run"
+	}
+	return "unknown"
+}
+
+// Ring geometry. The 10 s window reads the fine ring; the 1 min and 5 min
+// windows read the coarse ring. A window covers whole slots ending with the one
+// that holds now, so it spans between (slots-1) and slots slot widths.
+const (
+	fineWidth   = time.Second
+	fineSlots   = 10
+	coarseWidth = 10 * time.Second
+	coarseSlots = 30
+	slotsPer1m  = 6
+	slotsPer5m  = coarseSlots
+	noEpoch     = math.MinInt64
+)
+
+// ring is a circular buffer of time slots keyed by epoch (time / width). A slot
+// is reset when a later epoch claims it; data older than the slot's current
+// epoch is dropped from the windows (the whole-run statistics still get it).
+type ring[T any] struct {
+	width  int64 // ns
+	epochs []int64
+	slots  []T
+	reset  func(*T)
+}
+
+func newRing[T any](width time.Duration, n int, reset func(*T)) *ring[T] {
+	r := &ring[T]{width: int64(width), epochs: make([]int64, n), slots: make([]T, n), reset: reset}
+	for i := range r.epochs {
+		r.epochs[i] = noEpoch
+	}
+	return r
+}
+
+// epoch returns the slot number of t.
+func (r *ring[T]) epoch(t time.Time) int64 { return epochOf(t, r.width) }
+
+// epochOf returns t's slot number for slots of width ns (floor division, so
+// times before 1970 work too).
+func epochOf(t time.Time, width int64) int64 {
+	ns := t.UnixNano()
+	e := ns / width
+	if ns%width < 0 {
+		e--
+	}
+	return e
+}
+
+// slot returns the slot for time t, resetting it if it held an older epoch,
+// or nil if t is older than what the slot now holds or t is the zero time.
+func (r *ring[T]) slot(t time.Time) *T {
+	if t.IsZero() {
+		return nil
+	}
+	e := r.epoch(t)
+	i := int(e % int64(len(r.slots)))
+	if i < 0 {
+		i += len(r.slots)
+	}
+	switch {
+	case r.epochs[i] == e:
+	case r.epochs[i] > e:
+		return nil
+	default:
+		r.reset(&r.slots[i])
+		r.epochs[i] = e
+	}
+	return &r.slots[i]
+}
+
+// each calls fn for every slot whose epoch is within [from, to].
+func (r *ring[T]) each(from, to int64, fn func(*T)) {
+	for i, e := range r.epochs {
+		if e != noEpoch && e >= from && e <= to {
+			fn(&r.slots[i])
+		}
+	}
+}
+
+// tally keeps a series' exact count, sum and max beside its histogram (HDR's
+// mean and max are bucket-approximate; these are exact to the base unit).
+type tally struct {
+	n, sum, max int64
+}
+
+func (t *tally) add(v int64) {
+	t.n++
+	t.sum += v
+	if v > t.max {
+		t.max = v
+	}
+}
+
+// slot is one completed time slot of a metric: a sparse histogram, which
+// costs memory only for the buckets it uses.
+type slot struct {
+	tally
+	h *hdr.PackedHistogram // nil until the slot first holds values
+}
+
+func resetSlot(s *slot) {
+	s.tally = tally{}
+	if s.h != nil {
+		s.h.Reset()
+	}
+}
+
+// slotRing is a ring of sparse slots plus one dense histogram for the newest
+// slot. Recording into a sparse histogram costs a binary search per value;
+// the dense one is a plain increment. When a later slot begins, the dense
+// histogram is folded into its sparse slot and reused. Values older than the
+// newest slot (out-of-order records) go straight into their sparse slot.
+type slotRing struct {
+	*ring[slot]
+	active      *hdr.Histogram // 2 digits, ~24 KB; created on first use
+	activeEpoch int64
+}
+
+func newSlotRing(width time.Duration, n int) *slotRing {
+	return &slotRing{ring: newRing(width, n, resetSlot), activeEpoch: noEpoch}
+}
+
+// target returns the slot for t and, when t falls in the newest slot, the
+// dense histogram to record into; (nil, nil) when t is too old or zero.
+func (r *slotRing) target(t time.Time) (*slot, *hdr.Histogram) {
+	if t.IsZero() {
+		return nil, nil
+	}
+	e := r.epoch(t)
+	if e > r.activeEpoch {
+		r.flush()
+		r.activeEpoch = e
+	}
+	s := r.slot(t)
+	switch {
+	case s == nil:
+		return nil, nil
+	case e != r.activeEpoch:
+		if s.h == nil {
+			s.h = hdr.NewPacked(histLowest, histHighest, slotDigits)
+		}
+		return s, nil
+	}
+	if r.active == nil {
+		r.active = hdr.New(histLowest, histHighest, slotDigits)
+	}
+	return s, r.active
+}
+
+// flush folds the dense histogram into the sparse slot of its epoch.
+func (r *slotRing) flush() {
+	if r.active == nil || r.active.TotalCount() == 0 {
+		return
+	}
+	if s := r.get(r.activeEpoch); s != nil {
+		if s.h == nil {
+			s.h = hdr.NewPacked(histLowest, histHighest, slotDigits)
+		}
+		s.h.MergeFrom(r.active)
+	}
+	r.active.Reset()
+}
+
+func (r *slotRing) memory() int {
+	n := 0
+	if r.active != nil {
+		n += r.active.ByteSize()
+	}
+	for i := range r.slots {
+		if h := r.slots[i].h; h != nil {
+			n += h.GetMemorySize()
+		}
+	}
+	return n
+}
+
+// record adds v to a slot: into dense when given, else into the slot's sparse one.
+func recordSlot(s *slot, dense *hdr.Histogram, v int64) {
+	if s == nil {
+		return
+	}
+	s.add(v)
+	if dense != nil {
+		_ = dense.RecordValue(v) // v is clamped into range: cannot fail
+	} else {
+		_ = s.h.RecordValue(v)
+	}
+}
+
+// clamp brings v into the histograms' range and says whether it had to.
+func clamp(v int64) (int64, bool) {
+	switch {
+	case v < 0:
+		return 0, true
+	case v > histHighest:
+		return histHighest, true
+	}
+	return v, false
+}
+
+// metric is one quantity tracked over every window: a dense 3-digit
+// histogram for the whole run (~172 KB) and two rings of 2-digit slots.
+type metric struct {
+	runTally tally
+	run      *hdr.Histogram // created on first use
+	fine     *slotRing
+	coarse   *slotRing
+}
+
+func newMetric() *metric {
+	return &metric{fine: newSlotRing(fineWidth, fineSlots), coarse: newSlotRing(coarseWidth, coarseSlots)}
+}
+
+func (m *metric) recordRun(v int64) {
+	if m.run == nil {
+		m.run = hdr.New(histLowest, histHighest, runDigits)
+	}
+	m.runTally.add(v)
+	_ = m.run.RecordValue(v)
+}
+
+// record adds one value (base unit) completed at t; it returns true if the
+// value was clamped.
+func (m *metric) record(t time.Time, v int64) bool {
+	v, clamped := clamp(v)
+	m.recordRun(v)
+	fs, fd := m.fine.target(t)
+	recordSlot(fs, fd, v)
+	cs, cd := m.coarse.target(t)
+	recordSlot(cs, cd, v)
+	return clamped
+}
+
+// recordGaps records the gap between each pair of consecutive chunks, all
+// completed at t, and returns how many values it clamped. The slots are
+// looked up once, so each value costs three histogram increments.
+func (m *metric) recordGaps(t time.Time, chunks []event.Chunk) int64 {
+	fs, fd := m.fine.target(t)
+	cs, cd := m.coarse.target(t)
+	var clamped int64
+	for i := 1; i < len(chunks); i++ {
+		v, c := clamp(int64((chunks[i].At - chunks[i-1].At) / time.Microsecond))
+		if c {
+			clamped++
+		}
+		m.recordRun(v)
+		recordSlot(fs, fd, v)
+		recordSlot(cs, cd, v)
+	}
+	return clamped
+}
+
+func (m *metric) memory() int {
+	n := m.fine.memory() + m.coarse.memory()
+	if m.run != nil {
+		n += m.run.ByteSize()
+	}
+	return n
+}
+
+// Stats summarises one metric over one window. Durations are in milliseconds;
+// the per-request tokens/s metric is in tokens per second.
+type Stats struct {
+	Count int64   `json:"count"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+}
+
+// merger turns slot series into Stats, reusing one dense scratch histogram
+// so a snapshot allocates little.
+type merger struct {
+	scratch *hdr.Histogram
+	pcts    []float64
+}
+
+func newMerger() *merger {
+	return &merger{
+		scratch: hdr.New(histLowest, histHighest, slotDigits),
+		// In percent: HDR takes 99 for the 99th percentile, not 0.99.
+		pcts: []float64{50, 90, 99},
+	}
+}
+
+// window merges the slots of r within [from, to] and summarises them.
+func (mg *merger) window(r *slotRing, from, to int64) Stats {
+	mg.scratch.Reset()
+	var t tally
+	r.each(from, to, func(s *slot) {
+		if s.n == 0 {
+			return
+		}
+		if s.h != nil {
+			s.h.MergeInto(mg.scratch)
+		}
+		t.n += s.n
+		t.sum += s.sum
+		t.max = max(t.max, s.max)
+	})
+	if r.active != nil && r.activeEpoch >= from && r.activeEpoch <= to {
+		mg.scratch.Merge(r.active)
+	}
+	if t.n == 0 {
+		return Stats{}
+	}
+	return finishStats(t, mg.scratch.ValueAtPercentilesSlice(mg.pcts))
+}
+
+// whole summarises a metric's whole run.
+func (mg *merger) whole(m *metric) Stats {
+	if m.runTally.n == 0 {
+		return Stats{}
+	}
+	return finishStats(m.runTally, m.run.ValueAtPercentilesSlice(mg.pcts))
+}
+
+func finishStats(t tally, q []int64) Stats {
+	st := Stats{
+		Count: t.n,
+		Mean:  float64(t.sum) / float64(t.n) / displayFactor,
+		P50:   float64(q[0]) / displayFactor,
+		P90:   float64(q[1]) / displayFactor,
+		P99:   float64(q[2]) / displayFactor,
+		Max:   float64(t.max) / displayFactor,
+	}
+	// HDR reports the highest value equivalent to a bucket, which can exceed
+	// the exact max by the bucket's width; never show a percentile above max.
+	st.P50 = math.Min(st.P50, st.Max)
+	st.P90 = math.Min(st.P90, st.Max)
+	st.P99 = math.Min(st.P99, st.Max)
+	return st
+}
+
+// stats summarises m over window w ending at the epoch holding now.
+func (mg *merger) stats(m *metric, w Window, now time.Time) Stats {
+	if w == WinRun {
+		return mg.whole(m)
+	}
+	fine, from, to, _ := bounds(w, now)
+	if fine {
+		return mg.window(m.fine, from, to)
+	}
+	return mg.window(m.coarse, from, to)
+}
+
+// get returns the slot holding epoch e, or nil if no slot does.
+func (r *ring[T]) get(e int64) *T {
+	i := int(e % int64(len(r.slots)))
+	if i < 0 {
+		i += len(r.slots)
+	}
+	if r.epochs[i] != e {
+		return nil
+	}
+	return &r.slots[i]
+}
