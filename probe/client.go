@@ -1,0 +1,532 @@
+package probe
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	BaseURL string      // server root, e.g. http://127.0.0.1:8000 (a trailing /v1 is accepted for the OpenAI dialects)
+	Dialect string      // one of Dialects()
+	Model   string      // model name sent in the body; required by the Ollama dialects
+	APIKey  string      // sent as Authorization: Bearer when set
+	Headers http.Header // extra request headers
+
+	// HTTPClient sends the requests; nil means a transport tuned for many
+	// concurrent streams (see NewTransport).
+	HTTPClient *http.Client
+	// MaxEventBytes bounds one stream event; 0 means DefaultMaxEventBytes.
+	MaxEventBytes int
+	// Timeout bounds one request from send to end of stream; 0 means none
+	// (the caller's context still applies).
+	Timeout time.Duration
+}
+
+// Client executes probe requests in one dialect against one server. It is
+// safe for concurrent use.
+type Client struct {
+	target  string // BaseURL as given, for the record
+	url     string // full request URL
+	model   string
+	apiKey  string
+	headers http.Header
+	limit   int
+	timeout time.Duration
+	d       dialect
+	hc      *http.Client
+	readers sync.Pool // *bufio.Reader, reused across requests
+}
+
+var _ Doer = (*Client)(nil)
+
+// NewClient validates cfg and returns a Client.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	d, err := dialectByName(cfg.Dialect)
+	if err != nil {
+		return nil, fmt.Errorf("new client: %w", err)
+	}
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("new client: base url: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("new client: base url %q: want http(s)://host[:port]", cfg.BaseURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("new client: base url %q: no query or fragment allowed", cfg.BaseURL)
+	}
+	base := strings.TrimSuffix(u.String(), "/")
+	if _, ok := d.(openAIDialect); ok {
+		base = strings.TrimSuffix(base, "/v1") // the dialect's path has it
+	}
+	if _, ok := d.(ollamaDialect); ok && cfg.Model == "" {
+		return nil, fmt.Errorf("new client: dialect %s needs a model", cfg.Dialect)
+	}
+	if cfg.MaxEventBytes < 0 || cfg.Timeout < 0 {
+		return nil, errors.New("new client: negative MaxEventBytes or Timeout")
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: NewTransport()}
+	}
+	limit := cfg.MaxEventBytes
+	if limit == 0 {
+		limit = DefaultMaxEventBytes
+	}
+	return &Client{
+		target:  cfg.BaseURL,
+		url:     base + d.path(),
+		model:   cfg.Model,
+		apiKey:  cfg.APIKey,
+		headers: cfg.Headers.Clone(),
+		limit:   limit,
+		timeout: cfg.Timeout,
+		d:       d,
+		hc:      hc,
+		readers: sync.Pool{New: func() any { return bufio.NewReaderSize(nil, streamBufferBytes) }},
+	}, nil
+}
+
+// NewTransport returns the probe's default transport: enough idle
+// connections per host for hundreds of concurrent streams, HTTP/1.1 only,
+// no proxy (it would add its own latency to every number), and no
+// compression (gzip would buffer the stream and hide token timing).
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   1024,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+	}
+}
+
+// CloseIdleConnections closes the client's idle connections.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
+// Dialect returns the client's dialect name.
+func (c *Client) Dialect() string { return c.d.name() }
+
+// drainLimit and drainWait bound what Do reads after the end marker so the
+// connection can be reused; neither counts in any measurement.
+const (
+	drainLimit = 64 << 10
+	drainWait  = time.Second
+)
+
+// Do sends one request and returns its complete record. It never returns
+// nil, always sets exactly one Outcome, always closes the body and leaves
+// no goroutine behind.
+func (c *Client) Do(ctx context.Context, spec RequestSpec) *event.Request {
+	start := time.Now()
+	r := &run{c: c, spec: spec, start: start}
+	r.rec = &event.Request{
+		ID: spec.ID, TraceID: spec.TraceID, Seq: spec.Seq, Worker: spec.Worker,
+		Target: c.target, Dialect: c.d.name(), Model: c.model, Warmup: spec.Warmup,
+		PromptTokens: spec.PromptTokens, TargetOutputTokens: spec.OutputTokens,
+		Intended: spec.Intended, Start: start,
+	}
+	// A request that starts before its schedule (the pacer never does this)
+	// counts from its real start, so the stages still cover the TTFT.
+	if spec.Intended.IsZero() || start.Before(spec.Intended) {
+		r.rec.Intended = start
+	}
+	r.lag = start.Sub(r.rec.Intended)
+	r.rec.SchedLag = r.lag
+
+	var reqCtx context.Context
+	var cancel context.CancelFunc
+	if c.timeout > 0 {
+		reqCtx, cancel = context.WithTimeoutCause(ctx, c.timeout, errRequestTimeout)
+	} else {
+		reqCtx, cancel = context.WithCancel(ctx)
+	}
+	defer cancel()
+	r.execute(ctx, reqCtx, cancel)
+	r.finish()
+	return r.rec
+}
+
+// run is the state of one request.
+type run struct {
+	c     *Client
+	spec  RequestSpec
+	rec   *event.Request
+	start time.Time
+	lag   time.Duration // Intended → start
+
+	bodyReady time.Time
+	trace     connTrace
+	phases    phases
+	headers   time.Time
+
+	ci         chunkInfo // the current event's
+	sawEvent   bool
+	firstAt    time.Duration // first content chunk, from start
+	endAt      time.Duration // end marker, from start
+	tokens     int
+	usage      bool
+	usageOut   int
+	failed     bool
+	batchRead  uint64 // socket read of the current coalesced group
+	batchCount int32  // events in that group
+	batchFrom  int    // first chunk of that group
+}
+
+// fail sets the outcome once.
+func (r *run) fail(out event.Outcome, msg string) {
+	r.failed = true
+	r.rec.Outcome = out
+	r.rec.Error = msg
+}
+
+func (r *run) execute(parent, reqCtx context.Context, cancel context.CancelFunc) {
+	c := r.c
+	body, err := c.d.body(c.model, r.spec)
+	if err != nil {
+		r.fail(event.OutcomeMalformed, fmt.Sprintf("build request body: %v", err))
+		return
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, r.trace.clientTrace()),
+		http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		r.fail(event.OutcomeConnect, fmt.Sprintf("build request: %v", err))
+		return
+	}
+	c.setHeaders(req.Header, r.spec)
+	r.bodyReady = time.Now()
+
+	resp, err := c.hc.Do(req)
+	r.headers = time.Now()
+	r.phases = r.trace.snapshot()
+	if err != nil {
+		if out, msg, ok := contextOutcome(parent, reqCtx); ok {
+			r.fail(out, msg)
+			return
+		}
+		r.fail(sendOutcome(err, !r.phases.gotConn.IsZero()))
+		return
+	}
+	defer resp.Body.Close()
+	r.rec.Status = resp.StatusCode
+	if st := tgiHeaderTiming(resp.Header); st != nil {
+		r.addTiming(st)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		r.fail(event.OutcomeHTTPStatus, statusError(resp))
+		return
+	}
+	if !c.d.ndjson() && isJSON(resp.Header.Get("Content-Type")) {
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		r.fail(event.OutcomeMalformed, fmt.Sprintf("server answered application/json, not an event stream: %s", excerpt(snippet, 200)))
+		return
+	}
+
+	br := c.readers.Get().(*bufio.Reader)
+	defer c.readers.Put(br)
+	clock := &readClock{r: resp.Body}
+	br.Reset(clock)
+	defer br.Reset(nil)
+	var rd eventReader
+	if c.d.ndjson() {
+		rd = newNDJSONReader(br, clock, c.limit)
+	} else {
+		rd = newSSEReader(br, clock, c.limit)
+	}
+	if err := r.stream(rd); err != nil {
+		if out, msg, ok := contextOutcome(parent, reqCtx); ok {
+			r.fail(out, msg)
+			return
+		}
+		r.fail(streamOutcome(err, c.d.endMarker()))
+		return
+	}
+	r.rec.Outcome = event.OutcomeOK
+	// Read what follows the end marker (normally just the chunked-encoding
+	// terminator) so the connection goes back to the pool, but never wait
+	// long for a server that keeps the stream open.
+	t := time.AfterFunc(drainWait, cancel)
+	defer t.Stop()
+	_, _ = io.Copy(io.Discard, io.LimitReader(br, drainLimit))
+}
+
+// stream reads events until the end marker. A nil return is a complete
+// stream; otherwise a read error, a parse error wrapping errMalformed, or a
+// *serverEventError.
+func (r *run) stream(rd eventReader) error {
+	chunks := make([]event.Chunk, 0, max(r.spec.OutputTokens, 0))
+	defer func() {
+		r.closeBatch(chunks)
+		r.rec.Chunks = chunks
+	}()
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			return err
+		}
+		// The arrival time is the read's; take it before any parsing.
+		at := ev.At.Sub(r.start)
+		if ev.Read != r.batchRead {
+			r.closeBatch(chunks)
+			r.batchRead, r.batchCount, r.batchFrom = ev.Read, 0, len(chunks)
+		}
+		r.batchCount++
+
+		r.ci = chunkInfo{}
+		ci := &r.ci // a field, not a local: through the interface call a local would escape
+		perr := r.c.d.parse(ev.Data, ci)
+		if !r.sawEvent {
+			r.sawEvent = true
+			r.rec.FirstEvent = r.lag + at
+			if ci.tokens == 0 && !ci.end && perr == nil && ci.serverErr == "" {
+				r.rec.Flags = append(r.rec.Flags, event.FlagRoleOnlyFirst)
+			}
+		}
+		if perr != nil {
+			return perr
+		}
+		if ci.serverErr != "" {
+			return &serverEventError{msg: ci.serverErr}
+		}
+		if ci.tokens > 0 {
+			if len(chunks) == 0 {
+				r.firstAt = at
+			}
+			chunks = append(chunks, event.Chunk{At: at, Tokens: int32(ci.tokens)})
+			r.tokens += ci.tokens
+			r.rec.ReplacementChars += ci.replacements
+		}
+		if ci.usage {
+			r.usage = true
+			r.usageOut = ci.outputTokens
+			if ci.promptTokens > 0 {
+				r.rec.PromptTokens = ci.promptTokens
+			}
+		}
+		if ci.timing != nil {
+			r.addTiming(ci.timing)
+		}
+		if ci.end {
+			r.endAt = at
+			return nil
+		}
+	}
+}
+
+// closeBatch writes the size of the finished coalesced group into its chunks.
+func (r *run) closeBatch(chunks []event.Chunk) {
+	for i := r.batchFrom; i < len(chunks); i++ {
+		chunks[i].Batch = r.batchCount
+	}
+}
+
+// serverEventError is an error event inside a stream.
+type serverEventError struct{ msg string }
+
+func (e *serverEventError) Error() string { return "server error event: " + e.msg }
+
+// addTiming merges a server timing into the record.
+func (r *run) addTiming(st *event.ServerTiming) {
+	if r.rec.Server == nil {
+		r.rec.Server = st
+		return
+	}
+	cur := r.rec.Server
+	if !strings.Contains(cur.Source, st.Source) {
+		cur.Source += "+" + st.Source
+	}
+	for k, v := range st.Stages {
+		cur.Stages[k] = v
+	}
+	if st.PromptTokens > 0 {
+		cur.PromptTokens = st.PromptTokens
+	}
+	if st.OutputTokens > 0 {
+		cur.OutputTokens = st.OutputTokens
+	}
+}
+
+// nagleGapMin and nagleGapMax bracket the 40 ms delayed-ACK timer that,
+// with Nagle's algorithm on the server's socket, holds a small segment back
+// until the next one is ready.
+const (
+	nagleGapMin = 36 * time.Millisecond
+	nagleGapMax = 44 * time.Millisecond
+)
+
+// finish fills the derived fields once the outcome is known.
+func (r *run) finish() {
+	rec := r.rec
+	if rec.Outcome == "" {
+		rec.Outcome = event.OutcomeStreamReset // unreachable: every path sets one
+	}
+	rec.Stages = r.stages()
+	if !r.failed {
+		rec.E2E = r.lag + r.endAt
+	} else {
+		rec.E2E = r.lag + time.Since(r.start)
+	}
+	if len(rec.Chunks) > 0 {
+		rec.TTFT = r.lag + r.firstAt
+	}
+	rec.OutputTokens = r.tokens
+	if r.usage && r.usageOut > 0 {
+		rec.OutputTokens = r.usageOut
+	}
+	if rec.OK() && r.c.d.asksUsage() && !r.usage {
+		rec.Flags = append(rec.Flags, event.FlagMissingUsage)
+	}
+	if rec.ReplacementChars > 0 {
+		rec.Flags = append(rec.Flags, event.FlagUTF8Defect)
+	}
+	if nagleSuspect(rec.Chunks) {
+		rec.Flags = append(rec.Flags, event.FlagNagleSuspect)
+	}
+	if !r.phases.gotConn.IsZero() {
+		rec.ReusedConn = r.phases.reused
+		rec.ConnectRTT = r.phases.connect
+	}
+}
+
+// nagleSuspect reports an inter-chunk gap near 40 ms after which the chunk
+// arrived coalesced with another event: the held-back segment and the next
+// one delivered together when the delayed ACK finally came.
+func nagleSuspect(chunks []event.Chunk) bool {
+	for i := 1; i < len(chunks); i++ {
+		gap := chunks[i].At - chunks[i-1].At
+		if gap >= nagleGapMin && gap <= nagleGapMax && chunks[i].Batch > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// stages returns the contiguous client stages reached, each running from
+// the end of the previous one. They are built from boundaries measured
+// from start on the monotonic clock, forced to be non-decreasing, so they
+// add up exactly to TTFT (lag + first content offset).
+func (r *run) stages() []event.StageTiming {
+	out := make([]event.StageTiming, 0, 9)
+	add := func(s event.Stage, d time.Duration) {
+		out = append(out, event.StageTiming{Stage: s, Duration: d, Provenance: event.Measured})
+	}
+	if r.lag > 0 {
+		add(event.StageSchedLag, r.lag)
+	}
+	if r.bodyReady.IsZero() {
+		return out
+	}
+	prev := time.Duration(0)
+	next := func(t time.Time) time.Duration {
+		d := max(t.Sub(r.start), prev)
+		step := d - prev
+		prev = d
+		return step
+	}
+	add(event.StageSerialize, next(r.bodyReady))
+	p := r.phases
+	if p.gotConn.IsZero() {
+		return out
+	}
+	// dns, connect and tls lie inside [bodyReady, gotConn]; conn_wait is the
+	// rest. Each is clipped so they cannot overrun the whole.
+	total := next(p.gotConn)
+	dns := min(p.dns, total)
+	conn := min(p.connect, total-dns)
+	tlsD := min(p.tls, total-dns-conn)
+	add(event.StageDNS, dns)
+	add(event.StageConnect, conn)
+	add(event.StageTLS, tlsD)
+	add(event.StageConnWait, total-dns-conn-tlsD)
+	if p.wrote.IsZero() {
+		return out
+	}
+	add(event.StageWrite, next(p.wrote))
+	if r.rec.Status == 0 {
+		return out
+	}
+	add(event.StageWaitHeaders, next(r.headers))
+	if len(r.rec.Chunks) == 0 {
+		return out
+	}
+	add(event.StageFirstToken, next(r.start.Add(r.firstAt)))
+	// Clipping can only push boundaries later; the first token is the last
+	// boundary, so keep TTFT equal to the sum.
+	r.firstAt = prev
+	return out
+}
+
+func (c *Client) setHeaders(h http.Header, spec RequestSpec) {
+	for k, vs := range c.headers {
+		h[k] = append([]string(nil), vs...)
+	}
+	h.Set("Content-Type", "application/json")
+	if c.d.ndjson() {
+		h.Set("Accept", "application/x-ndjson")
+	} else {
+		h.Set("Accept", "text/event-stream")
+	}
+	if spec.ID != "" {
+		h.Set("X-Request-Id", spec.ID)
+	}
+	if spec.TraceID != "" && spec.SpanID != "" {
+		h.Set("Traceparent", "00-"+spec.TraceID+"-"+spec.SpanID+"-01")
+	}
+	if c.apiKey != "" {
+		h.Set("Authorization", "Bearer "+c.apiKey)
+	}
+}
+
+// statusError describes a non-2xx response with a snippet of its body,
+// preferring the error message of the usual JSON error shapes.
+func statusError(resp *http.Response) string {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	msg := bodyErrorMessage(raw)
+	if msg == "" {
+		msg = strings.TrimSpace(excerpt(bytes.TrimSpace(raw), 200))
+	}
+	if msg == "" {
+		return fmt.Sprintf("http %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	}
+	return fmt.Sprintf("http %d: %s", resp.StatusCode, excerpt([]byte(msg), 200))
+}
+
+// bodyErrorMessage extracts "error" (a string or an object with "message")
+// or a top-level "message" from a JSON error body.
+func bodyErrorMessage(raw []byte) string {
+	var body struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return ""
+	}
+	if msg := errorMessage(body.Error); msg != "" {
+		return msg
+	}
+	return body.Message
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}

@@ -1,0 +1,558 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// wireStageOrder is the order of the client stages.
+var wireStageOrder = []event.Stage{
+	event.StageSchedLag, event.StageSerialize, event.StageDNS, event.StageConnect, event.StageTLS,
+	event.StageConnWait, event.StageWrite, event.StageWaitHeaders, event.StageFirstToken,
+}
+
+// checkWireTimeline asserts the record's internal consistency: stages in order,
+// measured, non-negative and summing exactly to TTFT; chunk times ordered and
+// inside [TTFT, E2E].
+func checkWireTimeline(t *testing.T, rec *event.Request) {
+	t.Helper()
+	var sum time.Duration
+	next := 0
+	for _, st := range rec.Stages {
+		for next < len(wireStageOrder) && wireStageOrder[next] != st.Stage {
+			next++
+		}
+		if next == len(wireStageOrder) {
+			t.Fatalf("stage %s out of order in %+v", st.Stage, rec.Stages)
+		}
+		if st.Provenance != event.Measured || st.Duration < 0 {
+			t.Errorf("stage %+v: want measured and >= 0", st)
+		}
+		sum += st.Duration
+	}
+	if len(rec.Chunks) == 0 {
+		return
+	}
+	if last := rec.Stages[len(rec.Stages)-1].Stage; last != event.StageFirstToken {
+		t.Errorf("last stage %s, want first_token", last)
+	}
+	if sum != rec.TTFT {
+		t.Errorf("stages sum to %v, TTFT is %v (stages %+v)", sum, rec.TTFT, rec.Stages)
+	}
+	if rec.TTFT != rec.SchedLag+rec.Chunks[0].At {
+		t.Errorf("TTFT %v != sched lag %v + first chunk %v", rec.TTFT, rec.SchedLag, rec.Chunks[0].At)
+	}
+	if rec.FirstEvent <= 0 || rec.FirstEvent > rec.TTFT {
+		t.Errorf("first event %v outside (0, TTFT %v]", rec.FirstEvent, rec.TTFT)
+	}
+	for i := 1; i < len(rec.Chunks); i++ {
+		if rec.Chunks[i].At < rec.Chunks[i-1].At {
+			t.Fatalf("chunk %d at %v before chunk %d at %v", i, rec.Chunks[i].At, i-1, rec.Chunks[i-1].At)
+		}
+	}
+	for _, ch := range rec.Chunks {
+		if ch.Batch < 1 || ch.Tokens < 1 {
+			t.Fatalf("chunk %+v: want batch and tokens >= 1", ch)
+		}
+	}
+	var itl time.Duration
+	for _, g := range rec.ITLs() {
+		itl += g
+	}
+	if first, last := rec.Chunks[0].At, rec.Chunks[len(rec.Chunks)-1].At; itl != last-first {
+		t.Errorf("ITLs sum to %v, want %v", itl, last-first)
+	}
+	if rec.OK() && rec.E2E < rec.SchedLag+rec.Chunks[len(rec.Chunks)-1].At {
+		t.Errorf("E2E %v before the last chunk %v", rec.E2E, rec.Chunks[len(rec.Chunks)-1].At)
+	}
+}
+
+func TestDialectsEndToEnd(t *testing.T) {
+	t.Parallel()
+	const gap = 2 * time.Millisecond
+	vllmUsage := `{"id":"chatcmpl-probe-0001","object":"chat.completion.chunk","created":1767000000,"model":"m","choices":[],"usage":{"prompt_tokens":42,"completion_tokens":5,"total_tokens":47},"metrics":{"time_to_first_token_ms":31.5,"generation_time_ms":1012.0,"queue_time_ms":0.4,"mean_itl_ms":7.97,"tokens_per_second":123.1}}`
+	ollamaUsage := `{"id":"cmpl-1","object":"text_completion","created":1767000000,"model":"m","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}`
+	llamaFinal5 := strings.Replace(llamaFinal, `"tokens_predicted":64`, `"tokens_predicted":5`, 1)
+	tgiFinal5 := strings.Replace(tgiFinal, `"generated_tokens":2`, `"generated_tokens":5`, 1)
+	tests := []struct {
+		dialect     string
+		contentType string
+		frames      []wireFrame
+		wantPath    string
+		wantChunks  int
+		wantOut     int
+		wantPrompt  int
+		wantSource  string
+		wantFlags   []event.Flag
+		bodyKeys    []string
+	}{
+		{
+			dialect: DialectOpenAIChat, contentType: "text/event-stream",
+			frames:   pacedFrames(gap, sseFrames(append(append([]string{vllmRoleChunk}, repeatStr(vllmContentChunk, 5)...), vllmFinishChunk, vllmUsage, "[DONE]")...)),
+			wantPath: "/v1/chat/completions", wantChunks: 5, wantOut: 5, wantPrompt: 42, wantSource: "vllm.metrics",
+			wantFlags: []event.Flag{event.FlagRoleOnlyFirst},
+			bodyKeys:  []string{`"stream":true`, `"include_usage":true`, `"max_tokens":5`, `"min_tokens":5`, `"ignore_eos":true`, `"messages":[{"role":"user"`},
+		},
+		{
+			dialect: DialectOpenAICompletions, contentType: "text/event-stream",
+			frames:   pacedFrames(gap, sseFrames(append(repeatStr(ollamaCompletionZero, 5), ollamaUsage, "[DONE]")...)),
+			wantPath: "/v1/completions", wantChunks: 5, wantOut: 5, wantPrompt: 12,
+			bodyKeys: []string{`"prompt":"What is`, `"max_tokens":5`},
+		},
+		{
+			dialect: DialectLlamaCpp, contentType: "text/event-stream",
+			frames:   pacedFrames(gap, sseFrames(append(repeatStr(llamaPartial, 5), llamaFinal5)...)),
+			wantPath: "/completion", wantChunks: 5, wantOut: 5, wantPrompt: 9, wantSource: "llamacpp.timings",
+			bodyKeys: []string{`"n_predict":5`, `"ignore_eos":true`, `"stream":true`},
+		},
+		{
+			dialect: DialectTGI, contentType: "text/event-stream",
+			frames:   pacedFrames(gap, tgiWireFrames(append(repeatStr(tgiToken, 4), tgiFinal5)...)),
+			wantPath: "/generate_stream", wantChunks: 5, wantOut: 5, wantPrompt: 9,
+			bodyKeys: []string{`"inputs":"What is`, `"max_new_tokens":5`, `"details":true`},
+		},
+		{
+			dialect: DialectOllamaGenerate, contentType: "application/x-ndjson",
+			frames:   pacedFrames(gap, ndjsonFrames(append(repeatStr(ollamaGenToken, 5), ollamaGenFinal)...)),
+			wantPath: "/api/generate", wantChunks: 5, wantOut: 64, wantPrompt: 26, wantSource: "ollama.final",
+			bodyKeys: []string{`"model":"m"`, `"num_predict":5`, `"stream":true`},
+		},
+		{
+			dialect: DialectOllamaChat, contentType: "application/x-ndjson",
+			frames:   pacedFrames(gap, ndjsonFrames(append(repeatStr(ollamaChatToken, 5), ollamaChatFinal)...)),
+			wantPath: "/api/chat", wantChunks: 5, wantOut: 64, wantPrompt: 26, wantSource: "ollama.final",
+			bodyKeys: []string{`"messages":[{"role":"user"`, `"num_predict":5`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dialect, func(t *testing.T) {
+			t.Parallel()
+			srv := newWireServer(t, wireStream(tt.contentType, tt.frames))
+			c := newWireClient(t, srv.URL, tt.dialect, func(cfg *ClientConfig) {
+				cfg.APIKey = "sk-test"
+				cfg.Headers = http.Header{"X-Probe": {"yes"}}
+			})
+			spec := wireSpec("req-1", 5)
+			spec.Intended = time.Now().Add(-3 * time.Millisecond) // the probe started late
+			rec := c.Do(context.Background(), spec)
+			if rec.Outcome != event.OutcomeOK {
+				t.Fatalf("outcome %s: %s", rec.Outcome, rec.Error)
+			}
+			checkWireTimeline(t, rec)
+			if rec.SchedLag < 3*time.Millisecond || rec.Stages[0].Stage != event.StageSchedLag {
+				t.Errorf("sched lag %v, stages %+v", rec.SchedLag, rec.Stages)
+			}
+			if len(rec.Chunks) != tt.wantChunks || rec.OutputTokens != tt.wantOut || rec.PromptTokens != tt.wantPrompt {
+				t.Errorf("chunks %d, output %d, prompt %d; want %d, %d, %d",
+					len(rec.Chunks), rec.OutputTokens, rec.PromptTokens, tt.wantChunks, tt.wantOut, tt.wantPrompt)
+			}
+			if tt.wantSource != "" && (rec.Server == nil || rec.Server.Source != tt.wantSource) {
+				t.Errorf("server timing %+v, want source %s", rec.Server, tt.wantSource)
+			}
+			if len(rec.Flags) != len(tt.wantFlags) {
+				t.Errorf("flags %v, want %v", rec.Flags, tt.wantFlags)
+			}
+			for _, f := range tt.wantFlags {
+				if !rec.HasFlag(f) {
+					t.Errorf("flags %v, want %v", rec.Flags, tt.wantFlags)
+				}
+			}
+			if rec.ReusedConn || rec.ConnectRTT <= 0 {
+				t.Errorf("first request: reused %v, connect RTT %v", rec.ReusedConn, rec.ConnectRTT)
+			}
+			if rec.ID != "req-1" || rec.Dialect != tt.dialect || rec.Target != srv.URL || rec.TargetOutputTokens != 5 || rec.Status != 200 {
+				t.Errorf("record identity %+v", rec)
+			}
+			reqs := srv.requests()
+			if len(reqs) != 1 {
+				t.Fatalf("%d requests", len(reqs))
+			}
+			got := reqs[0]
+			if got.path != tt.wantPath {
+				t.Errorf("path %s, want %s", got.path, tt.wantPath)
+			}
+			wantAccept := "text/event-stream"
+			if strings.HasPrefix(tt.dialect, "ollama") {
+				wantAccept = "application/x-ndjson"
+			}
+			for k, want := range map[string]string{
+				"X-Request-Id":  "req-1",
+				"Traceparent":   "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+				"Authorization": "Bearer sk-test",
+				"X-Probe":       "yes",
+				"Accept":        wantAccept,
+				"Content-Type":  "application/json",
+			} {
+				if got.header.Get(k) != want {
+					t.Errorf("header %s = %q, want %q", k, got.header.Get(k), want)
+				}
+			}
+			if !json.Valid([]byte(got.body)) {
+				t.Fatalf("body is not JSON: %s", got.body)
+			}
+			for _, k := range tt.bodyKeys {
+				if !strings.Contains(got.body, k) {
+					t.Errorf("body %s lacks %s", got.body, k)
+				}
+			}
+
+			// A second request reuses the connection: no dns/connect time.
+			rec2 := c.Do(context.Background(), wireSpec("req-2", 5))
+			if rec2.Outcome != event.OutcomeOK {
+				t.Fatalf("second request: %s: %s", rec2.Outcome, rec2.Error)
+			}
+			checkWireTimeline(t, rec2)
+			if !rec2.ReusedConn || rec2.ConnectRTT != 0 {
+				t.Errorf("second request: reused %v, connect RTT %v", rec2.ReusedConn, rec2.ConnectRTT)
+			}
+			if rec2.SchedLag != 0 || rec2.Stages[0].Stage != event.StageSerialize {
+				t.Errorf("second request without Intended: lag %v, stages %+v", rec2.SchedLag, rec2.Stages)
+			}
+		})
+	}
+}
+
+// tgiWireFrames writes events the way TGI does: "data:" without a space.
+func tgiWireFrames(payloads ...string) []wireFrame {
+	out := make([]wireFrame, len(payloads))
+	for i, p := range payloads {
+		out[i] = wireFrame{data: "data:" + p + "\n\n"}
+	}
+	return out
+}
+
+func TestCoalescedEventsShareABatch(t *testing.T) {
+	t.Parallel()
+	three := strings.Repeat("data: "+vllmContentChunk+"\n\n", 3)
+	frames := []wireFrame{{data: three}, {delay: 5 * time.Millisecond, data: "data: " + vllmContentChunk + "\n\ndata: [DONE]\n\n"}}
+	srv := newWireServer(t, wireStream("text/event-stream", frames))
+	c := newWireClient(t, srv.URL, DialectOpenAIChat, nil)
+	rec := c.Do(context.Background(), wireSpec("b", 4))
+	if rec.Outcome != event.OutcomeOK || len(rec.Chunks) != 4 {
+		t.Fatalf("outcome %s (%s), %d chunks", rec.Outcome, rec.Error, len(rec.Chunks))
+	}
+	for i, want := range []int32{3, 3, 3, 2} {
+		if rec.Chunks[i].Batch != want {
+			t.Errorf("chunk %d batch %d, want %d (%+v)", i, rec.Chunks[i].Batch, want, rec.Chunks)
+		}
+	}
+	if rec.Chunks[0].At != rec.Chunks[2].At {
+		t.Errorf("coalesced chunks have different arrival times: %+v", rec.Chunks)
+	}
+	if !rec.HasFlag(event.FlagMissingUsage) {
+		t.Errorf("flags %v: usage was asked for and never came", rec.Flags)
+	}
+}
+
+func TestSplitUTF8IsCounted(t *testing.T) {
+	t.Parallel()
+	// A naive detokenizer splits "中" (e4 b8 ad) over two chunks: raw invalid
+	// bytes, and another server's "\ufffd".
+	chunks := []string{
+		"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xe4\xb8\"},\"finish_reason\":null}]}",
+		"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xad\"},\"finish_reason\":null}]}",
+		`{"choices":[{"index":0,"delta":{"content":"\ufffd ok"},"finish_reason":null}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":3}}`,
+		"[DONE]",
+	}
+	srv := newWireServer(t, wireStream("text/event-stream", sseFrames(chunks...)))
+	c := newWireClient(t, srv.URL, DialectOpenAIChat, nil)
+	rec := c.Do(context.Background(), wireSpec("u", 3))
+	if rec.Outcome != event.OutcomeOK {
+		t.Fatalf("outcome %s: %s", rec.Outcome, rec.Error)
+	}
+	if rec.ReplacementChars != 4 || !rec.HasFlag(event.FlagUTF8Defect) {
+		t.Errorf("replacements %d, flags %v; want 4 and utf8_defect", rec.ReplacementChars, rec.Flags)
+	}
+}
+
+func TestTGIHeaderTimings(t *testing.T) {
+	t.Parallel()
+	h := func(w http.ResponseWriter, r *http.Request) {
+		for k, v := range map[string]string{"X-Validation-Time": "2", "X-Queue-Time": "15", "X-Inference-Time": "120",
+			"X-Total-Time": "140", "X-Prompt-Tokens": "9", "X-Generated-Tokens": "2"} {
+			w.Header().Set(k, v)
+		}
+		wireStream("text/event-stream", tgiWireFrames(tgiToken, tgiFinal))(w, r)
+	}
+	srv := newWireServer(t, h)
+	c := newWireClient(t, srv.URL, DialectTGI, nil)
+	rec := c.Do(context.Background(), wireSpec("h", 2))
+	if rec.Outcome != event.OutcomeOK || rec.Server == nil {
+		t.Fatalf("outcome %s (%s), server %+v", rec.Outcome, rec.Error, rec.Server)
+	}
+	want := map[event.Stage]time.Duration{event.StageTokenize: 2 * time.Millisecond, event.StageQueue: 15 * time.Millisecond,
+		event.StageInference: 120 * time.Millisecond, event.StageServerE2E: 140 * time.Millisecond}
+	for k, v := range want {
+		if rec.Server.Stages[k] != v {
+			t.Errorf("%s = %v, want %v", k, rec.Server.Stages[k], v)
+		}
+	}
+	if rec.Server.Source != "tgi.headers" || rec.Server.PromptTokens != 9 {
+		t.Errorf("server timing %+v", rec.Server)
+	}
+}
+
+func TestNagleSuspect(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	tests := []struct {
+		name   string
+		chunks []event.Chunk
+		want   bool
+	}{
+		{"steady", []event.Chunk{{At: 10 * ms, Batch: 1}, {At: 20 * ms, Batch: 1}, {At: 30 * ms, Batch: 1}}, false},
+		{"40ms gap then coalesced", []event.Chunk{{At: 10 * ms, Batch: 1}, {At: 50 * ms, Batch: 2}, {At: 50 * ms, Batch: 2}}, true},
+		{"40ms gap alone", []event.Chunk{{At: 10 * ms, Batch: 1}, {At: 50 * ms, Batch: 1}}, false},
+		{"long gap coalesced", []event.Chunk{{At: 10 * ms, Batch: 1}, {At: 110 * ms, Batch: 3}}, false},
+	}
+	for _, tt := range tests {
+		if got := nagleSuspect(tt.chunks); got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestNewClientValidates(t *testing.T) {
+	t.Parallel()
+	bad := []ClientConfig{
+		{BaseURL: "http://127.0.0.1:1", Dialect: "nope"},
+		{BaseURL: "127.0.0.1:8000", Dialect: DialectOpenAIChat},
+		{BaseURL: "ftp://x", Dialect: DialectOpenAIChat},
+		{BaseURL: "http://x?q=1", Dialect: DialectOpenAIChat},
+		{BaseURL: "http://x", Dialect: DialectOllamaChat}, // no model
+		{BaseURL: "http://x", Dialect: DialectTGI, Timeout: -1},
+	}
+	for _, cfg := range bad {
+		if _, err := NewClient(cfg); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+	c, err := NewClient(ClientConfig{BaseURL: "http://127.0.0.1:8000/v1/", Dialect: DialectOpenAIChat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.url != "http://127.0.0.1:8000/v1/chat/completions" {
+		t.Errorf("url %s", c.url)
+	}
+}
+
+// wireOutcomeCase is one way a request can end, from a real misbehaving server.
+type wireOutcomeCase struct {
+	name    string
+	handler http.HandlerFunc // nil: a refused port
+	tls     bool             // serve over TLS with a certificate the client does not trust
+	dialect string
+	mod     func(*ClientConfig)
+	ctx     func() (context.Context, context.CancelFunc)
+	want    event.Outcome
+	status  int
+	errHas  string
+	chunks  int
+}
+
+func wireOutcomeCases() []wireOutcomeCase {
+	content := "data: " + vllmContentChunk + "\n\n"
+	big := `{"choices":[{"delta":{"content":"` + strings.Repeat("x", DefaultMaxEventBytes) + `"}}]}`
+	return []wireOutcomeCase{
+		{name: "refused", want: event.OutcomeConnect, errHas: "refused"},
+		{name: "tls untrusted", tls: true, handler: wireStream("text/event-stream", sseFrames("[DONE]")),
+			want: event.OutcomeConnect, errHas: "certificate"},
+		{name: "429", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"error":{"message":"rate limit reached","type":"rate_limit_error"}}`))
+		}, want: event.OutcomeHTTPStatus, status: 429, errHas: "rate limit reached"},
+		{name: "500 text", handler: func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "internal failure in the engine", http.StatusInternalServerError)
+		}, want: event.OutcomeHTTPStatus, status: 500, errHas: "internal failure"},
+		{name: "503 ollama busy", dialect: DialectOllamaGenerate, handler: func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":"server busy, please try again.  maximum pending requests exceeded"}`))
+		}, want: event.OutcomeHTTPStatus, status: 503, errHas: "server busy"},
+		{name: "reset mid-stream", handler: wireHijackReset(content), want: event.OutcomeStreamReset, chunks: 1},
+		{name: "closed without [DONE]", handler: wireStream("text/event-stream", sseFrames(vllmContentChunk, vllmContentChunk)),
+			want: event.OutcomeStreamReset, errHas: "before data: [DONE]", chunks: 2},
+		{name: "llama.cpp closed without stop", dialect: DialectLlamaCpp, handler: wireStream("text/event-stream", sseFrames(llamaPartial)),
+			want: event.OutcomeStreamReset, errHas: `"stop": true`, chunks: 1},
+		{name: "ollama line cut off", dialect: DialectOllamaGenerate, handler: wireStream("application/x-ndjson",
+			[]wireFrame{{data: ollamaGenToken + "\n"}, {data: `{"model":"m","resp`}}), want: event.OutcomeStreamReset, chunks: 1},
+		{name: "malformed chunk", handler: wireStream("text/event-stream", sseFrames(vllmContentChunk, `{"choices":[{"delta":{"content":"a`, "[DONE]")),
+			want: event.OutcomeMalformed, errHas: "malformed", chunks: 1},
+		{name: "json instead of stream", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"choices":[{"message":{"content":"hi"}}]}`))
+		}, want: event.OutcomeMalformed, errHas: "not an event stream"},
+		{name: "oversized event", handler: wireStream("text/event-stream", sseFrames(vllmContentChunk, big, "[DONE]")),
+			want: event.OutcomeOversized, errHas: "event exceeds 1048576 bytes", chunks: 1},
+		{name: "oversized with a small limit", mod: func(c *ClientConfig) { c.MaxEventBytes = 100 },
+			handler: wireStream("text/event-stream", sseFrames(vllmContentChunk)), want: event.OutcomeOversized, errHas: "event exceeds 100 bytes"},
+		{name: "error event", handler: wireStream("text/event-stream", sseFrames(vllmContentChunk,
+			`{"error":{"message":"CUDA out of memory","type":"InternalServerError","code":500}}`)),
+			want: event.OutcomeServerError, errHas: "CUDA out of memory", chunks: 1},
+		{name: "cancelled", handler: wireBlockUntilGone(content), ctx: func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(150*time.Millisecond, cancel)
+			return ctx, cancel
+		}, want: event.OutcomeCancelled, chunks: 1},
+		{name: "request timeout", handler: wireBlockUntilGone(content), mod: func(c *ClientConfig) { c.Timeout = 150 * time.Millisecond },
+			want: event.OutcomeTimeout, errHas: "request timeout", chunks: 1},
+		{name: "caller deadline", handler: wireBlockUntilGone(content), ctx: func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 150*time.Millisecond)
+		}, want: event.OutcomeTimeout, chunks: 1},
+		{name: "timeout before headers", handler: func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+		}, mod: func(c *ClientConfig) { c.Timeout = 150 * time.Millisecond }, want: event.OutcomeTimeout},
+	}
+}
+
+// runWireOutcome runs one case against its own server and returns the record.
+func runWireOutcome(t *testing.T, tc wireOutcomeCase) *event.Request {
+	t.Helper()
+	url := ""
+	if tc.handler == nil {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		url = "http://" + ln.Addr().String()
+		_ = ln.Close()
+	} else if tc.tls {
+		srv := httptest.NewUnstartedServer(tc.handler)
+		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the failed handshake is the point
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		url = srv.URL
+	} else {
+		url = newWireServer(t, tc.handler).URL
+	}
+	dialect := tc.dialect
+	if dialect == "" {
+		dialect = DialectOpenAIChat
+	}
+	c := newWireClient(t, url, dialect, tc.mod)
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if tc.ctx != nil {
+		ctx, cancel = tc.ctx()
+	}
+	defer cancel()
+	return c.Do(ctx, wireSpec("o", 8))
+}
+
+func TestOutcomes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range wireOutcomeCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := runWireOutcome(t, tc)
+			if rec.Outcome != tc.want {
+				t.Fatalf("outcome %s (%s), want %s", rec.Outcome, rec.Error, tc.want)
+			}
+			if tc.status != 0 && rec.Status != tc.status {
+				t.Errorf("status %d, want %d", rec.Status, tc.status)
+			}
+			if !strings.Contains(rec.Error, tc.errHas) || rec.Error == "" {
+				t.Errorf("error %q, want it to mention %q", rec.Error, tc.errHas)
+			}
+			if len(rec.Chunks) != tc.chunks {
+				t.Errorf("%d chunks, want %d", len(rec.Chunks), tc.chunks)
+			}
+			if rec.E2E <= 0 {
+				t.Errorf("E2E %v", rec.E2E)
+			}
+			checkWireTimeline(t, rec)
+		})
+	}
+}
+
+// TestNoGoroutineLeft runs every outcome and a successful stream, then
+// checks that nothing the client started is still running. It is not
+// parallel: it counts the whole process's goroutines.
+func TestNoGoroutineLeft(t *testing.T) {
+	base := runtime.NumGoroutine()
+	t.Run("all", func(t *testing.T) {
+		for _, tc := range wireOutcomeCases() {
+			if rec := runWireOutcome(t, tc); rec.Outcome != tc.want {
+				t.Errorf("%s: outcome %s (%s)", tc.name, rec.Outcome, rec.Error)
+			}
+		}
+		srv := newWireServer(t, wireStream("text/event-stream", sseFrames(vllmContentChunk, vllmUsageChunk, "[DONE]")))
+		c := newWireClient(t, srv.URL, DialectOpenAIChat, nil)
+		for i := 0; i < 5; i++ {
+			if rec := c.Do(context.Background(), wireSpec("ok", 1)); !rec.OK() {
+				t.Fatalf("outcome %s: %s", rec.Outcome, rec.Error)
+			}
+		}
+	}) // the subtest's cleanups close servers and idle connections
+	wireWaitGoroutines(t, base)
+}
+
+// BenchmarkDoLoopback streams a 1000-token vLLM-style response over
+// loopback per op. "one-write" sends the body in one write (the client's
+// parse loop dominates); "flush-per-token" flushes every event, as a real
+// server does. B/token and allocs/token count every allocation in the
+// process during the loop, the test server's included, so they are upper
+// bounds for the client.
+func BenchmarkDoLoopback(b *testing.B) {
+	const tokens = 1000
+	var sb strings.Builder
+	events := []string{"data: " + vllmRoleChunk + "\n\n"}
+	for range tokens {
+		events = append(events, "data: "+vllmContentChunk+"\n\n")
+	}
+	events = append(events, "data: "+vllmUsageChunk+"\n\n", "data: [DONE]\n\n")
+	for _, e := range events {
+		sb.WriteString(e)
+	}
+	whole := sb.String()
+	for _, mode := range []struct {
+		name     string
+		perToken bool
+	}{{"one-write", false}, {"flush-per-token", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				if !mode.perToken {
+					_, _ = io.WriteString(w, whole)
+					return
+				}
+				fl := w.(http.Flusher)
+				for _, e := range events {
+					_, _ = io.WriteString(w, e)
+					fl.Flush()
+				}
+			}))
+			defer srv.Close()
+			c := newWireClient(b, srv.URL, DialectOpenAIChat, nil)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			b.ResetTimer()
+			for b.Loop() {
+				rec := c.Do(context.Background(), wireSpec("bench", tokens))
+				if !rec.OK() || len(rec.Chunks) != tokens {
+					b.Fatalf("outcome %s (%s), %d chunks", rec.Outcome, rec.Error, len(rec.Chunks))
+				}
+			}
+			b.StopTimer()
+			runtime.ReadMemStats(&after)
+			n := float64(b.N * tokens)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/token")
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/token")
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/token")
+		})
+	}
+}

@@ -1,0 +1,90 @@
+package probe
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// The dialects a Client speaks: each is one server API's request body,
+// stream format and chunk fields (shared/reference/servers.md §1-§6).
+const (
+	DialectOpenAIChat        = "openai-chat"        // /v1/chat/completions, SSE, ends with [DONE]
+	DialectOpenAICompletions = "openai-completions" // /v1/completions, SSE, ends with [DONE]
+	DialectLlamaCpp          = "llamacpp"           // llama.cpp /completion, SSE, ends with "stop":true
+	DialectTGI               = "tgi"                // TGI /generate_stream, SSE, ends with non-null generated_text
+	DialectOllamaGenerate    = "ollama-generate"    // Ollama /api/generate, NDJSON, ends with "done":true
+	DialectOllamaChat        = "ollama-chat"        // Ollama /api/chat, NDJSON, ends with "done":true
+)
+
+// Dialects lists the dialect names NewClient accepts.
+func Dialects() []string {
+	return []string{DialectOpenAIChat, DialectOpenAICompletions, DialectLlamaCpp,
+		DialectTGI, DialectOllamaGenerate, DialectOllamaChat}
+}
+
+// chunkInfo is what one stream event said. A dialect's parse fills it; the
+// zero value means "an event without content".
+type chunkInfo struct {
+	tokens       int  // output tokens carried; 0 = no content
+	end          bool // the dialect's end-of-stream marker
+	usage        bool // promptTokens/outputTokens are the server's counts
+	promptTokens int
+	outputTokens int
+	replacements int    // U+FFFD in the content (see FlagUTF8Defect)
+	serverErr    string // an error event's message
+	timing       *event.ServerTiming
+}
+
+// dialect knows one server API.
+type dialect interface {
+	name() string
+	path() string
+	// endMarker describes the end of a complete stream, for messages.
+	endMarker() string
+	// ndjson reports whether the stream is NDJSON (else SSE).
+	ndjson() bool
+	// asksUsage reports whether the request asks the server for token counts
+	// at the end of the stream (a missing count is then flagged).
+	asksUsage() bool
+	// body returns the JSON request body.
+	body(model string, spec RequestSpec) ([]byte, error)
+	// parse reads one event's data into c (which the caller has zeroed). A
+	// chunk that does not parse returns an error wrapping errMalformed.
+	parse(data []byte, c *chunkInfo) error
+}
+
+// dialectByName returns the named dialect.
+func dialectByName(name string) (dialect, error) {
+	switch name {
+	case DialectOpenAIChat:
+		return openAIDialect{chat: true}, nil
+	case DialectOpenAICompletions:
+		return openAIDialect{}, nil
+	case DialectLlamaCpp:
+		return llamaCppDialect{}, nil
+	case DialectTGI:
+		return tgiDialect{}, nil
+	case DialectOllamaGenerate:
+		return ollamaDialect{}, nil
+	case DialectOllamaChat:
+		return ollamaDialect{chat: true}, nil
+	}
+	return nil, fmt.Errorf("unknown dialect %q (known: %v)", name, Dialects())
+}
+
+// chatMessage is one message of a chat request.
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// usageCounts is the OpenAI usage object.
+type usageCounts struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// msDuration converts float milliseconds to a Duration.
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

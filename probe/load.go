@@ -1,0 +1,460 @@
+package probe
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// DefaultMaxInFlight bounds the open loop's concurrent requests. Past it the
+// probe sends late (recorded as sched lag) and says it cannot keep up.
+const DefaultMaxInFlight = 10000
+
+// LoadConfig says how much load to send and when.
+type LoadConfig struct {
+	// Concurrency is the number of closed-loop workers, each waiting for its
+	// own response before sending again (default 1). In open loop it is the
+	// number of workers started up front; more start as needed.
+	Concurrency int
+	// Rate > 0 selects open loop: requests are sent at Rate per second on
+	// the Arrival schedule whatever the responses do, and latency counts
+	// from the scheduled time.
+	Rate       float64
+	Arrival    string  // poisson (default), constant or gamma
+	Burstiness float64 // gamma shape: 1 = poisson, < 1 burstier, > 1 smoother
+	// Pacer, when set, replaces the schedule built from Rate and Arrival
+	// (and selects open loop).
+	Pacer Pacer
+
+	// The run stops at Duration or after Warmup+Requests requests,
+	// whichever comes first, or when the context passed to Run ends. Zero
+	// means no limit of that kind.
+	Duration time.Duration
+	Requests int
+	// Warmup requests are sent first, marked Warmup and kept out of the
+	// statistics; they are not part of Requests.
+	Warmup int
+	// Drain is how long requests still in flight at Duration may continue
+	// before they are cancelled (default 0: cancelled at once). They are
+	// recorded either way.
+	Drain time.Duration
+
+	// MaxInFlight bounds open-loop requests in flight (default 10000).
+	MaxInFlight int
+	Seed        int64  // the schedule's seed (prompts have their own)
+	RunID       string // used in request ids; default 8 random hex digits
+
+	Stall        StallConfig
+	Limits       ProbeLimits
+	SelfInterval time.Duration // how often the probe checks itself (default 1 s)
+	LagWindow    time.Duration // sched lag percentiles cover this much (default 5 s)
+}
+
+// RunStats sums up a run. Warmup requests are counted apart; for the rest
+// Sent == OK + Errors always holds, also after Ctrl-C, because every request
+// sent yields exactly one record.
+type RunStats struct {
+	Sent, OK, Errors int
+	ByOutcome        map[event.Outcome]int
+	WarmupSent       int
+	WarmupErrors     int
+
+	InFlightPeak int
+	// SendRate is the achieved rate: requests started per second between
+	// the first and the last start (all requests, warmup included).
+	SendRate float64
+	// Scheduling lag of open-loop requests (how late the probe sent them).
+	SchedLagP50, SchedLagP99, SchedLagMax time.Duration
+
+	Stalls      int  // stall markers emitted
+	ProbeLimits int  // probe_limit markers emitted
+	Interrupted bool // the context ended the run (Ctrl-C)
+	Elapsed     time.Duration
+}
+
+// Runner sends a run's requests through a Doer and reports every record.
+type Runner struct {
+	doer    Doer
+	cfg     LoadConfig
+	prompts *PromptSource
+	pacer   Pacer // nil in closed loop
+	total   uint64
+	runID   string
+	self    *selfMonitor
+	gate    *markerGate
+
+	started  atomic.Bool
+	inFlight atomic.Int64
+	peak     atomic.Int64
+}
+
+// NewRunner checks cfg and returns a Runner that sends prompts from prompts
+// through d.
+func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
+	switch {
+	case d == nil:
+		return nil, errors.New("new runner: no doer")
+	case prompts == nil:
+		return nil, errors.New("new runner: no prompt source")
+	case cfg.Concurrency < 0:
+		return nil, fmt.Errorf("new runner: concurrency %d: want 0 or more", cfg.Concurrency)
+	case cfg.Rate < 0:
+		return nil, fmt.Errorf("new runner: rate %v: want 0 or more", cfg.Rate)
+	case cfg.Requests < 0 || cfg.Warmup < 0:
+		return nil, fmt.Errorf("new runner: requests %d, warmup %d: want 0 or more", cfg.Requests, cfg.Warmup)
+	case cfg.Duration < 0 || cfg.Drain < 0:
+		return nil, fmt.Errorf("new runner: duration %s, drain %s: want 0 or more", cfg.Duration, cfg.Drain)
+	case cfg.MaxInFlight < 0:
+		return nil, fmt.Errorf("new runner: max in flight %d: want 0 or more", cfg.MaxInFlight)
+	}
+	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer}
+	if r.cfg.Concurrency == 0 {
+		r.cfg.Concurrency = 1
+	}
+	if r.cfg.MaxInFlight == 0 {
+		r.cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if r.cfg.SelfInterval <= 0 {
+		r.cfg.SelfInterval = time.Second
+	}
+	if r.cfg.LagWindow <= 0 {
+		r.cfg.LagWindow = 5 * time.Second
+	}
+	r.cfg.Limits = r.cfg.Limits.withDefaults()
+	if r.pacer == nil && cfg.Rate > 0 {
+		p, err := NewPacer(cfg.Arrival, cfg.Rate, cfg.Burstiness, cfg.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("new runner: %w", err)
+		}
+		r.pacer = p
+	}
+	if cfg.Requests > 0 {
+		r.total = uint64(cfg.Requests) + uint64(cfg.Warmup)
+	}
+	r.runID = cfg.RunID
+	if r.runID == "" {
+		r.runID = randomHex(4)
+	}
+	r.self = newSelfMonitor(r.cfg.LagWindow)
+	r.gate = newMarkerGate(r.cfg.Limits.Cooldown)
+	return r, nil
+}
+
+// RunID returns the id that prefixes every request id of this run.
+func (r *Runner) RunID() string { return r.runID }
+
+// OpenLoop reports whether the runner paces requests by schedule.
+func (r *Runner) OpenLoop() bool { return r.pacer != nil }
+
+// InFlight returns the number of requests in flight now.
+func (r *Runner) InFlight() int { return int(r.inFlight.Load()) }
+
+// SelfStats returns the probe's CPU use, scheduling lag and requests in
+// flight, for the status line.
+func (r *Runner) SelfStats() SelfStats {
+	s := r.self.stats(time.Now())
+	s.InFlight = r.InFlight()
+	s.MaxInFlight = r.cfg.Concurrency
+	if r.pacer != nil {
+		s.MaxInFlight = r.cfg.MaxInFlight
+	}
+	return s
+}
+
+// Run sends the load and calls emit with every request record and every
+// marker (stall, probe_limit). Calls to emit are serialised: they all come
+// from one goroutine, one at a time, so emit needs no locking; it should
+// return quickly, since a slow emit eventually holds up the workers. Run
+// returns when every request has been recorded and every goroutine it
+// started has stopped. A Runner runs once.
+//
+// Cancelling ctx stops the run: requests in flight are cancelled and
+// recorded with outcome cancelled, and Run returns the stats with
+// Interrupted set and a nil error.
+func (r *Runner) Run(ctx context.Context, emit func(event.Event)) (RunStats, error) {
+	if emit == nil {
+		return RunStats{}, errors.New("run: no emit function")
+	}
+	if !r.started.CompareAndSwap(false, true) {
+		return RunStats{}, errors.New("run: a runner runs once")
+	}
+	began := time.Now()
+
+	// reqCtx cancels requests in flight; sendCtx, its child, ends
+	// dispatching. Both end on Ctrl-C; at Duration sending stops and, Drain
+	// later, requests are cancelled. Cancellation reaches a child a moment
+	// after its parent, so loops check both (see stopped).
+	reqCtx, cancelRequests := context.WithCancel(ctx)
+	defer cancelRequests()
+	sendCtx, stopSending := context.WithCancel(reqCtx)
+	defer stopSending()
+	if d := r.cfg.Duration; d > 0 {
+		stopTimer := time.AfterFunc(d, func() {
+			stopSending()
+			if r.cfg.Drain == 0 {
+				cancelRequests()
+			}
+		})
+		defer stopTimer.Stop()
+		if r.cfg.Drain > 0 {
+			cancelTimer := time.AfterFunc(d+r.cfg.Drain, cancelRequests)
+			defer cancelTimer.Stop()
+		}
+	}
+
+	out := make(chan emitItem, 1024)
+	em := newEmitter(r.cfg.Stall, r.prompts, r.pacer != nil)
+	emitted := make(chan struct{})
+	go func() {
+		defer close(emitted)
+		em.loop(out, emit)
+	}()
+
+	monCtx, stopMonitor := context.WithCancel(context.Background())
+	monitored := make(chan struct{})
+	go func() {
+		defer close(monitored)
+		r.monitor(monCtx, out)
+	}()
+
+	if r.pacer != nil {
+		r.openLoop(sendCtx, reqCtx, began, out)
+	} else {
+		r.closedLoop(sendCtx, reqCtx, out)
+	}
+	// Every worker has returned and sent its last record.
+	stopMonitor()
+	<-monitored
+	close(out)
+	<-emitted
+
+	st := em.stats
+	st.InFlightPeak = int(r.peak.Load())
+	st.Interrupted = ctx.Err() != nil
+	st.Elapsed = time.Since(began)
+	return st, nil
+}
+
+// closedLoop runs Concurrency workers, each sending its next request when
+// its previous one has ended.
+func (r *Runner) closedLoop(sendCtx, reqCtx context.Context, out chan<- emitItem) {
+	var next atomic.Uint64
+	var wg sync.WaitGroup
+	for w := range r.cfg.Concurrency {
+		wg.Go(func() {
+			for !stopped(sendCtx, reqCtx) {
+				seq := next.Add(1) - 1
+				if r.total > 0 && seq >= r.total {
+					return
+				}
+				r.send(reqCtx, seq, w, time.Time{}, out)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// openTick is one scheduled request handed to an open-loop worker.
+type openTick struct {
+	seq      uint64
+	intended time.Time
+}
+
+// openLoop sends on the pacer's schedule. Like vegeta's attack loop, it
+// starts another worker whenever all are busy, so slow responses never lower
+// the sent rate; at MaxInFlight workers it waits for one to free up, sends
+// late (the lateness is recorded) and says it cannot keep up.
+func (r *Runner) openLoop(sendCtx, reqCtx context.Context, began time.Time, out chan<- emitItem) {
+	ticks := make(chan openTick)
+	var wg sync.WaitGroup
+	workers := 0
+	spawn := func() {
+		w := workers
+		workers++
+		wg.Go(func() {
+			for t := range ticks {
+				r.send(reqCtx, t.seq, w, t.intended, out)
+			}
+		})
+	}
+	defer func() {
+		close(ticks)
+		wg.Wait()
+	}()
+	for range min(r.cfg.Concurrency, r.cfg.MaxInFlight) {
+		spawn()
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for hits := uint64(0); r.total == 0 || hits < r.total; hits++ {
+		elapsed := time.Since(began)
+		wait, stop := r.pacer.Pace(elapsed, hits)
+		if stop {
+			return
+		}
+		t := openTick{seq: hits, intended: began.Add(elapsed + wait)}
+		if wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-sendCtx.Done():
+				return
+			}
+		}
+		if stopped(sendCtx, reqCtx) {
+			return
+		}
+		select {
+		case ticks <- t:
+			continue
+		case <-sendCtx.Done():
+			return
+		default: // every worker is busy
+		}
+		if workers < r.cfg.MaxInFlight {
+			spawn()
+		} else if now := time.Now(); r.gate.allow(limitMaxInFlight, now) {
+			m := maxInFlightFinding(now, r.InFlight(), r.cfg.Rate).marker
+			out <- emitItem{marker: &m}
+		}
+		select {
+		case ticks <- t:
+		case <-sendCtx.Done():
+			return
+		}
+	}
+}
+
+// stopped reports whether the run has stopped sending: sendCtx ends at
+// Duration, and reqCtx's end (Ctrl-C) reaches sendCtx only a moment later.
+func stopped(sendCtx, reqCtx context.Context) bool {
+	return sendCtx.Err() != nil || reqCtx.Err() != nil
+}
+
+// send makes one request and queues its record for the emitter.
+func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time.Time, out chan<- emitItem) {
+	spec := r.spec(seq, worker, intended)
+	if !intended.IsZero() {
+		now := time.Now()
+		r.self.recordLag(now, now.Sub(intended))
+	}
+	n := r.inFlight.Add(1)
+	for p := r.peak.Load(); n > p && !r.peak.CompareAndSwap(p, n); p = r.peak.Load() {
+	}
+	rec := r.doer.Do(ctx, spec)
+	r.inFlight.Add(-1)
+	rec = completeRecord(rec, spec, ctx.Err() != nil)
+	out <- emitItem{rec: rec, target: spec.PromptTokens}
+}
+
+// spec builds the request for seq: ids, trace context and prompt.
+func (r *Runner) spec(seq uint64, worker int, intended time.Time) RequestSpec {
+	prompt, promptTokens, outputTokens := r.prompts.Next(seq)
+	ids := randomHex(24)
+	return RequestSpec{
+		ID:           fmt.Sprintf("ls-%s-%d", r.runID, seq),
+		TraceID:      ids[:32],
+		SpanID:       ids[32:],
+		Seq:          seq,
+		Worker:       worker,
+		Warmup:       seq < uint64(r.cfg.Warmup),
+		Prompt:       prompt,
+		PromptTokens: promptTokens,
+		OutputTokens: outputTokens,
+		Intended:     intended,
+	}
+}
+
+// completeRecord makes a Doer's record whole: the identifiers the spec
+// decided, and outcome cancelled for a request the run stopped (whatever
+// error the cancellation surfaced as), so every request sent has exactly one
+// record with exactly one outcome.
+func completeRecord(rec *event.Request, spec RequestSpec, cancelled bool) *event.Request {
+	if rec == nil {
+		rec = &event.Request{Outcome: event.OutcomeMalformed, Error: "probe: doer returned no record"}
+	}
+	if rec.ID == "" {
+		rec.ID = spec.ID
+	}
+	if rec.TraceID == "" {
+		rec.TraceID = spec.TraceID
+	}
+	rec.Seq, rec.Worker = spec.Seq, spec.Worker
+	rec.Warmup = rec.Warmup || spec.Warmup
+	if rec.TargetOutputTokens == 0 {
+		rec.TargetOutputTokens = spec.OutputTokens
+	}
+	if rec.PromptTokens == 0 {
+		rec.PromptTokens = spec.PromptTokens
+	}
+	if rec.Intended.IsZero() {
+		rec.Intended = spec.Intended
+		if rec.Intended.IsZero() {
+			rec.Intended = rec.Start
+		}
+	}
+	if rec.SchedLag == 0 && !rec.Start.IsZero() && rec.Start.After(rec.Intended) {
+		rec.SchedLag = rec.Start.Sub(rec.Intended)
+	}
+	switch {
+	case cancelled && rec.Outcome != event.OutcomeOK:
+		rec.Outcome = event.OutcomeCancelled
+	case rec.Outcome == "":
+		rec.Outcome = event.OutcomeMalformed
+		if rec.Error == "" {
+			rec.Error = "probe: record without an outcome"
+		}
+	}
+	return rec
+}
+
+// monitor checks the probe itself every SelfInterval and queues a
+// probe_limit marker when the probe is the bottleneck.
+func (r *Runner) monitor(ctx context.Context, out chan<- emitItem) {
+	cpu, ok := processCPUTime()
+	r.self.sampleCPU(time.Now(), cpu, ok)
+	tick := time.NewTicker(r.cfg.SelfInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			cpu, ok := processCPUTime()
+			r.self.sampleCPU(now, cpu, ok)
+			for _, f := range probeLimitFindings(now, r.SelfStats(), r.pacer != nil, r.cfg.Limits) {
+				if !r.gate.allow(f.reason, now) {
+					continue
+				}
+				m := f.marker
+				select {
+				case out <- emitItem{marker: &m}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}
+}
+
+// randomHex returns 2n random hex digits from crypto/rand, so trace ids
+// never repeat across runs even with a fixed seed.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand.Read panics rather than fail)
+	for i := range b {
+		if b[i] != 0 {
+			return hex.EncodeToString(b)
+		}
+	}
+	// An all-zero W3C trace or span id is invalid.
+	b[len(b)-1] = 1
+	return hex.EncodeToString(b)
+}

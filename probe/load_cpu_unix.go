@@ -1,0 +1,18 @@
+//go:build unix
+
+package probe
+
+import (
+	"syscall"
+	"time"
+)
+
+// processCPUTime returns the CPU time (user + system) this process has used
+// so far, from getrusage.
+func processCPUTime() (time.Duration, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+}

@@ -1,0 +1,136 @@
+package probe
+
+import (
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/latscope/latscope/event"
+)
+
+// emitItem is one thing for the emitter: a finished request (with the
+// prompt length it was built for) or a marker.
+type emitItem struct {
+	rec    *event.Request
+	target int
+	marker *event.Marker
+}
+
+// emitter is the one goroutine that calls the user's emit function. It owns
+// the run's counters, the stall detector and the sched-lag histogram, so
+// none of them needs a lock.
+type emitter struct {
+	stats   RunStats
+	stall   *StallDetector
+	prompts *PromptSource
+	lag     *hdrhistogram.Histogram // µs, open loop only
+	open    bool
+
+	firstStart, lastStart time.Time
+	starts                int
+}
+
+// maxLagMicros is the largest sched lag the histogram tracks (one hour);
+// larger values are clamped, as hdrhistogram refuses them.
+const maxLagMicros = int64(time.Hour / time.Microsecond)
+
+func newEmitter(stall StallConfig, prompts *PromptSource, openLoop bool) *emitter {
+	return &emitter{
+		open:    openLoop,
+		stats:   RunStats{ByOutcome: map[event.Outcome]int{}},
+		stall:   NewStallDetector(stall),
+		prompts: prompts,
+		lag:     hdrhistogram.New(1, maxLagMicros, 2),
+	}
+}
+
+// loop emits everything from in until it is closed, then the stalls still
+// pending. A ticker moves the stall detector's clock so a stall is reported
+// even when no request finishes for a while.
+func (e *emitter) loop(in <-chan emitItem, emit func(event.Event)) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case it, ok := <-in:
+			if !ok {
+				e.markers(e.stall.Flush(), emit)
+				e.finish()
+				return
+			}
+			if it.marker != nil {
+				e.marker(*it.marker, emit)
+				continue
+			}
+			e.request(it, emit)
+		case now := <-tick.C:
+			e.markers(e.stall.Advance(now), emit)
+		}
+	}
+}
+
+func (e *emitter) request(it emitItem, emit func(event.Event)) {
+	rec := it.rec
+	e.count(rec)
+	if rec.OK() && !rec.HasFlag(event.FlagMissingUsage) {
+		e.prompts.Observe(it.target, rec.PromptTokens)
+	}
+	emit(event.NewRequest(rec))
+	e.markers(e.stall.Add(rec), emit)
+}
+
+func (e *emitter) count(rec *event.Request) {
+	if !rec.Start.IsZero() {
+		if e.starts == 0 || rec.Start.Before(e.firstStart) {
+			e.firstStart = rec.Start
+		}
+		if e.starts == 0 || rec.Start.After(e.lastStart) {
+			e.lastStart = rec.Start
+		}
+		e.starts++
+	}
+	if rec.Warmup {
+		e.stats.WarmupSent++
+		if !rec.OK() {
+			e.stats.WarmupErrors++
+		}
+		return
+	}
+	e.stats.Sent++
+	e.stats.ByOutcome[rec.Outcome]++
+	if rec.OK() {
+		e.stats.OK++
+	} else {
+		e.stats.Errors++
+	}
+	if e.open {
+		_ = e.lag.RecordValue(min(max(rec.SchedLag.Microseconds(), 0), maxLagMicros)) // in range: cannot fail
+		e.stats.SchedLagMax = max(e.stats.SchedLagMax, rec.SchedLag)
+	}
+}
+
+func (e *emitter) markers(ms []event.Marker, emit func(event.Event)) {
+	for _, m := range ms {
+		e.marker(m, emit)
+	}
+}
+
+func (e *emitter) marker(m event.Marker, emit func(event.Event)) {
+	switch m.Kind {
+	case event.MarkerStall:
+		e.stats.Stalls++
+	case event.MarkerProbeLimit:
+		e.stats.ProbeLimits++
+	}
+	emit(event.NewMarker(&m))
+}
+
+func (e *emitter) finish() {
+	if e.lag.TotalCount() > 0 {
+		e.stats.SchedLagP50 = time.Duration(e.lag.ValueAtQuantile(50)) * time.Microsecond
+		e.stats.SchedLagP99 = time.Duration(e.lag.ValueAtQuantile(99)) * time.Microsecond
+	}
+	if span := e.lastStart.Sub(e.firstStart); e.starts > 1 && span > 0 {
+		e.stats.SendRate = float64(e.starts-1) / span.Seconds()
+	}
+}

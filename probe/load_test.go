@@ -1,0 +1,465 @@
+package probe
+
+import (
+	"context"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// sleepDoer is a test double of the Doer interface: each request takes
+// delay (cut short by cancellation) and yields a record with a few chunks.
+type sleepDoer struct {
+	delay    time.Duration
+	inFlight atomic.Int64
+	peak     atomic.Int64
+	// chunks, when set, fills the record's chunks from its start time.
+	chunks func(start time.Time) []event.Chunk
+}
+
+func (d *sleepDoer) Do(ctx context.Context, spec RequestSpec) *event.Request {
+	start := time.Now()
+	intended := spec.Intended
+	if intended.IsZero() {
+		intended = start
+	}
+	rec := &event.Request{
+		ID: spec.ID, TraceID: spec.TraceID, Seq: spec.Seq, Worker: spec.Worker, Warmup: spec.Warmup,
+		Dialect: "test", PromptTokens: spec.PromptTokens, TargetOutputTokens: spec.OutputTokens,
+		Intended: intended, Start: start, SchedLag: start.Sub(intended),
+	}
+	n := d.inFlight.Add(1)
+	defer d.inFlight.Add(-1)
+	for p := d.peak.Load(); n > p && !d.peak.CompareAndSwap(p, n); p = d.peak.Load() {
+	}
+	timer := time.NewTimer(d.delay)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		rec.Outcome = event.OutcomeOK
+		rec.OutputTokens = spec.OutputTokens
+		if d.chunks != nil {
+			rec.Chunks = d.chunks(start)
+		}
+	case <-ctx.Done():
+		rec.Outcome = event.OutcomeCancelled
+		rec.Error = "cancelled"
+	}
+	rec.E2E = time.Since(intended)
+	return rec
+}
+
+// runCollector gathers what Run emits and checks that emit is never called
+// concurrently.
+type runCollector struct {
+	t       *testing.T
+	busy    atomic.Bool
+	mu      sync.Mutex // only to read the results from the test goroutine
+	reqs    []*event.Request
+	markers []*event.Marker
+}
+
+func (c *runCollector) emit(e event.Event) {
+	if !c.busy.CompareAndSwap(false, true) {
+		c.t.Errorf("emit called concurrently")
+	}
+	defer c.busy.Store(false)
+	if err := e.Validate(); err != nil {
+		c.t.Errorf("emitted invalid event: %v", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.Request != nil {
+		c.reqs = append(c.reqs, e.Request)
+	}
+	if e.Marker != nil {
+		c.markers = append(c.markers, e.Marker)
+	}
+}
+
+func (c *runCollector) markersOf(kind event.MarkerKind) []*event.Marker {
+	var out []*event.Marker
+	for _, m := range c.markers {
+		if m.Kind == kind {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func loadTestPrompts(t *testing.T) *PromptSource {
+	t.Helper()
+	ps, err := NewPromptSource(t.Context(), PromptConfig{PromptTokens: Length{Mean: 64}, OutputTokens: Length{Mean: 8}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// runLoadBounded runs r with a generous safety deadline so a hung run fails
+// the test instead of the whole package.
+func runLoadBounded(t *testing.T, ctx context.Context, r *Runner, c *runCollector) RunStats {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	st, err := r.Run(ctx, c.emit)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if ctx.Err() == context.DeadlineExceeded {
+		t.Fatalf("run hit the test's safety deadline")
+	}
+	return st
+}
+
+// checkLoadAccounting checks sent = ok + errors and that every request has
+// exactly one record.
+func checkLoadAccounting(t *testing.T, st RunStats, c *runCollector) {
+	t.Helper()
+	if st.Sent != st.OK+st.Errors || st.WarmupSent < st.WarmupErrors {
+		t.Fatalf("stats %+v: sent != ok + errors", st)
+	}
+	sum := 0
+	for _, n := range st.ByOutcome {
+		sum += n
+	}
+	if sum != st.Sent {
+		t.Fatalf("by outcome %v sums to %d, sent %d", st.ByOutcome, sum, st.Sent)
+	}
+	if len(c.reqs) != st.Sent+st.WarmupSent {
+		t.Fatalf("%d records for %d sent + %d warmup", len(c.reqs), st.Sent, st.WarmupSent)
+	}
+	seen := map[uint64]bool{}
+	for _, r := range c.reqs {
+		if seen[r.Seq] {
+			t.Fatalf("seq %d recorded twice", r.Seq)
+		}
+		seen[r.Seq] = true
+	}
+	for seq := range uint64(len(c.reqs)) {
+		if !seen[seq] {
+			t.Fatalf("seq %d missing: seqs are not 0..%d", seq, len(c.reqs)-1)
+		}
+	}
+}
+
+// checkNoLoadLeak waits for the goroutine count to come back to before.
+func checkNoLoadLeak(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("goroutines leaked: %d now, %d before\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestClosedLoopCapAndWarmup(t *testing.T) {
+	before := runtime.NumGoroutine()
+	d := &sleepDoer{delay: 5 * time.Millisecond}
+	r, err := NewRunner(d, LoadConfig{Concurrency: 4, Requests: 40, Warmup: 4, Seed: 1}, loadTestPrompts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &runCollector{t: t}
+	st := runLoadBounded(t, t.Context(), r, c)
+	checkLoadAccounting(t, st, c)
+	if st.Sent != 40 || st.OK != 40 || st.WarmupSent != 4 {
+		t.Fatalf("stats %+v, want 40 sent and ok, 4 warmup", st)
+	}
+	if p := d.peak.Load(); p > 4 || st.InFlightPeak > 4 {
+		t.Fatalf("peak in flight %d (runner says %d), want at most 4", p, st.InFlightPeak)
+	}
+	idRE := regexp.MustCompile(`^ls-` + r.RunID() + `-\d+$`)
+	traces := map[string]bool{}
+	for _, rec := range c.reqs {
+		if rec.Warmup != (rec.Seq < 4) {
+			t.Fatalf("seq %d warmup=%v", rec.Seq, rec.Warmup)
+		}
+		if !idRE.MatchString(rec.ID) || !strings.HasSuffix(rec.ID, "-"+strconv.FormatUint(rec.Seq, 10)) {
+			t.Fatalf("request id %q", rec.ID)
+		}
+		if len(rec.TraceID) != 32 || traces[rec.TraceID] {
+			t.Fatalf("trace id %q not 32 hex digits or repeated", rec.TraceID)
+		}
+		traces[rec.TraceID] = true
+		if !rec.Intended.Equal(rec.Start) || rec.SchedLag != 0 {
+			t.Fatalf("closed loop record intended %s start %s lag %s", rec.Intended, rec.Start, rec.SchedLag)
+		}
+	}
+	if r.InFlight() != 0 {
+		t.Fatalf("%d in flight after Run", r.InFlight())
+	}
+	checkNoLoadLeak(t, before)
+	if _, err := r.Run(t.Context(), c.emit); err == nil {
+		t.Fatalf("second Run accepted")
+	}
+}
+
+func TestClosedLoopDurationStop(t *testing.T) {
+	before := runtime.NumGoroutine()
+	d := &sleepDoer{delay: 20 * time.Millisecond}
+	r, err := NewRunner(d, LoadConfig{Concurrency: 3, Duration: 300 * time.Millisecond}, loadTestPrompts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &runCollector{t: t}
+	st := runLoadBounded(t, t.Context(), r, c)
+	checkLoadAccounting(t, st, c)
+	if st.Sent == 0 || st.Interrupted {
+		t.Fatalf("stats %+v: want some requests and not interrupted", st)
+	}
+	// Requests still running at the end were cancelled and recorded.
+	if st.OK+st.ByOutcome[event.OutcomeCancelled] != st.Sent {
+		t.Fatalf("outcomes %v: want only ok and cancelled", st.ByOutcome)
+	}
+	checkNoLoadLeak(t, before)
+}
+
+func TestDurationWithDrainLetsRequestsFinish(t *testing.T) {
+	d := &sleepDoer{delay: 400 * time.Millisecond}
+	r, err := NewRunner(d, LoadConfig{Concurrency: 2, Duration: 100 * time.Millisecond, Drain: 10 * time.Second}, loadTestPrompts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &runCollector{t: t}
+	st := runLoadBounded(t, t.Context(), r, c)
+	checkLoadAccounting(t, st, c)
+	// The requests in flight at Duration were allowed to finish.
+	if st.Sent < 2 || st.OK != st.Sent {
+		t.Fatalf("stats %+v: want the requests in flight at the end to finish ok", st)
+	}
+}
+
+func TestOpenLoopFollowsSchedule(t *testing.T) {
+	before := runtime.NumGoroutine()
+	d := &sleepDoer{delay: time.Millisecond}
+	const rate = 100
+	r, err := NewRunner(d, LoadConfig{Rate: rate, Arrival: ArrivalConstant, Requests: 50}, loadTestPrompts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &runCollector{t: t}
+	st := runLoadBounded(t, t.Context(), r, c)
+	checkLoadAccounting(t, st, c)
+	if st.Sent != 50 {
+		t.Fatalf("sent %d, want 50", st.Sent)
+	}
+	var first time.Time
+	for _, rec := range c.reqs {
+		if rec.Seq == 0 {
+			first = rec.Intended
+		}
+	}
+	for _, rec := range c.reqs {
+		// Intended times are the schedule exactly, whatever the probe did.
+		want := first.Add(time.Duration(rec.Seq) * time.Second / rate)
+		if diff := rec.Intended.Sub(want); diff < -time.Microsecond || diff > time.Microsecond {
+			t.Fatalf("seq %d intended %s after the first, want %s", rec.Seq, rec.Intended.Sub(first), want.Sub(first))
+		}
+		if rec.SchedLag < 0 || !rec.Start.Equal(rec.Intended.Add(rec.SchedLag)) {
+			t.Fatalf("seq %d: sched lag %s does not match start - intended", rec.Seq, rec.SchedLag)
+		}
+	}
+	// Tolerant: the rate is honoured on average on a busy machine.
+	if st.SendRate < rate*0.3 || st.SendRate > rate*2 {
+		t.Fatalf("send rate %.1f/s, want about %d/s", st.SendRate, rate)
+	}
+	if st.SchedLagP99 < st.SchedLagP50 || st.SchedLagMax < st.SchedLagP99-time.Millisecond {
+		t.Fatalf("sched lag p50 %s p99 %s max %s", st.SchedLagP50, st.SchedLagP99, st.SchedLagMax)
+	}
+	if s := r.SelfStats(); s.LagSamples != 50 || s.MaxInFlight != DefaultMaxInFlight {
+		t.Fatalf("self stats %+v, want 50 lag samples", s)
+	}
+	checkNoLoadLeak(t, before)
+}
+
+func TestOpenLoopSlowResponsesKeepRate(t *testing.T) {
+	// Each response takes 600 ms, far longer than the 20 ms between sends:
+	// a closed loop would send at 1.7/s per worker, the open loop must
+	// keep 50/s by starting workers.
+	d := &sleepDoer{delay: 600 * time.Millisecond}
+	const rate = 50
+	r, err := NewRunner(d, LoadConfig{Rate: rate, Arrival: ArrivalPoisson, Requests: 60, Seed: 3}, loadTestPrompts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &runCollector{t: t}
+	st := runLoadBounded(t, t.Context(), r, c)
+	checkLoadAccounting(t, st, c)
+	// A closed loop of one worker would manage 1.7/s; tolerant bounds
+	// still tell the two apart on a starved machine.
+	if st.SendRate < rate*0.3 || st.SendRate > rate*2 {
+		t.Fatalf("send rate %.1f/s, want about %d/s", st.SendRate, rate)
+	}
+	if st.InFlightPeak < 10 {
+		t.Fatalf("in-flight peak %d: slow responses held the sender back", st.InFlightPeak)
+	}
+	if len(c.markersOf(event.MarkerProbeLimit)) > 0 {
+		for _, m := range c.markersOf(event.MarkerProbeLimit) {
+			if strings.Contains(m.Message, "cannot keep up") {
+				t.Fatalf("unexpected max-in-flight marker: %s", m.Message)
+			}
+		}
+	}
+}
+
+func TestOpenLoopCannotKeepUp(t *testing.T) {
+	d := &sleepDoer{delay: 50 * time.Millisecond}
+	r, err := NewRunner(d, LoadConfig{Rate: 200, Arrival: ArrivalConstant, Requests: 20, MaxInFlight: 2}, loadTestPrompts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &runCollector{t: t}
+	st := runLoadBounded(t, t.Context(), r, c)
+	checkLoadAccounting(t, st, c)
+	if st.Sent != 20 || d.peak.Load() > 2 {
+		t.Fatalf("sent %d with peak %d, want 20 with at most 2 in flight", st.Sent, d.peak.Load())
+	}
+	var limit []*event.Marker
+	for _, m := range c.markersOf(event.MarkerProbeLimit) {
+		if strings.Contains(m.Message, "cannot keep up") {
+			limit = append(limit, m)
+		}
+	}
+	if len(limit) != 1 || limit[0].Values["in_flight"] != 2 {
+		t.Fatalf("got %d max-in-flight markers %+v, want exactly one (cooldown) with in_flight 2", len(limit), limit)
+	}
+	// Requests went out late, and the lateness is on the record.
+	if st.SchedLagMax < 100*time.Millisecond {
+		t.Fatalf("max sched lag %s: late sends not recorded", st.SchedLagMax)
+	}
+}
+
+func TestCancelMidRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  LoadConfig
+	}{
+		{"closed", LoadConfig{Concurrency: 5}},
+		{"open", LoadConfig{Rate: 1000, Arrival: ArrivalConstant, Requests: 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			d := &sleepDoer{delay: time.Minute}
+			r, err := NewRunner(d, tc.cfg, loadTestPrompts(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			go func() {
+				for r.InFlight() < 5 && ctx.Err() == nil {
+					time.Sleep(5 * time.Millisecond)
+				}
+				cancel() // Ctrl-C
+			}()
+			c := &runCollector{t: t}
+			st := runLoadBounded(t, ctx, r, c)
+			checkLoadAccounting(t, st, c)
+			if !st.Interrupted || st.Sent != 5 || st.ByOutcome[event.OutcomeCancelled] != 5 {
+				t.Fatalf("stats %+v: want 5 sent, all cancelled, interrupted", st)
+			}
+			for _, rec := range c.reqs {
+				if rec.Outcome != event.OutcomeCancelled {
+					t.Fatalf("seq %d outcome %s, want cancelled", rec.Seq, rec.Outcome)
+				}
+			}
+			checkNoLoadLeak(t, before)
+		})
+	}
+}
+
+// wrongOutcomeDoer reports a cancelled request as a stream reset, as a
+// client might when the cancellation surfaces as a closed connection.
+type wrongOutcomeDoer struct{ sleepDoer }
+
+func (d *wrongOutcomeDoer) Do(ctx context.Context, spec RequestSpec) *event.Request {
+	rec := d.sleepDoer.Do(ctx, spec)
+	if rec.Outcome == event.OutcomeCancelled {
+		rec.Outcome = event.OutcomeStreamReset
+	}
+	return rec
+}
+
+func TestCancelledOutcomeWhateverTheDoerSays(t *testing.T) {
+	d := &wrongOutcomeDoer{sleepDoer{delay: time.Minute}}
+	r, err := NewRunner(d, LoadConfig{Concurrency: 2, Duration: 100 * time.Millisecond}, loadTestPrompts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &runCollector{t: t}
+	st := runLoadBounded(t, t.Context(), r, c)
+	checkLoadAccounting(t, st, c)
+	if st.ByOutcome[event.OutcomeCancelled] != 2 || st.Sent != 2 {
+		t.Fatalf("by outcome %v, want 2 cancelled", st.ByOutcome)
+	}
+}
+
+func TestRunnerEmitsStalls(t *testing.T) {
+	// Six streams whose chunks pause together for 100 ms at the same
+	// absolute time: the runner's stall detector must report it once.
+	var once sync.Once
+	var pauseAt time.Time
+	d := &sleepDoer{delay: 5 * time.Millisecond, chunks: func(start time.Time) []event.Chunk {
+		// Generous: streams starting up to 500 ms apart still share it.
+		once.Do(func() { pauseAt = start.Add(500 * time.Millisecond) })
+		var out []event.Chunk
+		at := start
+		for i := 0; i < 300; i++ {
+			out = append(out, event.Chunk{At: at.Sub(start), Tokens: 1})
+			at = at.Add(5 * time.Millisecond)
+			if !at.Before(pauseAt) && at.Before(pauseAt.Add(5*time.Millisecond)) {
+				at = at.Add(100 * time.Millisecond)
+			}
+		}
+		return out
+	}}
+	r, err := NewRunner(d, LoadConfig{Concurrency: 6, Requests: 6}, loadTestPrompts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &runCollector{t: t}
+	st := runLoadBounded(t, t.Context(), r, c)
+	checkLoadAccounting(t, st, c)
+	stalls := c.markersOf(event.MarkerStall)
+	if len(stalls) != 1 || st.Stalls != 1 || stalls[0].Values["streams"] < 3 {
+		t.Fatalf("got %d stall markers %+v, want one of at least 3 streams", len(stalls), stalls)
+	}
+}
+
+func TestNewRunnerErrors(t *testing.T) {
+	ps := loadTestPrompts(t)
+	d := &sleepDoer{}
+	for _, tc := range []struct {
+		name string
+		d    Doer
+		cfg  LoadConfig
+		ps   *PromptSource
+	}{
+		{"no doer", nil, LoadConfig{}, ps},
+		{"no prompts", d, LoadConfig{}, nil},
+		{"negative concurrency", d, LoadConfig{Concurrency: -1}, ps},
+		{"negative rate", d, LoadConfig{Rate: -1}, ps},
+		{"negative requests", d, LoadConfig{Requests: -1}, ps},
+		{"bad arrival", d, LoadConfig{Rate: 1, Arrival: "weibull"}, ps},
+		{"bad burstiness", d, LoadConfig{Rate: 1, Arrival: "gamma", Burstiness: -2}, ps},
+	} {
+		if _, err := NewRunner(tc.d, tc.cfg, tc.ps); err == nil {
+			t.Errorf("%s: NewRunner accepted it", tc.name)
+		}
+	}
+	r, _ := NewRunner(d, LoadConfig{}, ps)
+	if _, err := r.Run(t.Context(), nil); err == nil {
+		t.Errorf("Run accepted a nil emit")
+	}
+}
