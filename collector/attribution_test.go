@@ -1,0 +1,880 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/sim"
+)
+
+const (
+	us = time.Microsecond
+	ms = time.Millisecond
+)
+
+// clientRequest is an OK request whose contiguous client stages add up to
+// its TTFT: 0.36 ms before the server, a 35 ms server window.
+func clientRequest() *event.Request {
+	stages := []event.StageTiming{
+		{Stage: event.StageSchedLag, Duration: 0, Provenance: event.Measured},
+		{Stage: event.StageSerialize, Duration: 100 * us, Provenance: event.Measured},
+		{Stage: event.StageDNS, Duration: 0, Provenance: event.Measured},
+		{Stage: event.StageConnect, Duration: 200 * us, Provenance: event.Measured},
+		{Stage: event.StageTLS, Duration: 0, Provenance: event.Measured},
+		{Stage: event.StageConnWait, Duration: 10 * us, Provenance: event.Measured},
+		{Stage: event.StageWrite, Duration: 50 * us, Provenance: event.Measured},
+		{Stage: event.StageWaitHeaders, Duration: 30 * ms, Provenance: event.Measured},
+		{Stage: event.StageFirstToken, Duration: 5 * ms, Provenance: event.Measured},
+	}
+	r := &event.Request{ID: "req-1", TraceID: "0af7651916cd43dd8448eb211c80319c", Target: "http://t", Outcome: event.OutcomeOK,
+		Stages: stages, ConnectRTT: 200 * us}
+	for _, s := range stages {
+		r.TTFT += s.Duration
+	}
+	return r
+}
+
+// clientPart is the expected head of every breakdown of clientRequest.
+func clientPart() []event.StageTiming {
+	var out []event.StageTiming
+	for _, s := range clientRequest().Stages {
+		if s.Stage != event.StageWaitHeaders && s.Stage != event.StageFirstToken {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func est(s event.Stage, d time.Duration, src string) event.StageTiming {
+	return event.StageTiming{Stage: s, Duration: d, Provenance: event.Estimated, Source: src}
+}
+
+func srv(s event.Stage, d time.Duration, src string) event.StageTiming {
+	return event.StageTiming{Stage: s, Duration: d, Provenance: event.ServerReported, Source: src}
+}
+
+func netOut(d time.Duration) event.StageTiming {
+	return est(event.StageNetworkOut, d, SourceConnectRTT)
+}
+
+func netBack(d time.Duration) event.StageTiming {
+	return est(event.StageNetworkReturn, d, SourceConnectRTT)
+}
+
+func rest(d time.Duration, notes ...string) event.StageTiming {
+	src := SourceResidual
+	for _, n := range notes {
+		src += "; " + n
+	}
+	return est(event.StageUnattributed, d, src)
+}
+
+func timing(source string, stages map[event.Stage]time.Duration) *event.ServerTiming {
+	return &event.ServerTiming{Source: source, Stages: stages}
+}
+
+func vllmInterval() *event.ServerSample {
+	return &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
+		"queue":   {Count: 10, Mean: 3 * ms},
+		"prefill": {Count: 10, Mean: 20 * ms},
+		"ttft":    {Count: 10, Mean: 26 * ms},
+		"decode":  {Count: 0, Mean: 0},
+	}}
+}
+
+const (
+	noteNetDropped      = "network estimates dropped: they do not fit the server window"
+	noteNegative        = "negative: server-reported stages exceed the client's server window (clocks or definitions disagree)"
+	noteIntervalDropped = "interval means dropped: they exceed this request's server window"
+)
+
+func TestAttribute(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		st       *event.ServerTiming
+		interval *event.ServerSample
+		rtt      time.Duration
+		want     []event.StageTiming // after the client part
+	}{
+		{
+			name: "vllm span",
+			st: timing(SourceOTLP, map[event.Stage]time.Duration{
+				event.StageServerTTFT: 30 * ms, event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms,
+				event.StageDecode: 900 * ms, event.StageServerE2E: 1 * time.Second,
+			}),
+			interval: vllmInterval(), // per-request numbers win over interval means
+			rtt:      200 * us,
+			want: []event.StageTiming{
+				netOut(100 * us),
+				srv(event.StageTokenize, 5*ms, "otlp (frontend: HTTP parsing, templating, tokenization, IPC)"),
+				srv(event.StageQueue, 5*ms, "otlp"),
+				srv(event.StagePrefill, 20*ms, "otlp (prefill includes first decode)"),
+				netBack(100 * us),
+				rest(4800 * us),
+			},
+		},
+		{
+			name: "vllm span without its ttft",
+			st:   timing(SourceOTLP, map[event.Stage]time.Duration{event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms}),
+			want: []event.StageTiming{
+				srv(event.StageQueue, 5*ms, "otlp"),
+				srv(event.StagePrefill, 20*ms, "otlp (prefill includes first decode)"),
+				rest(10 * ms),
+			},
+		},
+		{
+			name: "vllm metrics object: ttft counts from scheduling",
+			st:   timing("vllm.metrics", map[event.Stage]time.Duration{event.StageQueue: 1 * ms, event.StageServerTTFT: 22 * ms}),
+			want: []event.StageTiming{
+				srv(event.StageQueue, 1*ms, "vllm.metrics"),
+				srv(event.StagePrefill, 22*ms, "vllm.metrics (prefill includes first decode)"),
+				rest(12 * ms),
+			},
+		},
+		{
+			name: "llama.cpp timings: prefill only",
+			st:   timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 12 * ms, event.StageDecode: 300 * ms}),
+			rtt:  1 * ms,
+			want: []event.StageTiming{
+				netOut(500 * us),
+				srv(event.StagePrefill, 12*ms, "llamacpp.timings"),
+				netBack(500 * us),
+				rest(22 * ms),
+			},
+		},
+		{
+			name: "ollama final object: load holds the queue",
+			st:   timing("ollama.final", map[event.Stage]time.Duration{"load": 3 * ms, event.StagePrefill: 10 * ms, event.StageDecode: 200 * ms}),
+			want: []event.StageTiming{
+				srv(event.StageQueue, 3*ms, "ollama.final (load_duration: queue wait and model load)"),
+				srv(event.StagePrefill, 10*ms, "ollama.final (prompt_eval)"),
+				rest(22 * ms),
+			},
+		},
+		{
+			name: "tgi span: validation and queue",
+			st: timing(SourceOTLPTGI, map[event.Stage]time.Duration{
+				event.StageTokenize: 850 * us, event.StageQueue: 12 * ms, event.StageInference: 1 * time.Second,
+			}),
+			want: []event.StageTiming{
+				srv(event.StageTokenize, 850*us, "otlp.tgi (validation, includes tokenization)"),
+				srv(event.StageQueue, 12*ms, "otlp.tgi"),
+				rest(22150 * us),
+			},
+		},
+		{
+			name: "simulator truth: one to one, in breakdown order",
+			st: timing("sim.truth", map[event.Stage]time.Duration{
+				event.StageDetokenize: 1 * ms, event.StageFirstDecode: 4 * ms, event.StagePrefill: 15 * ms,
+				event.StageQueue: 6 * ms, event.StageTokenize: 2 * ms, event.StageHTTP: 1 * ms,
+				event.StageDecode: 1 * time.Second,
+			}),
+			rtt: 2 * ms,
+			want: []event.StageTiming{
+				netOut(1 * ms),
+				srv(event.StageHTTP, 1*ms, "sim.truth"),
+				srv(event.StageTokenize, 2*ms, "sim.truth"),
+				srv(event.StageQueue, 6*ms, "sim.truth"),
+				srv(event.StagePrefill, 15*ms, "sim.truth"),
+				srv(event.StageFirstDecode, 4*ms, "sim.truth"),
+				srv(event.StageDetokenize, 1*ms, "sim.truth"),
+				netBack(1 * ms),
+				rest(4 * ms),
+			},
+		},
+		{
+			name:     "interval fallback is estimated",
+			interval: vllmInterval(),
+			rtt:      200 * us,
+			want: []event.StageTiming{
+				netOut(100 * us),
+				est(event.StageQueue, 3*ms, "metrics.interval"),
+				est(event.StagePrefill, 20*ms, "metrics.interval (prefill includes first decode)"),
+				netBack(100 * us),
+				rest(11800 * us),
+			},
+		},
+		{
+			name:     "server timing with no usable stage falls back to the interval",
+			st:       timing(SourceOTLP, map[event.Stage]time.Duration{event.StageDecode: 1 * time.Second}),
+			interval: &event.ServerSample{Dialect: "sglang", Stages: map[string]event.HistStat{"prefill": {Count: 2, Mean: 7 * ms}}},
+			want:     []event.StageTiming{est(event.StagePrefill, 7*ms, "metrics.interval"), rest(28 * ms)},
+		},
+		{
+			name: "nothing available",
+			want: []event.StageTiming{rest(35 * ms)},
+		},
+		{
+			name: "nothing but the network estimate",
+			rtt:  3 * ms,
+			want: []event.StageTiming{netOut(1500 * us), netBack(1500 * us), rest(32 * ms)},
+		},
+		{
+			name: "over: the network estimate goes first",
+			st:   timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 34900 * us}),
+			rtt:  200 * us,
+			want: []event.StageTiming{
+				srv(event.StagePrefill, 34900*us, "llamacpp.timings"),
+				rest(100*us, noteNetDropped),
+			},
+		},
+		{
+			name: "over: server numbers kept, unattributed negative",
+			st:   timing(SourceOTLP, map[event.Stage]time.Duration{event.StageQueue: 10 * ms, event.StagePrefill: 30 * ms}),
+			rtt:  200 * us,
+			want: []event.StageTiming{
+				srv(event.StageQueue, 10*ms, "otlp"),
+				srv(event.StagePrefill, 30*ms, "otlp (prefill includes first decode)"),
+				rest(-5*ms, noteNetDropped, noteNegative),
+			},
+		},
+		{
+			name: "over: interval means that do not fit are dropped, the network estimate stays",
+			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
+				"queue": {Count: 3, Mean: 30 * ms}, "prefill": {Count: 3, Mean: 10 * ms},
+			}},
+			rtt:  200 * us,
+			want: []event.StageTiming{netOut(100 * us), netBack(100 * us), rest(34800*us, noteIntervalDropped)},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := clientRequest()
+			got := Attribute(r, tc.st, tc.interval, tc.rtt)
+			want := append(clientPart(), tc.want...)
+			if len(got) != len(want) {
+				t.Fatalf("got %d stages, want %d:\n got %v\nwant %v", len(got), len(want), got, want)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("stage %d = %+v, want %+v", i, got[i], want[i])
+				}
+			}
+			checkSum(t, r, got)
+		})
+	}
+}
+
+// TestAttributeClientStagesOnly covers a request whose probe recorded no
+// stages: the whole TTFT is unattributed.
+func TestAttributeClientStagesOnly(t *testing.T) {
+	t.Parallel()
+	r := &event.Request{Outcome: event.OutcomeOK, TTFT: 7 * ms}
+	got := Attribute(r, nil, nil, 0)
+	if len(got) != 1 || got[0] != rest(7*ms) {
+		t.Errorf("breakdown = %v, want only unattributed 7ms", got)
+	}
+}
+
+func checkSum(t testing.TB, r *event.Request, breakdown []event.StageTiming) {
+	t.Helper()
+	if len(breakdown) == 0 || breakdown[len(breakdown)-1].Stage != event.StageUnattributed {
+		t.Fatalf("breakdown does not end with unattributed: %v", breakdown)
+	}
+	var sum time.Duration
+	for _, s := range breakdown {
+		sum += s.Duration
+		isClient := false
+		for _, c := range r.Stages {
+			if c.Stage == s.Stage {
+				isClient = true
+			}
+		}
+		if s.Provenance == event.Measured && !isClient {
+			t.Fatalf("%s presented as measured: %v", s.Stage, breakdown)
+		}
+	}
+	if sum != r.TTFT {
+		t.Fatalf("breakdown sums to %v, TTFT is %v: %v", sum, r.TTFT, breakdown)
+	}
+}
+
+// randomInputs builds a request, server timing, interval and RTT from rng,
+// including the odd values (negative, zero, huge) a broken source may send.
+func randomInputs(rng *rand.Rand) (*event.Request, *event.ServerTiming, *event.ServerSample, time.Duration) {
+	dur := func() time.Duration {
+		switch rng.IntN(8) {
+		case 0:
+			return 0
+		case 1:
+			return -time.Duration(rng.Int64N(int64(time.Second)))
+		case 2:
+			return time.Duration(rng.Int64())
+		default:
+			return time.Duration(rng.Int64N(int64(100 * ms)))
+		}
+	}
+	r := &event.Request{Outcome: event.OutcomeOK, ConnectRTT: dur()}
+	clientStages := []event.Stage{event.StageSchedLag, event.StageSerialize, event.StageDNS, event.StageConnect,
+		event.StageTLS, event.StageConnWait, event.StageWrite, event.StageWaitHeaders, event.StageFirstToken}
+	for _, s := range clientStages {
+		if rng.IntN(5) > 0 {
+			d := dur()
+			r.Stages = append(r.Stages, event.StageTiming{Stage: s, Duration: d, Provenance: event.Measured})
+			r.TTFT += d
+		}
+	}
+	if rng.IntN(4) == 0 {
+		r.TTFT += dur() // stages that do not add up
+	}
+	var st *event.ServerTiming
+	if rng.IntN(3) > 0 {
+		sources := []string{SourceOTLP, SourceOTLPTGI, "vllm.metrics", "llamacpp.timings", "ollama.final", "tgi.headers", "sim.truth", "other"}
+		st = &event.ServerTiming{Source: sources[rng.IntN(len(sources))], Stages: map[event.Stage]time.Duration{}}
+		for _, s := range []event.Stage{event.StageHTTP, event.StageTokenize, event.StageQueue, event.StagePrefill,
+			event.StageFirstDecode, event.StageDetokenize, event.StageServerTTFT, event.StageDecode, "load"} {
+			if rng.IntN(2) == 0 {
+				st.Stages[s] = dur()
+			}
+		}
+	}
+	var interval *event.ServerSample
+	if rng.IntN(2) == 0 {
+		interval = &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{}}
+		for _, s := range []string{"tokenize", "queue", "prefill"} {
+			if rng.IntN(2) == 0 {
+				interval.Stages[s] = event.HistStat{Count: float64(rng.IntN(3)), Mean: dur()}
+			}
+		}
+	}
+	return r, st, interval, dur()
+}
+
+func TestAttributeSumsToTTFT(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		r, st, interval, rtt := randomInputs(rng)
+		checkSum(t, r, Attribute(r, st, interval, rtt))
+	}
+}
+
+func FuzzAttribute(f *testing.F) {
+	f.Add(uint64(1), uint64(2))
+	f.Add(uint64(0), uint64(0))
+	f.Add(uint64(1<<63), uint64(42))
+	f.Fuzz(func(t *testing.T, a, b uint64) {
+		r, st, interval, rtt := randomInputs(rand.New(rand.NewPCG(a, b)))
+		checkSum(t, r, Attribute(r, st, interval, rtt))
+	})
+}
+
+// fakeSpans is a SpanLookup the test fills while the attributor runs.
+type fakeSpans struct {
+	mu      sync.Mutex
+	byID    map[string]*event.ServerTiming
+	lookups int
+}
+
+func newFakeSpans() *fakeSpans { return &fakeSpans{byID: map[string]*event.ServerTiming{}} }
+
+func (f *fakeSpans) add(id string, st *event.ServerTiming) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.byID[id] = st
+}
+
+func (f *fakeSpans) Lookup(requestID, _ string) (*event.ServerTiming, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lookups++
+	st, ok := f.byID[requestID]
+	return st, ok
+}
+
+func spanFor() *event.ServerTiming {
+	return timing(SourceOTLP, map[event.Stage]time.Duration{event.StageServerTTFT: 30 * ms, event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms})
+}
+
+func requestEvent(id string) event.Event {
+	r := clientRequest()
+	r.ID, r.TraceID = id, ""
+	return event.NewRequest(r)
+}
+
+// pipeline runs an attributor over fresh channels and tears it down at the
+// end of the test, checking that Run returned.
+type pipeline struct {
+	in   chan event.Event
+	out  chan event.Event
+	done chan struct{}
+	stop context.CancelFunc
+	a    *Attributor
+}
+
+func startPipeline(t *testing.T, cfg AttributorConfig) *pipeline {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &pipeline{in: make(chan event.Event), out: make(chan event.Event, 64), done: make(chan struct{}), stop: cancel, a: NewAttributor(cfg)}
+	go func() {
+		defer close(p.done)
+		p.a.Run(ctx, p.in, p.out)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+	return p
+}
+
+func (p *pipeline) send(t *testing.T, ev event.Event) {
+	t.Helper()
+	select {
+	case p.in <- ev:
+	case <-time.After(10 * time.Second):
+		t.Fatal("attributor does not read its input")
+	}
+}
+
+func (p *pipeline) next(t *testing.T) event.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-p.out:
+		if !ok {
+			t.Fatal("out closed early")
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event out")
+	}
+	return event.Event{}
+}
+
+// nothingOut checks that no event is waiting on out right now.
+func (p *pipeline) nothingOut(t *testing.T) {
+	t.Helper()
+	select {
+	case ev := <-p.out:
+		t.Fatalf("unexpected event out: %+v", ev)
+	default:
+	}
+}
+
+func hasStage(r *event.Request, s event.Stage, prov event.Provenance) bool {
+	for _, b := range r.Breakdown {
+		if b.Stage == s && b.Provenance == prov {
+			return true
+		}
+	}
+	return false
+}
+
+func TestAttributorHoldsUntilSpan(t *testing.T) {
+	t.Parallel()
+	spans := newFakeSpans()
+	p := startPipeline(t, AttributorConfig{Spans: spans, JoinWait: time.Hour})
+
+	p.send(t, requestEvent("late"))
+	// Other events pass while the request is held.
+	marker := event.NewMarker(&event.Marker{Time: time.Unix(1, 0)})
+	p.send(t, marker)
+	if got := p.next(t); got.Marker == nil {
+		t.Fatalf("first out = %+v, want the marker", got)
+	}
+	p.nothingOut(t)
+
+	spans.add("late", spanFor())
+	got := p.next(t).Request
+	if got == nil || got.ID != "late" {
+		t.Fatalf("out = %+v, want request late", got)
+	}
+	if got.Server == nil || got.Server.Source != SourceOTLP {
+		t.Errorf("joined request's Server = %+v, want the span", got.Server)
+	}
+	if !hasStage(got, event.StageQueue, event.ServerReported) || !hasStage(got, event.StageTokenize, event.ServerReported) {
+		t.Errorf("breakdown lacks the span's stages: %v", got.Breakdown)
+	}
+	checkSum(t, got, got.Breakdown)
+	if s := p.a.Stats(); s.FromSpan != 1 || s.Expired != 0 || s.Attributed != 1 {
+		t.Errorf("stats = %+v", s)
+	}
+}
+
+func TestAttributorReleasesAfterJoinWait(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Unix(1767000000, 0)}
+	p := startPipeline(t, AttributorConfig{Spans: newFakeSpans(), JoinWait: 2 * time.Second, Now: clock.Now, Poll: time.Millisecond})
+	p.send(t, event.NewServer(vllmInterval()))
+	if got := p.next(t); got.Server == nil {
+		t.Fatalf("out = %+v, want the server sample", got)
+	}
+	p.send(t, requestEvent("never"))
+	p.nothingOut(t)
+	// The attributor reads the clock after it has taken the request, so move
+	// the clock on in steps until the request comes out.
+	var got *event.Request
+	giveUp := time.After(10 * time.Second)
+	for got == nil {
+		select {
+		case ev := <-p.out:
+			got = ev.Request
+		case <-time.After(5 * time.Millisecond):
+			clock.Add(500 * time.Millisecond)
+		case <-giveUp:
+			t.Fatal("request never released")
+		}
+	}
+	if got == nil || got.ID != "never" {
+		t.Fatalf("out = %+v, want request never", got)
+	}
+	if got.Server != nil {
+		t.Errorf("Server = %+v, want nil", got.Server)
+	}
+	if !hasStage(got, event.StagePrefill, event.Estimated) || hasStage(got, event.StagePrefill, event.ServerReported) {
+		t.Errorf("breakdown should fall back to interval estimates: %v", got.Breakdown)
+	}
+	checkSum(t, got, got.Breakdown)
+	if s := p.a.Stats(); s.Expired != 1 || s.FromInterval != 1 {
+		t.Errorf("stats = %+v, want 1 expired, 1 from interval", s)
+	}
+}
+
+func TestAttributorOrder(t *testing.T) {
+	t.Parallel()
+	t.Run("no wait keeps input order", func(t *testing.T) {
+		t.Parallel()
+		p := startPipeline(t, AttributorConfig{}) // no span source: nothing is held
+		var want []string
+		go func() {
+			for i := range 50 {
+				id := string(rune('a' + i%26))
+				if i%5 == 0 {
+					p.in <- event.NewGPU(&event.GPUSample{Reason: id})
+				} else {
+					p.in <- requestEvent(id)
+				}
+			}
+		}()
+		for i := range 50 {
+			want = append(want, string(rune('a'+i%26)))
+		}
+		for i, w := range want {
+			ev := p.next(t)
+			got := ""
+			if ev.Request != nil {
+				got = ev.Request.ID
+			} else {
+				got = ev.GPU.Reason
+			}
+			if got != w {
+				t.Fatalf("event %d = %q, want %q", i, got, w)
+			}
+		}
+	})
+	t.Run("a joined request does not wait behind a held one", func(t *testing.T) {
+		t.Parallel()
+		spans := newFakeSpans()
+		spans.add("b", spanFor())
+		p := startPipeline(t, AttributorConfig{Spans: spans, JoinWait: time.Hour})
+		p.send(t, requestEvent("a"))
+		p.send(t, requestEvent("b"))
+		p.send(t, requestEvent("c"))
+		if got := p.next(t).Request.ID; got != "b" {
+			t.Fatalf("first out = %q, want b (its span was there)", got)
+		}
+		spans.add("c", spanFor())
+		spans.add("a", spanFor())
+		// Both found on the same poll: released in arrival order.
+		if got := p.next(t).Request.ID; got != "a" {
+			t.Errorf("second out = %q, want a", got)
+		}
+		if got := p.next(t).Request.ID; got != "c" {
+			t.Errorf("third out = %q, want c", got)
+		}
+	})
+}
+
+func TestAttributorPassThrough(t *testing.T) {
+	t.Parallel()
+	spans := newFakeSpans()
+	p := startPipeline(t, AttributorConfig{Spans: spans, JoinWait: time.Hour})
+
+	failed := requestEvent("failed")
+	failed.Request.Outcome = event.OutcomeTimeout
+	p.send(t, failed)
+	if got := p.next(t).Request; got.ID != "failed" || got.Breakdown != nil {
+		t.Errorf("failed request: %+v, want passed through untouched", got)
+	}
+
+	own := requestEvent("own")
+	own.Request.Server = timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 9 * ms})
+	p.send(t, own)
+	got := p.next(t).Request
+	if got.ID != "own" || !hasStage(got, event.StagePrefill, event.ServerReported) {
+		t.Errorf("request with its own timing: %v, want its prefill, not held", got.Breakdown)
+	}
+
+	replayed := requestEvent("replayed")
+	replayed.Request.Breakdown = []event.StageTiming{rest(replayed.Request.TTFT)}
+	p.send(t, replayed)
+	if got := p.next(t).Request; len(got.Breakdown) != 1 {
+		t.Errorf("a recorded breakdown was redone: %v", got.Breakdown)
+	}
+
+	anonymous := requestEvent("")
+	p.send(t, anonymous)
+	if got := p.next(t).Request; got.Breakdown == nil {
+		t.Error("request with no id to join on was not attributed")
+	}
+}
+
+func TestAttributorReusedConnectionRTT(t *testing.T) {
+	t.Parallel()
+	p := startPipeline(t, AttributorConfig{})
+	first := requestEvent("first")
+	first.Request.ConnectRTT = 400 * us
+	p.send(t, first)
+	p.next(t)
+
+	reused := requestEvent("reused")
+	reused.Request.ConnectRTT, reused.Request.ReusedConn = 0, true
+	p.send(t, reused)
+	got := p.next(t).Request
+	if !hasStage(got, event.StageNetworkOut, event.Estimated) || got.Breakdown[len(clientPart())] != netOut(200*us) {
+		t.Errorf("reused connection: %v, want network_out 200µs from the target's last RTT", got.Breakdown)
+	}
+
+	elsewhere := requestEvent("elsewhere")
+	elsewhere.Request.ConnectRTT, elsewhere.Request.Target = 0, "http://other"
+	p.send(t, elsewhere)
+	if got := p.next(t).Request; hasStage(got, event.StageNetworkOut, event.Estimated) {
+		t.Errorf("a target with no RTT got a network estimate: %v", got.Breakdown)
+	}
+}
+
+func TestAttributorShutdown(t *testing.T) {
+	t.Parallel()
+	t.Run("in closes: held requests keep their wait, then out closes", func(t *testing.T) {
+		t.Parallel()
+		spans := newFakeSpans()
+		p := startPipeline(t, AttributorConfig{Spans: spans, JoinWait: time.Hour})
+		p.send(t, requestEvent("x"))
+		close(p.in)
+		p.nothingOut(t)
+		spans.add("x", spanFor())
+		if got := p.next(t).Request; got.ID != "x" || got.Server == nil {
+			t.Errorf("out = %+v, want x joined", got)
+		}
+		select {
+		case _, ok := <-p.out:
+			if ok {
+				t.Error("more events after the last one")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("out not closed")
+		}
+	})
+	t.Run("ctx ends: held requests released at once, out closed", func(t *testing.T) {
+		t.Parallel()
+		p := startPipeline(t, AttributorConfig{Spans: newFakeSpans(), JoinWait: time.Hour})
+		p.send(t, requestEvent("held-1"))
+		p.send(t, requestEvent("held-2"))
+		p.stop()
+		var ids []string
+		for ev := range p.out {
+			ids = append(ids, ev.Request.ID)
+			checkSum(t, ev.Request, ev.Request.Breakdown)
+		}
+		if strings.Join(ids, ",") != "held-1,held-2" {
+			t.Errorf("released %v, want held-1,held-2", ids)
+		}
+	})
+	t.Run("ctx ends and nobody reads: Run still returns", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithCancel(context.Background())
+		in, out := make(chan event.Event), make(chan event.Event) // out is never read
+		a := NewAttributor(AttributorConfig{Spans: newFakeSpans(), JoinWait: time.Hour})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.Run(ctx, in, out)
+		}()
+		in <- requestEvent("stuck")
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run blocked on a consumer that stopped reading")
+		}
+		if s := a.Stats(); s.Dropped != 1 {
+			t.Errorf("stats = %+v, want 1 dropped", s)
+		}
+	})
+}
+
+func TestAttributorMaxPending(t *testing.T) {
+	t.Parallel()
+	p := startPipeline(t, AttributorConfig{Spans: newFakeSpans(), JoinWait: time.Hour, MaxPending: 2})
+	for _, id := range []string{"1", "2", "3"} {
+		p.send(t, requestEvent(id))
+	}
+	if got := p.next(t).Request.ID; got != "1" {
+		t.Errorf("released %q past MaxPending, want the oldest, 1", got)
+	}
+	p.nothingOut(t)
+}
+
+// TestEndToEndSimProbeOTLP runs the simulator (sending vLLM-shaped spans),
+// the real probe client, the receiver and the attributor together over
+// loopback at concurrency 16, and checks every request's attributed server
+// stages against the simulator's ground truth.
+func TestEndToEndSimProbeOTLP(t *testing.T) {
+	t.Parallel()
+	const (
+		requests    = 96
+		concurrency = 16
+		tolerance   = time.Millisecond
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+
+	receiver := NewOTLPReceiver(OTLPConfig{})
+	rln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var servers sync.WaitGroup
+	defer servers.Wait()
+	defer cancel() // runs first: stops both servers before the Wait
+	servers.Go(func() { receiver.Serve(ctx, rln) })
+
+	var mu sync.Mutex
+	truths := map[string]sim.Truth{}
+	profile, err := sim.ProfileByName("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := sim.New(sim.Config{
+		Profile:      profile,
+		OTLPEndpoint: "http://" + rln.Addr().String() + "/v1/traces",
+		Seed:         7,
+		OnFinish: func(tr sim.Truth) {
+			mu.Lock()
+			defer mu.Unlock()
+			truths[tr.RequestID] = tr
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	sln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers.Go(func() { server.Serve(ctx, sln) })
+
+	client, err := probe.NewClient(probe.ClientConfig{BaseURL: "http://" + sln.Addr().String(), Dialect: "openai-chat", Model: server.Model()})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	in, out := make(chan event.Event), make(chan event.Event, requests)
+	attributor := NewAttributor(AttributorConfig{Spans: receiver, JoinWait: 20 * time.Second})
+	attributed := make(chan struct{})
+	go func() {
+		defer close(attributed)
+		attributor.Run(ctx, in, out)
+	}()
+
+	jobs := make(chan int)
+	var workers sync.WaitGroup
+	for w := range concurrency {
+		workers.Go(func() {
+			for i := range jobs {
+				rec := client.Do(ctx, probe.RequestSpec{
+					ID:           fmt.Sprintf("e2e-%03d", i),
+					TraceID:      fmt.Sprintf("%032x", 0xe2e000+i),
+					SpanID:       fmt.Sprintf("%016x", 0x5000+i),
+					Seq:          uint64(i),
+					Worker:       w,
+					Prompt:       strings.Repeat("tell me about latency ", 1+i%7),
+					PromptTokens: 20,
+					OutputTokens: 4,
+				})
+				in <- event.NewRequest(rec)
+			}
+		})
+	}
+	for i := range requests {
+		jobs <- i
+	}
+	close(jobs)
+	workers.Wait()
+	close(in)
+
+	var got []*event.Request
+	for ev := range out {
+		got = append(got, ev.Request)
+	}
+	<-attributed
+	if len(got) != requests {
+		t.Fatalf("got %d requests out, want %d", len(got), requests)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range got {
+		if !r.OK() {
+			t.Errorf("%s: outcome %s (%s)", r.ID, r.Outcome, r.Error)
+			continue
+		}
+		checkSum(t, r, r.Breakdown)
+		if r.Server == nil || r.Server.Source != SourceOTLP {
+			t.Errorf("%s: not joined with its span (server timing %+v)", r.ID, r.Server)
+			continue
+		}
+		truth, ok := truths[r.ID]
+		if !ok {
+			t.Errorf("%s: the simulator reported no truth", r.ID)
+			continue
+		}
+		us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+		if r.Seq == 0 {
+			t.Logf("%s: TTFT %v, breakdown %v; truth %+v", r.ID, r.TTFT, r.Breakdown, truth)
+		}
+		want := map[event.Stage]time.Duration{
+			event.StageQueue:   us(truth.QueueUs),
+			event.StagePrefill: us(truth.PrefillUs + truth.FirstDecodeUs),
+			// Frontend work: arrival → first token picked up by the front
+			// end, less queue and prefill. The truth's stages after that
+			// pick (detokenize, framing) run back to back to the first
+			// frame, so its goroutine hand-offs (other_us, the sim's "IPC")
+			// all fall in this interval.
+			event.StageTokenize: us(truth.HTTPUs + truth.LoopWaitUs + truth.TokenizeUs + truth.FaultDelayUs + truth.OtherUs),
+		}
+		for stage, w := range want {
+			var found *event.StageTiming
+			for i := range r.Breakdown {
+				if r.Breakdown[i].Stage == stage {
+					found = &r.Breakdown[i]
+				}
+			}
+			switch {
+			case found == nil:
+				t.Errorf("%s: no %s in breakdown %v", r.ID, stage, r.Breakdown)
+			case found.Provenance != event.ServerReported:
+				t.Errorf("%s: %s is %s, want server-reported", r.ID, stage, found.Provenance)
+			case (found.Duration - w).Abs() > tolerance:
+				t.Errorf("%s: %s = %v, truth %v", r.ID, stage, found.Duration, w)
+			}
+		}
+	}
+	if s := attributor.Stats(); s.FromSpan != requests {
+		t.Errorf("attributor stats = %+v, want all %d joined from spans", s, requests)
+	}
+}

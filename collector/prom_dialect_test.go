@@ -1,0 +1,101 @@
+package collector
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDetectDialect(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"vllm_v1_a.prom":  DialectVLLM,
+		"vllm_v0_a.prom":  DialectVLLMv0,
+		"sglang_a.prom":   DialectSGLang,
+		"tgi_a.prom":      DialectTGI,
+		"llamacpp_a.prom": DialectLlamaCpp,
+		"triton_a.prom":   DialectTriton,
+		"trtllm_a.prom":   DialectTRTLLM,
+		"lmdeploy_a.prom": DialectLMDeploy,
+	}
+	for file, want := range cases {
+		if got := DetectDialect(promLoad(t, file, promT0)).Name; got != want {
+			t.Errorf("%s: dialect %q, want %q", file, got, want)
+		}
+	}
+	// early V1 (0.9, 0.10): both KV names, no engine label yet → V1, newer name wins
+	const earlyV1 = `vllm:gpu_cache_usage_perc{model_name="m"} 0.9
+vllm:kv_cache_usage_perc{model_name="m"} 0.25
+`
+	s := promParseAt(t, earlyV1, promT0)
+	d := DetectDialect(s)
+	got, _ := Derive(nil, s, d)
+	if d.Name != DialectVLLM || got.KVCache == nil || *got.KVCache != 0.25 {
+		t.Errorf("early V1: dialect %q kv %v", d.Name, promShow(got.KVCache))
+	}
+	// Triton with the vLLM backend: the vllm: names are the richer ones
+	if d := DetectDialect(promParseAt(t, "nv_inference_pending_request_count 1\nvllm:num_requests_waiting 2\n", promT0)); d.Name != DialectVLLMv0 {
+		t.Errorf("triton+vllm: %q", d.Name)
+	}
+	if d := DetectDialect(nil); d.Name != DialectUnknown {
+		t.Errorf("nil scrape: %q", d.Name)
+	}
+}
+
+// An unknown server still shows all its gauges by name, and nothing else.
+func TestUnknownServerShowsGauges(t *testing.T) {
+	t.Parallel()
+	const page = `# TYPE queue_depth gauge
+queue_depth 3
+# TYPE busy gauge
+busy{worker="1"} 1
+busy{worker="2"} 0
+# TYPE served_total counter
+served_total 100
+`
+	prev := promParseAt(t, page, promT0)
+	cur := promParseAt(t, page, promT0.Add(time.Second))
+	d := DetectDialect(cur)
+	if d.Name != DialectUnknown {
+		t.Fatalf("dialect %q", d.Name)
+	}
+	got, _ := Derive(prev, cur, d)
+	want := map[string]float64{"queue_depth": 3, `busy{worker="1"}`: 1, `busy{worker="2"}`: 0}
+	if len(got.Gauges) != len(want) {
+		t.Errorf("gauges = %v, want %v", got.Gauges, want)
+	}
+	for k, v := range want {
+		if g, ok := got.Gauges[k]; !ok || g != v {
+			t.Errorf("gauge %s = %v %v, want %v", k, g, ok, v)
+		}
+	}
+	if got.Waiting != nil || got.Stages != nil || got.PromptTokensPerSec != nil {
+		t.Errorf("unknown dialect derived something: %+v", got)
+	}
+}
+
+func TestGaugesAreBounded(t *testing.T) {
+	t.Parallel()
+	var sb strings.Builder
+	sb.WriteString("# TYPE many gauge\n")
+	for i := range 3 * maxGauges {
+		sb.WriteString("many{i=\"" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + "\",n=\"" + time.Duration(i).String() + "\"} 1\n")
+	}
+	s := promParseAt(t, sb.String(), promT0)
+	if got, _ := Derive(nil, s, DetectDialect(s)); len(got.Gauges) != maxGauges {
+		t.Errorf("%d gauges, want %d", len(got.Gauges), maxGauges)
+	}
+}
+
+func TestDialectByName(t *testing.T) {
+	t.Parallel()
+	for _, name := range DialectNames() {
+		d, err := DialectByName(name)
+		if err != nil || d.Name != name {
+			t.Errorf("%s: %q %v", name, d.Name, err)
+		}
+	}
+	if _, err := DialectByName("ollama"); err == nil || !strings.Contains(err.Error(), "vllm") {
+		t.Errorf("unknown name: err = %v", err)
+	}
+}
