@@ -1,0 +1,161 @@
+package sim
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// engine is the simulated model executor: one goroutine running steps back
+// to back while there is work. Each step prefills chunks of newly admitted
+// sequences and decodes one token for every running sequence; its cost grows
+// with both (Profile.stepCost).
+type engine struct {
+	prof    Profile
+	maxSeqs int
+	budget  int
+	m       *metrics
+	emit    func(tokenEvent) // hands a token to the front end; must not block
+	wake    chan struct{}
+
+	mu        sync.Mutex
+	waiting   []*seq
+	running   []*seq
+	kvUsed    int
+	lastBatch int
+	recent    []stepRecord // steps that ended in the last second
+}
+
+type stepRecord struct{ start, end time.Time }
+
+// statsWindow is the window of Stats' rates.
+const statsWindow = time.Second
+
+func newEngine(prof Profile, maxSeqs, budget int, m *metrics, emit func(tokenEvent)) *engine {
+	return &engine{prof: prof, maxSeqs: maxSeqs, budget: budget, m: m, emit: emit, wake: make(chan struct{}, 1)}
+}
+
+// add queues a tokenized request.
+func (e *engine) add(r *request) {
+	e.mu.Lock()
+	r.eng.queued = time.Now()
+	e.waiting = append(e.waiting, &seq{req: r})
+	e.publishGauges()
+	e.mu.Unlock()
+	e.kick()
+}
+
+// kick wakes the step loop.
+func (e *engine) kick() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// times returns r's engine timestamps.
+func (e *engine) times(r *request) engineTimes {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return r.eng
+}
+
+// run is the step loop; it returns when ctx ends.
+func (e *engine) run(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		e.mu.Lock()
+		p, wait := e.plan(time.Now())
+		e.mu.Unlock()
+		if p == nil {
+			var tc <-chan time.Time
+			if wait > 0 {
+				timer.Reset(wait)
+				tc = timer.C
+			}
+			select {
+			case <-e.wake:
+			case <-tc:
+			case <-ctx.Done():
+				return
+			}
+			timer.Stop()
+			continue
+		}
+		pauseFrom(p.start, e.prof.stepCost(p.prefillTokens, len(p.decode)))
+		end := time.Now()
+		e.mu.Lock()
+		events := e.apply(p, end)
+		e.mu.Unlock()
+		for _, ev := range events {
+			e.emit(ev)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// recordStep keeps the steps of the last statsWindow. Caller holds e.mu.
+func (e *engine) recordStep(start, end time.Time, batch int) {
+	e.lastBatch = batch
+	e.recent = append(e.recent, stepRecord{start, end})
+	e.trimSteps(end)
+}
+
+func (e *engine) trimSteps(now time.Time) {
+	cut := 0
+	for cut < len(e.recent) && now.Sub(e.recent[cut].end) > statsWindow {
+		cut++
+	}
+	if cut > 0 {
+		n := copy(e.recent, e.recent[cut:])
+		clear(e.recent[n:])
+		e.recent = e.recent[:n]
+	}
+}
+
+// publishGauges sets the scheduler gauges. Caller holds e.mu.
+func (e *engine) publishGauges() {
+	e.m.waiting.Set(float64(len(e.waiting)))
+	e.m.running.Set(float64(len(e.running)))
+	e.m.kvUsage.Set(e.kvUsageLocked())
+}
+
+func (e *engine) kvUsageLocked() float64 {
+	return min(float64(e.kvUsed)/float64(e.prof.KVCapacityTokens), 1)
+}
+
+// Stats is a snapshot of the engine, for a simulated GPU panel.
+type Stats struct {
+	Waiting     int     // requests in the queue
+	Running     int     // requests holding a batch slot
+	BatchSize   int     // sequences in the last engine step
+	StepsPerSec float64 // engine steps that ended in the last second
+	Busy        float64 // fraction of the last second the engine spent in steps
+	KVUsage     float64 // fraction of the KV cache held by running sequences
+}
+
+func (e *engine) stats(now time.Time) Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.trimSteps(now)
+	from := now.Add(-statsWindow)
+	var busy time.Duration
+	for _, s := range e.recent {
+		start := s.start
+		if start.Before(from) {
+			start = from
+		}
+		busy += s.end.Sub(start)
+	}
+	return Stats{
+		Waiting:     len(e.waiting),
+		Running:     len(e.running),
+		BatchSize:   e.lastBatch,
+		StepsPerSec: float64(len(e.recent)) / statsWindow.Seconds(),
+		Busy:        min(busy.Seconds()/statsWindow.Seconds(), 1),
+		KVUsage:     e.kvUsageLocked(),
+	}
+}

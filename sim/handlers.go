@@ -1,0 +1,379 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"time"
+)
+
+// RequestIDHeader carries the client's request id; the server echoes it.
+const RequestIDHeader = "X-Request-Id"
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/chat/completions", s.method(http.MethodPost, s.handleGenerate(true)))
+	mux.HandleFunc("/v1/completions", s.method(http.MethodPost, s.handleGenerate(false)))
+	mux.HandleFunc("/v1/models", s.method(http.MethodGet, s.handleModels))
+	mux.HandleFunc("/health", s.method(http.MethodGet, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	mux.HandleFunc("/tokenize", s.method(http.MethodPost, s.handleTokenize))
+	metrics := s.m.handler()
+	mux.HandleFunc("/metrics", s.method(http.MethodGet, metrics.ServeHTTP))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, statusError(http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)))
+	})
+	return s.recoverer(mux)
+}
+
+func (s *Server) method(m string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != m && !(m == http.MethodGet && r.Method == http.MethodHead) {
+			w.Header().Set("Allow", m)
+			writeError(w, statusError(http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; use %s", r.Method, m)))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// recoverer is the last line of defence: input is validated first, but a
+// panic must never take the server down.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v) // the deliberate abort of a response
+				}
+				s.log.Error("handler panic", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				writeError(w, statusError(http.StatusInternalServerError, "internal server error"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"object": "list",
+		"data": []map[string]any{{
+			"id": s.cfg.Model, "object": "model", "created": 0, "owned_by": "latscope-sim",
+			"root": s.cfg.Model, "max_model_len": s.prof.MaxModelLen,
+		}},
+	})
+}
+
+// handleTokenize answers vLLM's /tokenize with the server's own token model.
+func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
+	body, e := readBody(w, r)
+	if e == nil {
+		var req tokenizeRequest
+		if e = decodeJSON(body, &req); e == nil {
+			e = s.checkModel(req.Model)
+			if e == nil {
+				var ids []int
+				if ids, e = tokenizeIDs(req); e == nil {
+					w.Header().Set("Content-Type", "application/json")
+					_ = json.NewEncoder(w).Encode(map[string]any{"count": len(ids), "max_model_len": s.prof.MaxModelLen, "tokens": ids})
+					return
+				}
+			}
+		}
+	}
+	writeError(w, e)
+}
+
+func tokenizeIDs(req tokenizeRequest) ([]int, *apiError) {
+	switch {
+	case req.Messages != nil && req.Prompt != nil:
+		return nil, badRequest("", "give prompt or messages, not both")
+	case req.Messages != nil:
+		msgs := make([]message, 0, len(req.Messages))
+		for i, m := range req.Messages {
+			text, err := messageText(m.Content)
+			if err != nil {
+				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: %v", i, err)
+			}
+			msgs = append(msgs, message{Role: m.Role, Text: text})
+		}
+		return chatIDs(msgs, req.AddGenerationPrompt == nil || *req.AddGenerationPrompt), nil
+	case req.Prompt != nil:
+		var g generation
+		if e := g.setPrompt(req.Prompt); e != nil {
+			return nil, e
+		}
+		if g.promptIDs != nil {
+			return g.promptIDs, nil
+		}
+		return tokenIDs(nil, g.prompt), nil
+	}
+	return nil, badRequest("prompt", "prompt or messages is required")
+}
+
+func (s *Server) checkModel(model string) *apiError {
+	if model != "" && model != s.cfg.Model {
+		e := statusError(http.StatusNotFound, fmt.Sprintf("the model `%s` does not exist", model))
+		e.Param = "model"
+		return e
+	}
+	return nil
+}
+
+// validRequestID accepts 1-256 visible ASCII characters, so the id is safe
+// to echo in a header.
+func validRequestID(id string) bool {
+	if len(id) == 0 || len(id) > 256 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// handleGenerate serves /v1/chat/completions (chat) and /v1/completions.
+func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, hr *http.Request) {
+		arrival := time.Now()
+		seq := s.seq.Add(1)
+		id := hr.Header.Get(RequestIDHeader)
+		if id == "" {
+			id = fmt.Sprintf("%s-%d", s.idPrefix, seq)
+		} else if !validRequestID(id) {
+			writeError(w, badRequest(RequestIDHeader, "%s must be 1-256 visible ASCII characters", RequestIDHeader))
+			return
+		}
+		w.Header().Set(RequestIDHeader, id)
+		select {
+		case <-s.draining:
+			writeError(w, statusError(http.StatusServiceUnavailable, "server is shutting down"))
+			return
+		default:
+		}
+		r, e := s.admit(w, hr, chat, id, seq, arrival)
+		if e != nil {
+			if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
+				w.Header().Set("Retry-After", "1")
+			}
+			writeError(w, e)
+			return
+		}
+		if r.fault.SlowHeaders > 0 {
+			r.faultStart = time.Now()
+			if !sleepCtx(hr.Context(), r.fault.SlowHeaders) {
+				return
+			}
+			r.faultEnd = time.Now()
+		}
+		if r.gen.stream {
+			h := w.Header()
+			h.Set("Content-Type", "text/event-stream; charset=utf-8")
+			h.Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusOK)
+			if err := r.rc.Flush(); err != nil {
+				return
+			}
+		}
+		s.eng.add(r)
+		select {
+		case <-r.done:
+		case <-hr.Context().Done():
+			s.abort(r)
+		case <-s.draining:
+			s.abort(r)
+		}
+		if r.fe.hijackFailed {
+			// Hijacking failed (HTTP/2): abort the response instead.
+			panic(http.ErrAbortHandler)
+		}
+		if !r.gen.stream && r.fe.finishReason != "abort" {
+			if r.fault.Reset {
+				s.resetNonStream(r)
+				return
+			}
+			s.writeNonStream(w, r)
+		}
+	}
+}
+
+// admit parses, validates and tokenizes a generation request. As in Python
+// stacks, the body is parsed and validated on the shared loop; by default the
+// same loop job also tokenizes the prompt, so a burst of long prompts blocks
+// the loop for all of their tokenization. With a tokenizer pool the
+// tokenization runs on the pool instead.
+func (s *Server) admit(w http.ResponseWriter, hr *http.Request, chat bool, id string, seq uint64, arrival time.Time) (*request, *apiError) {
+	body, e := readBody(w, hr)
+	if e != nil {
+		return nil, e
+	}
+	r := &request{
+		id:        id,
+		seq:       seq,
+		wantTruth: hr.Header.Get(TruthHeader) == "1",
+		arrival:   arrival,
+		created:   arrival.Unix(),
+		traceCtx:  context.Background(),
+		w:         w,
+		rc:        http.NewResponseController(w),
+		done:      make(chan struct{}),
+		bodyRead:  time.Now(),
+	}
+	if s.tr != nil {
+		r.traceCtx = s.tr.extract(hr.Header)
+	}
+	rng := s.requestRand(seq)
+	parse := func() *apiError {
+		r.parseStart = time.Now()
+		defer func() { r.httpEnd = time.Now() }()
+		var g *generation
+		var e *apiError
+		if chat {
+			g, e = parseChat(body)
+		} else {
+			g, e = parseCompletion(body)
+		}
+		if e != nil {
+			return e
+		}
+		if e := s.checkModel(g.model); e != nil {
+			return e
+		}
+		g.model = s.cfg.Model
+		r.gen = g
+		fault, e := s.faultFor(hr, rng.Float64())
+		if e != nil {
+			return e
+		}
+		if fault.Status != 0 {
+			return statusError(fault.Status, fmt.Sprintf("injected fault: status %d", fault.Status))
+		}
+		r.fault = fault
+		// The parsing cost covers reading the body too.
+		pauseFrom(r.parseStart, s.prof.httpCost(len(body))-r.bodyRead.Sub(arrival))
+		return nil
+	}
+	var perr *apiError
+	ran := false
+	if s.tokPool == nil {
+		ran = s.front.do(func() {
+			if perr = parse(); perr == nil {
+				r.tokSubmit = time.Now()
+				s.tokenizeJob(r)
+			}
+		})
+	} else if ran = s.front.do(func() { perr = parse() }); ran && perr == nil {
+		r.tokSubmit = time.Now()
+		ran = s.tokPool.do(func() { s.tokenizeJob(r) })
+	}
+	if !ran {
+		return nil, statusError(http.StatusServiceUnavailable, "server is shutting down")
+	}
+	if perr != nil {
+		return nil, perr
+	}
+	if e := s.checkLength(r); e != nil {
+		return nil, e
+	}
+	s.chooseLength(r, rng.Float64())
+	return r, nil
+}
+
+// tokenizeJob tokenizes r's prompt; it runs on the shared loop or a
+// tokenizer-pool worker.
+func (s *Server) tokenizeJob(r *request) {
+	r.tokStart = time.Now()
+	n := r.gen.promptTokens()
+	pauseFrom(r.tokStart, s.prof.tokenizeCost(n))
+	r.promptTokens = n
+	r.tokEnd = time.Now()
+}
+
+// checkLength applies vLLM's context-length checks after tokenization.
+func (s *Server) checkLength(r *request) *apiError {
+	limit := s.prof.MaxModelLen
+	p := r.promptTokens
+	if p >= limit {
+		return badRequest("messages", "This model's maximum context length is %d tokens. However, your request has %d input tokens.", limit, p)
+	}
+	if r.gen.maxTokensSet && p+r.gen.maxTokens > limit {
+		return badRequest("max_tokens", "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the input, %d for the completion).",
+			limit, p+r.gen.maxTokens, p, r.gen.maxTokens)
+	}
+	if !r.gen.maxTokensSet {
+		r.gen.maxTokens = min(r.gen.maxTokens, limit-p)
+		r.gen.minTokens = min(r.gen.minTokens, r.gen.maxTokens)
+	}
+	return nil
+}
+
+// chooseLength sets how many tokens r generates: max_tokens with ignore_eos,
+// else a seeded "EOS" point, never before min_tokens.
+func (s *Server) chooseLength(r *request, u float64) {
+	maxT := r.gen.maxTokens
+	r.target, r.finishReason = maxT, "length"
+	if !r.gen.ignoreEOS {
+		// EOS lands uniformly in [1, 2·max_tokens]: about half the answers stop early.
+		eos := 1 + int(u*float64(2*maxT))
+		if eos < maxT {
+			r.target = max(eos, r.gen.minTokens, 1)
+			if r.target < maxT {
+				r.finishReason = "stop"
+			}
+		}
+	}
+	if r.fault.Stall > 0 && r.target >= 2 {
+		r.stallAt = r.target / 2
+	}
+}
+
+// faultFor combines the request's fault header with the configured fault,
+// drawn with probability FaultRate (u is the request's uniform draw).
+func (s *Server) faultFor(hr *http.Request, u float64) (Fault, *apiError) {
+	var f Fault
+	if !s.cfg.Fault.IsZero() {
+		rate := s.cfg.FaultRate
+		if rate == 0 {
+			rate = 1
+		}
+		if u < rate {
+			f = s.cfg.Fault
+		}
+	}
+	if spec := hr.Header.Get(FaultHeader); spec != "" {
+		hf, err := ParseFault(spec)
+		if err != nil {
+			return Fault{}, badRequest(FaultHeader, "%s: %v", FaultHeader, err)
+		}
+		f = f.merge(hf)
+	}
+	return f, nil
+}
+
+// resetNonStream resets the connection instead of answering.
+func (s *Server) resetNonStream(r *request) {
+	conn, _, err := r.rc.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(interface{ SetLinger(int) error }); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// sleepCtx sleeps d or until ctx ends; it reports whether it slept fully.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,103 @@
+package sim
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestClientDisconnectFreesSlot(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var reasons []string
+	s, url := startServer(t, Config{Profile: tinyProfile(t), OnFinish: func(tr Truth) {
+		mu.Lock()
+		reasons = append(reasons, tr.FinishReason)
+		mu.Unlock()
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan streamResult, 1)
+	go func() { done <- post(ctx, url, "/v1/chat/completions", chatBody("hi", 5000, true), nil) }()
+	waitFor(t, func() bool { return s.Stats().Running == 1 })
+	if st := s.Stats(); st.KVUsage <= 0 || st.BatchSize != 1 || st.StepsPerSec <= 0 || st.Busy <= 0 {
+		t.Errorf("stats while decoding = %+v", st)
+	}
+	cancel()
+	<-done
+	waitFor(t, func() bool { return s.Stats().Running == 0 && s.Stats().KVUsage == 0 })
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(reasons) == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if reasons[0] != "abort" {
+		t.Errorf("finish reason = %q, want abort", reasons[0])
+	}
+}
+
+func TestServeStopsMidStream(t *testing.T) {
+	t.Parallel()
+	s, err := New(Config{Profile: tinyProfile(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	res := make(chan streamResult, 1)
+	go func() {
+		res <- post(testCtx(t, 20*time.Second), "http://"+ln.Addr().String(), "/v1/chat/completions", chatBody("hi", 5000, true), nil)
+	}()
+	waitFor(t, func() bool { return s.Stats().Running == 1 })
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after its context ended")
+	}
+	if r := <-res; r.done {
+		t.Error("stream finished despite the shutdown")
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []Config{
+		{MaxNumSeqs: -1},
+		{TokenizerPool: -2},
+		{FaultRate: 1.5},
+		{Profile: Profile{Name: "broken"}},
+	} {
+		if s, err := New(cfg); err == nil {
+			s.Close()
+			t.Errorf("New(%+v) succeeded", cfg)
+		}
+	}
+	if _, err := ProfileByName("a100"); err == nil {
+		t.Error("ProfileByName accepted an unknown profile")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,125 @@
+package sim
+
+import "time"
+
+// TruthHeader asks for the ground truth: a request carrying it with value 1
+// gets a latscope_truth field in its last chunk before [DONE] (or in the body
+// of a non-streaming response).
+const TruthHeader = "X-Latscope-Truth"
+
+// Truth is the true duration of every server stage of one request, in
+// microseconds, measured around what actually happened.
+//
+// The first-token stages run back to back from the request's arrival (the
+// handler's first instruction) to the flush of its first content frame, in
+// this order: http (reading the body), loop_wait (for the shared loop),
+// http (parsing and validating, on the loop), loop_wait (for a tokenizer-pool
+// worker, if any), tokenize, fault_delay, queue, prefill, first_decode,
+// loop_wait (for the loop to pick up the first token), detokenize, framing. Hand-offs between
+// goroutines fall in other_us, so the stages plus other_us add up exactly to
+// arrival_to_first_frame_us. For a non-streaming request the "first frame" is
+// the first token's detokenization (framing_us is 0).
+type Truth struct {
+	RequestID    string `json:"request_id"`
+	PromptTokens int    `json:"prompt_tokens"`
+	OutputTokens int    `json:"output_tokens"`
+	FinishReason string `json:"finish_reason"` // "length", "stop" or "abort"
+	Stream       bool   `json:"stream"`
+
+	HTTPUs int64 `json:"http_us"` // reading, parsing and validating the request
+	// LoopWaitUs is time spent waiting for the front end: for the shared loop
+	// to parse the request, for a tokenizer-pool worker, and for the shared
+	// loop to pick up the first token.
+	LoopWaitUs    int64 `json:"loop_wait_us"`
+	TokenizeUs    int64 `json:"tokenize_us"`
+	FaultDelayUs  int64 `json:"fault_delay_us"` // injected slow-headers delay
+	QueueUs       int64 `json:"queue_us"`       // waiting for a batch slot
+	PrefillUs     int64 `json:"prefill_us"`     // scheduled → end of the step that finished the prompt
+	FirstDecodeUs int64 `json:"first_decode_us"`
+	DetokenizeUs  int64 `json:"detokenize_us"` // first token
+	FramingUs     int64 `json:"framing_us"`    // first frame: SSE framing, write and flush
+	OtherUs       int64 `json:"other_us"`
+	// ArrivalToFirstFrameUs is the sum of the stages above.
+	ArrivalToFirstFrameUs int64 `json:"arrival_to_first_frame_us"`
+
+	// DecodeGapsUs are the engine-time gaps between consecutive output tokens
+	// (one fewer than the tokens).
+	DecodeGapsUs      []int64 `json:"decode_gaps_us"`
+	DecodeUs          int64   `json:"decode_us"`           // first → last token, engine time
+	DetokenizeTotalUs int64   `json:"detokenize_total_us"` // all tokens
+	FramingTotalUs    int64   `json:"framing_total_us"`    // all content frames
+	E2EUs             int64   `json:"e2e_us"`              // arrival → last content frame flushed
+}
+
+// Stages returns the first-token stages in order, keyed by their JSON names
+// without the _us suffix, including "other".
+func (t Truth) Stages() []TruthStage {
+	return []TruthStage{
+		{"http", t.HTTPUs}, {"loop_wait", t.LoopWaitUs}, {"tokenize", t.TokenizeUs},
+		{"fault_delay", t.FaultDelayUs}, {"queue", t.QueueUs}, {"prefill", t.PrefillUs},
+		{"first_decode", t.FirstDecodeUs}, {"detokenize", t.DetokenizeUs},
+		{"framing", t.FramingUs}, {"other", t.OtherUs},
+	}
+}
+
+// TruthStage is one named stage of a Truth.
+type TruthStage struct {
+	Name string
+	Us   int64
+}
+
+// buildTruth computes r's truth. Every stage is the difference of two
+// timestamps truncated to whole microseconds since arrival, so stages that do
+// not overlap can never sum past the total and other_us is never negative.
+func buildTruth(r *request, et engineTimes) Truth {
+	fe := &r.fe
+	at := func(t time.Time) int64 { return t.Sub(r.arrival).Microseconds() }
+	span := func(a, b time.Time) int64 {
+		if a.IsZero() || b.IsZero() || b.Before(a) {
+			return 0
+		}
+		return at(b) - at(a)
+	}
+	t := Truth{
+		RequestID:    r.id,
+		PromptTokens: r.promptTokens,
+		OutputTokens: fe.tokens,
+		FinishReason: fe.finishReason,
+		Stream:       r.gen.stream,
+	}
+	firstFrame, lastFrame := fe.firstFlush, fe.lastFlush
+	if !r.gen.stream {
+		firstFrame, lastFrame = fe.firstDetokEnd, fe.lastDetokEnd
+	}
+	if !firstFrame.IsZero() {
+		t.HTTPUs = span(r.arrival, r.bodyRead) + span(r.parseStart, r.httpEnd)
+		t.LoopWaitUs = span(r.bodyRead, r.parseStart) + span(r.tokSubmit, r.tokStart) + span(et.firstToken, fe.firstPick)
+		t.TokenizeUs = span(r.tokStart, r.tokEnd)
+		t.FaultDelayUs = span(r.faultStart, r.faultEnd)
+		t.QueueUs = span(et.queued, et.scheduled)
+		t.PrefillUs = span(et.scheduled, et.prefillEnd)
+		t.FirstDecodeUs = span(et.prefillEnd, et.firstToken)
+		t.DetokenizeUs = span(fe.firstPick, fe.firstDetokEnd)
+		if r.gen.stream {
+			t.FramingUs = span(fe.firstDetokEnd, fe.firstFlush)
+		}
+		t.ArrivalToFirstFrameUs = at(firstFrame)
+		var sum int64
+		for _, s := range t.Stages() {
+			sum += s.Us
+		}
+		t.OtherUs = t.ArrivalToFirstFrameUs - sum
+	}
+	for i := 1; i < len(fe.tokenTimes); i++ {
+		t.DecodeGapsUs = append(t.DecodeGapsUs, span(fe.tokenTimes[i-1], fe.tokenTimes[i]))
+	}
+	if n := len(fe.tokenTimes); n > 0 {
+		t.DecodeUs = span(fe.tokenTimes[0], fe.tokenTimes[n-1])
+	}
+	t.DetokenizeTotalUs = fe.detokTotal.Microseconds()
+	t.FramingTotalUs = fe.framingTotal.Microseconds()
+	if !lastFrame.IsZero() {
+		t.E2EUs = at(lastFrame)
+	}
+	return t
+}
