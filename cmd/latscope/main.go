@@ -53,6 +53,9 @@ client can see, joins what the server and GPU report, and shows the result.`,
 	root.AddCommand(
 		newVersionCmd(),
 		newSimCmd(),
+		newDemoCmd(),
+		newRunCmd(),
+		newBenchCmd(),
 	)
 	return root
 }

@@ -1,0 +1,152 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxFastBody bounds the request body the fast server reads.
+const maxFastBody = 1 << 20
+
+// FastServer is an OpenAI-compatible chat completions endpoint that streams
+// as fast as the socket takes it: no model, no sleeps. Each token is one SSE
+// event shaped like vLLM's chat chunk; TokensPerWrite events go out per write
+// and flush. It is the throughput bench's server: the client, not the server,
+// should be the bottleneck.
+type FastServer struct {
+	// TokensPerWrite is how many token events go into one write (1 or more).
+	TokensPerWrite int
+	// Model is echoed in every chunk when the request names none.
+	Model string
+}
+
+// fastVocab is cycled through as the streamed text; each entry is one token.
+var fastVocab = [...]string{" The", " quick", " brown", " fox", " jumps", " over", " the", " lazy",
+	" dog", ",", " and", " then", " it", " runs", " away", "."}
+
+type fastRequest struct {
+	Model               string `json:"model"`
+	MaxTokens           int    `json:"max_tokens"`
+	MaxCompletionTokens int    `json:"max_completion_tokens"`
+	Stream              bool   `json:"stream"`
+}
+
+// ServeHTTP implements http.Handler.
+func (s FastServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/v1/chat/completions":
+	case "/v1/models", "/models":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model","owned_by":"latscope-bench"}]}`, s.model(""))
+		return
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	var req fastRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxFastBody)).Decode(&req); err != nil {
+		http.Error(w, "bad request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	n := req.MaxTokens
+	if req.MaxCompletionTokens > 0 {
+		n = req.MaxCompletionTokens
+	}
+	if n <= 0 {
+		n = 16
+	}
+	id := r.Header.Get("X-Request-Id")
+	if id == "" {
+		id = "fast"
+	}
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+
+	head := `data: {"id":"chatcmpl-` + jsonSafe(id) + `","object":"chat.completion.chunk","created":` +
+		strconv.FormatInt(time.Now().Unix(), 10) + `,"model":"` + jsonSafe(s.model(req.Model)) + `","choices":[`
+	// One block holds every vocabulary token once, as ready-made events, so a
+	// write is a slice of it and costs the server nothing per token.
+	var block []byte
+	ends := make([]int, 0, len(fastVocab))
+	for _, tok := range fastVocab {
+		block = append(block, head...)
+		block = append(block, `{"index":0,"delta":{"content":"`...)
+		block = append(block, tok...)
+		block = append(block, `"},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+		ends = append(ends, len(block))
+	}
+	write := func(b []byte) bool {
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+	if !write([]byte(head + `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}` + "\n\n")) {
+		return
+	}
+	per := max(s.TokensPerWrite, 1)
+	for sent := 0; sent < n; {
+		k := min(per, n-sent)
+		if !write(vocabEvents(block, ends, sent, k)) {
+			return
+		}
+		sent += k
+	}
+	tail := head + `{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}` + "\n\n" +
+		head + `],"usage":{"prompt_tokens":1,"completion_tokens":` + strconv.Itoa(n) + `,"total_tokens":` + strconv.Itoa(n+1) + "}}\n\n" +
+		"data: [DONE]\n\n"
+	write([]byte(tail))
+}
+
+// vocabEvents returns k consecutive token events starting at token index
+// from. Runs that wrap around the block are returned as a fresh copy.
+func vocabEvents(block []byte, ends []int, from, k int) []byte {
+	i := from % len(ends)
+	begin := 0
+	if i > 0 {
+		begin = ends[i-1]
+	}
+	if i+k <= len(ends) {
+		return block[begin:ends[i+k-1]]
+	}
+	out := append([]byte(nil), block[begin:]...)
+	for k -= len(ends) - i; k > 0; k -= min(k, len(ends)) {
+		out = append(out, block[:ends[min(k, len(ends))-1]]...)
+	}
+	return out
+}
+
+func (s FastServer) model(asked string) string {
+	if asked != "" {
+		return asked
+	}
+	if s.Model != "" {
+		return s.Model
+	}
+	return "bench-model"
+}
+
+// jsonSafe strips the characters that would need escaping inside a JSON
+// string, which ids and model names never legitimately contain.
+func jsonSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '"' || r == '\\' || r < 0x20 {
+			return -1
+		}
+		return r
+	}, s)
+}

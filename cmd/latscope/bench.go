@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/latscope/latscope/bench"
+	"github.com/spf13/cobra"
+)
+
+// benchModel is the model name the benches send; the servers accept any.
+const benchModel = "latscope-bench"
+
+// newBenchCmd builds `latscope bench`: measurements of latscope's own probe
+// against a bare client, run side by side. The commands report; they exit 0
+// even when a target is missed (the report marks it MISSED).
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the probe's own accuracy and speed against a bare client",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newBenchAccuracyCmd(), newBenchThroughputCmd(), newBenchServeCmd())
+	return cmd
+}
+
+func newBenchAccuracyCmd() *cobra.Command {
+	cfg := bench.AccuracyConfig{
+		Profile:      "h100-7b",
+		Concurrency:  []int{1, 64},
+		PromptTokens: 128,
+		OutputTokens: 64,
+		Timeout:      2 * time.Minute,
+	}
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "accuracy",
+		Short: "Compare the probe's TTFT and ITL timing error with a bare client's, against the simulator's own clock",
+		Long: `accuracy runs the simulator in this process and streams requests to it with
+the probe and with a bare client (net/http and a line reader, nothing else),
+interleaved request by request. Every content frame the simulator flushes is
+timestamped there; each client's arrival times are compared with those, and the
+mean and p99 |error| of TTFT and ITL are printed with the ratio probe/bare.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Clients = bench.DefaultClients(benchModel)
+			cfg.StartServer = bench.SimServer(cfg.Profile, benchModel, slices.Max(append([]int{1}, cfg.Concurrency...)))
+			res, err := bench.RunAccuracy(cmd.Context(), cfg)
+			if err != nil {
+				return fmt.Errorf("bench accuracy: %w", err)
+			}
+			if asJSON {
+				return bench.WriteJSON(cmd.OutOrStdout(), res)
+			}
+			return bench.WriteAccuracyTable(cmd.OutOrStdout(), res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Profile, "profile", cfg.Profile, "simulator profile (h100-7b; tiny runs faster)")
+	f.IntSliceVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "concurrency levels to run, in order")
+	f.IntVar(&cfg.Requests, "requests", 0, "requests per client per level (0: max(8, 2×concurrency))")
+	f.IntVar(&cfg.OutputTokens, "output-tokens", cfg.OutputTokens, "output tokens per request")
+	f.IntVar(&cfg.PromptTokens, "prompt-tokens", cfg.PromptTokens, "prompt tokens per request")
+	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "limit on one request")
+	f.BoolVar(&asJSON, "json", false, "print machine-readable JSON instead of a table")
+	return cmd
+}
+
+func newBenchThroughputCmd() *cobra.Command {
+	cfg := bench.ThroughputConfig{
+		Concurrency:    []int{1, 64, 256},
+		TokensPerWrite: []int{1, 16},
+		OutputTokens:   1024,
+		Duration:       500 * time.Millisecond,
+		Rounds:         4, // short alternating phases average out a busy machine's noise
+		Warmup:         200 * time.Millisecond,
+	}
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "throughput",
+		Short: "Compare the probe's token rate, CPU and allocations per token with a bare client's",
+		Long: `throughput starts a streaming server that writes OpenAI chat chunks as fast as
+the socket takes them, in a child process (so that this process's CPU time and
+allocations are the clients' alone), and reads from it with the probe and with
+a bare client at each concurrency level, alternating. It prints token events
+per second, CPU µs per token and bytes allocated per token, and the ratios
+probe/bare beside their targets.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("bench throughput: find own binary for the server child: %w", err)
+			}
+			cfg.Clients = bench.DefaultClients(benchModel)
+			cfg.StartServer = bench.ChildServer(exe, serveArgs(cmd), cmd.ErrOrStderr())
+			res, err := bench.RunThroughput(cmd.Context(), cfg)
+			if err != nil {
+				return fmt.Errorf("bench throughput: %w", err)
+			}
+			if asJSON {
+				return bench.WriteJSON(cmd.OutOrStdout(), res)
+			}
+			return bench.WriteThroughputTable(cmd.OutOrStdout(), res)
+		},
+	}
+	f := cmd.Flags()
+	f.IntSliceVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "concurrent streams, one level after the other")
+	f.IntSliceVar(&cfg.TokensPerWrite, "tokens-per-write", cfg.TokensPerWrite, "token events per server write (one server per value)")
+	f.IntVar(&cfg.OutputTokens, "output-tokens", cfg.OutputTokens, "tokens per streamed response")
+	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of one measured phase")
+	f.Int64Var(&cfg.Tokens, "tokens", 0, "end each phase after this many token events instead of --duration (0: use --duration)")
+	f.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "measured phases per client per case (client order alternates)")
+	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured phase per client before each case")
+	f.BoolVar(&asJSON, "json", false, "print machine-readable JSON instead of a table")
+	return cmd
+}
+
+// serveArgs returns the arguments that run `bench serve` in a copy of this
+// binary, wherever the bench command sits in the tree.
+func serveArgs(throughput *cobra.Command) []string {
+	path := strings.Fields(throughput.Parent().CommandPath()) // e.g. ["latscope", "bench"]
+	return append(path[1:], "serve", "--listen", "127.0.0.1:0")
+}
+
+// newBenchServeCmd is the throughput bench's server child. It is hidden: the
+// bench starts it, and it exits when its stdin closes.
+func newBenchServeCmd() *cobra.Command {
+	var (
+		listen         string
+		tokensPerWrite int
+	)
+	cmd := &cobra.Command{
+		Use:    "serve",
+		Short:  "Serve max-speed chat completion streams (the throughput bench's child)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return bench.ServeChild(cmd.Context(), listen, tokensPerWrite, cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on; the base URL is printed on stdout")
+	cmd.Flags().IntVar(&tokensPerWrite, "tokens-per-write", 1, "token events per write")
+	return cmd
+}

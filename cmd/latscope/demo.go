@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/latscope/latscope/collector"
+	"github.com/latscope/latscope/sim"
+)
+
+func newDemoCmd() *cobra.Command {
+	var (
+		f          loadFlags
+		profile    string
+		maxNumSeqs int
+		pool       int
+	)
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Everything on a built-in SIMULATED server: no model, no GPU needed",
+		Long: `demo starts latscope's simulated LLM server in-process (continuous batching,
+a queue, tokenization, prefill and decode costs calibrated to a 7B model on one
+H100), sends it server spans over OTLP, drives a simulated GPU from its batch,
+and measures it exactly as 'run' measures a real server. Every number it shows
+describes the SIMULATOR, not a real model.
+
+` + metricDefinitions,
+		Example: `  latscope demo
+  latscope demo --duration 10s --concurrency 32 --json
+  latscope demo --tokenizer-pool 0 --prompt-tokens 8192:4096`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDemo(cmd, &f, profile, maxNumSeqs, pool)
+		},
+	}
+	cmd.Flags().StringVar(&profile, "profile", "h100-7b", "simulated server profile: h100-7b or tiny")
+	cmd.Flags().IntVar(&maxNumSeqs, "max-num-seqs", 8, "simulated batch slots (fewer than --concurrency shows queueing)")
+	cmd.Flags().IntVar(&pool, "tokenizer-pool", 0, "simulated tokenizer workers (0: tokenize on the server's event loop)")
+	f.register(cmd)
+	// Demo defaults: enough load to queue behind 8 slots, short enough to watch.
+	_ = cmd.Flags().Set("concurrency", "12")
+	_ = cmd.Flags().Set("duration", "20s")
+	_ = cmd.Flags().Set("no-tui", "true")
+	return cmd
+}
+
+func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, pool int) error {
+	ctx := cmd.Context()
+	prof, err := sim.ProfileByName(profileName)
+	if err != nil {
+		return fmt.Errorf("--profile: %w", err)
+	}
+	// The span receiver first, so the simulator can be told where to send.
+	serveCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	recv := collector.NewOTLPReceiver(collector.OTLPConfig{})
+	otlpLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listen for spans: %w", err)
+	}
+	go func() { _ = recv.Serve(serveCtx, otlpLn) }()
+
+	srv, err := sim.New(sim.Config{
+		Profile: prof, MaxNumSeqs: maxNumSeqs, TokenizerPool: pool, Seed: f.seed,
+		OTLPEndpoint: "http://" + otlpLn.Addr().String() + "/v1/traces",
+	})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listen for the simulator: %w", err)
+	}
+	go func() { _ = srv.Serve(serveCtx, ln) }()
+
+	gpu := collector.NewSimulatedGPU(collector.GPUConfig{Interval: f.gpuInterval}, func() collector.SimLoad {
+		st := srv.Stats()
+		return collector.SimLoad{BusyFraction: st.Busy, BatchSize: st.BatchSize, KVUsage: st.KVUsage}
+	})
+	if f.joinWait == collector.DefaultJoinWait {
+		// The simulator exports spans every few tens of ms; no need to wait long.
+		f.joinWait = 500 * time.Millisecond
+	}
+	label := fmt.Sprintf("latscope demo: SIMULATED %s server on http://%s (%d slots) - numbers describe the simulator, not a real model; GPU is simulated too",
+		prof.Name, ln.Addr(), maxNumSeqs)
+	return runSession(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), "http://"+ln.Addr().String(), f,
+		&sessionExtras{collectors: []collector.Collector{gpu}, spans: recv, label: label})
+}

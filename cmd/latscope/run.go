@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/collector"
+	"github.com/latscope/latscope/probe"
+)
+
+// metricDefinitions is printed in --help and the README: tools disagree on
+// these, so latscope states its own.
+const metricDefinitions = `Definitions (all client-side, monotonic clock):
+  TTFT  intended send time -> first chunk that carries content. A role-only or
+        empty first chunk (vLLM with chunked prefill) is recorded as its own
+        event, not as the first token.
+  ITL   gap between consecutive content chunks; a chunk carrying 3 tokens is
+        one gap, not three (the tokens it carried are recorded beside it).
+  TPOT  (E2E - TTFT) / (output tokens - 1).
+  E2E   intended send time -> end of stream.
+In open loop the intended send time is the schedule, so a late probe cannot
+hide queueing (no coordinated omission).`
+
+// loadFlags are the probe and collector settings shared by run and demo.
+type loadFlags struct {
+	dialect, model, apiKey string
+	headers                []string
+	concurrency            int
+	rate                   float64
+	arrival                string
+	burstiness             float64
+	duration               time.Duration
+	requests, warmup       int
+	promptTokens           string
+	outputTokens           string
+	promptFile             string
+	sharedPrefix           int
+	timeout                time.Duration
+	maxEventBytes          int
+	seed                   int64
+
+	noTUI   bool
+	jsonOut bool
+	slo     string
+
+	metricsURL     string
+	noMetrics      bool
+	scrapeInterval time.Duration
+	otlpListen     string
+	joinWait       time.Duration
+	gpuDevices     string
+	gpuInterval    time.Duration
+	noGPU          bool
+}
+
+func (f *loadFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.dialect, "dialect", "auto", "request format: auto, "+strings.Join(probe.Dialects(), ", "))
+	fl.StringVar(&f.model, "model", "", "model name (default: the first one the server lists)")
+	fl.StringVar(&f.apiKey, "api-key", "", "bearer token (default: $OPENAI_API_KEY)")
+	fl.StringArrayVar(&f.headers, "header", nil, `extra request header "Name: value" (repeatable)`)
+	fl.IntVarP(&f.concurrency, "concurrency", "c", 1, "closed loop: concurrent streams, each waiting for its own response")
+	fl.Float64VarP(&f.rate, "rate", "r", 0, "open loop: requests per second (overrides closed loop)")
+	fl.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: poisson, constant or gamma")
+	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape: 1 = poisson, <1 burstier, >1 smoother")
+	fl.DurationVarP(&f.duration, "duration", "d", 0, "stop after this long (default 30s when --requests is not set)")
+	fl.IntVarP(&f.requests, "requests", "n", 0, "stop after this many requests (warm-up not counted)")
+	fl.IntVar(&f.warmup, "warmup", 0, "warm-up requests sent first and kept out of the statistics")
+	fl.StringVar(&f.promptTokens, "prompt-tokens", "512", "prompt length in server tokens: N or MEAN:STDDEV")
+	fl.StringVar(&f.outputTokens, "output-tokens", "128", "output length in tokens: N or MEAN:STDDEV")
+	fl.StringVar(&f.promptFile, "prompt-file", "", "real prompts, one per line (JSON {\"prompt\"|\"messages\"} or plain text)")
+	fl.IntVar(&f.sharedPrefix, "shared-prefix", 0, "identical leading tokens in every prompt (to measure a prefix cache on purpose)")
+	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "limit for one request, send to end of stream")
+	fl.IntVar(&f.maxEventBytes, "max-event-bytes", probe.DefaultMaxEventBytes, "largest stream event accepted; a larger one fails that request")
+	fl.Int64Var(&f.seed, "seed", 1, "seed for prompts and arrivals")
+	fl.BoolVar(&f.noTUI, "no-tui", false, "headless: a status line a second on stderr, the final table on stdout")
+	fl.BoolVar(&f.jsonOut, "json", false, "print the final summary as one JSON object on stdout instead of the table")
+	fl.StringVar(&f.slo, "slo", "", `objectives that set the exit code, e.g. "ttft.p99<500ms,itl.p99<50ms"`)
+	fl.StringVar(&f.metricsURL, "metrics-url", "", "server Prometheus metrics (default: the target's /metrics)")
+	fl.BoolVar(&f.noMetrics, "no-metrics", false, "do not scrape server metrics")
+	fl.DurationVar(&f.scrapeInterval, "scrape-interval", collector.DefaultScrapeInterval, "time between metrics scrapes")
+	fl.StringVar(&f.otlpListen, "otlp-listen", "", "receive the server's OTLP/HTTP trace spans on this address, e.g. 127.0.0.1:4318 (default off)")
+	fl.DurationVar(&f.joinWait, "otlp-join-wait", collector.DefaultJoinWait, "how long a finished request waits for its server span")
+	fl.StringVar(&f.gpuDevices, "gpu", "", "GPU indices to watch, e.g. 0,2 (default all)")
+	fl.DurationVar(&f.gpuInterval, "gpu-interval", time.Second, "time between GPU samples")
+	fl.BoolVar(&f.noGPU, "no-gpu", false, "do not read GPU stats")
+}
+
+// validate checks what flag parsing alone cannot.
+func (f *loadFlags) validate() error {
+	switch {
+	case f.concurrency < 1:
+		return fmt.Errorf("--concurrency %d: want 1 or more", f.concurrency)
+	case f.rate < 0:
+		return fmt.Errorf("--rate %g: want 0 (closed loop) or more", f.rate)
+	case f.duration < 0:
+		return fmt.Errorf("--duration %s: want a positive duration", f.duration)
+	case f.requests < 0 || f.warmup < 0:
+		return errors.New("--requests and --warmup must not be negative")
+	}
+	if f.duration == 0 && f.requests == 0 {
+		f.duration = 30 * time.Second
+	}
+	return nil
+}
+
+func newRunCmd() *cobra.Command {
+	var (
+		f      loadFlags
+		target string
+	)
+	cmd := &cobra.Command{
+		Use:   "run --url URL",
+		Short: "Measure a real server: synthetic streaming load, every stage timed",
+		Long: `run streams synthetic requests to an OpenAI-compatible server (vLLM, SGLang,
+TGI, llama.cpp, Ollama, Triton, ...) or a native stream, times every stage a
+client can see, scrapes the server's metrics and the GPU, and prints where the
+time went.
+
+` + metricDefinitions,
+		Example: `  latscope run --url http://127.0.0.1:8000 --no-tui --duration 20s --concurrency 16 --prompt-tokens 512 --output-tokens 128
+  latscope run --url http://127.0.0.1:8000 --no-tui --rate 20 --duration 1m --json
+  latscope run --url http://127.0.0.1:8080 --dialect llamacpp --no-tui -n 50 --slo 'ttft.p99<500ms,itl.p99<50ms'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if target == "" {
+				return errors.New("--url is required, e.g. --url http://127.0.0.1:8000 (or try `latscope demo`)")
+			}
+			return runSession(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), target, &f, nil)
+		},
+	}
+	cmd.Flags().StringVar(&target, "url", "", "the server's base URL, e.g. http://127.0.0.1:8000")
+	f.register(cmd)
+	return cmd
+}
+
+// sessionExtras are what the demo adds to a session: its own collectors
+// (a simulated GPU) and its own span receiver.
+type sessionExtras struct {
+	collectors []collector.Collector
+	spans      collector.SpanLookup
+	label      string // printed first on stderr, e.g. "SIMULATED server"
+}
+
+// runSession measures target with f and prints the result.
+func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, extra *sessionExtras) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
+	objectives, err := aggregate.ParseSLO(f.slo)
+	if err != nil {
+		return err
+	}
+	headers, err := parseHeaders(f.headers)
+	if err != nil {
+		return err
+	}
+	promptLen, err := probe.ParseLength(f.promptTokens)
+	if err != nil {
+		return fmt.Errorf("--prompt-tokens: %w", err)
+	}
+	outputLen, err := probe.ParseLength(f.outputTokens)
+	if err != nil {
+		return fmt.Errorf("--output-tokens: %w", err)
+	}
+	gpuIdx, err := parseIndices(f.gpuDevices)
+	if err != nil {
+		return fmt.Errorf("--gpu: %w", err)
+	}
+	apiKey := f.apiKey
+	if apiKey == "" {
+		apiKey = os.Getenv("OPENAI_API_KEY")
+	}
+	if extra != nil && extra.label != "" {
+		fmt.Fprintln(stderr, extra.label)
+	}
+	if !f.noTUI {
+		fmt.Fprintln(stderr, "latscope: the live dashboard is not built yet; running headless (--no-tui)")
+	}
+
+	hc := &http.Client{Transport: probe.NewTransport()}
+	defer hc.CloseIdleConnections()
+
+	dialect, model := f.dialect, f.model
+	server := "unknown"
+	if dialect == "auto" || model == "" {
+		det, err := probe.Detect(ctx, hc, target)
+		if err != nil {
+			if dialect == "auto" {
+				return fmt.Errorf("find out what server runs at %s: %w (name one with --dialect)", target, err)
+			}
+		} else {
+			server = det.Server
+			if dialect == "auto" {
+				dialect = det.Dialect
+			}
+			if model == "" && len(det.Models) > 0 {
+				model = det.Models[0]
+			}
+		}
+	}
+	fmt.Fprintf(stderr, "latscope: target %s (server %s, dialect %s, model %q)\n", target, server, dialect, model)
+
+	var tok probe.Tokenizer
+	if t, err := probe.DetectTokenizer(ctx, target, model, hc); err == nil {
+		tok = t
+	} else {
+		fmt.Fprintf(stderr, "latscope: no tokenize endpoint (%v); prompt lengths are assumed ~1 token/word and corrected from usage\n", err)
+	}
+	prompts, err := probe.NewPromptSource(ctx, probe.PromptConfig{
+		PromptTokens: promptLen, OutputTokens: outputLen, SharedPrefix: f.sharedPrefix,
+		Seed: f.seed, File: f.promptFile, Tokenizer: tok,
+	})
+	if err != nil {
+		return fmt.Errorf("prepare prompts: %w", err)
+	}
+	client, err := probe.NewClient(probe.ClientConfig{
+		BaseURL: target, Dialect: dialect, Model: model, APIKey: apiKey, Headers: headers,
+		HTTPClient: hc, MaxEventBytes: f.maxEventBytes, Timeout: f.timeout,
+	})
+	if err != nil {
+		return err
+	}
+	runner, err := probe.NewRunner(client, probe.LoadConfig{
+		Concurrency: f.concurrency, Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness,
+		Duration: f.duration, Requests: f.requests, Warmup: f.warmup, Seed: f.seed,
+	}, prompts)
+	if err != nil {
+		return err
+	}
+
+	p := &pipeline{runner: runner, offered: f.rate, status: stderr, statusRate: time.Second, joinWait: f.joinWait}
+	if f.jsonOut {
+		p.status = stderr // the status line stays on stderr; stdout is the JSON alone
+	}
+	if !f.noMetrics && !strings.HasPrefix(dialect, "ollama") {
+		murl := f.metricsURL
+		if murl == "" {
+			if murl, err = collector.MetricsURLFor(target); err != nil {
+				return err
+			}
+		}
+		prom, err := collector.NewProm(collector.PromConfig{URL: murl, Interval: f.scrapeInterval, Model: model})
+		if err != nil {
+			return fmt.Errorf("--metrics-url: %w", err)
+		}
+		p.collectors = append(p.collectors, prom)
+	}
+	if extra != nil {
+		p.collectors = append(p.collectors, extra.collectors...)
+		p.spans = extra.spans
+	}
+	if !f.noGPU && (extra == nil || len(extra.collectors) == 0) {
+		gpu := collector.NewGPU(collector.GPUConfig{Interval: f.gpuInterval, Devices: gpuIdx})
+		_, line := gpu.Probe()
+		fmt.Fprintln(stderr, "latscope:", line)
+		p.collectors = append(p.collectors, gpu)
+	}
+	if f.otlpListen != "" && p.spans == nil {
+		recv := collector.NewOTLPReceiver(collector.OTLPConfig{Addr: f.otlpListen})
+		ln, err := net.Listen("tcp", f.otlpListen)
+		if err != nil {
+			return fmt.Errorf("--otlp-listen: %w", err)
+		}
+		otlpCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		defer stop()
+		go func() { _ = recv.Serve(otlpCtx, ln) }()
+		fmt.Fprintf(stderr, "latscope: receiving OTLP spans on http://%s/v1/traces\n", ln.Addr())
+		p.spans = recv
+	}
+
+	res, runErr := p.run(ctx)
+	if f.jsonOut {
+		err = aggregate.WriteJSON(stdout, res.summary)
+	} else {
+		err = aggregate.WriteTable(stdout, res.summary)
+	}
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if runErr != nil && ctx.Err() == nil {
+		return runErr
+	}
+	if len(objectives) > 0 {
+		return checkSLO(stderr, res.summary, objectives)
+	}
+	return nil
+}
+
+// checkSLO prints each objective's result and fails with exit code 2 when
+// any is missed, for CI users.
+func checkSLO(w io.Writer, s aggregate.Summary, objectives []aggregate.Objective) error {
+	failed := 0
+	for _, r := range aggregate.Evaluate(s, objectives) {
+		mark := "ok  "
+		if !r.Pass {
+			mark = "FAIL"
+			failed++
+		}
+		fmt.Fprintf(w, "slo %s %s%s (got %s)\n", mark, r.Metric, r.Want, r.GotText)
+	}
+	if failed > 0 {
+		return &exitError{code: 2, err: fmt.Errorf("%d of %d objectives missed", failed, len(objectives))}
+	}
+	return nil
+}
+
+func parseHeaders(raw []string) (http.Header, error) {
+	h := http.Header{}
+	for _, kv := range raw {
+		name, value, ok := strings.Cut(kv, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--header %q: want \"Name: value\"", kv)
+		}
+		h.Add(name, strings.TrimSpace(value))
+	}
+	return h, nil
+}
+
+func parseIndices(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: want comma-separated GPU indices like 0,2", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
