@@ -220,7 +220,7 @@ func (a *Aggregator) countRequest(r *event.Request, end time.Time) {
 		c.errors++
 		errN = 1
 		bump(c.byOutcome, r.Outcome, "other")
-		if r.Status != 0 {
+		if r.Outcome == event.OutcomeHTTPStatus && r.Status != 0 {
 			bump(c.byStatus, r.Status, -1)
 		}
 	}

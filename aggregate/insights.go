@@ -36,9 +36,9 @@ const (
 	// "the server, not the probe, is the limit": scheduling-lag p99 under
 	// 2 ms while TTFT tracks queue depth (Pearson r of at least 0.7 between
 	// their 10 s means, over at least 4 slots of the last 5 minutes).
-	serverLagP99MS  = 2.0
+	serverLagP99MS  = probeLagP99MS
 	queueTTFTCorr   = 0.7
-	queueTTFTMinCnt = 4
+	queueTTFTMinCnt = 3
 )
 
 // insightSource names the aggregator as the emitter of its insights.
@@ -146,9 +146,11 @@ func (a *Aggregator) overheadInsight(s *Snapshot, add addInsight) {
 	for _, st := range []event.Stage{event.StageQueue, event.StagePrefill, event.StageFirstDecode} {
 		model += b.Stages[st].Share
 	}
-	overhead := 1 - model
+	// Unattributed time is unknown, not overhead: keep it out and say how much there is.
+	overhead := 1 - model - b.UnattributedShare
 	if overhead >= overheadShareMin {
-		add(fmt.Sprintf("non-model overhead is %s of TTFT (everything but queue, prefill and first decode)", pct(overhead)),
+		add(fmt.Sprintf("non-model overhead is %s of TTFT (network, HTTP, tokenization, framing: everything attributed but queue, prefill and first decode; %s more is unattributed)",
+			pct(overhead), pct(b.UnattributedShare)),
 			map[string]float64{
 				"share": overhead, "model_share": model, "unattributed_share": b.UnattributedShare,
 				"ttft_mean_ms": a.bdTTFTMeanMS(),

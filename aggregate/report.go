@@ -21,6 +21,10 @@ func clientStageOrder() []event.Stage {
 // breakdownStageOrder is the order a request's time passes through the breakdown stages.
 func breakdownStageOrder() []event.Stage {
 	return []event.Stage{
+		// The client's own stages before the request reaches the server...
+		event.StageSchedLag, event.StageSerialize, event.StageDNS, event.StageConnect, event.StageTLS,
+		event.StageConnWait, event.StageWrite,
+		// ...then the server window, in the order a request crosses it.
 		event.StageNetworkOut, event.StageHTTP, event.StageTokenize, event.StageQueue, event.StagePrefill,
 		event.StageFirstDecode, event.StageDetokenize, event.StageNetworkReturn, event.StageUnattributed,
 	}
@@ -86,8 +90,8 @@ func writeRequests(w *errWriter, s Summary) {
 		w.printf(" (%.2f%%)", 100*float64(r.Errors)/float64(r.Sent))
 	}
 	w.printf("; %d warm-up excluded\n", r.Warmup)
-	w.printf("Duration: %.2f s   Throughput: %.2f req/s, %.2f output tok/s (%d tokens)\n",
-		s.Duration.Seconds(), r.ReqPerSec, r.TokPerSec, r.TokensOut)
+	w.printf("Duration: %.2f s   Rate: %.2f req/s finished   Throughput: %.2f req/s ok, %.2f output tok/s (%d tokens)\n",
+		s.Duration.Seconds(), r.ReqPerSec, r.OKPerSec, r.TokPerSec, r.TokensOut)
 	if len(r.ByOutcome) > 0 {
 		var parts []string
 		for _, k := range sortedKeys(r.ByOutcome) {
@@ -212,7 +216,11 @@ func writeGPU(w *errWriter, g *event.GPUSample) {
 		w.printf("GPU: no samples\n")
 		return
 	case !g.Available:
-		w.printf("GPU: NVML unavailable: %s\n", orDash(g.Reason))
+		reason := orDash(g.Reason)
+		if !strings.HasPrefix(reason, "NVML unavailable") {
+			reason = "NVML unavailable: " + reason
+		}
+		w.printf("GPU: %s\n", reason)
 		return
 	}
 	sim := ""

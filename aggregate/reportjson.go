@@ -34,6 +34,7 @@ type jsonRequests struct {
 	Warmup    int64                   `json:"warmup"`
 	DurationS float64                 `json:"duration_s"`
 	ReqPerSec float64                 `json:"req_per_s"`
+	OKPerSec  float64                 `json:"ok_per_s"`
 	TokPerSec float64                 `json:"tok_per_s"`
 	TokensOut int64                   `json:"tokens_out"`
 	Flags     map[event.Flag]int64    `json:"flags"`
@@ -133,7 +134,7 @@ func WriteJSON(w io.Writer, s Summary) error {
 	rep := jsonReport{
 		Requests: jsonRequests{
 			Sent: r.Sent, OK: r.OK, Errors: r.Errors, ByOutcome: nonNil(r.ByOutcome), ByStatus: nonNil(r.ByStatus),
-			Warmup: r.Warmup, DurationS: round3(s.Duration.Seconds()), ReqPerSec: round3(r.ReqPerSec),
+			Warmup: r.Warmup, DurationS: round3(s.Duration.Seconds()), ReqPerSec: round3(r.ReqPerSec), OKPerSec: round3(r.OKPerSec),
 			TokPerSec: round3(r.TokPerSec), TokensOut: r.TokensOut, Flags: nonNil(r.Flags),
 			PerRequestTokPerSec: toJSONStats(s.TokensPerSec), Clamped: r.Clamped,
 		},

@@ -60,8 +60,9 @@ type Requests struct {
 	ByOutcome map[event.Outcome]int64 `json:"by_outcome"` // errors only
 	ByStatus  map[int]int64           `json:"by_status"`  // errors that carried an HTTP status
 	Flags     map[event.Flag]int64    `json:"flags"`
-	Duration  time.Duration           `json:"-"` // first intended send → last completion
-	ReqPerSec float64                 `json:"req_per_s"`
+	Duration  time.Duration           `json:"-"`         // first intended send → last completion
+	ReqPerSec float64                 `json:"req_per_s"` // requests finished (ok or not) per second
+	OKPerSec  float64                 `json:"ok_per_s"`  // successful requests per second: the throughput
 	TokPerSec float64                 `json:"tok_per_s"` // output tokens per second over the run
 	// Clamped counts values outside 0..10 min recorded at the range's edge.
 	Clamped int64 `json:"clamped_values,omitempty"`
@@ -134,6 +135,7 @@ func (a *Aggregator) requests() Requests {
 	if a.reqEnd.After(a.reqStart) && !a.reqStart.IsZero() {
 		r.Duration = a.reqEnd.Sub(a.reqStart)
 		r.ReqPerSec = float64(c.sent) / r.Duration.Seconds()
+		r.OKPerSec = float64(c.ok) / r.Duration.Seconds()
 		r.TokPerSec = float64(c.tokens) / r.Duration.Seconds()
 	}
 	return r

@@ -236,8 +236,10 @@ func (s *stallGroup) marker() event.Marker {
 		Kind:     event.MarkerStall,
 		Source:   "stall-detector",
 		Duration: pause,
-		Message: fmt.Sprintf("server event loop blocked: %d streams paused together for %d ms",
-			len(s.ids), pause.Milliseconds()),
+		// The streams' gaps need not line up exactly: the longest gap says
+		// how bad the pause was, the overlap how much of it they shared.
+		Message: fmt.Sprintf("server event loop blocked: %d streams paused together (longest gap %.1f ms, all paused for %.1f ms)",
+			len(s.ids), float64(s.longest)/float64(time.Millisecond), float64(pause)/float64(time.Millisecond)),
 		Values: map[string]float64{
 			"streams":        float64(len(s.ids)),
 			"gap_ms":         float64(pause) / float64(time.Millisecond),

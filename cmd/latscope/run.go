@@ -42,6 +42,7 @@ type loadFlags struct {
 	burstiness             float64
 	duration               time.Duration
 	requests, warmup       int
+	drain                  time.Duration
 	promptTokens           string
 	outputTokens           string
 	promptFile             string
@@ -77,6 +78,7 @@ func (f *loadFlags) register(cmd *cobra.Command) {
 	fl.DurationVarP(&f.duration, "duration", "d", 0, "stop after this long (default 30s when --requests is not set)")
 	fl.IntVarP(&f.requests, "requests", "n", 0, "stop after this many requests (warm-up not counted)")
 	fl.IntVar(&f.warmup, "warmup", 0, "warm-up requests sent first and kept out of the statistics")
+	fl.DurationVar(&f.drain, "drain", 30*time.Second, "after --duration, let requests in flight finish for up to this long (then they are recorded as cancelled)")
 	fl.StringVar(&f.promptTokens, "prompt-tokens", "512", "prompt length in server tokens: N or MEAN:STDDEV")
 	fl.StringVar(&f.outputTokens, "output-tokens", "128", "output length in tokens: N or MEAN:STDDEV")
 	fl.StringVar(&f.promptFile, "prompt-file", "", "real prompts, one per line (JSON {\"prompt\"|\"messages\"} or plain text)")
@@ -106,6 +108,8 @@ func (f *loadFlags) validate() error {
 		return fmt.Errorf("--rate %g: want 0 (closed loop) or more", f.rate)
 	case f.duration < 0:
 		return fmt.Errorf("--duration %s: want a positive duration", f.duration)
+	case f.drain < 0:
+		return fmt.Errorf("--drain %s: want 0 or more", f.drain)
 	case f.requests < 0 || f.warmup < 0:
 		return errors.New("--requests and --warmup must not be negative")
 	}
@@ -234,7 +238,7 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	}
 	runner, err := probe.NewRunner(client, probe.LoadConfig{
 		Concurrency: f.concurrency, Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness,
-		Duration: f.duration, Requests: f.requests, Warmup: f.warmup, Seed: f.seed,
+		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: f.seed,
 	}, prompts)
 	if err != nil {
 		return err
