@@ -220,7 +220,8 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	if t, err := probe.DetectTokenizer(ctx, target, model, hc); err == nil {
 		tok = t
 	} else {
-		fmt.Fprintf(stderr, "latscope: no tokenize endpoint (%v); prompt lengths are assumed ~1 token/word and corrected from usage\n", err)
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		fmt.Fprintf(stderr, "latscope: no usable tokenize endpoint (%s); prompt lengths are assumed ~1 token/word and corrected from usage\n", first)
 	}
 	prompts, err := probe.NewPromptSource(ctx, probe.PromptConfig{
 		PromptTokens: promptLen, OutputTokens: outputLen, SharedPrefix: f.sharedPrefix,
