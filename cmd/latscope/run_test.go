@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/latscope/latscope/sim"
+)
+
+// execute runs the latscope command line in-process and returns stdout,
+// stderr and the error main would map to an exit code.
+func execute(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	err := root.ExecuteContext(context.Background())
+	return stdout.String(), stderr.String(), err
+}
+
+// serveTinySim runs the simulator's fast profile on a loopback port.
+func serveTinySim(t *testing.T) string {
+	t.Helper()
+	prof, err := sim.ProfileByName("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := sim.New(sim.Config{Profile: prof, MaxNumSeqs: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done; _ = srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+func TestRunJSONAgainstSimulator(t *testing.T) {
+	url := serveTinySim(t)
+	stdout, stderr, err := execute(t, "run", "--url", url, "--no-tui", "--json", "-n", "24", "-c", "6",
+		"--prompt-tokens", "64", "--output-tokens", "16", "--scrape-interval", "100ms", "--no-gpu")
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr)
+	}
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+	}
+	for _, key := range []string{"requests", "ttft", "itl", "tpot", "e2e", "stages", "server", "breakdown"} {
+		if _, ok := got[key]; !ok {
+			t.Errorf("JSON lacks %q", key)
+		}
+	}
+	var req struct{ Sent, OK, Errors int }
+	if err := json.Unmarshal(got["requests"], &req); err != nil {
+		t.Fatal(err)
+	}
+	if req.Sent != 24 || req.OK != 24 || req.Errors != 0 {
+		t.Errorf("requests %+v, want 24 sent and ok", req)
+	}
+	if !strings.Contains(stderr, "dialect openai-chat") {
+		t.Errorf("stderr does not say which dialect was detected:\n%s", stderr)
+	}
+}
+
+func TestRunSLOFailureExitsTwo(t *testing.T) {
+	url := serveTinySim(t)
+	_, stderr, err := execute(t, "run", "--url", url, "--no-tui", "-n", "4", "--prompt-tokens", "16", "--output-tokens", "4",
+		"--no-gpu", "--no-metrics", "--slo", "ttft.p99<1us")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 2 {
+		t.Fatalf("err = %v, want an exit code 2 for a missed objective", err)
+	}
+	if !strings.Contains(stderr, "slo FAIL ttft.p99") {
+		t.Errorf("stderr does not name the missed objective:\n%s", stderr)
+	}
+}
+
+func TestRunBadInput(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run"}, "--url is required"},
+		{[]string{"run", "--url", "http://127.0.0.1:1", "-c", "0"}, "--concurrency 0"},
+		{[]string{"run", "--url", "http://127.0.0.1:1", "--prompt-tokens", "abc"}, `invalid token length "abc"`},
+		{[]string{"run", "--url", "http://127.0.0.1:1", "--slo", "ttft.p99<"}, "invalid SLO"},
+		{[]string{"run", "--url", "http://127.0.0.1:1", "--header", "nocolon"}, `--header "nocolon"`},
+		{[]string{"run", "--url", "http://127.0.0.1:1", "--gpu", "x"}, "--gpu"},
+		{[]string{"run", "--url", "http://127.0.0.1:1", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"run", "--url", "http://127.0.0.1:1", "--no-tui", "-n", "1", "--no-gpu"}, "no known LLM server answered"},
+		{[]string{"demo", "--profile", "nope"}, "--profile"},
+	}
+	for _, tc := range tests {
+		_, _, err := execute(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("latscope %s: err = %v, want it to mention %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
+
+func TestDemoIsLabelledSimulated(t *testing.T) {
+	stdout, stderr, err := execute(t, "demo", "--profile", "tiny", "--duration", "1500ms", "--concurrency", "4")
+	if err != nil {
+		t.Fatalf("demo: %v\nstderr:\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "SIMULATED") {
+		t.Errorf("demo's stderr does not say the server is simulated:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "(simulated)") {
+		t.Errorf("demo's report does not label the GPU simulated:\n%s", stdout)
+	}
+	if !strings.Contains(stdout, "TTFT breakdown") || !strings.Contains(stdout, "server") {
+		t.Errorf("demo's report lacks the breakdown with server-reported stages:\n%s", stdout)
+	}
+}
