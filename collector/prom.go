@@ -144,6 +144,7 @@ func (p *Prom) scrapeOnce(ctx context.Context, st *promState, emit func(event.Ev
 	d := p.dialectFor(cur)
 	sample, resets := Derive(st.prev, cur, d)
 	if len(resets) > 0 {
+		sample.Reset = true
 		emit(event.NewMarker(&event.Marker{Time: cur.Time, Kind: event.MarkerCollector, Source: promSource,
 			Message: fmt.Sprintf("metrics counters went down (server restarted?): %d series counted from zero", len(resets)),
 		}))

@@ -13,6 +13,9 @@ type ServerSample struct {
 	// latest scrape failed; Error then says why.
 	Stale bool   `json:"stale,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Reset is set when a counter or histogram went down since the previous
+	// scrape (a server restart): this interval's numbers count from zero.
+	Reset bool `json:"reset,omitempty"`
 
 	Waiting *float64 `json:"waiting,omitempty"`  // queue depth
 	Running *float64 `json:"running,omitempty"`  // requests in the running batch
