@@ -187,9 +187,12 @@ type run struct {
 	usage      bool
 	usageOut   int
 	failed     bool
-	batchRead  uint64 // socket read of the current coalesced group
-	batchCount int32  // events in that group
-	batchFrom  int    // first chunk of that group
+	batchRead  uint64        // socket read of the current coalesced group
+	batchCount int32         // events in that group
+	batchFrom  int           // first chunk of that group
+	batchAt    time.Duration // arrival of that group, from start
+
+	shape chunkShape // the OpenAI dialects' content chunk shape
 }
 
 // fail sets the outcome once.
@@ -278,22 +281,32 @@ func (r *run) stream(rd eventReader) error {
 		r.closeBatch(chunks)
 		r.rec.Chunks = chunks
 	}()
+	// The OpenAI dialects are called directly, with the stream's chunk
+	// shape; the others through the interface.
+	oa, isOA := r.c.d.(openAIDialect)
 	for {
 		ev, err := rd.Next()
 		if err != nil {
 			return err
 		}
-		// The arrival time is the read's; take it before any parsing.
-		at := ev.At.Sub(r.start)
+		// The arrival time is the read's, the same for all the events of
+		// one read; take it before any parsing.
 		if ev.Read != r.batchRead {
 			r.closeBatch(chunks)
 			r.batchRead, r.batchCount, r.batchFrom = ev.Read, 0, len(chunks)
+			r.batchAt = ev.At.Sub(r.start)
 		}
+		at := r.batchAt
 		r.batchCount++
 
 		r.ci = chunkInfo{}
 		ci := &r.ci // a field, not a local: through the interface call a local would escape
-		perr := r.c.d.parse(ev.Data, ci)
+		var perr error
+		if isOA {
+			perr = oa.parseStream(ev.Data, ci, &r.shape)
+		} else {
+			perr = r.c.d.parse(ev.Data, ci)
+		}
 		if !r.sawEvent {
 			r.sawEvent = true
 			r.rec.FirstEvent = r.lag + at

@@ -68,7 +68,23 @@ func (d openAIDialect) body(model string, spec RequestSpec) ([]byte, error) {
 // full. The scan checks the framing and the content string, not the rest
 // of the JSON (see wire_scan.go).
 func (d openAIDialect) parse(data []byte, c *chunkInfo) error {
+	return d.parseStream(data, c, nil)
+}
+
+// parseStream is parse for one chunk of a stream whose chunk shape is
+// remembered in shape (nil: none). A server's content chunks differ only
+// in their content string, so once the key walk has accepted one chunk, a
+// chunk with the same bytes around its string needs only that string
+// scanned (see chunkShape).
+func (d openAIDialect) parseStream(data []byte, c *chunkInfo, shape *chunkShape) error {
 	data = bytes.TrimSpace(data)
+	if shape != nil {
+		if v, ok := shape.match(data); ok {
+			c.tokens = 1
+			c.replacements = v.replacements
+			return nil
+		}
+	}
 	if string(data) == "[DONE]" {
 		c.end = true
 		return nil
@@ -106,12 +122,13 @@ func (d openAIDialect) parse(data []byte, c *chunkInfo) error {
 		}
 	}
 	v, st := scanAt(data, content)
+	at := content // where the string taken starts
 	if d.chat && (st != fieldString || !v.nonEmpty) && reasoning >= 0 {
 		// Reasoning models stream their thinking first, in another field.
 		rv, rst := scanAt(data, reasoning)
 		switch rst {
 		case fieldString:
-			v, st = rv, rst
+			v, st, at = rv, rst, reasoning
 		case fieldOther:
 			st = fieldOther
 		}
@@ -123,10 +140,49 @@ func (d openAIDialect) parse(data []byte, c *chunkInfo) error {
 		if v.nonEmpty {
 			c.tokens = 1
 			c.replacements = v.replacements
+			if shape != nil {
+				shape.remember(data, at, v.end)
+			}
 		}
 		return nil
 	}
 	return d.parseFull(data, c)
+}
+
+// chunkShape remembers, for one stream, the bytes around the content
+// string of the last chunk that parse's key walk took as a plain content
+// chunk (no finish reason, usage, metrics, timings or error). A chunk
+// with the same bytes before and after its string gets the same result
+// from the walk: the walk's keys all lie outside that string (a quote
+// inside a valid JSON string is escaped, so no key can end there), and so
+// do the other values it looks at. Only the string is then scanned. The
+// zero value remembers nothing.
+type chunkShape struct {
+	around []byte // the bytes before the string, then those after it
+	before int    // how many of around come before the string
+	ok     bool   // around holds a shape
+}
+
+// match scans data's content string when data has the remembered shape.
+// ok is false when it does not, or when the string is not a well-formed,
+// non-empty one: the key walk decides those.
+func (s *chunkShape) match(data []byte) (v stringValue, ok bool) {
+	if !s.ok || len(data) <= len(s.around) || !bytes.Equal(data[:s.before], s.around[:s.before]) {
+		return v, false
+	}
+	v, ok = scanString(data, s.before)
+	if !ok || !v.nonEmpty || !bytes.Equal(data[v.end:], s.around[s.before:]) {
+		return v, false
+	}
+	return v, true
+}
+
+// remember records data's shape: its string runs from data[start] (the
+// opening quote) to data[end-1] (the closing one).
+func (s *chunkShape) remember(data []byte, start, end int) {
+	s.around = append(append(s.around[:0], data[:start]...), data[end:]...)
+	s.before = start
+	s.ok = true
 }
 
 type openAIChunk struct {

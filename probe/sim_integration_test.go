@@ -98,13 +98,16 @@ func TestSimFaultsEndInTheRightOutcome(t *testing.T) {
 			for _, g := range r.ITLs() {
 				longest = max(longest, g)
 			}
-			if longest < 150*time.Millisecond {
-				t.Errorf("longest gap %v, want a 150 ms stall mid-stream", longest)
+			// The gap is seen between two arrivals, each timestamped when its
+			// read returned: allow a few ms for the frame before the stall
+			// having been read late.
+			if longest < 140*time.Millisecond {
+				t.Errorf("longest gap %v, want the 150 ms stall mid-stream", longest)
 			}
 		}},
 		{fault: "slow-headers=150", want: event.OutcomeOK, check: func(t *testing.T, r *event.Request) {
 			for _, st := range r.Stages {
-				if st.Stage == event.StageWaitHeaders && st.Duration < 150*time.Millisecond {
+				if st.Stage == event.StageWaitHeaders && st.Duration < 140*time.Millisecond {
 					t.Errorf("wait_headers %v, want at least the 150 ms the server held its headers", st.Duration)
 				}
 			}
@@ -211,8 +214,8 @@ func stallScenario(t *testing.T, tokenizerPool int) []event.Marker {
 const stallAttempts = 3
 
 func TestStallDetectorSeesBlockedTokenizer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("uses the calibrated profile")
+	if testing.Short() || raceEnabled {
+		t.Skip("timing on the calibrated profile: not under -short or -race")
 	}
 	for range stallAttempts {
 		if markers := stallScenario(t, 0); len(markers) > 0 {
@@ -224,8 +227,8 @@ func TestStallDetectorSeesBlockedTokenizer(t *testing.T) {
 }
 
 func TestStallDetectorQuietWithTokenizerPool(t *testing.T) {
-	if testing.Short() {
-		t.Skip("uses the calibrated profile")
+	if testing.Short() || raceEnabled {
+		t.Skip("timing on the calibrated profile: not under -short or -race")
 	}
 	var last []event.Marker
 	for range stallAttempts {

@@ -116,6 +116,11 @@ func (r *sseReader) Next() (*streamEvent, error) {
 		r.typ = r.typ[:0]
 		r.reset = false
 	}
+	if r.started && !r.skipLF {
+		if ev := r.wholeEvent(); ev != nil {
+			return ev, nil
+		}
+	}
 	for {
 		line, err := r.readLine()
 		if err != nil {
@@ -143,6 +148,43 @@ func (r *sseReader) Next() (*streamEvent, error) {
 			return nil, err
 		}
 	}
+}
+
+// wholeEvent is the fast path for the usual event, one data line and a
+// blank line ("data: {...}\n\n") already in the buffer: one search for the
+// line end instead of a buffer peek per line, and the data handed out in
+// place instead of copied. It returns nil, consuming nothing, for anything
+// else (other fields, comments, CR line ends, an event not yet complete in
+// the buffer, an event over the limit), which the line-by-line path handles.
+func (r *sseReader) wholeEvent() *streamEvent {
+	n := r.br.Buffered()
+	if n < len("data:\n\n") {
+		return nil
+	}
+	buf, _ := r.br.Peek(n)
+	if string(buf[:5]) != "data:" {
+		return nil
+	}
+	end := r.lineEnd(buf)
+	if end < 0 || end+1 >= len(buf) || buf[end] != '\n' || buf[end+1] != '\n' {
+		return nil
+	}
+	value := buf[5:end]
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	if len(value)+1 > r.limit {
+		return nil
+	}
+	// Discard only moves the read position: value's bytes stay in place
+	// until the next fill, which the next call to Next may do.
+	r.consume(end + 2)
+	r.ev.Data = value
+	r.ev.Type = r.typ
+	r.ev.ID = r.id
+	r.ev.Read = r.clock.reads
+	r.ev.At = r.clock.at
+	return &r.ev
 }
 
 // field applies one non-blank line to the event being built.
