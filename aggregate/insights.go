@@ -102,7 +102,9 @@ func (a *Aggregator) growthInsight(s *Snapshot, add addInsight) {
 	if w.Span < growthMinSpan {
 		return
 	}
-	completions := w.ReqPerSec
+	// Completions are requests the server finished: failed and cancelled
+	// ones (a run's end cancels the queued backlog) are not.
+	completions := float64(w.OK) / w.Span.Seconds()
 	arrivals, estimated := a.cfg.OfferedRate, 0.0
 	if arrivals <= 0 {
 		_, from, to, _ := bounds(Win1m, s.Now)
