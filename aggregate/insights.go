@@ -3,6 +3,7 @@ package aggregate
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/latscope/latscope/event"
@@ -74,7 +75,7 @@ func (a *Aggregator) bdTTFTMeanMS() float64 {
 func (a *Aggregator) queueShareInsight(s *Snapshot, add addInsight) {
 	if q, ok := s.Breakdown.Stages[event.StageQueue]; ok && q.Count >= insightMinRequests && a.bdTTFT > 0 {
 		if q.Share >= queueShareMin {
-			add(fmt.Sprintf("queue wait is %s of TTFT (from the per-request breakdown)", pct(q.Share)),
+			add(fmt.Sprintf("queue wait is %s of TTFT (from the breakdown; queue is %s)", pct(q.Share), provenanceWords(q.Provenance)),
 				map[string]float64{
 					"share": q.Share, "queue_mean_ms": q.Mean, "ttft_mean_ms": a.bdTTFTMeanMS(),
 					"requests": float64(q.Count), "from_breakdown": 1,
@@ -222,4 +223,24 @@ func pearson(xs, ys []float64) float64 {
 		return 0
 	}
 	return sxy / math.Sqrt(sxx*syy)
+}
+
+// provenanceWords says where a breakdown stage's numbers came from, so an
+// insight built on estimates says so.
+func provenanceWords(ps []event.Provenance) string {
+	if len(ps) == 0 {
+		return "of unknown provenance"
+	}
+	words := make([]string, len(ps))
+	for i, p := range ps {
+		switch p {
+		case event.ServerReported:
+			words[i] = "server-reported"
+		case event.Estimated:
+			words[i] = "estimated"
+		default:
+			words[i] = string(p)
+		}
+	}
+	return strings.Join(words, " and ")
 }

@@ -43,7 +43,7 @@ func TestBreakdownInsights(t *testing.T) {
 			name:  "queue dominates",
 			n:     20,
 			split: map[event.Stage]time.Duration{event.StageQueue: 60 * ms, event.StagePrefill: 30 * ms, event.StageUnattributed: 10 * ms},
-			want:  []string{"queue wait is 60% of TTFT (from the per-request breakdown)"},
+			want:  []string{"queue wait is 60% of TTFT (from the breakdown; queue is server-reported)"},
 			not:   []string{"non-model overhead", "tokenization"},
 		},
 		{
