@@ -14,7 +14,7 @@ import (
 
 // Detected is what Detect learned about a server.
 type Detected struct {
-	Server  string   // vllm, sglang, tgi, llamacpp, ollama or openai (an unrecognised OpenAI-compatible server)
+	Server  string   // vllm, sglang, tgi, llamacpp, ollama, latscope-sim or openai (an unrecognised OpenAI-compatible server)
 	Dialect string   // the default dialect for that server
 	Models  []string // models the server lists; the first is the default --model
 }
@@ -128,6 +128,9 @@ func classifyServer(bodies map[string][]byte) (Detected, bool) {
 		if len(d.Models) == 0 {
 			d.Models = nonEmpty(str("/get_model_info", "model_path"))
 		}
+	case owners["latscope-sim"]:
+		// latscope's own simulator speaks vLLM's API and metrics.
+		d.Server, d.Dialect = "latscope-sim", DialectOpenAIChat
 	case owners["vllm"] || (has("/version", "version") && bodies["/v1/models"] != nil):
 		d.Server, d.Dialect = "vllm", DialectOpenAIChat
 	case bodies["/v1/models"] != nil:
