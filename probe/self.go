@@ -31,7 +31,7 @@ type SelfStats struct {
 // ProbeLimits are the thresholds past which the probe reports itself as the
 // bottleneck. Zero fields take the defaults.
 type ProbeLimits struct {
-	SchedLagP99 time.Duration // default 10 ms (open loop only)
+	SchedLagP99 time.Duration // default 20 ms (open loop only)
 	CPUShare    float64       // share of all cores, default 0.9
 	// Cooldown is the least time between two markers for the same reason
 	// (default 10 s), so a struggling probe does not flood the stream.
