@@ -20,7 +20,7 @@ import (
 func stallScenario(t *testing.T, pool int) (all, frontEnd int, report string) {
 	const (
 		background = 4
-		burst      = 8
+		burst      = 16 // ~6.5 ms of tokenization each: ~100 ms of blocked loop
 		trigger    = 40
 	)
 	var (
@@ -140,16 +140,25 @@ func mostAtOnce(stalls [][]interval) int {
 }
 
 func TestTokenizerOnLoopStallsOtherStreams(t *testing.T) {
-	// Not parallel: timing-sensitive, so it runs alone.
-	all, frontEnd, report := stallScenario(t, 0)
-	if raceEnabled {
-		t.Skip("timing not asserted under the race detector")
+	// Not parallel: timing-sensitive, so it runs alone. On a busy 2-core
+	// machine the burst's requests can reach the loop spread out enough for
+	// frames to slip between their tokenizations, splitting one long pause
+	// into short ones; that is rare, so a second or third try settles it.
+	var report string
+	for range 3 {
+		all, frontEnd, r := stallScenario(t, 0)
+		if raceEnabled {
+			t.Skip("timing not asserted under the race detector")
+		}
+		if all >= 3 && frontEnd >= 3 {
+			if testing.Verbose() {
+				fmt.Println("pool 0:", all, "streams stalled together;", r)
+			}
+			return
+		}
+		report = r
 	}
-	if all < 3 || frontEnd < 3 {
-		t.Errorf("blocking tokenizer: %d streams stalled together (%d not explained by the engine), want >= 3:%s", all, frontEnd, report)
-	} else if testing.Verbose() {
-		fmt.Println("pool 0:", all, "streams stalled together;", report)
-	}
+	t.Errorf("blocking tokenizer: no burst in 3 tries stalled 3 streams together:%s", report)
 }
 
 func TestTokenizerPoolRemovesStall(t *testing.T) {
