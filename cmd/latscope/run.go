@@ -193,13 +193,18 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 		fmt.Fprintln(stderr, "latscope: the live dashboard is not built yet; running headless (--no-tui)")
 	}
 
+	// Detection and prompt calibration get their own connections, so the
+	// probe's requests open theirs and time the TCP handshake: the connect
+	// RTT is the network estimate in the breakdown.
+	setup := &http.Client{Transport: probe.NewTransport()}
+	defer setup.CloseIdleConnections()
 	hc := &http.Client{Transport: probe.NewTransport()}
 	defer hc.CloseIdleConnections()
 
 	dialect, model := f.dialect, f.model
 	server := "unknown"
 	if dialect == "auto" || model == "" {
-		det, err := probe.Detect(ctx, hc, target)
+		det, err := probe.Detect(ctx, setup, target)
 		if err != nil {
 			if dialect == "auto" {
 				return fmt.Errorf("find out what server runs at %s: %w (name one with --dialect)", target, err)
@@ -217,7 +222,7 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	fmt.Fprintf(stderr, "latscope: target %s (server %s, dialect %s, model %q)\n", target, server, dialect, model)
 
 	var tok probe.Tokenizer
-	if t, err := probe.DetectTokenizer(ctx, target, model, hc); err == nil {
+	if t, err := probe.DetectTokenizer(ctx, target, model, setup); err == nil {
 		tok = t
 	} else {
 		first, _, _ := strings.Cut(err.Error(), "\n")
