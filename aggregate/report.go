@@ -14,7 +14,7 @@ import (
 func clientStageOrder() []event.Stage {
 	return []event.Stage{
 		event.StageSchedLag, event.StageSerialize, event.StageDNS, event.StageConnect, event.StageTLS,
-		event.StageConnWait, event.StageWrite, event.StageWaitHeaders, event.StageFirstToken, event.StageServerWindow,
+		event.StageConnWait, event.StageWrite, event.StageWaitHeaders, event.StageFirstToken,
 	}
 }
 

@@ -297,7 +297,7 @@ func Attribute(r *event.Request, st *event.ServerTiming, interval *event.ServerS
 	var pre time.Duration
 	for _, s := range r.Stages {
 		switch s.Stage {
-		case event.StageWaitHeaders, event.StageFirstToken, event.StageServerWindow:
+		case event.StageWaitHeaders, event.StageFirstToken:
 			continue
 		}
 		if s.Provenance == "" {

@@ -126,7 +126,7 @@ func (g *GPU) clockReasonsCall() func(nvml.Device) (uint64, nvml.Return) {
 	if g.lib.Extensions().LookupSymbol(clockEventSymbol) == nil {
 		return nvml.Device.GetCurrentClocksEventReasons
 	}
-	//lint:ignore SA1019 the fallback for drivers without the new symbol
+	// The deprecated call is the fallback for drivers without the new symbol.
 	return nvml.Device.GetCurrentClocksThrottleReasons
 }
 

@@ -22,16 +22,15 @@ type Stage string
 // Client stages, measured by the probe in this order. Each runs from the end of
 // the previous one, so together they cover [Intended, first token] without a gap.
 const (
-	StageSchedLag     Stage = "sched_lag"     // open loop only: the probe started later than intended
-	StageSerialize    Stage = "serialize"     // build the prompt and marshal the JSON body
-	StageDNS          Stage = "dns"           // name resolution (zero on a reused connection)
-	StageConnect      Stage = "connect"       // TCP handshake: one network round trip
-	StageTLS          Stage = "tls"           // TLS handshake
-	StageConnWait     Stage = "conn_wait"     // the rest of getting a connection (pool wait, dial set-up)
-	StageWrite        Stage = "write"         // writing the request headers and body
-	StageWaitHeaders  Stage = "wait_headers"  // request written → response headers received
-	StageFirstToken   Stage = "first_token"   // response headers → first chunk that carries content
-	StageServerWindow Stage = "server_window" // not a client stage: wait_headers+first_token, the span the breakdown splits
+	StageSchedLag    Stage = "sched_lag"    // open loop only: the probe started later than intended
+	StageSerialize   Stage = "serialize"    // build the prompt and marshal the JSON body
+	StageDNS         Stage = "dns"          // name resolution (zero on a reused connection)
+	StageConnect     Stage = "connect"      // TCP handshake: one network round trip
+	StageTLS         Stage = "tls"          // TLS handshake
+	StageConnWait    Stage = "conn_wait"    // the rest of getting a connection (pool wait, dial set-up)
+	StageWrite       Stage = "write"        // writing the request headers and body
+	StageWaitHeaders Stage = "wait_headers" // request written → response headers received
+	StageFirstToken  Stage = "first_token"  // response headers → first chunk that carries content
 )
 
 // Breakdown stages: where the time between "request written" and "first token"

@@ -250,10 +250,8 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 		return err
 	}
 
+	// The status line goes to stderr, so stdout holds the table or the JSON alone.
 	p := &pipeline{runner: runner, offered: f.rate, status: stderr, statusRate: time.Second, joinWait: f.joinWait}
-	if f.jsonOut {
-		p.status = stderr // the status line stays on stderr; stdout is the JSON alone
-	}
 	if !f.noMetrics && !strings.HasPrefix(dialect, "ollama") {
 		murl := f.metricsURL
 		if murl == "" {
