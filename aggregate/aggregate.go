@@ -81,6 +81,9 @@ type Aggregator struct {
 	server  serverState
 	gpu     *event.GPUSample
 	markers markerState
+	session *event.Session     // the session's header, when one came
+	probe   *event.ProbeSample // the probe's latest view of itself
+	lost    map[string]int64   // events consumers missed, by consumer
 
 	clamped      int64 // values outside the histograms' range, clamped into it
 	droppedStage int64 // stage values dropped because of maxStageKeys
@@ -133,6 +136,7 @@ func New(cfg Config) *Aggregator {
 		arrivals:     newRing(coarseWidth, coarseSlots, func(n *int64) { *n = 0 }),
 		server:       newServerState(),
 		markers:      newMarkerState(cfg.RecentMarkers),
+		lost:         make(map[string]int64),
 	}
 }
 
@@ -151,7 +155,22 @@ func (a *Aggregator) Add(ev event.Event) {
 	case ev.Marker != nil:
 		a.see(ev.Marker.Time)
 		a.markers.add(ev.Marker)
+	case ev.Session != nil:
+		a.see(ev.Session.Time)
+		a.session = ev.Session
+	case ev.Probe != nil:
+		a.see(ev.Probe.Time)
+		a.probe = ev.Probe
+	case ev.Loss != nil:
+		a.see(ev.Loss.Time)
+		key := ev.Loss.Consumer
+		if _, ok := a.lost[key]; !ok && len(a.lost) >= maxCountKeys {
+			key = "other"
+		}
+		a.lost[key] += max(ev.Loss.Events, 0)
 	}
+	// Spans are joined onto requests before the aggregator; one that reaches
+	// it has nothing to add.
 }
 
 func (a *Aggregator) see(t time.Time) {

@@ -45,7 +45,7 @@ func FuzzAddEvent(f *testing.F) {
 		a.Add(ev)
 		a.Add(ev) // twice: the second goes through existing slots
 		snap := a.Snapshot(a.Latest())
-		_ = StatusLine(snap, 1)
+		_ = StatusLine(snap)
 		var buf bytes.Buffer
 		if err := WriteJSON(&buf, snap.Summary()); err != nil {
 			t.Fatalf("WriteJSON: %v", err)

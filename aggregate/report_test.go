@@ -218,13 +218,37 @@ func TestStatusLine(t *testing.T) {
 		addAll(a, okReq(t0.Add(time.Duration(i)*time.Second), 100*time.Millisecond, 10*time.Millisecond, 11))
 	}
 	addAll(a, errReq(t0.Add(5*time.Second), event.OutcomeTimeout, 0))
-	got := StatusLine(a.Snapshot(t0.Add(9500*time.Millisecond)), 3)
-	for _, s := range []string{"9s", "in flight 3", "req/s", "tok/s", "TTFT p50 100.", "(10s)", "errors 1 (9.1%)"} {
+	a.Add(event.NewProbe(&event.ProbeSample{Time: t0.Add(9 * time.Second), InFlight: 3, CPUPercent: 12, LagSamples: 5, SchedLagP99: 1500 * time.Microsecond}))
+	got := StatusLine(a.Snapshot(t0.Add(9500 * time.Millisecond)))
+	for _, s := range []string{"9s", "in flight 3", "req/s", "tok/s", "TTFT p50 100.", "(10s)", "errors 1 (9.1%)", "latscope cpu 12%", "lag p99 1.5 ms"} {
 		if !strings.Contains(got, s) {
 			t.Errorf("status line %q lacks %q", got, s)
 		}
 	}
 	if strings.Contains(got, "\n") {
 		t.Errorf("status line has a newline: %q", got)
+	}
+}
+
+func TestElapsedCountsFromTheSessionStart(t *testing.T) {
+	t.Parallel()
+	a := New(Config{})
+	t0 := base()
+	a.Add(event.NewSession(&event.Session{Time: t0, Target: "http://x"}))
+	// No request has finished yet: the clock still runs from the session's start.
+	s := a.Snapshot(t0.Add(3 * time.Second))
+	if s.Elapsed != 3*time.Second || s.Session == nil || s.Session.Target != "http://x" {
+		t.Fatalf("elapsed %v, session %+v: want 3s and the header", s.Elapsed, s.Session)
+	}
+}
+
+func TestLossesAreCounted(t *testing.T) {
+	t.Parallel()
+	a := New(Config{})
+	t0 := base()
+	a.Add(event.NewLoss(&event.Loss{Time: t0, Consumer: "agent us-east", Events: 40}))
+	a.Add(event.NewLoss(&event.Loss{Time: t0, Consumer: "agent us-east", Events: 2}))
+	if got := a.Snapshot(t0).Lost["agent us-east"]; got != 42 {
+		t.Fatalf("lost = %d, want 42", got)
 	}
 }

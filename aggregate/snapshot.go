@@ -15,7 +15,16 @@ import (
 type Snapshot struct {
 	Now     time.Time     // the window edge the snapshot was taken at
 	Start   time.Time     // first intended send of the run (zero before any request)
-	Elapsed time.Duration // Now − Start
+	Elapsed time.Duration // Now − the session's start (or Start, without a header)
+	// Session is the session's header: target, server, load (nil without one).
+	Session *event.Session
+	// Probe is the probe's latest view of itself: in flight, CPU, scheduling
+	// lag (nil before the first sample, and for sessions without a probe).
+	Probe *event.ProbeSample
+	// Lost counts events that did not reach this aggregator, by the consumer
+	// that lost them (an attached agent's gap, a lossy relay). Empty when
+	// nothing was lost.
+	Lost map[string]int64
 	// Windows holds the statistics over the last 10 s, 1 min, 5 min and the
 	// whole run, indexed by Window.
 	Windows   [NumWindows]WindowStats
@@ -99,8 +108,23 @@ func (a *Aggregator) Snapshot(now time.Time) Snapshot {
 		Server:    a.server.stats(now),
 		Markers:   a.markers.stats(),
 	}
-	if !a.reqStart.IsZero() && now.After(a.reqStart) {
-		s.Elapsed = now.Sub(a.reqStart)
+	begin := a.reqStart
+	if a.session != nil && !a.session.Time.IsZero() {
+		begin = a.session.Time
+	}
+	if !begin.IsZero() && now.After(begin) {
+		s.Elapsed = now.Sub(begin)
+	}
+	if a.session != nil {
+		h := *a.session
+		s.Session = &h
+	}
+	if a.probe != nil {
+		p := *a.probe
+		s.Probe = &p
+	}
+	if len(a.lost) > 0 {
+		s.Lost = copyMap(a.lost)
 	}
 	if a.gpu != nil {
 		g := *a.gpu

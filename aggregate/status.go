@@ -7,8 +7,10 @@ import (
 
 // StatusLine renders one line for stderr (about once a second in headless
 // runs): elapsed time, requests in flight, request and token rates and TTFT
-// p50/p99 over the last 10 s, and the run's errors.
-func StatusLine(s Snapshot, inFlight int) string {
+// p50/p99 over the last 10 s, the run's errors, and latscope's own CPU and
+// scheduling lag, so a user sees at a glance whether latscope, not the
+// server, is the bottleneck.
+func StatusLine(s Snapshot) string {
 	w := s.Windows[Win10s]
 	ttft := "TTFT -"
 	if w.TTFT.Count > 0 {
@@ -18,6 +20,19 @@ func StatusLine(s Snapshot, inFlight int) string {
 	if s.Requests.Sent > 0 {
 		errs += fmt.Sprintf(" (%.1f%%)", 100*float64(s.Requests.Errors)/float64(s.Requests.Sent))
 	}
-	return fmt.Sprintf("%s  in flight %d  %.1f req/s  %.0f tok/s  %s (10s)  %s",
-		s.Elapsed.Truncate(time.Second), inFlight, w.ReqPerSec, w.TokPerSec, ttft, errs)
+	inFlight, self := "", ""
+	if p := s.Probe; p != nil {
+		inFlight = fmt.Sprintf("  in flight %d", p.InFlight)
+		if p.CPUPercent >= 0 {
+			self += fmt.Sprintf("  latscope cpu %.0f%%", p.CPUPercent)
+		}
+		if p.LagSamples > 0 {
+			self += fmt.Sprintf(" lag p99 %.1f ms", float64(p.SchedLagP99)/float64(time.Millisecond))
+		}
+		if p.Limited {
+			self += "  LATSCOPE IS THE LIMIT: " + p.Reason
+		}
+	}
+	return fmt.Sprintf("%s%s  %.1f req/s  %.0f tok/s  %s (10s)  %s%s",
+		s.Elapsed.Truncate(time.Second), inFlight, w.ReqPerSec, w.TokPerSec, ttft, errs, self)
 }

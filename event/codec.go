@@ -46,7 +46,8 @@ func (e Event) Validate() error {
 		return fmt.Errorf("%w: %d (this build reads %d)", ErrVersion, e.V, SchemaVersion)
 	}
 	set := 0
-	for _, p := range []bool{e.Request != nil, e.Server != nil, e.GPU != nil, e.Marker != nil} {
+	for _, p := range []bool{e.Request != nil, e.Server != nil, e.GPU != nil, e.Marker != nil,
+		e.Session != nil, e.Probe != nil, e.Span != nil, e.Loss != nil} {
 		if p {
 			set++
 		}
@@ -64,6 +65,14 @@ func (e Event) Validate() error {
 		ok = e.GPU != nil
 	case KindMarker:
 		ok = e.Marker != nil
+	case KindSession:
+		ok = e.Session != nil
+	case KindProbe:
+		ok = e.Probe != nil
+	case KindSpan:
+		ok = e.Span != nil
+	case KindLoss:
+		ok = e.Loss != nil
 	default:
 		return fmt.Errorf("unknown event kind %q", e.Kind)
 	}

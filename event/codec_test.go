@@ -43,6 +43,12 @@ func sampleEvents() []Event {
 		}),
 		NewGPU(&GPUSample{Time: start, Available: false, Reason: "NVML unavailable: library not found"}),
 		NewGPU(&GPUSample{Time: start, Available: true, Simulated: true, Devices: []GPUDevice{{Name: "Simulated GPU", UtilGPU: 80, MemTotal: 80 << 30, ThrottleReason: []string{"sw_power_cap"}, Processes: []GPUProcess{{PID: 42, MemUsed: 1 << 30}}}}}),
+		NewSession(&Session{Time: start, Latscope: "dev", RunID: "ab12", Name: "us-east", Host: "probe-1", Target: "http://127.0.0.1:8000",
+			Server: "vllm", Dialect: "openai-chat", Model: "m", Load: Load{Mode: "closed", Concurrency: 16, PromptTokens: "512", OutputTokens: "128", Duration: time.Minute}}),
+		NewProbe(&ProbeSample{Time: start, InFlight: 12, MaxInFlight: 16, CPUPercent: 21.5, SchedLagP99: 300 * time.Microsecond, LagSamples: 40, Reconnects: 2}),
+		NewSpan(&Span{Time: start, RequestID: "ls-1-0", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
+			Timing: ServerTiming{Source: "otlp", Stages: map[Stage]time.Duration{StageQueue: 5 * time.Millisecond}}}),
+		NewLoss(&Loss{Time: start, Consumer: "dashboard", Events: 17, Reason: "behind"}),
 		NewMarker(&Marker{Time: start, Kind: MarkerStall, Source: "stall-detector", Message: "3 streams paused together", Duration: 31 * time.Millisecond, Values: map[string]float64{"streams": 3}, RequestIDs: []string{"a", "b", "c"}}),
 	}
 }
@@ -144,6 +150,24 @@ func TestUnmarshalRejects(t *testing.T) {
 	for name, in := range cases {
 		if _, err := Unmarshal([]byte(in)); err == nil {
 			t.Errorf("%s: accepted %s", name, in)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"http://user:secret@host:8000/v1":    "http://REDACTED@host:8000/v1",
+		"http://host:8000":                   "http://host:8000",
+		"https://host/metrics?token=abc&x=1": "https://host/metrics?token=REDACTED&x=REDACTED",
+		"::not a url with secret@host":       "REDACTED@host",
+	} {
+		got := RedactURL(in)
+		if got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+		if strings.Contains(got, "secret") || strings.Contains(got, "abc") {
+			t.Errorf("RedactURL(%q) = %q still holds the secret", in, got)
 		}
 	}
 }

@@ -27,6 +27,10 @@ const (
 	KindServer  Kind = "server"  // one interval of the server's own metrics, from a collector
 	KindGPU     Kind = "gpu"     // one GPU sample, from the NVML collector
 	KindMarker  Kind = "marker"  // something noteworthy at a point in time: stall, gap, insight, note
+	KindSession Kind = "session" // the session's header: target, server, load; first in a recording
+	KindProbe   Kind = "probe"   // the probe's own state: in flight, CPU, scheduling lag
+	KindSpan    Kind = "span"    // the server's timing of one request, before it is joined onto the request
+	KindLoss    Kind = "loss"    // events a consumer did not get, and why
 )
 
 // Event is the envelope every record travels in. Exactly one payload pointer
@@ -38,6 +42,10 @@ type Event struct {
 	Server  *ServerSample `json:"server,omitempty"`
 	GPU     *GPUSample    `json:"gpu,omitempty"`
 	Marker  *Marker       `json:"marker,omitempty"`
+	Session *Session      `json:"session,omitempty"`
+	Probe   *ProbeSample  `json:"probe,omitempty"`
+	Span    *Span         `json:"span,omitempty"`
+	Loss    *Loss         `json:"loss,omitempty"`
 }
 
 // Time returns the event's own timestamp: a request's start, a sample's or a
@@ -53,6 +61,14 @@ func (e Event) Time() time.Time {
 		return e.GPU.Time
 	case e.Marker != nil:
 		return e.Marker.Time
+	case e.Session != nil:
+		return e.Session.Time
+	case e.Probe != nil:
+		return e.Probe.Time
+	case e.Span != nil:
+		return e.Span.Time
+	case e.Loss != nil:
+		return e.Loss.Time
 	}
 	return time.Time{}
 }
@@ -68,3 +84,15 @@ func NewGPU(g *GPUSample) Event { return Event{V: SchemaVersion, Kind: KindGPU, 
 
 // NewMarker wraps a marker in an Event.
 func NewMarker(m *Marker) Event { return Event{V: SchemaVersion, Kind: KindMarker, Marker: m} }
+
+// NewSession wraps a session header in an Event.
+func NewSession(s *Session) Event { return Event{V: SchemaVersion, Kind: KindSession, Session: s} }
+
+// NewProbe wraps a probe sample in an Event.
+func NewProbe(p *ProbeSample) Event { return Event{V: SchemaVersion, Kind: KindProbe, Probe: p} }
+
+// NewSpan wraps a server span in an Event.
+func NewSpan(s *Span) Event { return Event{V: SchemaVersion, Kind: KindSpan, Span: s} }
+
+// NewLoss wraps a loss record in an Event.
+func NewLoss(l *Loss) Event { return Event{V: SchemaVersion, Kind: KindLoss, Loss: l} }

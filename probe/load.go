@@ -415,11 +415,23 @@ func completeRecord(rec *event.Request, spec RequestSpec, cancelled bool) *event
 	return rec
 }
 
-// monitor checks the probe itself every SelfInterval and queues a
-// probe_limit marker when the probe is the bottleneck.
+// monitor checks the probe itself every SelfInterval: it queues a probe
+// sample (in flight, CPU, scheduling lag) and, when the probe is the
+// bottleneck, a probe_limit marker.
 func (r *Runner) monitor(ctx context.Context, out chan<- emitItem) {
 	cpu, ok := processCPUTime()
 	r.self.sampleCPU(time.Now(), cpu, ok)
+	send := func(it emitItem) bool {
+		select {
+		case out <- it:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if !send(emitItem{probe: r.probeSample(time.Now(), nil)}) {
+		return
+	}
 	tick := time.NewTicker(r.cfg.SelfInterval)
 	defer tick.Stop()
 	for {
@@ -429,19 +441,37 @@ func (r *Runner) monitor(ctx context.Context, out chan<- emitItem) {
 		case now := <-tick.C:
 			cpu, ok := processCPUTime()
 			r.self.sampleCPU(now, cpu, ok)
-			for _, f := range probeLimitFindings(now, r.SelfStats(), r.pacer != nil, r.cfg.Limits) {
+			findings := probeLimitFindings(now, r.SelfStats(), r.pacer != nil, r.cfg.Limits)
+			if !send(emitItem{probe: r.probeSample(now, findings)}) {
+				return
+			}
+			for _, f := range findings {
 				if !r.gate.allow(f.reason, now) {
 					continue
 				}
 				m := f.marker
-				select {
-				case out <- emitItem{marker: &m}:
-				case <-ctx.Done():
+				if !send(emitItem{marker: &m}) {
 					return
 				}
 			}
 		}
 	}
+}
+
+// probeSample is the probe's state at now for the event stream.
+func (r *Runner) probeSample(now time.Time, findings []limitFinding) *event.ProbeSample {
+	st := r.SelfStats()
+	ps := &event.ProbeSample{
+		Time: now, InFlight: st.InFlight, MaxInFlight: st.MaxInFlight, CPUPercent: st.CPUPercent,
+		SchedLagP99: st.SchedLagP99, LagSamples: st.LagSamples,
+	}
+	if r.pacer == nil {
+		ps.Concurrency = r.cfg.Concurrency
+	}
+	if len(findings) > 0 {
+		ps.Limited, ps.Reason = true, findings[0].marker.Message
+	}
+	return ps
 }
 
 // randomHex returns 2n random hex digits from crypto/rand, so trace ids

@@ -14,6 +14,7 @@ type emitItem struct {
 	rec    *event.Request
 	target int
 	marker *event.Marker
+	probe  *event.ProbeSample
 }
 
 // emitter is the one goroutine that calls the user's emit function. It owns
@@ -60,6 +61,10 @@ func (e *emitter) loop(in <-chan emitItem, emit func(event.Event)) {
 			}
 			if it.marker != nil {
 				e.marker(*it.marker, emit)
+				continue
+			}
+			if it.probe != nil {
+				emit(event.NewProbe(it.probe))
 				continue
 			}
 			e.request(it, emit)

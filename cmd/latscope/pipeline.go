@@ -60,7 +60,7 @@ func (p *pipeline) run(ctx context.Context) (result, error) {
 			return
 		}
 		lastStatus = time.Now()
-		fmt.Fprintln(p.status, aggregate.StatusLine(s, p.runner.InFlight())+selfStatus(p.runner.SelfStats()))
+		fmt.Fprintln(p.status, aggregate.StatusLine(s))
 	}
 	go func() { summaryc <- agg.Run(drainCtx, attributed, 250*time.Millisecond, publish) }()
 
@@ -92,15 +92,3 @@ func (p *pipeline) run(ctx context.Context) (result, error) {
 	return result{summary: summary, stats: stats}, runErr
 }
 
-// selfStatus is the probe's view of itself for the status line, so a user
-// sees at a glance whether latscope, not the server, is the bottleneck.
-func selfStatus(st probe.SelfStats) string {
-	out := ""
-	if st.CPUPercent >= 0 {
-		out += fmt.Sprintf("  latscope cpu %.0f%%", st.CPUPercent) // the whole process: in the demo, the simulator too
-	}
-	if st.LagSamples > 0 {
-		out += fmt.Sprintf(" lag p99 %.1f ms", float64(st.SchedLagP99)/float64(time.Millisecond))
-	}
-	return out
-}

@@ -1,0 +1,116 @@
+package event
+
+import (
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Session is the header of one measuring session: what was measured, from
+// where, with which load. It is the first record of a recording and of an
+// agent's stream, so a replay or a remote dashboard can say what it shows.
+// Credentials never appear here: Target and MetricsURL have their userinfo
+// removed before the record is built.
+type Session struct {
+	Time     time.Time `json:"time"`     // when the session started
+	Latscope string    `json:"latscope"` // latscope's version
+	RunID    string    `json:"run_id,omitempty"`
+	// Name tells sessions apart when several are shown together (an agent's
+	// --name, else its host).
+	Name string `json:"name,omitempty"`
+	Host string `json:"host,omitempty"` // the machine the probe ran on
+
+	Target     string `json:"target"`                // base URL, credentials removed
+	MetricsURL string `json:"metrics_url,omitempty"` // credentials removed
+	Server     string `json:"server,omitempty"`      // server kind, e.g. "vllm", "llamacpp", "latscope-sim"
+	Dialect    string `json:"dialect,omitempty"`
+	Model      string `json:"model,omitempty"`
+	// Simulated marks a session whose target is latscope's own simulator: every
+	// number it holds describes the simulator, not a model.
+	Simulated bool `json:"simulated,omitempty"`
+
+	Load Load `json:"load"`
+}
+
+// Load is the load a session was asked to send.
+type Load struct {
+	Mode         string        `json:"mode"` // "closed" (concurrency), "open" (rate) or "steps" (the demo's stepped concurrency)
+	Concurrency  int           `json:"concurrency,omitempty"`
+	Rate         float64       `json:"rate,omitempty"`    // requests per second, open loop
+	Arrival      string        `json:"arrival,omitempty"` // poisson, constant, gamma
+	Burstiness   float64       `json:"burstiness,omitempty"`
+	PromptTokens string        `json:"prompt_tokens,omitempty"` // "N" or "MEAN:STDDEV"
+	OutputTokens string        `json:"output_tokens,omitempty"`
+	Duration     time.Duration `json:"duration_ns,omitempty"`
+	Requests     int           `json:"requests,omitempty"`
+	Warmup       int           `json:"warmup,omitempty"`
+	SLO          string        `json:"slo,omitempty"`
+}
+
+// ProbeSample is the probe's view of itself at one moment: how many requests
+// it has in flight and whether it, rather than the server, is the limit.
+type ProbeSample struct {
+	Time        time.Time `json:"time"`
+	InFlight    int       `json:"in_flight"`
+	MaxInFlight int       `json:"max_in_flight,omitempty"` // the closed loop's concurrency, or the open loop's cap
+	// Concurrency is the closed loop's current target (it changes in stepped load).
+	Concurrency int `json:"concurrency,omitempty"`
+	// CPUPercent is latscope's own CPU use (100 = one core); negative when unknown.
+	CPUPercent float64 `json:"cpu_pct"`
+	// SchedLagP99 is how late the open loop sent requests, over the recent window.
+	SchedLagP99 time.Duration `json:"sched_lag_p99_ns,omitempty"`
+	LagSamples  int           `json:"lag_samples,omitempty"`
+	// Limited is set while the probe itself is the bottleneck; Reason says how.
+	Limited bool   `json:"limited,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// Reconnects counts requests that were sent again on a fresh connection
+	// because the server had closed the idle one they first went out on.
+	Reconnects int64 `json:"reconnects,omitempty"`
+	// Backoffs counts pauses the probe took after connection errors or a
+	// server's Retry-After.
+	Backoffs int64 `json:"backoffs,omitempty"`
+}
+
+// Span is the server's own timing of one request (e.g. from an OTLP trace
+// span), keyed by the ids the probe sent. The attributor joins it onto the
+// request record; it is not passed on to consumers.
+type Span struct {
+	Time      time.Time    `json:"time"` // when it was received
+	RequestID string       `json:"request_id,omitempty"`
+	TraceID   string       `json:"trace_id,omitempty"`
+	Timing    ServerTiming `json:"timing"`
+}
+
+// Loss says that a consumer did not get some events: a lossy consumer (a
+// screen, a remote viewer) fell behind, or an agent's replay ring no longer
+// held what a reconnecting client asked for. Losses are never silent.
+type Loss struct {
+	Time     time.Time `json:"time"`
+	Consumer string    `json:"consumer"`
+	Events   int64     `json:"events"` // how many events were missed
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// RedactURL returns raw with any userinfo (user:password@) and the values of
+// query parameters removed, for printing and recording. A string that does
+// not parse as a URL is returned with everything up to an '@' removed.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if i := strings.LastIndex(raw, "@"); i >= 0 {
+			return "REDACTED@" + raw[i+1:]
+		}
+		return raw
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"REDACTED"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}

@@ -1,0 +1,233 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+func marker(i int) event.Event {
+	return event.NewMarker(&event.Marker{Time: time.Unix(int64(i), 0), Kind: event.MarkerNote, Message: fmt.Sprint(i)})
+}
+
+func collect(s *Subscription) <-chan []event.Event {
+	out := make(chan []event.Event, 1)
+	go func() {
+		var got []event.Event
+		for ev := range s.Events() {
+			got = append(got, ev)
+		}
+		out <- got
+	}()
+	return out
+}
+
+func TestRunDeliversEverythingInOrderToEveryLosslessConsumer(t *testing.T) {
+	t.Parallel()
+	fan := NewFanout()
+	a, b := collect(fan.Subscribe("a", 1, Lossless)), collect(fan.Subscribe("b", 7, Lossless))
+	src := SourceFunc(func(ctx context.Context, emit func(event.Event)) error {
+		for i := range 5000 {
+			emit(marker(i))
+		}
+		return nil
+	})
+	hdr := &event.Session{Target: "http://x"}
+	if err := Run(context.Background(), Config{Header: hdr, Primary: []Source{src}, Buffer: 3}, fan); err != nil {
+		t.Fatal(err)
+	}
+	for name, ch := range map[string]<-chan []event.Event{"a": a, "b": b} {
+		got := <-ch
+		if len(got) != 5001 || got[0].Session == nil {
+			t.Fatalf("%s: got %d events (first %v), want the header then 5000", name, len(got), got[0].Kind)
+		}
+		for i, ev := range got[1:] {
+			if ev.Marker.Message != fmt.Sprint(i) {
+				t.Fatalf("%s: event %d is %q: out of order", name, i, ev.Marker.Message)
+			}
+		}
+	}
+}
+
+func TestLossyConsumerNeverHoldsUpTheOthersAndCountsItsLoss(t *testing.T) {
+	t.Parallel()
+	fan := NewFanout()
+	stuck := fan.Subscribe("screen", 4, Lossy) // never read until the end
+	all := collect(fan.Subscribe("aggregator", 16, Lossless))
+	for i := range 1000 {
+		fan.Publish(marker(i))
+	}
+	fan.Close()
+	if got := len(<-all); got != 1000 {
+		t.Fatalf("lossless consumer got %d events, want 1000", got)
+	}
+	st := stuck.Stats()
+	if st.Dropped != 996 || st.Delivered != 4 {
+		t.Fatalf("lossy stats %+v: want 4 delivered, 996 dropped", st)
+	}
+}
+
+func TestLossyConsumerIsToldWhatItMissed(t *testing.T) {
+	t.Parallel()
+	fan := NewFanout()
+	s := fan.Subscribe("screen", 2, Lossy)
+	for i := range 5 {
+		fan.Publish(marker(i)) // 0 and 1 fit; 2, 3, 4 are lost
+	}
+	<-s.Events()
+	<-s.Events()
+	fan.Publish(marker(5)) // room again: the loss is announced first, then 5 fits
+	loss := <-s.Events()
+	if loss.Loss == nil || loss.Loss.Events != 3 || loss.Loss.Consumer != "screen" {
+		t.Fatalf("got %+v, want a Loss of 3 events", loss)
+	}
+	if ev := <-s.Events(); ev.Marker == nil || ev.Marker.Message != "5" {
+		t.Fatalf("after the loss got %+v, want event 5", ev)
+	}
+}
+
+func TestLosslessWaitIsCounted(t *testing.T) {
+	t.Parallel()
+	fan := NewFanout()
+	var clock time.Time
+	waiting := make(chan struct{})
+	fan.now = func() time.Time { // read just before the fan-out waits, and after
+		if clock.IsZero() {
+			close(waiting)
+		}
+		clock = clock.Add(time.Second)
+		return clock
+	}
+	s := fan.Subscribe("recorder", 1, Lossless)
+	fan.Publish(marker(0))
+	done := make(chan struct{})
+	go func() { fan.Publish(marker(1)); close(done) }() // waits for the reader
+	<-waiting
+	<-s.Events()
+	<-done
+	if st := s.Stats(); st.Blocked != time.Second || st.Delivered != 2 {
+		t.Fatalf("stats %+v: want 2 delivered and the wait counted", st)
+	}
+}
+
+func TestUnsubscribeReleasesAWaitingPublish(t *testing.T) {
+	t.Parallel()
+	fan := NewFanout()
+	s := fan.Subscribe("gone", 1, Lossless)
+	fan.Publish(marker(0))
+	done := make(chan struct{})
+	go func() { fan.Publish(marker(1)); close(done) }()
+	fan.Unsubscribe(s)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Publish still waits for a consumer that unsubscribed")
+	}
+}
+
+// settlingStage passes events on and settles only once it has seen a span,
+// like the attributor waiting for a late server span.
+type settlingStage struct {
+	sawSpan chan struct{}
+}
+
+func (s *settlingStage) Run(ctx context.Context, in <-chan event.Event, out chan<- event.Event) {
+	defer close(out)
+	for ev := range in {
+		if ev.Span != nil {
+			close(s.sawSpan)
+		}
+		out <- ev
+	}
+}
+
+func (s *settlingStage) Settle(ctx context.Context) { <-s.sawSpan }
+
+func TestAuxSourcesRunUntilTheStageSettles(t *testing.T) {
+	t.Parallel()
+	fan := NewFanout()
+	got := collect(fan.Subscribe("agg", 16, Lossless))
+	primaryDone := make(chan struct{})
+	primary := SourceFunc(func(ctx context.Context, emit func(event.Event)) error {
+		emit(marker(1))
+		close(primaryDone)
+		return nil
+	})
+	var auxErr error
+	aux := SourceFunc(func(ctx context.Context, emit func(event.Event)) error {
+		<-primaryDone
+		emit(event.NewSpan(&event.Span{RequestID: "late"})) // after the primary ended
+		<-ctx.Done()
+		auxErr = ctx.Err()
+		return ctx.Err()
+	})
+	err := Run(context.Background(), Config{Primary: []Source{primary}, Aux: []Source{aux}, Stage: &settlingStage{sawSpan: make(chan struct{})}}, fan)
+	if err != nil {
+		t.Fatalf("Run: %v (an aux source stopped by the pipeline is not an error)", err)
+	}
+	evs := <-got
+	if len(evs) != 2 || evs[1].Span == nil {
+		t.Fatalf("got %d events %v, want the marker then the late span", len(evs), evs)
+	}
+	if !errors.Is(auxErr, context.Canceled) {
+		t.Fatalf("aux source ended with %v, want it cancelled by the pipeline", auxErr)
+	}
+}
+
+func TestRunReturnsPrimaryErrors(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	err := Run(context.Background(), Config{Primary: []Source{SourceFunc(func(context.Context, func(event.Event)) error { return boom })}}, NewFanout())
+	if !errors.Is(err, boom) {
+		t.Fatalf("Run = %v, want boom", err)
+	}
+}
+
+func TestCtrlCStillDeliversWhatSourcesEmitWhileStopping(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	fan := NewFanout()
+	got := collect(fan.Subscribe("agg", 1, Lossless))
+	src := SourceFunc(func(ctx context.Context, emit func(event.Event)) error {
+		emit(marker(0))
+		cancel()
+		<-ctx.Done()
+		for i := 1; i <= 100; i++ { // the cancelled requests' records
+			emit(marker(i))
+		}
+		return nil
+	})
+	if err := Run(ctx, Config{Primary: []Source{src}, Buffer: 1}, fan); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(<-got); n != 101 {
+		t.Fatalf("got %d events after Ctrl-C, want all 101", n)
+	}
+}
+
+func TestLatestKeepsTheNewest(t *testing.T) {
+	t.Parallel()
+	l := NewLatest[int]()
+	if _, v := l.Get(); v != 0 {
+		t.Fatalf("version before any Put = %d", v)
+	}
+	var wg sync.WaitGroup
+	for i := 1; i <= 100; i++ {
+		l.Put(i)
+	}
+	wg.Wait()
+	<-l.Changed()
+	if v, ver := l.Get(); v != 100 || ver != 100 {
+		t.Fatalf("Get = %d (version %d), want 100", v, ver)
+	}
+	select {
+	case <-l.Changed():
+		t.Fatal("one wake-up per unread change, not one per Put")
+	default:
+	}
+}
