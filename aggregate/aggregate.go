@@ -70,6 +70,7 @@ type Aggregator struct {
 	ttft, itl, tpot, e2e, tokRate, schedLag *metric
 	stages                                  map[event.Stage]*metric
 	breakdown                               map[event.Stage]*bdStage
+	bands                                   *bandTracker
 	bdRequests                              int64
 	bdTTFT                                  int64 // µs, summed over requests with a breakdown
 
@@ -126,6 +127,7 @@ func New(cfg Config) *Aggregator {
 		schedLag:  newMetric(),
 		stages:    make(map[event.Stage]*metric),
 		breakdown: make(map[event.Stage]*bdStage),
+		bands:     newBandTracker(),
 		counts: runCounts{
 			byOutcome: make(map[event.Outcome]int64),
 			byStatus:  make(map[int]int64),
@@ -318,6 +320,7 @@ func (a *Aggregator) recordBreakdown(r *event.Request, end time.Time) {
 	}
 	a.bdRequests++
 	a.bdTTFT += int64(r.TTFT / time.Microsecond)
+	a.bands.add(end, r)
 	for _, st := range r.Breakdown {
 		b := a.breakdown[st.Stage]
 		if b == nil {

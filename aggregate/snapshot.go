@@ -52,6 +52,10 @@ type WindowStats struct {
 	SchedLag             Stats
 	Stages               map[event.Stage]Stats // client stages
 	Breakdown            map[event.Stage]Stats // TTFT breakdown stages
+	// Bands are the mean breakdowns of the requests in each TTFT band
+	// (every request, around p50 and p90, the slowest 1%): what a stacked
+	// bar draws, since their stages add up to the band's TTFT.
+	Bands [NumBands]Band
 
 	ServerStageMeans map[string]float64 // ms, count-weighted over the window
 	QueueDepthMean   float64            // plain mean of the queue-depth readings in the window
@@ -244,6 +248,7 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 			ws.Breakdown[name] = st
 		}
 	}
+	ws.Bands = a.bands.bands(w, now)
 	if w == WinRun {
 		c := &a.counts
 		ws.Sent, ws.OK, ws.Errors, ws.Tokens = c.sent, c.ok, c.errors, c.tokens

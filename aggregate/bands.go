@@ -1,0 +1,282 @@
+package aggregate
+
+import (
+	"math"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// A TTFT breakdown drawn for a percentile must add up to the number it
+// claims, and per-stage percentiles do not add up to the TTFT percentile. So
+// for pXX latscope shows the mean breakdown of the requests in that band of
+// TTFT (p99: the slowest 1%), whose stages do add up to the band's mean TTFT.
+// Requests are kept in log-spaced TTFT buckets per time slot, each bucket
+// holding exact sums (in ns) of TTFT, every breakdown stage, decode time and
+// tokens; a band is the buckets that cover its percentile range.
+
+// BandStat names a breakdown band.
+type BandStat int
+
+// The bands: every request, then the bands around p50 and p90, and the
+// slowest 1%.
+const (
+	BandMean BandStat = iota
+	BandP50
+	BandP90
+	BandP99
+	NumBands
+)
+
+// String returns "mean", "p50", "p90" or "p99".
+func (b BandStat) String() string {
+	switch b {
+	case BandMean:
+		return "mean"
+	case BandP50:
+		return "p50"
+	case BandP90:
+		return "p90"
+	case BandP99:
+		return "p99"
+	}
+	return "unknown"
+}
+
+// bandRange is the TTFT percentile range each band covers.
+var bandRange = [NumBands][2]float64{
+	BandMean: {0, 100},
+	BandP50:  {45, 55},
+	BandP90:  {85, 95},
+	BandP99:  {99, 100},
+}
+
+// Band is the mean TTFT breakdown of the requests in one band of a window.
+type Band struct {
+	Stat BandStat `json:"-"`
+	// FromPct and ToPct are the TTFT percentile range asked for (p99: 99 to
+	// 100). The requests counted are those in the whole buckets covering it,
+	// between MinTTFT and MaxTTFT, so Requests can exceed the exact share.
+	FromPct, ToPct   float64 `json:"-"`
+	Requests         int64   `json:"requests"`
+	MinTTFT, MaxTTFT float64 `json:"-"` // ms, the edges of the buckets taken
+	// TTFT is the band's mean TTFT in ms: the bar's length. Stages are the
+	// band's mean per breakdown stage in ms and add up to TTFT.
+	TTFT   float64                 `json:"ttft"`
+	Stages map[event.Stage]float64 `json:"stages"`
+	// Decode is the band's mean E2E − TTFT in ms, Tokens its mean output
+	// tokens: the whole request is TTFT then Decode.
+	Decode float64 `json:"decode"`
+	Tokens float64 `json:"tokens"`
+}
+
+// Bucket geometry: bucket 0 holds TTFTs under bandBase, bucket k ≥ 1 holds
+// [bandBase·r^(k−1), bandBase·r^k) with r = 1.25, the last one everything above.
+const (
+	bandBuckets = 72
+	bandBase    = 100 * time.Microsecond
+	bandRatio   = 1.25
+)
+
+// bandStages are the stages kept per bucket, in breakdown order; any other
+// stage name is summed under the last index and shown as "other".
+var bandStages = breakdownStageOrder()
+
+const stageOther event.Stage = "other"
+
+// bandCell sums the requests of one TTFT bucket.
+type bandCell struct {
+	n, tokens    int64
+	ttft, decode int64 // ns
+	stages       []int64
+}
+
+type bandSet struct {
+	cells []bandCell // bandBuckets of them, allocated on first use
+}
+
+func resetBandSet(b *bandSet) {
+	for i := range b.cells {
+		c := &b.cells[i]
+		c.n, c.tokens, c.ttft, c.decode = 0, 0, 0, 0
+		clear(c.stages)
+	}
+}
+
+func bucketOf(ttft time.Duration) int {
+	if ttft < bandBase {
+		return 0
+	}
+	k := 1 + int(math.Log(float64(ttft)/float64(bandBase))/math.Log(bandRatio))
+	return min(k, bandBuckets-1)
+}
+
+func bucketEdges(k int) (lo, hi time.Duration) {
+	if k == 0 {
+		return 0, bandBase
+	}
+	lo = time.Duration(float64(bandBase) * math.Pow(bandRatio, float64(k-1)))
+	hi = time.Duration(float64(bandBase) * math.Pow(bandRatio, float64(k)))
+	return lo, hi
+}
+
+func stageIndex(s event.Stage) int {
+	for i, t := range bandStages {
+		if t == s {
+			return i
+		}
+	}
+	return len(bandStages)
+}
+
+func (b *bandSet) add(r *event.Request) {
+	if b.cells == nil {
+		b.cells = make([]bandCell, bandBuckets)
+	}
+	c := &b.cells[bucketOf(r.TTFT)]
+	if c.stages == nil {
+		c.stages = make([]int64, len(bandStages)+1)
+	}
+	c.n++
+	c.ttft += int64(r.TTFT)
+	c.decode += int64(max(r.E2E-r.TTFT, 0))
+	c.tokens += int64(max(r.OutputTokens, 0))
+	for _, st := range r.Breakdown {
+		c.stages[stageIndex(st.Stage)] += int64(st.Duration)
+	}
+}
+
+// mergeInto adds b's cells into dst (which has bandBuckets cells).
+func (b *bandSet) mergeInto(dst []bandCell) {
+	for i := range b.cells {
+		c := &b.cells[i]
+		if c.n == 0 {
+			continue
+		}
+		d := &dst[i]
+		if d.stages == nil {
+			d.stages = make([]int64, len(bandStages)+1)
+		}
+		d.n += c.n
+		d.tokens += c.tokens
+		d.ttft += c.ttft
+		d.decode += c.decode
+		for j, v := range c.stages {
+			d.stages[j] += v
+		}
+	}
+}
+
+// bandTracker keeps the bands of every window.
+type bandTracker struct {
+	run          bandSet
+	fine, coarse *ring[bandSet]
+	scratch      []bandCell
+}
+
+func newBandTracker() *bandTracker {
+	return &bandTracker{
+		fine:    newRing(fineWidth, fineSlots, resetBandSet),
+		coarse:  newRing(coarseWidth, coarseSlots, resetBandSet),
+		scratch: make([]bandCell, bandBuckets),
+	}
+}
+
+func (t *bandTracker) add(end time.Time, r *event.Request) {
+	t.run.add(r)
+	if s := t.fine.slot(end); s != nil {
+		s.add(r)
+	}
+	if s := t.coarse.slot(end); s != nil {
+		s.add(r)
+	}
+}
+
+// bands returns every band of window w at now.
+func (t *bandTracker) bands(w Window, now time.Time) [NumBands]Band {
+	cells := t.scratch
+	for i := range cells {
+		c := &cells[i]
+		c.n, c.tokens, c.ttft, c.decode = 0, 0, 0, 0
+		clear(c.stages)
+	}
+	if w == WinRun {
+		t.run.mergeInto(cells)
+	} else {
+		fine, from, to, _ := bounds(w, now)
+		r := t.coarse
+		if fine {
+			r = t.fine
+		}
+		r.each(from, to, func(b *bandSet) { b.mergeInto(cells) })
+	}
+	var out [NumBands]Band
+	for b := BandMean; b < NumBands; b++ {
+		out[b] = bandOf(b, cells)
+	}
+	return out
+}
+
+// bandOf sums the buckets covering band b's percentile range.
+func bandOf(b BandStat, cells []bandCell) Band {
+	band := Band{Stat: b, FromPct: bandRange[b][0], ToPct: bandRange[b][1]}
+	var total int64
+	for i := range cells {
+		total += cells[i].n
+	}
+	if total == 0 {
+		return band
+	}
+	// Ranks are 1-based: the band holds ranks (from·N, to·N]; with one
+	// request every band holds it.
+	lo := int64(math.Floor(band.FromPct / 100 * float64(total)))
+	hi := max(int64(math.Ceil(band.ToPct/100*float64(total))), lo+1)
+	var sum bandCell
+	sum.stages = make([]int64, len(bandStages)+1)
+	first, last := -1, -1
+	var seen int64
+	for i := range cells {
+		c := &cells[i]
+		if c.n == 0 {
+			continue
+		}
+		from, to := seen, seen+c.n // this bucket holds ranks (from, to]
+		seen = to
+		if to <= lo || from >= hi {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		last = i
+		sum.n += c.n
+		sum.tokens += c.tokens
+		sum.ttft += c.ttft
+		sum.decode += c.decode
+		for j, v := range c.stages {
+			sum.stages[j] += v
+		}
+	}
+	n := float64(sum.n)
+	band.Requests = sum.n
+	band.TTFT = nsToMS(float64(sum.ttft) / n)
+	band.Decode = nsToMS(float64(sum.decode) / n)
+	band.Tokens = float64(sum.tokens) / n
+	lo0, _ := bucketEdges(first)
+	_, hi1 := bucketEdges(last)
+	band.MinTTFT, band.MaxTTFT = nsToMS(float64(lo0)), nsToMS(float64(hi1))
+	band.Stages = make(map[event.Stage]float64)
+	for j, v := range sum.stages {
+		if v == 0 {
+			continue
+		}
+		name := stageOther
+		if j < len(bandStages) {
+			name = bandStages[j]
+		}
+		band.Stages[name] = nsToMS(float64(v) / n)
+	}
+	return band
+}
+
+func nsToMS(ns float64) float64 { return ns / float64(time.Millisecond) }
