@@ -11,11 +11,6 @@ import (
 // fast enough for a live view, far slower than requests arrive.
 const DefaultEvery = 250 * time.Millisecond
 
-// Run aggregates in with a default Config; see (*Aggregator).Run.
-func Run(ctx context.Context, in <-chan event.Event, every time.Duration, publish func(Snapshot)) Summary {
-	return New(Config{}).Run(ctx, in, every, publish)
-}
-
 // Run owns a on the calling goroutine: it adds events from in as they come
 // and publishes a snapshot every period (and once more at the end). It
 // returns the run's Summary when in is closed or ctx ends. publish is called

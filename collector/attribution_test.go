@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/sim"
 )
@@ -369,31 +370,31 @@ func FuzzAttribute(f *testing.F) {
 	})
 }
 
-// fakeSpans is a SpanLookup the test fills while the attributor runs.
-type fakeSpans struct {
-	mu      sync.Mutex
-	byID    map[string]*event.ServerTiming
-	lookups int
-}
-
-func newFakeSpans() *fakeSpans { return &fakeSpans{byID: map[string]*event.ServerTiming{}} }
-
-func (f *fakeSpans) add(id string, st *event.ServerTiming) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.byID[id] = st
-}
-
-func (f *fakeSpans) Lookup(requestID, _ string) (*event.ServerTiming, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lookups++
-	st, ok := f.byID[requestID]
-	return st, ok
-}
-
 func spanFor() *event.ServerTiming {
 	return timing(SourceOTLP, map[event.Stage]time.Duration{event.StageServerTTFT: 30 * ms, event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms})
+}
+
+// spanEvent is the server's span for request id, as a receiver emits it.
+func spanEvent(id string) event.Event {
+	return event.NewSpan(&event.Span{RequestID: id, Timing: *spanFor()})
+}
+
+// fakeClock is a settable clock for deadline and TTL tests.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 func requestEvent(id string) event.Event {
@@ -404,7 +405,7 @@ func requestEvent(id string) event.Event {
 
 // pipeline runs an attributor over fresh channels and tears it down at the
 // end of the test, checking that Run returned.
-type pipeline struct {
+type attributorRig struct {
 	in   chan event.Event
 	out  chan event.Event
 	done chan struct{}
@@ -412,10 +413,10 @@ type pipeline struct {
 	a    *Attributor
 }
 
-func startPipeline(t *testing.T, cfg AttributorConfig) *pipeline {
+func startPipeline(t *testing.T, cfg AttributorConfig) *attributorRig {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pipeline{in: make(chan event.Event), out: make(chan event.Event, 64), done: make(chan struct{}), stop: cancel, a: NewAttributor(cfg)}
+	p := &attributorRig{in: make(chan event.Event), out: make(chan event.Event, 64), done: make(chan struct{}), stop: cancel, a: NewAttributor(cfg)}
 	go func() {
 		defer close(p.done)
 		p.a.Run(ctx, p.in, p.out)
@@ -431,7 +432,7 @@ func startPipeline(t *testing.T, cfg AttributorConfig) *pipeline {
 	return p
 }
 
-func (p *pipeline) send(t *testing.T, ev event.Event) {
+func (p *attributorRig) send(t *testing.T, ev event.Event) {
 	t.Helper()
 	select {
 	case p.in <- ev:
@@ -440,7 +441,7 @@ func (p *pipeline) send(t *testing.T, ev event.Event) {
 	}
 }
 
-func (p *pipeline) next(t *testing.T) event.Event {
+func (p *attributorRig) next(t *testing.T) event.Event {
 	t.Helper()
 	select {
 	case ev, ok := <-p.out:
@@ -455,7 +456,7 @@ func (p *pipeline) next(t *testing.T) event.Event {
 }
 
 // nothingOut checks that no event is waiting on out right now.
-func (p *pipeline) nothingOut(t *testing.T) {
+func (p *attributorRig) nothingOut(t *testing.T) {
 	t.Helper()
 	select {
 	case ev := <-p.out:
@@ -473,21 +474,26 @@ func hasStage(r *event.Request, s event.Stage, prov event.Provenance) bool {
 	return false
 }
 
+// barrier sends a marker through and waits for it, so everything sent
+// before it has been taken by the attributor.
+func (p *attributorRig) barrier(t *testing.T) {
+	t.Helper()
+	p.send(t, event.NewMarker(&event.Marker{Message: "barrier"}))
+	for {
+		if ev := p.next(t); ev.Marker != nil && ev.Marker.Message == "barrier" {
+			return
+		}
+	}
+}
+
 func TestAttributorHoldsUntilSpan(t *testing.T) {
 	t.Parallel()
-	spans := newFakeSpans()
-	p := startPipeline(t, AttributorConfig{Spans: spans, JoinWait: time.Hour})
+	p := startPipeline(t, AttributorConfig{JoinSpans: true, JoinWait: time.Hour})
 
 	p.send(t, requestEvent("late"))
 	// Other events pass while the request is held.
-	marker := event.NewMarker(&event.Marker{Time: time.Unix(1, 0)})
-	p.send(t, marker)
-	if got := p.next(t); got.Marker == nil {
-		t.Fatalf("first out = %+v, want the marker", got)
-	}
-	p.nothingOut(t)
-
-	spans.add("late", spanFor())
+	p.barrier(t)
+	p.send(t, spanEvent("late"))
 	got := p.next(t).Request
 	if got == nil || got.ID != "late" {
 		t.Fatalf("out = %+v, want request late", got)
@@ -499,40 +505,51 @@ func TestAttributorHoldsUntilSpan(t *testing.T) {
 		t.Errorf("breakdown lacks the span's stages: %v", got.Breakdown)
 	}
 	checkSum(t, got, got.Breakdown)
-	if s := p.a.Stats(); s.FromSpan != 1 || s.Expired != 0 || s.Attributed != 1 {
+	if s := p.a.Stats(); s.FromSpan != 1 || s.Expired != 0 || s.Attributed != 1 || s.Spans != 1 {
 		t.Errorf("stats = %+v", s)
+	}
+}
+
+func TestAttributorJoinsByVLLMRequestIDAndTraceID(t *testing.T) {
+	t.Parallel()
+	p := startPipeline(t, AttributorConfig{JoinSpans: true, JoinWait: time.Hour})
+	// vLLM names the engine request "chatcmpl-<X-Request-Id>"; the span
+	// arrives first and waits for its request.
+	p.send(t, event.NewSpan(&event.Span{RequestID: "chatcmpl-abc", Timing: *spanFor()}))
+	p.send(t, requestEvent("abc"))
+	if got := p.next(t).Request; got.ID != "abc" || got.Server == nil {
+		t.Fatalf("out = %+v, want abc joined by its X-Request-Id", got)
+	}
+	byTrace := requestEvent("no-such-id")
+	byTrace.Request.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	p.send(t, byTrace)
+	p.send(t, event.NewSpan(&event.Span{TraceID: "4BF92F3577B34DA6A3CE929D0E0E4736", Timing: *spanFor()}))
+	if got := p.next(t).Request; got.ID != "no-such-id" || got.Server == nil {
+		t.Fatalf("out = %+v, want the request joined by trace id", got)
 	}
 }
 
 func TestAttributorReleasesAfterJoinWait(t *testing.T) {
 	t.Parallel()
 	clock := &fakeClock{t: time.Unix(1767000000, 0)}
-	p := startPipeline(t, AttributorConfig{Spans: newFakeSpans(), JoinWait: 2 * time.Second, Now: clock.Now, Poll: time.Millisecond})
+	p := startPipeline(t, AttributorConfig{JoinSpans: true, JoinWait: 2 * time.Second, Now: clock.Now, Poll: time.Millisecond})
 	p.send(t, event.NewServer(vllmInterval()))
 	if got := p.next(t); got.Server == nil {
 		t.Fatalf("out = %+v, want the server sample", got)
 	}
 	p.send(t, requestEvent("never"))
+	p.barrier(t) // the request is held, its deadline taken from the clock
 	p.nothingOut(t)
-	// The attributor reads the clock after it has taken the request, so move
-	// the clock on in steps until the request comes out.
+	clock.Add(2 * time.Second)
 	var got *event.Request
-	giveUp := time.After(10 * time.Second)
 	for got == nil {
-		select {
-		case ev := <-p.out:
+		ev := p.next(t)
+		if ev.Request != nil {
 			got = ev.Request
-		case <-time.After(5 * time.Millisecond):
-			clock.Add(500 * time.Millisecond)
-		case <-giveUp:
-			t.Fatal("request never released")
 		}
 	}
-	if got == nil || got.ID != "never" {
-		t.Fatalf("out = %+v, want request never", got)
-	}
-	if got.Server != nil {
-		t.Errorf("Server = %+v, want nil", got.Server)
+	if got.ID != "never" || got.Server != nil {
+		t.Fatalf("out = %+v, want request never without a span", got)
 	}
 	if !hasStage(got, event.StagePrefill, event.Estimated) || hasStage(got, event.StagePrefill, event.ServerReported) {
 		t.Errorf("breakdown should fall back to interval estimates: %v", got.Breakdown)
@@ -540,6 +557,10 @@ func TestAttributorReleasesAfterJoinWait(t *testing.T) {
 	checkSum(t, got, got.Breakdown)
 	if s := p.a.Stats(); s.Expired != 1 || s.FromInterval != 1 {
 		t.Errorf("stats = %+v, want 1 expired, 1 from interval", s)
+	}
+	// The first expiry is reported, so a user learns spans are not arriving.
+	if ev := p.next(t); ev.Marker == nil || !strings.Contains(ev.Marker.Message, "no server span") {
+		t.Errorf("after an expiry got %+v, want a collector marker saying spans are missing", ev)
 	}
 }
 
@@ -577,31 +598,64 @@ func TestAttributorOrder(t *testing.T) {
 	})
 	t.Run("a joined request does not wait behind a held one", func(t *testing.T) {
 		t.Parallel()
-		spans := newFakeSpans()
-		spans.add("b", spanFor())
-		p := startPipeline(t, AttributorConfig{Spans: spans, JoinWait: time.Hour})
+		p := startPipeline(t, AttributorConfig{JoinSpans: true, JoinWait: time.Hour})
+		p.send(t, spanEvent("b"))
 		p.send(t, requestEvent("a"))
 		p.send(t, requestEvent("b"))
 		p.send(t, requestEvent("c"))
 		if got := p.next(t).Request.ID; got != "b" {
 			t.Fatalf("first out = %q, want b (its span was there)", got)
 		}
-		spans.add("c", spanFor())
-		spans.add("a", spanFor())
-		// Both found on the same poll: released in arrival order.
-		if got := p.next(t).Request.ID; got != "a" {
-			t.Errorf("second out = %q, want a", got)
-		}
+		p.send(t, spanEvent("c"))
 		if got := p.next(t).Request.ID; got != "c" {
-			t.Errorf("third out = %q, want c", got)
+			t.Errorf("second out = %q, want c", got)
+		}
+		p.send(t, spanEvent("a"))
+		if got := p.next(t).Request.ID; got != "a" {
+			t.Errorf("third out = %q, want a", got)
 		}
 	})
 }
 
+func TestAttributorSettle(t *testing.T) {
+	t.Parallel()
+	in, out := make(chan event.Event, 8), make(chan event.Event, 8)
+	a := NewAttributor(AttributorConfig{JoinSpans: true, JoinWait: time.Hour})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Run(context.Background(), in, out)
+	}()
+	// Nothing held: Settle returns at once.
+	a.Settle(context.Background())
+	// A request still in in's buffer when Settle is asked for counts as held.
+	in <- requestEvent("r")
+	settled := make(chan struct{})
+	go func() {
+		a.Settle(context.Background())
+		close(settled)
+	}()
+	select {
+	case <-settled:
+		t.Fatal("Settle returned while a request waited for its span")
+	case ev := <-out:
+		t.Fatalf("%+v came out before its span", ev)
+	case <-time.After(50 * time.Millisecond): // a negative check: nothing may happen
+	}
+	in <- spanEvent("r")
+	if got := (<-out).Request; got == nil || got.ID != "r" || got.Server == nil {
+		t.Fatalf("out = %+v, want r joined", got)
+	}
+	<-settled
+	close(in)
+	<-done
+	// After Run, Settle never blocks.
+	a.Settle(context.Background())
+}
+
 func TestAttributorPassThrough(t *testing.T) {
 	t.Parallel()
-	spans := newFakeSpans()
-	p := startPipeline(t, AttributorConfig{Spans: spans, JoinWait: time.Hour})
+	p := startPipeline(t, AttributorConfig{JoinSpans: true, JoinWait: time.Hour})
 
 	failed := requestEvent("failed")
 	failed.Request.Outcome = event.OutcomeTimeout
@@ -658,16 +712,13 @@ func TestAttributorReusedConnectionRTT(t *testing.T) {
 
 func TestAttributorShutdown(t *testing.T) {
 	t.Parallel()
-	t.Run("in closes: held requests keep their wait, then out closes", func(t *testing.T) {
+	t.Run("in closes: no span can come, held requests go at once, then out closes", func(t *testing.T) {
 		t.Parallel()
-		spans := newFakeSpans()
-		p := startPipeline(t, AttributorConfig{Spans: spans, JoinWait: time.Hour})
+		p := startPipeline(t, AttributorConfig{JoinSpans: true, JoinWait: time.Hour})
 		p.send(t, requestEvent("x"))
 		close(p.in)
-		p.nothingOut(t)
-		spans.add("x", spanFor())
-		if got := p.next(t).Request; got.ID != "x" || got.Server == nil {
-			t.Errorf("out = %+v, want x joined", got)
+		if got := p.next(t).Request; got.ID != "x" || got.Server != nil || got.Breakdown == nil {
+			t.Errorf("out = %+v, want x attributed without a span", got)
 		}
 		select {
 		case _, ok := <-p.out:
@@ -680,7 +731,7 @@ func TestAttributorShutdown(t *testing.T) {
 	})
 	t.Run("ctx ends: held requests released at once, out closed", func(t *testing.T) {
 		t.Parallel()
-		p := startPipeline(t, AttributorConfig{Spans: newFakeSpans(), JoinWait: time.Hour})
+		p := startPipeline(t, AttributorConfig{JoinSpans: true, JoinWait: time.Hour})
 		p.send(t, requestEvent("held-1"))
 		p.send(t, requestEvent("held-2"))
 		p.stop()
@@ -697,7 +748,7 @@ func TestAttributorShutdown(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithCancel(context.Background())
 		in, out := make(chan event.Event), make(chan event.Event) // out is never read
-		a := NewAttributor(AttributorConfig{Spans: newFakeSpans(), JoinWait: time.Hour})
+		a := NewAttributor(AttributorConfig{JoinSpans: true, JoinWait: time.Hour})
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -718,7 +769,7 @@ func TestAttributorShutdown(t *testing.T) {
 
 func TestAttributorMaxPending(t *testing.T) {
 	t.Parallel()
-	p := startPipeline(t, AttributorConfig{Spans: newFakeSpans(), JoinWait: time.Hour, MaxPending: 2})
+	p := startPipeline(t, AttributorConfig{JoinSpans: true, JoinWait: time.Hour, MaxPending: 2})
 	for _, id := range []string{"1", "2", "3"} {
 		p.send(t, requestEvent(id))
 	}
@@ -742,15 +793,14 @@ func TestEndToEndSimProbeOTLP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 
-	receiver := NewOTLPReceiver(OTLPConfig{})
 	rln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	receiver := NewOTLPReceiver(OTLPConfig{Listener: rln})
 	var servers sync.WaitGroup
 	defer servers.Wait()
-	defer cancel() // runs first: stops both servers before the Wait
-	servers.Go(func() { receiver.Serve(ctx, rln) })
+	defer cancel() // runs first: stops the simulator before the Wait
 
 	var mu sync.Mutex
 	truths := map[string]sim.Truth{}
@@ -783,45 +833,53 @@ func TestEndToEndSimProbeOTLP(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	in, out := make(chan event.Event), make(chan event.Event, requests)
-	attributor := NewAttributor(AttributorConfig{Spans: receiver, JoinWait: 20 * time.Second})
-	attributed := make(chan struct{})
+	// The real pipeline: the probe's requests are the primary source, the
+	// receiver an aux one that runs until the attributor has settled.
+	attributor := NewAttributor(AttributorConfig{JoinSpans: true, JoinWait: 20 * time.Second})
+	probeSource := pipeline.SourceFunc(func(ctx context.Context, emit func(event.Event)) error {
+		jobs := make(chan int)
+		var workers sync.WaitGroup
+		for w := range concurrency {
+			workers.Go(func() {
+				for i := range jobs {
+					emit(event.NewRequest(client.Do(ctx, probe.RequestSpec{
+						ID:           fmt.Sprintf("e2e-%03d", i),
+						TraceID:      fmt.Sprintf("%032x", 0xe2e000+i),
+						SpanID:       fmt.Sprintf("%016x", 0x5000+i),
+						Seq:          uint64(i),
+						Worker:       w,
+						Prompt:       strings.Repeat("tell me about latency ", 1+i%7),
+						PromptTokens: 20,
+						OutputTokens: 4,
+					})))
+				}
+			})
+		}
+		for i := range requests {
+			jobs <- i
+		}
+		close(jobs)
+		workers.Wait()
+		return nil
+	})
+	fan := pipeline.NewFanout()
+	sub := fan.Subscribe("test", 16, pipeline.Lossless)
+	collected := make(chan []*event.Request)
 	go func() {
-		defer close(attributed)
-		attributor.Run(ctx, in, out)
-	}()
-
-	jobs := make(chan int)
-	var workers sync.WaitGroup
-	for w := range concurrency {
-		workers.Go(func() {
-			for i := range jobs {
-				rec := client.Do(ctx, probe.RequestSpec{
-					ID:           fmt.Sprintf("e2e-%03d", i),
-					TraceID:      fmt.Sprintf("%032x", 0xe2e000+i),
-					SpanID:       fmt.Sprintf("%016x", 0x5000+i),
-					Seq:          uint64(i),
-					Worker:       w,
-					Prompt:       strings.Repeat("tell me about latency ", 1+i%7),
-					PromptTokens: 20,
-					OutputTokens: 4,
-				})
-				in <- event.NewRequest(rec)
+		var got []*event.Request
+		for ev := range sub.Events() {
+			if ev.Request != nil {
+				got = append(got, ev.Request)
 			}
-		})
+		}
+		collected <- got
+	}()
+	if err := pipeline.Run(ctx, pipeline.Config{
+		Primary: []pipeline.Source{probeSource}, Aux: []pipeline.Source{receiver}, Stage: attributor,
+	}, fan); err != nil {
+		t.Fatal(err)
 	}
-	for i := range requests {
-		jobs <- i
-	}
-	close(jobs)
-	workers.Wait()
-	close(in)
-
-	var got []*event.Request
-	for ev := range out {
-		got = append(got, ev.Request)
-	}
-	<-attributed
+	got := <-collected
 	if len(got) != requests {
 		t.Fatalf("got %d requests out, want %d", len(got), requests)
 	}
@@ -876,5 +934,49 @@ func TestEndToEndSimProbeOTLP(t *testing.T) {
 	}
 	if s := attributor.Stats(); s.FromSpan != requests {
 		t.Errorf("attributor stats = %+v, want all %d joined from spans", s, requests)
+	}
+}
+
+func TestSpanStoreBounds(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1767000000, 0)
+	s := newSpanStore(time.Minute, 3)
+	put := func(ids ...string) {
+		for _, id := range ids {
+			s.put([]string{requestKey(id)}, spanFor(), now)
+		}
+	}
+	has := func(id string) bool {
+		_, ok := s.find([]string{requestKey(id)}, now)
+		return ok
+	}
+	put("a", "b", "c", "d", "e")
+	for id, want := range map[string]bool{"a": false, "b": false, "c": true, "d": true, "e": true} {
+		if has(id) != want {
+			t.Errorf("after 5 puts into 3: has(%s) = %v", id, !want)
+		}
+	}
+	now = now.Add(40 * time.Second)
+	put("f")                        // full: c goes for space
+	now = now.Add(30 * time.Second) // d and e are 70 s old, f 30 s
+	for id, want := range map[string]bool{"d": false, "e": false, "f": true} {
+		if has(id) != want {
+			t.Errorf("after the TTL: has(%s) = %v", id, !want)
+		}
+	}
+	// A key reused by a later span: the newer wins and the older's expiry
+	// does not remove it.
+	put("g")
+	now = now.Add(10 * time.Second)
+	put("g")
+	now = now.Add(55 * time.Second)
+	if !has("g") {
+		t.Error("re-sent id lost when its older entry expired")
+	}
+	for i := range 500 {
+		put(fmt.Sprint(i%7), "y")
+	}
+	if s.len() > 3 || len(s.byKey) > 3 || cap(s.fifo) > 256 {
+		t.Errorf("store holds %d entries, %d keys, fifo capacity %d: not bounded", s.len(), len(s.byKey), cap(s.fifo))
 	}
 }

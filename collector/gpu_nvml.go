@@ -67,6 +67,10 @@ func (g *GPU) Run(ctx context.Context, emit func(event.Event)) error {
 	ticker := time.NewTicker(g.cfg.Interval)
 	defer ticker.Stop()
 	for {
+		// A tick and the end of ctx can be ready together; the end wins.
+		if ctx.Err() != nil {
+			return nil
+		}
 		now := g.cfg.Now()
 		devs := make([]event.GPUDevice, 0, len(indices))
 		for _, i := range indices {

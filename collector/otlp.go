@@ -32,8 +32,8 @@ import (
 // OTLP receiver defaults.
 const (
 	DefaultOTLPMaxBody    = 8 << 20 // bytes, before and after decompression
-	DefaultOTLPTTL        = time.Minute
-	DefaultOTLPMaxEntries = 65536
+	DefaultOTLPConcurrent = 4       // exports read at once; more get 429
+	DefaultOTLPReadTime   = 30 * time.Second
 )
 
 // Sources written into event.ServerTiming by the receiver.
@@ -49,15 +49,20 @@ const (
 
 // OTLPConfig configures an OTLPReceiver. Zero values take the defaults.
 type OTLPConfig struct {
-	// Addr is the listen address for Run (--otlp-listen); empty means off.
+	// Addr is the listen address (--otlp-listen), used when Listener is nil.
 	Addr string
+	// Listener, when set, is served instead of listening on Addr.
+	Listener net.Listener
 	// MaxBody bounds one export body in bytes, compressed and decompressed.
 	MaxBody int
-	// TTL is how long a span's timing stays available for Lookup.
-	TTL time.Duration
-	// MaxEntries bounds how many spans are kept; the oldest go first.
-	MaxEntries int
-	// Now is the clock for TTL expiry; time.Now when nil.
+	// MaxConcurrent bounds the exports being read and decoded at once, so
+	// that many slow or large exports cannot hold memory without bound
+	// (memory stays under about 2 × MaxBody × MaxConcurrent); more are
+	// answered 429, which OTLP exporters retry.
+	MaxConcurrent int
+	// ReadTimeout bounds reading one export, headers and body.
+	ReadTimeout time.Duration
+	// Now is the clock for event times; time.Now when nil.
 	Now func() time.Time
 }
 
@@ -65,23 +70,27 @@ type OTLPConfig struct {
 type OTLPStats struct {
 	Exports      uint64 // export requests that decoded (answered 200)
 	Spans        uint64 // spans read in those exports
-	Stored       uint64 // spans that carried request timing and were kept
+	Emitted      uint64 // spans that carried request timing, emitted as span events
 	DecodeErrors uint64 // bodies that did not decode (answered 400)
-	Rejected     uint64 // wrong content type or encoding, or over the size limit (415, 413)
-	Evicted      uint64 // timings dropped for space before their TTL
-	Entries      int    // timings held now
+	Rejected     uint64 // wrong content type or encoding, over the size limit, or too many at once (415, 413, 429)
 }
 
-// OTLPReceiver accepts OTLP/HTTP trace exports (POST /v1/traces, protobuf or
-// JSON, optionally gzip) and keeps the per-request timing of the server's
-// request spans, so the attributor can join them to the probe's records by
-// request id or trace id. It never emits events itself.
+// OTLPReceiver is a source of span events: it accepts OTLP/HTTP trace
+// exports (POST /v1/traces, protobuf or JSON, optionally gzip) and emits the
+// per-request timing of the server's request spans as event.Span records,
+// which the attributor joins to the probe's requests by request id or trace
+// id. Refused exports are reported as collector markers.
 type OTLPReceiver struct {
-	cfg   OTLPConfig
-	store *timingStore
+	cfg  OTLPConfig
+	slot chan struct{} // one token per export being read
 
-	exports, spans, stored, decodeErrors, rejected atomic.Uint64
-	lastError                                      atomic.Value // string: why the last export was refused
+	// emitMu guards emit: handlers emit while Run runs, and Run waits for
+	// them before it returns, so no span is emitted after the pipeline closes.
+	emitMu sync.RWMutex
+	emit   func(event.Event)
+
+	exports, spans, emitted, decodeErrors, rejected atomic.Uint64
+	lastError                                       atomic.Value // string: why the last export was refused
 }
 
 // NewOTLPReceiver returns a receiver with cfg's bounds.
@@ -89,81 +98,82 @@ func NewOTLPReceiver(cfg OTLPConfig) *OTLPReceiver {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultOTLPMaxBody
 	}
-	if cfg.TTL <= 0 {
-		cfg.TTL = DefaultOTLPTTL
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = DefaultOTLPConcurrent
 	}
-	if cfg.MaxEntries <= 0 {
-		cfg.MaxEntries = DefaultOTLPMaxEntries
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultOTLPReadTime
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &OTLPReceiver{cfg: cfg, store: newTimingStore(cfg.TTL, cfg.MaxEntries, cfg.Now)}
+	return &OTLPReceiver{cfg: cfg, slot: make(chan struct{}, cfg.MaxConcurrent)}
 }
 
-// Handler serves POST /v1/traces.
+// Handler serves POST /v1/traces. Spans are emitted only while Run runs.
 func (r *OTLPReceiver) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", r.serveTraces)
 	return mux
 }
 
-// Serve answers OTLP/HTTP on ln until ctx ends, then shuts down and returns nil.
-func (r *OTLPReceiver) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("otlp receiver on %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(shutCtx); err != nil {
-			srv.Close()
-		}
-		<-errc
-		return nil
-	}
-}
-
-// Run listens on the configured Addr and serves until ctx ends. It fits the
-// Collector shape: timings are read through Lookup, and emit only gets
-// collector markers (listening, failing to listen, and every
-// otlpReportInterval in which some exports were refused).
+// Run listens (or serves the configured Listener) until ctx ends, emitting a
+// span event for every request span received and collector markers: where it
+// listens, why it cannot, and every otlpReportInterval (and at the end) how
+// many exports it refused and why.
 func (r *OTLPReceiver) Run(ctx context.Context, emit func(event.Event)) error {
 	if emit == nil {
-		emit = func(event.Event) {}
+		return errors.New("otlp receiver: no emit function")
 	}
-	if r.cfg.Addr == "" {
-		return errors.New("otlp receiver: no listen address")
+	ln := r.cfg.Listener
+	if ln == nil {
+		if r.cfg.Addr == "" {
+			return errors.New("otlp receiver: no listen address")
+		}
+		var lc net.ListenConfig
+		var err error
+		if ln, err = lc.Listen(ctx, "tcp", r.cfg.Addr); err != nil {
+			err = fmt.Errorf("otlp receiver: %w", err)
+			emit(r.marker(err.Error()))
+			return err
+		}
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", r.cfg.Addr)
-	if err != nil {
-		err = fmt.Errorf("otlp receiver: %w", err)
-		emit(r.marker(err.Error()))
-		return err
-	}
-	emit(r.marker("listening for OTLP/HTTP traces on " + ln.Addr().String() + "/v1/traces"))
+	r.setEmit(emit)
+	defer r.setEmit(nil) // waits for handlers still emitting
+
+	emit(r.marker("listening for OTLP/HTTP traces on http://" + ln.Addr().String() + "/v1/traces"))
+	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: r.cfg.ReadTimeout}
 	served := make(chan error, 1)
-	go func() { served <- r.Serve(ctx, ln) }()
+	go func() { served <- srv.Serve(ln) }()
 	ticker := time.NewTicker(otlpReportInterval)
 	defer ticker.Stop()
 	var reported uint64
+	report := func() {
+		if n := r.decodeErrors.Load() + r.rejected.Load(); n > reported {
+			msg := fmt.Sprintf("otlp receiver refused %d export(s)", n-reported)
+			if last, _ := r.lastError.Load().(string); last != "" {
+				msg += "; last: " + last
+			}
+			emit(r.marker(msg))
+			reported = n
+		}
+	}
 	for {
 		select {
 		case err := <-served:
-			return err
+			report()
+			return fmt.Errorf("otlp receiver on %s: %w", ln.Addr(), err)
 		case <-ticker.C:
-			if n := r.decodeErrors.Load() + r.rejected.Load(); n > reported {
-				msg := fmt.Sprintf("otlp receiver refused %d export(s)", n-reported)
-				if last, _ := r.lastError.Load().(string); last != "" {
-					msg += "; last: " + last
-				}
-				emit(r.marker(msg))
-				reported = n
+			report()
+		case <-ctx.Done():
+			shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := srv.Shutdown(shutCtx); err != nil {
+				srv.Close()
 			}
+			cancel()
+			<-served
+			report()
+			return nil
 		}
 	}
 }
@@ -175,38 +185,48 @@ func (r *OTLPReceiver) marker(msg string) event.Event {
 	return event.NewMarker(&event.Marker{Time: r.cfg.Now(), Kind: event.MarkerCollector, Source: "collector.otlp", Message: msg})
 }
 
-// Lookup returns the timing of the span whose gen_ai.request.id is requestID,
-// else of the span in trace traceID (32 hex digits). Either may be empty.
-// The result is a copy the caller may keep.
-func (r *OTLPReceiver) Lookup(requestID, traceID string) (*event.ServerTiming, bool) {
-	if requestID != "" {
-		if st, ok := r.store.get(requestKey(requestID)); ok {
-			return st, true
-		}
+// setEmit sets where spans go; nil stops emitting, once the handlers
+// emitting now have finished.
+func (r *OTLPReceiver) setEmit(emit func(event.Event)) {
+	r.emitMu.Lock()
+	r.emit = emit
+	r.emitMu.Unlock()
+}
+
+// publish emits ev if Run is running.
+func (r *OTLPReceiver) publish(ev event.Event) bool {
+	r.emitMu.RLock()
+	defer r.emitMu.RUnlock()
+	if r.emit == nil {
+		return false
 	}
-	if traceID != "" {
-		if st, ok := r.store.get(traceKey(strings.ToLower(traceID))); ok {
-			return st, true
-		}
-	}
-	return nil, false
+	r.emit(ev)
+	return true
 }
 
 // Stats returns the receiver's counters.
 func (r *OTLPReceiver) Stats() OTLPStats {
-	evicted, entries := r.store.stats()
 	return OTLPStats{
 		Exports:      r.exports.Load(),
 		Spans:        r.spans.Load(),
-		Stored:       r.stored.Load(),
+		Emitted:      r.emitted.Load(),
 		DecodeErrors: r.decodeErrors.Load(),
 		Rejected:     r.rejected.Load(),
-		Evicted:      evicted,
-		Entries:      entries,
 	}
 }
 
 func (r *OTLPReceiver) serveTraces(w http.ResponseWriter, req *http.Request) {
+	select {
+	case r.slot <- struct{}{}:
+		defer func() { <-r.slot }()
+	default:
+		msg := fmt.Sprintf("busy: %d exports are being read; retry", cap(r.slot))
+		r.rejected.Add(1)
+		r.lastError.Store(msg)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, msg, http.StatusTooManyRequests)
+		return
+	}
 	mediaType, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	if err != nil || (mediaType != contentProtobuf && mediaType != contentJSON) {
 		msg := fmt.Sprintf("unsupported content type %q: send %s or %s", req.Header.Get("Content-Type"), contentProtobuf, contentJSON)
@@ -375,8 +395,9 @@ func writeStatus(w http.ResponseWriter, mediaType string, status int, msg string
 	w.Write(b)
 }
 
-// ingest stores the timing of every request span in export.
+// ingest emits the timing of every request span in export.
 func (r *OTLPReceiver) ingest(export *coltracepb.ExportTraceServiceRequest) {
+	now := r.cfg.Now()
 	for _, rs := range export.GetResourceSpans() {
 		for _, ss := range rs.GetScopeSpans() {
 			for _, span := range ss.GetSpans() {
@@ -385,25 +406,16 @@ func (r *OTLPReceiver) ingest(export *coltracepb.ExportTraceServiceRequest) {
 				if !ok {
 					continue
 				}
-				var keys []string
-				if requestID != "" {
-					keys = append(keys, requestKey(requestID))
-					// vLLM names the engine request "chatcmpl-<X-Request-Id>" or
-					// "cmpl-<X-Request-Id>"; the probe knows only the header value.
-					for _, prefix := range []string{"chatcmpl-", "cmpl-"} {
-						if base, found := strings.CutPrefix(requestID, prefix); found && base != "" {
-							keys = append(keys, requestKey(base))
-						}
-					}
-				}
+				sp := &event.Span{Time: now, RequestID: requestID, Timing: *st}
 				if tid := span.GetTraceId(); len(tid) == 16 && !allZero(tid) {
-					keys = append(keys, traceKey(hex.EncodeToString(tid)))
+					sp.TraceID = hex.EncodeToString(tid)
 				}
-				if len(keys) == 0 {
+				if sp.RequestID == "" && sp.TraceID == "" {
 					continue
 				}
-				r.stored.Add(1)
-				r.store.put(keys, st)
+				if r.publish(event.NewSpan(sp)) {
+					r.emitted.Add(1)
+				}
 			}
 		}
 	}
@@ -512,102 +524,4 @@ func secondsToDuration(s float64) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(s*1e9 + 0.5), true
-}
-
-func requestKey(id string) string { return "r:" + id }
-func traceKey(id string) string   { return "t:" + id }
-
-// timingStore is a bounded map of span timings with a TTL. Entries expire in
-// insertion order (one TTL for all), so a FIFO queue finds the oldest.
-type timingStore struct {
-	ttl time.Duration
-	max int
-	now func() time.Time
-
-	mu      sync.Mutex
-	byKey   map[string]*storedTiming
-	fifo    []*storedTiming // oldest first; fifo[head:] are live
-	head    int
-	evicted uint64
-}
-
-type storedTiming struct {
-	timing *event.ServerTiming
-	at     time.Time
-	keys   []string
-}
-
-func newTimingStore(ttl time.Duration, max int, now func() time.Time) *timingStore {
-	return &timingStore{ttl: ttl, max: max, now: now, byKey: map[string]*storedTiming{}}
-}
-
-func (s *timingStore) put(keys []string, st *event.ServerTiming) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	s.expireLocked(now)
-	for s.len() >= s.max {
-		s.dropOldestLocked()
-		s.evicted++
-	}
-	e := &storedTiming{timing: st, at: now, keys: keys}
-	for _, k := range keys {
-		s.byKey[k] = e
-	}
-	s.fifo = append(s.fifo, e)
-}
-
-func (s *timingStore) get(key string) (*event.ServerTiming, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expireLocked(s.now())
-	e, ok := s.byKey[key]
-	if !ok {
-		return nil, false
-	}
-	return cloneTiming(e.timing), true
-}
-
-func (s *timingStore) stats() (evicted uint64, entries int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expireLocked(s.now())
-	return s.evicted, s.len()
-}
-
-func (s *timingStore) len() int { return len(s.fifo) - s.head }
-
-func (s *timingStore) expireLocked(now time.Time) {
-	for s.len() > 0 && now.Sub(s.fifo[s.head].at) >= s.ttl {
-		s.dropOldestLocked()
-	}
-}
-
-func (s *timingStore) dropOldestLocked() {
-	e := s.fifo[s.head]
-	s.fifo[s.head] = nil
-	s.head++
-	for _, k := range e.keys {
-		// A later span may have taken the key over; leave that one.
-		if s.byKey[k] == e {
-			delete(s.byKey, k)
-		}
-	}
-	// Compact once the dead prefix is the larger half, so the slice stays
-	// proportional to the live entries.
-	if s.head > 64 && s.head*2 > len(s.fifo) {
-		n := copy(s.fifo, s.fifo[s.head:])
-		clear(s.fifo[n:])
-		s.fifo = s.fifo[:n]
-		s.head = 0
-	}
-}
-
-func cloneTiming(st *event.ServerTiming) *event.ServerTiming {
-	c := *st
-	c.Stages = make(map[event.Stage]time.Duration, len(st.Stages))
-	for k, v := range st.Stages {
-		c.Stages[k] = v
-	}
-	return &c
 }

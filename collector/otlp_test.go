@@ -5,6 +5,8 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/hex"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -136,6 +138,39 @@ func gzipped(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
+// spanSink collects what a receiver emits, as Run would pass it on.
+type spanSink struct {
+	mu     sync.Mutex
+	spans  []*event.Span
+	others []event.Event
+}
+
+func captureSpans(r *OTLPReceiver) *spanSink {
+	s := &spanSink{}
+	r.setEmit(func(ev event.Event) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if ev.Span != nil {
+			s.spans = append(s.spans, ev.Span)
+		} else {
+			s.others = append(s.others, ev)
+		}
+	})
+	return s
+}
+
+// find returns the span emitted with this request id or trace id.
+func (s *spanSink) find(requestID, traceID string) (*event.Span, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sp := range s.spans {
+		if requestID != "" && sp.RequestID == requestID || traceID != "" && strings.EqualFold(sp.TraceID, traceID) {
+			return sp, true
+		}
+	}
+	return nil, false
+}
+
 func TestOTLPReceiverEncodings(t *testing.T) {
 	t.Parallel()
 	export := exportOf(vllmSpan("chatcmpl-req-1", traceIDOf(1)))
@@ -160,6 +195,7 @@ func TestOTLPReceiverEncodings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := NewOTLPReceiver(OTLPConfig{})
+			sink := captureSpans(r)
 			got := post(t, r.Handler(), tc.contentType, tc.encoding, tc.body)
 			if got.status != http.StatusOK {
 				t.Fatalf("status = %d (%s), want 200", got.status, got.body)
@@ -178,23 +214,15 @@ func TestOTLPReceiverEncodings(t *testing.T) {
 				t.Errorf("response %q is not an empty ExportTraceServiceResponse (%v)", got.body, err)
 			}
 
-			byID, ok := r.Lookup("req-1", "")
+			sp, ok := sink.find("chatcmpl-req-1", "")
 			if !ok {
-				t.Fatal("no timing by X-Request-Id (span names it chatcmpl-req-1)")
+				t.Fatal("no span emitted with the vLLM request id")
 			}
-			checkTiming(t, byID, wantVLLMTiming())
-			if _, ok := r.Lookup("chatcmpl-req-1", ""); !ok {
-				t.Error("no timing by the full vLLM request id")
+			checkTiming(t, &sp.Timing, wantVLLMTiming())
+			if sp.TraceID != hex.EncodeToString(traceIDOf(1)) {
+				t.Errorf("trace id %q, want %x", sp.TraceID, traceIDOf(1))
 			}
-			byTrace, ok := r.Lookup("", strings.ToUpper(hex.EncodeToString(traceIDOf(1))))
-			if !ok {
-				t.Fatal("no timing by trace id")
-			}
-			checkTiming(t, byTrace, wantVLLMTiming())
-			if _, ok := r.Lookup("other", hex.EncodeToString(traceIDOf(2))); ok {
-				t.Error("found a timing for an unknown request")
-			}
-			if s := r.Stats(); s.Exports != 1 || s.Spans != 1 || s.Stored != 1 || s.Entries != 1 {
+			if s := r.Stats(); s.Exports != 1 || s.Spans != 1 || s.Emitted != 1 {
 				t.Errorf("stats = %+v", s)
 			}
 		})
@@ -211,38 +239,40 @@ func TestOTLPReceiverSpecJSONFixtures(t *testing.T) {
 		return b
 	}
 	r := NewOTLPReceiver(OTLPConfig{})
+	sink := captureSpans(r)
 	for _, name := range []string{"vllm_llm_request.json", "tgi_generate_stream.json"} {
 		if got := post(t, r.Handler(), "application/json", "", read(name)); got.status != http.StatusOK {
 			t.Fatalf("%s: status = %d (%s)", name, got.status, got.body)
 		}
 	}
 	// Hex ids per the OTLP/JSON spec, in upper case in the fixture.
-	vllm, ok := r.Lookup("", "5b8efff798038103d269b633813fc60c")
+	vllm, ok := sink.find("", "5b8efff798038103d269b633813fc60c")
 	if !ok {
 		t.Fatal("vLLM span not found by its hex trace id")
 	}
-	checkTiming(t, vllm, wantVLLMTiming())
-	if _, ok := r.Lookup("json-1", ""); !ok {
+	checkTiming(t, &vllm.Timing, wantVLLMTiming())
+	if _, ok := sink.find("chatcmpl-json-1", ""); !ok {
 		t.Error("vLLM span not found by request id")
 	}
-	tgi, ok := r.Lookup("", "4bf92f3577b34da6a3ce929d0e0e4736")
+	tgi, ok := sink.find("", "4bf92f3577b34da6a3ce929d0e0e4736")
 	if !ok {
 		t.Fatal("TGI span not found by trace id")
 	}
-	checkTiming(t, tgi, &event.ServerTiming{Source: SourceOTLPTGI, Stages: map[event.Stage]time.Duration{
+	checkTiming(t, &tgi.Timing, &event.ServerTiming{Source: SourceOTLPTGI, Stages: map[event.Stage]time.Duration{
 		event.StageTokenize:  850 * time.Microsecond,
 		event.StageQueue:     12300 * time.Microsecond,
 		event.StageInference: 1186850 * time.Microsecond,
 		event.StageServerE2E: 1200 * time.Millisecond,
 	}})
-	if s := r.Stats(); s.Spans != 3 || s.Stored != 2 {
-		t.Errorf("stats = %+v, want 3 spans read, 2 stored", s)
+	if s := r.Stats(); s.Spans != 3 || s.Emitted != 2 {
+		t.Errorf("stats = %+v, want 3 spans read, 2 emitted", s)
 	}
 }
 
 func TestOTLPReceiverRejects(t *testing.T) {
 	t.Parallel()
 	r := NewOTLPReceiver(OTLPConfig{MaxBody: 4096})
+	sink := captureSpans(r)
 	h := r.Handler()
 	good, _ := proto.Marshal(exportOf(vllmSpan("after", traceIDOf(9))))
 	big := bytes.Repeat([]byte{'x'}, 5000)
@@ -281,8 +311,8 @@ func TestOTLPReceiverRejects(t *testing.T) {
 	if got := post(t, h, "application/x-protobuf", "", good); got.status != http.StatusOK {
 		t.Fatalf("after bad bodies: status = %d, want 200", got.status)
 	}
-	if _, ok := r.Lookup("after", ""); !ok {
-		t.Error("receiver stopped storing after bad bodies")
+	if _, ok := sink.find("after", ""); !ok {
+		t.Error("receiver stopped emitting after bad bodies")
 	}
 	s := r.Stats()
 	if s.DecodeErrors != 6 || s.Rejected != 5 || s.Exports != 1 {
@@ -297,92 +327,59 @@ func TestOTLPReceiverRejects(t *testing.T) {
 	}
 }
 
-// fakeClock is a settable clock for TTL tests.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func TestOTLPReceiverBounds(t *testing.T) {
+func TestOTLPReceiverBoundsConcurrentExports(t *testing.T) {
 	t.Parallel()
-	clock := &fakeClock{t: time.Unix(1767000000, 0)}
-	r := NewOTLPReceiver(OTLPConfig{TTL: time.Minute, MaxEntries: 3, Now: clock.Now})
-	send := func(ids ...string) {
-		t.Helper()
-		var spans []*tracepb.Span
-		for i, id := range ids {
-			spans = append(spans, vllmSpan(id, traceIDOf(byte(len(id)+i))))
-		}
-		b, _ := proto.Marshal(exportOf(spans...))
-		if got := post(t, r.Handler(), contentProtobuf, "", b); got.status != 200 {
-			t.Fatalf("status %d", got.status)
-		}
+	r := NewOTLPReceiver(OTLPConfig{MaxConcurrent: 2})
+	sink := captureSpans(r)
+	good, _ := proto.Marshal(exportOf(vllmSpan("ok", traceIDOf(5))))
+	// Two exports are being read (their slots are taken): a third is refused
+	// at once, with a Retry-After, instead of holding more memory.
+	r.slot <- struct{}{}
+	r.slot <- struct{}{}
+	req := httptest.NewRequest(http.MethodPost, "/v1/traces", bytes.NewReader(good))
+	req.Header.Set("Content-Type", contentProtobuf)
+	rec := httptest.NewRecorder()
+	r.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("third export: status %d, Retry-After %q; want 429 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
 	}
+	<-r.slot
+	if got := post(t, r.Handler(), contentProtobuf, "", good); got.status != http.StatusOK {
+		t.Fatalf("with a free slot: status %d", got.status)
+	}
+	if _, ok := sink.find("ok", ""); !ok {
+		t.Error("the accepted export's span was not emitted")
+	}
+	if s := r.Stats(); s.Rejected != 1 || s.Exports != 1 {
+		t.Errorf("stats %+v: want 1 rejected, 1 export", s)
+	}
+}
 
-	send("a", "b", "c", "d", "e")
-	for _, id := range []string{"a", "b"} {
-		if _, ok := r.Lookup(id, ""); ok {
-			t.Errorf("%s kept past MaxEntries", id)
-		}
+func TestOTLPReceiverSlowBodyTimesOut(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, id := range []string{"c", "d", "e"} {
-		if _, ok := r.Lookup(id, ""); !ok {
-			t.Errorf("%s lost", id)
-		}
+	r := NewOTLPReceiver(OTLPConfig{Listener: ln, ReadTimeout: 200 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, func(event.Event) {}) }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if s := r.Stats(); s.Entries != 3 || s.Evicted != 2 {
-		t.Errorf("stats = %+v, want 3 entries, 2 evicted", s)
+	defer conn.Close()
+	// Promise 8 MB and send 10 bytes: the server must hang up, not wait.
+	fmt.Fprintf(conn, "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: 8000000\r\n\r\n0123456789")
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.ReadAll(conn); err != nil {
+		t.Fatalf("the server kept a slow export open past its read timeout: %v", err)
 	}
-
-	clock.Add(40 * time.Second)
-	send("f")                   // the store is full: c goes for space
-	clock.Add(30 * time.Second) // c, d, e are 70 s old; f is 30 s old
-	for _, id := range []string{"c", "d", "e"} {
-		if _, ok := r.Lookup(id, ""); ok {
-			t.Errorf("%s kept past its TTL", id)
-		}
-	}
-	if _, ok := r.Lookup("f", ""); !ok {
-		t.Error("f expired early")
-	}
-	if s := r.Stats(); s.Entries != 1 || s.Evicted != 3 {
-		t.Errorf("stats = %+v, want 1 entry, 3 evicted", s)
-	}
-
-	// A request id reused by a later span: the newer timing wins, and the
-	// older one's expiry does not remove it.
-	send("g")
-	clock.Add(10 * time.Second)
-	send("g")
-	clock.Add(55 * time.Second) // first g expired, second g is 55 s old
-	if _, ok := r.Lookup("g", ""); !ok {
-		t.Error("re-sent id lost when its older entry expired")
-	}
-
-	// Many exports through a small store never grow it past its bound.
-	for i := range 200 {
-		send(strings.Repeat("x", i%7+1), "y")
-	}
-	if s := r.Stats(); s.Entries > 3 {
-		t.Errorf("entries = %d, want <= 3", s.Entries)
-	}
-	r.store.mu.Lock()
-	keys, backing := len(r.store.byKey), cap(r.store.fifo)
-	r.store.mu.Unlock()
-	if keys > 3*3 || backing > 256 {
-		t.Errorf("store holds %d keys, fifo capacity %d: not bounded", keys, backing)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -390,14 +387,21 @@ func TestOTLPReceiverBounds(t *testing.T) {
 // Go SDK and its OTLP/HTTP exporter (protobuf, gzip) over loopback.
 func TestOTLPReceiverWithSDKExporter(t *testing.T) {
 	t.Parallel()
-	r := NewOTLPReceiver(OTLPConfig{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := NewOTLPReceiver(OTLPConfig{Listener: ln})
 	ctx, cancel := context.WithCancel(context.Background())
+	spans := make(chan *event.Span, 4)
 	served := make(chan error, 1)
-	go func() { served <- r.Serve(ctx, ln) }()
+	go func() {
+		served <- r.Run(ctx, func(ev event.Event) {
+			if ev.Span != nil {
+				spans <- ev.Span
+			}
+		})
+	}()
 
 	exp, err := otlptracehttp.New(ctx,
 		otlptracehttp.WithEndpoint(ln.Addr().String()),
@@ -426,17 +430,18 @@ func TestOTLPReceiverWithSDKExporter(t *testing.T) {
 		t.Fatalf("exporter: %v", err)
 	}
 
-	got, ok := r.Lookup("nothing", "0af7651916cd43dd8448eb211c80319c")
-	if !ok {
-		t.Fatalf("span not found by trace id; stats %+v", r.Stats())
+	var got *event.Span
+	select {
+	case got = <-spans:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no span emitted; stats %+v", r.Stats())
 	}
-	checkTiming(t, got, &event.ServerTiming{Source: SourceOTLP, PromptTokens: 7, Stages: map[event.Stage]time.Duration{
+	if got.TraceID != "0af7651916cd43dd8448eb211c80319c" || got.RequestID != "cmpl-sdk-1" {
+		t.Errorf("span ids %q / %q", got.TraceID, got.RequestID)
+	}
+	checkTiming(t, &got.Timing, &event.ServerTiming{Source: SourceOTLP, PromptTokens: 7, Stages: map[event.Stage]time.Duration{
 		event.StageQueue: 4 * time.Millisecond, event.StagePrefill: 11 * time.Millisecond, event.StageServerTTFT: 17 * time.Millisecond,
 	}})
-	if _, ok := r.Lookup("sdk-1", ""); !ok {
-		t.Error("span not found by request id")
-	}
-
 	cancel()
 	select {
 	case err := <-served:
@@ -450,7 +455,7 @@ func TestOTLPReceiverWithSDKExporter(t *testing.T) {
 
 func TestOTLPReceiverRun(t *testing.T) {
 	t.Parallel()
-	if err := NewOTLPReceiver(OTLPConfig{}).Run(context.Background(), nil); err == nil {
+	if err := NewOTLPReceiver(OTLPConfig{}).Run(context.Background(), func(event.Event) {}); err == nil {
 		t.Error("Run without an address succeeded")
 	}
 
@@ -493,7 +498,8 @@ func FuzzOTLPDecode(f *testing.F) {
 	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz","attributes":[{"key":"gen_ai.latency.e2e","value":{"stringValue":"NaN"}}]}]}]}]}`))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r := NewOTLPReceiver(OTLPConfig{MaxEntries: 16, MaxBody: 1 << 16})
+		r := NewOTLPReceiver(OTLPConfig{MaxBody: 1 << 16})
+		captureSpans(r)
 		h := r.Handler()
 		for _, ct := range []string{contentProtobuf, contentJSON} {
 			got := post(t, h, ct, "", body)
@@ -505,6 +511,44 @@ func FuzzOTLPDecode(f *testing.F) {
 			}
 		}
 		post(t, h, contentProtobuf, "gzip", body)
-		r.Lookup("f", hex.EncodeToString(traceIDOf(3)))
 	})
+}
+
+func TestOTLPReceiverReportsRefusedExports(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewOTLPReceiver(OTLPConfig{Listener: ln})
+	var mu sync.Mutex
+	var markers []string
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- r.Run(ctx, func(ev event.Event) {
+			if ev.Marker != nil {
+				mu.Lock()
+				markers = append(markers, ev.Marker.Message)
+				mu.Unlock()
+			}
+		})
+	}()
+	for range 3 {
+		resp, err := http.Post("http://"+ln.Addr().String()+"/v1/traces", contentProtobuf, strings.NewReader("\xff\xff\xff"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	last := markers[len(markers)-1]
+	if !strings.Contains(last, "refused 3 export(s)") || !strings.Contains(last, "decode otlp/protobuf") {
+		t.Errorf("markers %q: want the refused exports reported with the reason when the run ends", markers)
+	}
 }

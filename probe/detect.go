@@ -19,6 +19,10 @@ type Detected struct {
 	Models  []string // models the server lists; the first is the default --model
 }
 
+// ServerLatscopeSim is the server kind Detect reports for latscope's own
+// simulator: everything measured against it describes the simulator.
+const ServerLatscopeSim = "latscope-sim"
+
 // detectTimeout bounds each endpoint probe; they run in parallel, so
 // Detect takes at most about this long.
 const detectTimeout = 2 * time.Second
@@ -130,7 +134,7 @@ func classifyServer(bodies map[string][]byte) (Detected, bool) {
 		}
 	case owners["latscope-sim"]:
 		// latscope's own simulator speaks vLLM's API and metrics.
-		d.Server, d.Dialect = "latscope-sim", DialectOpenAIChat
+		d.Server, d.Dialect = ServerLatscopeSim, DialectOpenAIChat
 	case owners["vllm"] || (has("/version", "version") && bodies["/v1/models"] != nil):
 		d.Server, d.Dialect = "vllm", DialectOpenAIChat
 	case bodies["/v1/models"] != nil:

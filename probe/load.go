@@ -70,8 +70,9 @@ type RunStats struct {
 	// SendRate is the achieved rate: requests started per second between
 	// the first and the last start (all requests, warmup included).
 	SendRate float64
-	// Scheduling lag of open-loop requests (how late the probe sent them).
-	SchedLagP50, SchedLagP99, SchedLagMax time.Duration
+	// SchedLagMax is the latest an open-loop request was sent; the
+	// percentiles are the aggregator's.
+	SchedLagMax time.Duration
 
 	Stalls      int  // stall markers emitted
 	ProbeLimits int  // probe_limit markers emitted
@@ -93,6 +94,7 @@ type Runner struct {
 	started  atomic.Bool
 	inFlight atomic.Int64
 	peak     atomic.Int64
+	stats    RunStats // set when Run returns
 }
 
 // NewRunner checks cfg and returns a Runner that sends prompts from prompts
@@ -150,9 +152,6 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 // RunID returns the id that prefixes every request id of this run.
 func (r *Runner) RunID() string { return r.runID }
 
-// OpenLoop reports whether the runner paces requests by schedule.
-func (r *Runner) OpenLoop() bool { return r.pacer != nil }
-
 // InFlight returns the number of requests in flight now.
 func (r *Runner) InFlight() int { return int(r.inFlight.Load()) }
 
@@ -168,22 +167,26 @@ func (r *Runner) SelfStats() SelfStats {
 	return s
 }
 
-// Run sends the load and calls emit with every request record and every
-// marker (stall, probe_limit). Calls to emit are serialised: they all come
-// from one goroutine, one at a time, so emit needs no locking; it should
-// return quickly, since a slow emit eventually holds up the workers. Run
-// returns when every request has been recorded and every goroutine it
-// started has stopped. A Runner runs once.
+// Stats sums up the run; it is complete once Run has returned.
+func (r *Runner) Stats() RunStats { return r.stats }
+
+// Run sends the load and calls emit with every request record, every marker
+// (stall, probe_limit) and a probe sample (in flight, CPU, scheduling lag)
+// every SelfInterval: the Runner is a pipeline source. Calls to emit are
+// serialised: they all come from one goroutine, one at a time, so emit needs
+// no locking; it should return quickly, since a slow emit eventually holds
+// up the workers. Run returns when every request has been recorded and every
+// goroutine it started has stopped. A Runner runs once.
 //
 // Cancelling ctx stops the run: requests in flight are cancelled and
-// recorded with outcome cancelled, and Run returns the stats with
-// Interrupted set and a nil error.
-func (r *Runner) Run(ctx context.Context, emit func(event.Event)) (RunStats, error) {
+// recorded with outcome cancelled, and Run returns nil (Stats says
+// Interrupted).
+func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 	if emit == nil {
-		return RunStats{}, errors.New("run: no emit function")
+		return errors.New("run: no emit function")
 	}
 	if !r.started.CompareAndSwap(false, true) {
-		return RunStats{}, errors.New("run: a runner runs once")
+		return errors.New("run: a runner runs once")
 	}
 	began := time.Now()
 
@@ -239,7 +242,8 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) (RunStats, err
 	st.InFlightPeak = int(r.peak.Load())
 	st.Interrupted = ctx.Err() != nil
 	st.Elapsed = time.Since(began)
-	return st, nil
+	r.stats = st
+	return nil
 }
 
 // closedLoop runs Concurrency workers, each sending its next request when

@@ -36,7 +36,7 @@ func BenchmarkRunnerPerRequest(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	if _, err := r.Run(b.Context(), func(event.Event) {}); err != nil {
+	if err := r.Run(b.Context(), func(event.Event) {}); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -3,8 +3,6 @@ package probe
 import (
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/latscope/latscope/event"
 )
 
@@ -18,22 +16,16 @@ type emitItem struct {
 }
 
 // emitter is the one goroutine that calls the user's emit function. It owns
-// the run's counters, the stall detector and the sched-lag histogram, so
-// none of them needs a lock.
+// the run's counters and the stall detector, so neither needs a lock.
 type emitter struct {
 	stats   RunStats
 	stall   *StallDetector
 	prompts *PromptSource
-	lag     *hdrhistogram.Histogram // µs, open loop only
 	open    bool
 
 	firstStart, lastStart time.Time
 	starts                int
 }
-
-// maxLagMicros is the largest sched lag the histogram tracks (one hour);
-// larger values are clamped, as hdrhistogram refuses them.
-const maxLagMicros = int64(time.Hour / time.Microsecond)
 
 func newEmitter(stall StallConfig, prompts *PromptSource, openLoop bool) *emitter {
 	return &emitter{
@@ -41,7 +33,6 @@ func newEmitter(stall StallConfig, prompts *PromptSource, openLoop bool) *emitte
 		stats:   RunStats{ByOutcome: map[event.Outcome]int{}},
 		stall:   NewStallDetector(stall),
 		prompts: prompts,
-		lag:     hdrhistogram.New(1, maxLagMicros, 2),
 	}
 }
 
@@ -109,7 +100,6 @@ func (e *emitter) count(rec *event.Request) {
 		e.stats.Errors++
 	}
 	if e.open {
-		_ = e.lag.RecordValue(min(max(rec.SchedLag.Microseconds(), 0), maxLagMicros)) // in range: cannot fail
 		e.stats.SchedLagMax = max(e.stats.SchedLagMax, rec.SchedLag)
 	}
 }
@@ -131,10 +121,6 @@ func (e *emitter) marker(m event.Marker, emit func(event.Event)) {
 }
 
 func (e *emitter) finish() {
-	if e.lag.TotalCount() > 0 {
-		e.stats.SchedLagP50 = time.Duration(e.lag.ValueAtQuantile(50)) * time.Microsecond
-		e.stats.SchedLagP99 = time.Duration(e.lag.ValueAtQuantile(99)) * time.Microsecond
-	}
 	if span := e.lastStart.Sub(e.firstStart); e.starts > 1 && span > 0 {
 		e.stats.SendRate = float64(e.starts-1) / span.Seconds()
 	}

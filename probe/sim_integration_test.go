@@ -68,7 +68,7 @@ func runAgainst(t *testing.T, url string, headers http.Header, n, promptTokens, 
 		t.Fatal(err)
 	}
 	var recs []*event.Request
-	stats, err := runner.Run(ctx, func(ev event.Event) {
+	err = runner.Run(ctx, func(ev event.Event) {
 		if ev.Request != nil {
 			recs = append(recs, ev.Request)
 		}
@@ -76,7 +76,7 @@ func runAgainst(t *testing.T, url string, headers http.Header, n, promptTokens, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return stats, recs
+	return runner.Stats(), recs
 }
 
 func TestSimFaultsEndInTheRightOutcome(t *testing.T) {

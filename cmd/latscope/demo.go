@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/latscope/latscope/collector"
+	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/sim"
 )
 
@@ -54,15 +55,15 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 	if err != nil {
 		return fmt.Errorf("--profile: %w", err)
 	}
-	// The span receiver first, so the simulator can be told where to send.
+	// The span receiver's port first, so the simulator can be told where to
+	// send; the receiver runs as one of the session's sources.
 	serveCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
-	recv := collector.NewOTLPReceiver(collector.OTLPConfig{})
 	otlpLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("listen for spans: %w", err)
 	}
-	go func() { _ = recv.Serve(serveCtx, otlpLn) }()
+	recv := collector.NewOTLPReceiver(collector.OTLPConfig{Listener: otlpLn})
 
 	srv, err := sim.New(sim.Config{
 		Profile: prof, MaxNumSeqs: maxNumSeqs, TokenizerPool: pool, Seed: f.seed,
@@ -89,5 +90,5 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 	label := fmt.Sprintf("latscope demo: SIMULATED %s server on http://%s (%d slots) - numbers describe the simulator, not a real model; GPU is simulated too",
 		prof.Name, ln.Addr(), maxNumSeqs)
 	return runSession(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), "http://"+ln.Addr().String(), f,
-		&sessionExtras{collectors: []collector.Collector{gpu}, spans: recv, label: label})
+		&sessionExtras{collectors: []pipeline.Source{gpu}, spans: recv, label: label, simulated: true})
 }

@@ -2,93 +2,77 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"sync"
-	"time"
 
 	"github.com/latscope/latscope/aggregate"
-	"github.com/latscope/latscope/collector"
-	"github.com/latscope/latscope/event"
-	"github.com/latscope/latscope/probe"
 )
 
-// pipeline is one measuring session, wired the one way data flows:
-//
-//	runner (probe) ─┐
-//	prometheus  ────┼─► raw ─► attributor ─► aggregator ─► status line / final report
-//	gpu         ────┘
-//
-// Sources only emit; the attributor joins server timings onto request
-// records; the aggregator is the one place statistics are computed.
-type pipeline struct {
-	runner     *probe.Runner
-	collectors []collector.Collector
-	spans      collector.SpanLookup // nil without an OTLP receiver
-	joinWait   time.Duration
-	offered    float64 // open-loop rate, for the queue-growth insight
-	status     io.Writer
-	statusRate time.Duration
+// Exit codes, documented in the README and in `latscope --help`.
+const (
+	exitFailure     = 1   // bad flags, the server could not be reached or set up, a write failed
+	exitSLOMissed   = 2   // --slo: at least one objective was missed
+	exitAllFailed   = 3   // requests were sent and none succeeded
+	exitInterrupted = 130 // Ctrl-C or SIGTERM: the summary so far was printed
+)
+
+// runSession measures target with f and prints the result: the composition
+// root opens the session, measures it, prints the summary and decides the
+// exit code.
+func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, extra *sessionExtras) error {
+	objectives, err := aggregate.ParseSLO(f.slo)
+	if err != nil {
+		return err
+	}
+	if !f.noTUI {
+		fmt.Fprintln(stderr, "latscope: the live dashboard is not built yet; running headless (--no-tui)")
+	}
+	s, err := openSession(ctx, stderr, target, f, extra)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	summary, runErr := s.measure(ctx, stderr)
+	if f.jsonOut {
+		err = aggregate.WriteJSON(stdout, summary)
+	} else {
+		err = aggregate.WriteTable(stdout, summary)
+	}
+	if err != nil {
+		return fmt.Errorf("write the summary: %w", err)
+	}
+	return outcome(ctx, stderr, summary, objectives, runErr)
 }
 
-// result is what a finished session produced.
-type result struct {
-	summary aggregate.Summary
-	stats   probe.RunStats
+// outcome maps a finished run to its exit: an error of the run itself, an
+// interruption, no request succeeding, or a missed objective, in that order.
+func outcome(ctx context.Context, stderr io.Writer, s aggregate.Summary, objectives []aggregate.Objective, runErr error) error {
+	switch {
+	case runErr != nil && ctx.Err() == nil:
+		return runErr
+	case ctx.Err() != nil:
+		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the requests sent until then")}
+	case s.Requests.Sent > 0 && s.Requests.OK == 0:
+		return &exitError{code: exitAllFailed, err: fmt.Errorf("all %d requests failed%s", s.Requests.Sent, topErrorHint(s))}
+	case len(objectives) > 0:
+		return checkSLO(stderr, s, objectives)
+	}
+	return nil
 }
 
-// run drives the session until the runner stops (duration, request count
-// or ctx), then drains every stage so that no record is lost: the final
-// summary holds every request that was sent, Ctrl-C included.
-func (p *pipeline) run(ctx context.Context) (result, error) {
-	raw := make(chan event.Event, 4096)
-	attributed := make(chan event.Event, 4096)
-	// Records must never be dropped, so emit blocks; the stages below drain
-	// until their input closes, not until ctx ends, so a Ctrl-C still
-	// delivers the cancelled requests' records.
-	emit := func(ev event.Event) { raw <- ev }
-	drainCtx := context.WithoutCancel(ctx)
-
-	attributor := collector.NewAttributor(collector.AttributorConfig{Spans: p.spans, JoinWait: p.joinWait})
-	go attributor.Run(drainCtx, raw, attributed)
-
-	agg := aggregate.New(aggregate.Config{Now: time.Now, OfferedRate: p.offered})
-	summaryc := make(chan aggregate.Summary, 1)
-	var lastStatus time.Time
-	publish := func(s aggregate.Snapshot) {
-		if p.status == nil || time.Since(lastStatus) < p.statusRate {
-			return
-		}
-		lastStatus = time.Now()
-		fmt.Fprintln(p.status, aggregate.StatusLine(s))
-	}
-	go func() { summaryc <- agg.Run(drainCtx, attributed, 250*time.Millisecond, publish) }()
-
-	collectCtx, stopCollectors := context.WithCancel(ctx)
-	var sources sync.WaitGroup
-	for _, c := range p.collectors {
-		sources.Add(1)
-		go func() {
-			defer sources.Done()
-			// A collector's failure is its own state (markers, stale
-			// samples); it never stops the probe.
-			_ = c.Run(collectCtx, emit)
-		}()
-	}
-
-	stats, runErr := p.runner.Run(ctx, emit)
-
-	// Give late server spans a moment to arrive for the last requests.
-	if p.spans != nil && ctx.Err() == nil && p.joinWait > 0 {
-		select {
-		case <-time.After(p.joinWait):
-		case <-ctx.Done():
+// topErrorHint names the most common way requests failed, for the one line
+// a user reads when nothing worked.
+func topErrorHint(s aggregate.Summary) string {
+	var top string
+	var n int64
+	for outcome, c := range s.Requests.ByOutcome {
+		if c > n || c == n && string(outcome) < top {
+			top, n = string(outcome), c
 		}
 	}
-	stopCollectors()
-	sources.Wait()
-	close(raw)
-	summary := <-summaryc
-	return result{summary: summary, stats: stats}, runErr
+	if top == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (most as %s)", top)
 }
-

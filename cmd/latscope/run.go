@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -149,163 +146,6 @@ time went.
 	return cmd
 }
 
-// sessionExtras are what the demo adds to a session: its own collectors
-// (a simulated GPU) and its own span receiver.
-type sessionExtras struct {
-	collectors []collector.Collector
-	spans      collector.SpanLookup
-	label      string // printed first on stderr, e.g. "SIMULATED server"
-}
-
-// runSession measures target with f and prints the result.
-func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, extra *sessionExtras) error {
-	if err := f.validate(); err != nil {
-		return err
-	}
-	objectives, err := aggregate.ParseSLO(f.slo)
-	if err != nil {
-		return err
-	}
-	headers, err := parseHeaders(f.headers)
-	if err != nil {
-		return err
-	}
-	promptLen, err := probe.ParseLength(f.promptTokens)
-	if err != nil {
-		return fmt.Errorf("--prompt-tokens: %w", err)
-	}
-	outputLen, err := probe.ParseLength(f.outputTokens)
-	if err != nil {
-		return fmt.Errorf("--output-tokens: %w", err)
-	}
-	gpuIdx, err := parseIndices(f.gpuDevices)
-	if err != nil {
-		return fmt.Errorf("--gpu: %w", err)
-	}
-	apiKey := f.apiKey
-	if apiKey == "" {
-		apiKey = os.Getenv("OPENAI_API_KEY")
-	}
-	if extra != nil && extra.label != "" {
-		fmt.Fprintln(stderr, extra.label)
-	}
-	if !f.noTUI {
-		fmt.Fprintln(stderr, "latscope: the live dashboard is not built yet; running headless (--no-tui)")
-	}
-
-	// Detection and prompt calibration get their own connections, so the
-	// probe's requests open theirs and time the TCP handshake: the connect
-	// RTT is the network estimate in the breakdown.
-	setup := &http.Client{Transport: probe.NewTransport()}
-	defer setup.CloseIdleConnections()
-	hc := &http.Client{Transport: probe.NewTransport()}
-	defer hc.CloseIdleConnections()
-
-	dialect, model := f.dialect, f.model
-	server := "unknown"
-	if dialect == "auto" || model == "" {
-		det, err := probe.Detect(ctx, setup, target)
-		if err != nil {
-			if dialect == "auto" {
-				return fmt.Errorf("find out what server runs at %s: %w (name one with --dialect)", target, err)
-			}
-		} else {
-			server = det.Server
-			if dialect == "auto" {
-				dialect = det.Dialect
-			}
-			if model == "" && len(det.Models) > 0 {
-				model = det.Models[0]
-			}
-		}
-	}
-	fmt.Fprintf(stderr, "latscope: target %s (server %s, dialect %s, model %q)\n", target, server, dialect, model)
-
-	var tok probe.Tokenizer
-	if t, err := probe.DetectTokenizer(ctx, target, model, setup); err == nil {
-		tok = t
-	} else {
-		first, _, _ := strings.Cut(err.Error(), "\n")
-		fmt.Fprintf(stderr, "latscope: no usable tokenize endpoint (%s); prompt lengths are assumed ~1 token/word and corrected from usage\n", first)
-	}
-	prompts, err := probe.NewPromptSource(ctx, probe.PromptConfig{
-		PromptTokens: promptLen, OutputTokens: outputLen, SharedPrefix: f.sharedPrefix,
-		Seed: f.seed, File: f.promptFile, Tokenizer: tok,
-	})
-	if err != nil {
-		return fmt.Errorf("prepare prompts: %w", err)
-	}
-	client, err := probe.NewClient(probe.ClientConfig{
-		BaseURL: target, Dialect: dialect, Model: model, APIKey: apiKey, Headers: headers,
-		HTTPClient: hc, MaxEventBytes: f.maxEventBytes, Timeout: f.timeout,
-	})
-	if err != nil {
-		return err
-	}
-	runner, err := probe.NewRunner(client, probe.LoadConfig{
-		Concurrency: f.concurrency, Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness,
-		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: f.seed,
-	}, prompts)
-	if err != nil {
-		return err
-	}
-
-	// The status line goes to stderr, so stdout holds the table or the JSON alone.
-	p := &pipeline{runner: runner, offered: f.rate, status: stderr, statusRate: time.Second, joinWait: f.joinWait}
-	if !f.noMetrics && !strings.HasPrefix(dialect, "ollama") {
-		murl := f.metricsURL
-		if murl == "" {
-			if murl, err = collector.MetricsURLFor(target); err != nil {
-				return err
-			}
-		}
-		prom, err := collector.NewProm(collector.PromConfig{URL: murl, Interval: f.scrapeInterval, Model: model})
-		if err != nil {
-			return fmt.Errorf("--metrics-url: %w", err)
-		}
-		p.collectors = append(p.collectors, prom)
-	}
-	if extra != nil {
-		p.collectors = append(p.collectors, extra.collectors...)
-		p.spans = extra.spans
-	}
-	if !f.noGPU && (extra == nil || len(extra.collectors) == 0) {
-		gpu := collector.NewGPU(collector.GPUConfig{Interval: f.gpuInterval, Devices: gpuIdx})
-		_, line := gpu.Probe()
-		fmt.Fprintln(stderr, "latscope:", line)
-		p.collectors = append(p.collectors, gpu)
-	}
-	if f.otlpListen != "" && p.spans == nil {
-		recv := collector.NewOTLPReceiver(collector.OTLPConfig{Addr: f.otlpListen})
-		ln, err := net.Listen("tcp", f.otlpListen)
-		if err != nil {
-			return fmt.Errorf("--otlp-listen: %w", err)
-		}
-		otlpCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		defer stop()
-		go func() { _ = recv.Serve(otlpCtx, ln) }()
-		fmt.Fprintf(stderr, "latscope: receiving OTLP spans on http://%s/v1/traces\n", ln.Addr())
-		p.spans = recv
-	}
-
-	res, runErr := p.run(ctx)
-	if f.jsonOut {
-		err = aggregate.WriteJSON(stdout, res.summary)
-	} else {
-		err = aggregate.WriteTable(stdout, res.summary)
-	}
-	if err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	if runErr != nil && ctx.Err() == nil {
-		return runErr
-	}
-	if len(objectives) > 0 {
-		return checkSLO(stderr, res.summary, objectives)
-	}
-	return nil
-}
-
 // checkSLO prints each objective's result and fails with exit code 2 when
 // any is missed, for CI users.
 func checkSLO(w io.Writer, s aggregate.Summary, objectives []aggregate.Objective) error {
@@ -319,7 +159,7 @@ func checkSLO(w io.Writer, s aggregate.Summary, objectives []aggregate.Objective
 		fmt.Fprintf(w, "slo %s %s%s (got %s)\n", mark, r.Metric, r.Want, r.GotText)
 	}
 	if failed > 0 {
-		return &exitError{code: 2, err: fmt.Errorf("%d of %d objectives missed", failed, len(objectives))}
+		return &exitError{code: exitSLOMissed, err: fmt.Errorf("%d of %d objectives missed", failed, len(objectives))}
 	}
 	return nil
 }

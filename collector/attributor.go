@@ -1,0 +1,528 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// Attributor defaults.
+const (
+	DefaultJoinWait   = 2 * time.Second
+	DefaultMaxPending = 16384
+	DefaultSpanTTL    = time.Minute
+	DefaultMaxSpans   = 65536
+	maxTargets        = 1024 // bound on the per-target RTT memory
+	expiryReportEvery = 10 * time.Second
+)
+
+// AttributorConfig configures an Attributor.
+type AttributorConfig struct {
+	// JoinSpans says a span source runs (an OTLP receiver): a finished
+	// request whose span has not arrived yet is held for up to JoinWait.
+	JoinSpans bool
+	// JoinWait is how long a finished request is held for its span; zero
+	// means DefaultJoinWait, negative means never hold. Servers export spans
+	// in batches (vLLM's OpenTelemetry SDK waits up to
+	// OTEL_BSP_SCHEDULE_DELAY, 5 s by default), so lower that on the server
+	// or raise this.
+	JoinWait time.Duration
+	// Now is the clock for JoinWait deadlines and span expiry; time.Now when nil.
+	Now func() time.Time
+	// MaxPending bounds the held requests; past it the oldest is released
+	// without its span. DefaultMaxPending when zero.
+	MaxPending int
+	// SpanTTL and MaxSpans bound the spans kept for requests that have not
+	// finished yet (or never will, e.g. another client's).
+	SpanTTL  time.Duration
+	MaxSpans int
+	// Poll is how often held requests are checked against their deadline;
+	// derived from JoinWait when zero.
+	Poll time.Duration
+}
+
+// AttributorStats counts the attributor's work.
+type AttributorStats struct {
+	Attributed   uint64 // OK requests given a breakdown
+	FromRecord   uint64 // server timing from the request's own record
+	FromSpan     uint64 // server timing joined from a span
+	FromInterval uint64 // only interval means available (estimated)
+	NoServer     uint64 // no server data at all
+	Expired      uint64 // held for JoinWait and released without a span
+	Dropped      uint64 // not delivered because the consumer stopped reading after ctx ended
+	Spans        uint64 // span records received
+}
+
+// Attributor is the pipeline stage between the sources and the consumers: it
+// fills Request.Breakdown, joining each request with the best server data
+// there is for it, and keeps the server's spans (event.Span) until their
+// request finishes; spans are not passed on. One goroutine (Run) owns all of
+// its state.
+type Attributor struct {
+	cfg      AttributorConfig
+	settle   chan chan struct{}
+	finished chan struct{}
+
+	attributed, fromRecord, fromSpan, fromInterval, noServer, expired, dropped, spans atomic.Uint64
+}
+
+// NewAttributor returns an Attributor with cfg's defaults filled in.
+func NewAttributor(cfg AttributorConfig) *Attributor {
+	switch {
+	case !cfg.JoinSpans || cfg.JoinWait < 0:
+		cfg.JoinWait = 0
+	case cfg.JoinWait == 0:
+		cfg.JoinWait = DefaultJoinWait
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = DefaultMaxPending
+	}
+	if cfg.SpanTTL <= 0 {
+		cfg.SpanTTL = DefaultSpanTTL
+	}
+	if cfg.MaxSpans <= 0 {
+		cfg.MaxSpans = DefaultMaxSpans
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = min(max(cfg.JoinWait/20, 2*time.Millisecond), 20*time.Millisecond)
+	}
+	return &Attributor{cfg: cfg, settle: make(chan chan struct{}), finished: make(chan struct{})}
+}
+
+// Stats returns the attributor's counters; safe to call while Run runs.
+func (a *Attributor) Stats() AttributorStats {
+	return AttributorStats{
+		Attributed:   a.attributed.Load(),
+		FromRecord:   a.fromRecord.Load(),
+		FromSpan:     a.fromSpan.Load(),
+		FromInterval: a.fromInterval.Load(),
+		NoServer:     a.noServer.Load(),
+		Expired:      a.expired.Load(),
+		Dropped:      a.dropped.Load(),
+		Spans:        a.spans.Load(),
+	}
+}
+
+// heldRequest is a finished request waiting for its span.
+type heldRequest struct {
+	ev       event.Event
+	deadline time.Time
+	rtt      time.Duration
+	keys     []string
+	done     bool // released; its slot in pending is skipped
+}
+
+// attributorState is owned by the Run goroutine.
+type attributorState struct {
+	interval *event.ServerSample      // latest server sample with stage statistics
+	lastRTT  map[string]time.Duration // per target: the last connect RTT seen
+	spans    *spanStore
+	pending  []*heldRequest          // arrival order, which is also deadline order
+	held     map[string]*heldRequest // by request and trace key
+	heldN    int                     // requests held now
+	settlers []chan struct{}         // Settle calls waiting for heldN to reach 0
+
+	lastExpiryReport time.Time
+	expiredSince     uint64
+}
+
+// shutdownGrace bounds how long Run keeps offering events to a consumer that
+// has stopped reading once ctx has ended.
+const shutdownGrace = time.Second
+
+// Run reads events from in and writes them to out until in is closed, or
+// until ctx ends. Spans are kept and joined onto their requests; other
+// events and requests that need no wait pass straight through; a request
+// waiting for its span goes out as soon as the span arrives or JoinWait has
+// passed, so requests may leave in a different order than they came (each
+// carries its own timestamps). When in closes no span can arrive any more, so
+// held requests are released at once; likewise when ctx ends. Run closes out
+// before it returns.
+func (a *Attributor) Run(ctx context.Context, in <-chan event.Event, out chan<- event.Event) {
+	defer close(a.finished)
+	defer close(out)
+	st := &attributorState{
+		lastRTT: map[string]time.Duration{},
+		spans:   newSpanStore(a.cfg.SpanTTL, a.cfg.MaxSpans),
+		held:    map[string]*heldRequest{},
+	}
+	ticker := time.NewTicker(a.cfg.Poll)
+	defer ticker.Stop()
+
+	var outbox []event.Event
+	for {
+		var tick <-chan time.Time
+		if st.heldN > 0 {
+			tick = ticker.C
+		}
+		select {
+		case <-ctx.Done():
+			a.shutdown(st, out, outbox)
+			return
+		case ev, ok := <-in:
+			if !ok {
+				outbox = a.releaseAll(st, outbox)
+				a.deliver(ctx, st, out, outbox)
+				a.wakeSettlers(st)
+				return
+			}
+			outbox = a.accept(st, ev, outbox)
+		case done := <-a.settle:
+			// Everything the primaries emitted is in in's buffer already:
+			// take it before deciding whether anything is still held.
+			for n := len(in); n > 0; n-- {
+				ev, ok := <-in
+				if !ok {
+					break
+				}
+				outbox = a.accept(st, ev, outbox)
+			}
+			st.settlers = append(st.settlers, done)
+		case <-tick:
+			outbox = a.expire(st, outbox, false)
+		}
+		if !a.deliver(ctx, st, out, outbox) {
+			return
+		}
+		outbox = outbox[:0]
+		if st.heldN == 0 {
+			a.wakeSettlers(st)
+		}
+	}
+}
+
+// deliver writes outbox to out; false when ctx ended meanwhile (the rest
+// was handed to shutdown).
+func (a *Attributor) deliver(ctx context.Context, st *attributorState, out chan<- event.Event, outbox []event.Event) bool {
+	for i, ev := range outbox {
+		select {
+		case out <- ev:
+		case <-ctx.Done():
+			a.shutdown(st, out, outbox[i:])
+			return false
+		}
+	}
+	return true
+}
+
+func (a *Attributor) wakeSettlers(st *attributorState) {
+	for _, c := range st.settlers {
+		close(c)
+	}
+	st.settlers = nil
+}
+
+// Settle returns once no finished request is waiting for its span (each
+// waits at most JoinWait), or when ctx ends or Run has returned. The
+// pipeline calls it after the probe ends and before it stops the span
+// receiver, so late spans still reach the last requests.
+func (a *Attributor) Settle(ctx context.Context) {
+	done := make(chan struct{})
+	select {
+	case a.settle <- done:
+	case <-ctx.Done():
+		return
+	case <-a.finished:
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-a.finished:
+	}
+}
+
+// accept handles one incoming event, appending what is ready to go out.
+func (a *Attributor) accept(st *attributorState, ev event.Event, ready []event.Event) []event.Event {
+	switch {
+	case ev.Span != nil:
+		return a.acceptSpan(st, ev.Span, ready)
+	case ev.Server != nil && len(ev.Server.Stages) > 0:
+		st.interval = ev.Server
+	}
+	r := ev.Request
+	if r == nil {
+		return append(ready, ev)
+	}
+	rtt := st.rttFor(r)
+	if !r.OK() || len(r.Breakdown) > 0 {
+		return append(ready, ev) // failed, or attributed already (a replay)
+	}
+	if r.Server != nil {
+		a.fromRecord.Add(1)
+		return append(ready, a.finish(st, ev, rtt))
+	}
+	keys := requestKeys(r)
+	if a.cfg.JoinSpans {
+		if timing, ok := st.spans.find(keys, a.cfg.Now()); ok {
+			r.Server = timing
+			a.fromSpan.Add(1)
+			return append(ready, a.finish(st, ev, rtt))
+		}
+	}
+	if a.cfg.JoinWait <= 0 || len(keys) == 0 {
+		return append(ready, a.finish(st, ev, rtt))
+	}
+	h := &heldRequest{ev: ev, deadline: a.cfg.Now().Add(a.cfg.JoinWait), rtt: rtt, keys: keys}
+	st.pending = append(st.pending, h)
+	st.heldN++
+	for _, k := range keys {
+		st.held[k] = h
+	}
+	if st.heldN > a.cfg.MaxPending {
+		for _, old := range st.pending {
+			if !old.done {
+				a.expired.Add(1)
+				ready = append(ready, a.release(st, old))
+				break
+			}
+		}
+	}
+	return ready
+}
+
+// acceptSpan keeps a span and releases the request waiting for it, if any.
+func (a *Attributor) acceptSpan(st *attributorState, sp *event.Span, ready []event.Event) []event.Event {
+	a.spans.Add(1)
+	keys := spanKeys(sp)
+	for _, k := range keys {
+		h := st.held[k]
+		if h == nil || h.done {
+			continue
+		}
+		h.ev.Request.Server = cloneTiming(&sp.Timing)
+		a.fromSpan.Add(1)
+		return append(ready, a.release(st, h))
+	}
+	st.spans.put(keys, &sp.Timing, a.cfg.Now())
+	return ready
+}
+
+// release finishes a held request and forgets it.
+func (a *Attributor) release(st *attributorState, h *heldRequest) event.Event {
+	h.done = true
+	st.heldN--
+	for _, k := range h.keys {
+		if st.held[k] == h {
+			delete(st.held, k)
+		}
+	}
+	// Released requests leave a done slot in pending; drop those once they
+	// are the larger part, so pending stays proportional to what is held.
+	if len(st.pending) > 64 && len(st.pending) > 2*st.heldN {
+		kept := st.pending[:0]
+		for _, p := range st.pending {
+			if !p.done {
+				kept = append(kept, p)
+			}
+		}
+		clear(st.pending[len(kept):])
+		st.pending = kept
+	}
+	return a.finish(st, h.ev, h.rtt)
+}
+
+// expire releases the held requests past their deadline (all of them when
+// force is set) and compacts the pending list.
+func (a *Attributor) expire(st *attributorState, ready []event.Event, force bool) []event.Event {
+	now := a.cfg.Now()
+	kept := st.pending[:0]
+	for _, h := range st.pending {
+		switch {
+		case h.done:
+		case force || !now.Before(h.deadline):
+			a.expired.Add(1)
+			st.expiredSince++
+			ready = append(ready, a.release(st, h))
+		default:
+			kept = append(kept, h)
+		}
+	}
+	clear(st.pending[len(kept):])
+	st.pending = kept
+	if st.expiredSince > 0 && !force && now.Sub(st.lastExpiryReport) >= expiryReportEvery {
+		ready = append(ready, event.NewMarker(&event.Marker{
+			Time: now, Kind: event.MarkerCollector, Source: "attributor",
+			Message: fmt.Sprintf("%d request(s) got no server span within %s: is the server exporting spans, and sooner than the join wait (OTEL_BSP_SCHEDULE_DELAY)?",
+				st.expiredSince, a.cfg.JoinWait),
+			Values: map[string]float64{"expired": float64(st.expiredSince)},
+		}))
+		st.lastExpiryReport, st.expiredSince = now, 0
+	}
+	return ready
+}
+
+func (a *Attributor) releaseAll(st *attributorState, ready []event.Event) []event.Event {
+	return a.expire(st, ready, true)
+}
+
+// finish fills the breakdown of an OK request.
+func (a *Attributor) finish(st *attributorState, ev event.Event, rtt time.Duration) event.Event {
+	r := ev.Request
+	switch {
+	case r.Server != nil && len(serverStages(r.Server)) > 0:
+	case len(intervalStages(st.interval)) > 0:
+		a.fromInterval.Add(1)
+	default:
+		a.noServer.Add(1)
+	}
+	r.Breakdown = Attribute(r, r.Server, st.interval, rtt)
+	a.attributed.Add(1)
+	return ev
+}
+
+// shutdown releases every held request and offers the outbox to out for at
+// most shutdownGrace, counting what the consumer did not take.
+func (a *Attributor) shutdown(st *attributorState, out chan<- event.Event, outbox []event.Event) {
+	outbox = a.releaseAll(st, outbox)
+	a.wakeSettlers(st)
+	grace := time.NewTimer(shutdownGrace)
+	defer grace.Stop()
+	for i, ev := range outbox {
+		select {
+		case out <- ev:
+		case <-grace.C:
+			a.dropped.Add(uint64(len(outbox) - i))
+			return
+		}
+	}
+}
+
+// rttFor records r's connect RTT for its target and returns the RTT to use
+// for r: its own, or the last one seen on the target when it reused a
+// connection.
+func (st *attributorState) rttFor(r *event.Request) time.Duration {
+	if r.ConnectRTT > 0 {
+		if _, known := st.lastRTT[r.Target]; !known && len(st.lastRTT) >= maxTargets {
+			clear(st.lastRTT) // many targets: forget, rather than grow without bound
+		}
+		st.lastRTT[r.Target] = r.ConnectRTT
+		return r.ConnectRTT
+	}
+	return st.lastRTT[r.Target]
+}
+
+func requestKey(id string) string { return "r:" + id }
+func traceKey(id string) string   { return "t:" + strings.ToLower(id) }
+
+// requestKeys are the keys a request's span may be stored under.
+func requestKeys(r *event.Request) []string {
+	var keys []string
+	if r.ID != "" {
+		keys = append(keys, requestKey(r.ID))
+	}
+	if r.TraceID != "" {
+		keys = append(keys, traceKey(r.TraceID))
+	}
+	return keys
+}
+
+// spanKeys are the keys a span is stored under: its request id (and, since
+// vLLM names the engine request "chatcmpl-<X-Request-Id>" or
+// "cmpl-<X-Request-Id>", the header value the probe knows) and its trace id.
+func spanKeys(sp *event.Span) []string {
+	var keys []string
+	if id := sp.RequestID; id != "" {
+		keys = append(keys, requestKey(id))
+		for _, prefix := range []string{"chatcmpl-", "cmpl-"} {
+			if base, found := strings.CutPrefix(id, prefix); found && base != "" {
+				keys = append(keys, requestKey(base))
+			}
+		}
+	}
+	if sp.TraceID != "" {
+		keys = append(keys, traceKey(sp.TraceID))
+	}
+	return keys
+}
+
+// spanStore is a bounded map of span timings with a TTL, owned by the
+// attributor's goroutine. Entries expire in insertion order (one TTL for
+// all), so a FIFO queue finds the oldest.
+type spanStore struct {
+	ttl   time.Duration
+	max   int
+	byKey map[string]*storedTiming
+	fifo  []*storedTiming // oldest first; fifo[head:] are live
+	head  int
+}
+
+type storedTiming struct {
+	timing *event.ServerTiming
+	at     time.Time
+	keys   []string
+}
+
+func newSpanStore(ttl time.Duration, max int) *spanStore {
+	return &spanStore{ttl: ttl, max: max, byKey: map[string]*storedTiming{}}
+}
+
+func (s *spanStore) put(keys []string, st *event.ServerTiming, now time.Time) {
+	if len(keys) == 0 {
+		return
+	}
+	s.expire(now)
+	for s.len() >= s.max {
+		s.dropOldest()
+	}
+	e := &storedTiming{timing: st, at: now, keys: keys}
+	for _, k := range keys {
+		s.byKey[k] = e
+	}
+	s.fifo = append(s.fifo, e)
+}
+
+// find returns a copy of the timing stored under the first of keys that has one.
+func (s *spanStore) find(keys []string, now time.Time) (*event.ServerTiming, bool) {
+	s.expire(now)
+	for _, k := range keys {
+		if e, ok := s.byKey[k]; ok {
+			return cloneTiming(e.timing), true
+		}
+	}
+	return nil, false
+}
+
+func (s *spanStore) len() int { return len(s.fifo) - s.head }
+
+func (s *spanStore) expire(now time.Time) {
+	for s.len() > 0 && now.Sub(s.fifo[s.head].at) >= s.ttl {
+		s.dropOldest()
+	}
+}
+
+func (s *spanStore) dropOldest() {
+	e := s.fifo[s.head]
+	s.fifo[s.head] = nil
+	s.head++
+	for _, k := range e.keys {
+		// A later span may have taken the key over; leave that one.
+		if s.byKey[k] == e {
+			delete(s.byKey, k)
+		}
+	}
+	// Compact once the dead prefix is the larger half, so the slice stays
+	// proportional to the live entries.
+	if s.head > 64 && s.head*2 > len(s.fifo) {
+		n := copy(s.fifo, s.fifo[s.head:])
+		clear(s.fifo[n:])
+		s.fifo = s.fifo[:n]
+		s.head = 0
+	}
+}
+
+func cloneTiming(st *event.ServerTiming) *event.ServerTiming {
+	c := *st
+	c.Stages = make(map[event.Stage]time.Duration, len(st.Stages))
+	for k, v := range st.Stages {
+		c.Stages[k] = v
+	}
+	return &c
+}
