@@ -27,6 +27,7 @@ package aggregate
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	"github.com/latscope/latscope/event"
@@ -96,6 +97,13 @@ type runCounts struct {
 	byOutcome                        map[event.Outcome]int64
 	byStatus                         map[int]int64
 	flags                            map[event.Flag]int64
+	messages                         map[errorKey]int64
+}
+
+// errorKey groups failed requests by outcome and message.
+type errorKey struct {
+	outcome event.Outcome
+	message string
 }
 
 // counts are the request counters of one window slot.
@@ -132,6 +140,7 @@ func New(cfg Config) *Aggregator {
 			byOutcome: make(map[event.Outcome]int64),
 			byStatus:  make(map[int]int64),
 			flags:     make(map[event.Flag]int64),
+			messages:  make(map[errorKey]int64),
 		},
 		fineCounts:   newRing(fineWidth, fineSlots, resetCounts),
 		coarseCounts: newRing(coarseWidth, coarseSlots, resetCounts),
@@ -244,6 +253,7 @@ func (a *Aggregator) countRequest(r *event.Request, end time.Time) {
 		if r.Outcome == event.OutcomeHTTPStatus && r.Status != 0 {
 			bump(c.byStatus, r.Status, -1)
 		}
+		bump(c.messages, errorKey{r.Outcome, errorText(r.Error)}, errorKey{"other", "(more distinct messages than latscope keeps)"})
 	}
 	for _, f := range r.Flags {
 		bump(c.flags, f, "other")
@@ -334,4 +344,19 @@ func (a *Aggregator) recordBreakdown(r *event.Request, end time.Time) {
 		a.recordDur(b.m, end, st.Duration)
 		bump(b.prov, st.Provenance, "other")
 	}
+}
+
+// maxErrorText bounds an error message kept for the summary.
+const maxErrorText = 200
+
+// errorText is an error message as the summary groups it: trimmed and cut.
+func errorText(msg string) string {
+	msg = strings.TrimSpace(msg)
+	if msg == "" {
+		return "(no message)"
+	}
+	if len(msg) > maxErrorText {
+		msg = strings.ToValidUTF8(msg[:maxErrorText], "") + "…"
+	}
+	return msg
 }

@@ -106,6 +106,12 @@ func writeRequests(w *errWriter, s Summary) {
 		}
 		w.printf("Errors by HTTP status: %s\n", strings.Join(parts, ", "))
 	}
+	if len(r.TopErrors) > 0 {
+		w.printf("Top errors:\n")
+		for _, e := range r.TopErrors {
+			w.printf("  %6d  %-13s %s\n", e.Count, e.Outcome, e.Message)
+		}
+	}
 	if len(r.Flags) > 0 {
 		var parts []string
 		for _, k := range sortedKeys(r.Flags) {

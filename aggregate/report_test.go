@@ -67,7 +67,7 @@ func TestWriteJSONShapeAndUnits(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &top); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"breakdown", "e2e", "gpu", "insights", "itl", "markers", "requests", "server", "stages", "tpot", "ttft"}
+	want := []string{"breakdown", "e2e", "end", "gpu", "insights", "itl", "markers", "requests", "sched_lag", "server", "stages", "start", "tok_per_s_per_request", "tpot", "ttft"}
 	got := slices.Sorted(func(yield func(string) bool) {
 		for k := range top {
 			if !yield(k) {
@@ -89,6 +89,7 @@ func TestWriteJSONShapeAndUnits(t *testing.T) {
 		}
 		TTFT      map[string]float64
 		ITL       map[string]float64
+		SchedLag  map[string]float64 `json:"sched_lag"`
 		Stages    map[string]map[string]float64
 		Breakdown struct {
 			Stages map[string]struct {
@@ -119,8 +120,8 @@ func TestWriteJSONShapeAndUnits(t *testing.T) {
 			t.Errorf("ttft lacks %q", k)
 		}
 	}
-	if rep.Stages["connect"]["mean"] != 2 || rep.Stages["sched_lag"]["max"] != 0.9 {
-		t.Errorf("stages = %v", rep.Stages)
+	if rep.Stages["connect"]["mean"] != 2 || rep.SchedLag["max"] != 0.9 {
+		t.Errorf("stages = %v, sched lag %v", rep.Stages, rep.SchedLag)
 	}
 	if q := rep.Breakdown.Stages["queue"]; q.Mean != 70 || !slices.Equal(q.Provenance, []string{"server"}) {
 		t.Errorf("breakdown queue = %+v", q)

@@ -73,10 +73,12 @@ type Requests struct {
 	ByOutcome map[event.Outcome]int64 `json:"by_outcome"` // errors only
 	ByStatus  map[int]int64           `json:"by_status"`  // errors that carried an HTTP status
 	Flags     map[event.Flag]int64    `json:"flags"`
-	Duration  time.Duration           `json:"-"`         // first intended send → last completion
-	ReqPerSec float64                 `json:"req_per_s"` // requests finished (ok or not) per second
-	OKPerSec  float64                 `json:"ok_per_s"`  // successful requests per second: the throughput
-	TokPerSec float64                 `json:"tok_per_s"` // output tokens per second over the run
+	// TopErrors are the most frequent ways requests failed, most first.
+	TopErrors []ErrorCount  `json:"top_errors"`
+	Duration  time.Duration `json:"-"`         // first intended send → last completion
+	ReqPerSec float64       `json:"req_per_s"` // requests finished (ok or not) per second
+	OKPerSec  float64       `json:"ok_per_s"`  // successful requests per second: the throughput
+	TokPerSec float64       `json:"tok_per_s"` // output tokens per second over the run
 	// Clamped counts values outside 0..10 min recorded at the range's edge.
 	Clamped int64 `json:"clamped_values,omitempty"`
 	// DroppedStages counts stage values dropped because too many distinct
@@ -84,12 +86,36 @@ type Requests struct {
 	DroppedStages int64 `json:"dropped_stage_values,omitempty"`
 }
 
+// ErrorCount is how many failed requests ended with one outcome and message.
+type ErrorCount struct {
+	Outcome event.Outcome `json:"outcome"`
+	Message string        `json:"message"`
+	Count   int64         `json:"count"`
+}
+
+// maxTopErrors is how many error messages a summary lists.
+const maxTopErrors = 5
+
+func topErrors(m map[errorKey]int64) []ErrorCount {
+	out := make([]ErrorCount, 0, len(m))
+	for k, n := range m {
+		out = append(out, ErrorCount{Outcome: k.outcome, Message: k.message, Count: n})
+	}
+	slices.SortFunc(out, func(a, b ErrorCount) int {
+		if c := cmp.Compare(b.Count, a.Count); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Outcome, b.Outcome), cmp.Compare(a.Message, b.Message))
+	})
+	return out[:min(len(out), maxTopErrors)]
+}
+
 // Breakdown summarises the TTFT breakdown over the requests that had one.
 type Breakdown struct {
-	Requests int64                          // successful requests with a breakdown
-	Stages   map[event.Stage]BreakdownStage // per breakdown stage
+	Requests int64                          `json:"requests"` // successful requests with a breakdown
+	Stages   map[event.Stage]BreakdownStage `json:"stages"`   // per breakdown stage
 	// UnattributedShare is Σ unattributed / Σ TTFT over those requests (0..1).
-	UnattributedShare float64
+	UnattributedShare float64 `json:"unattributed_share"`
 }
 
 // BreakdownStage is one breakdown stage over the run.
@@ -97,9 +123,9 @@ type BreakdownStage struct {
 	Stats
 	// Share is this stage's total over the TTFT total of the requests with a
 	// breakdown (0..1).
-	Share float64
+	Share float64 `json:"share"`
 	// Provenance lists every provenance seen for this stage, most direct first.
-	Provenance []event.Provenance
+	Provenance []event.Provenance `json:"provenance"`
 }
 
 // Snapshot computes the statistics with windows ending at now.
@@ -157,6 +183,7 @@ func (a *Aggregator) requests() Requests {
 		ByOutcome:     copyMap(c.byOutcome),
 		ByStatus:      copyMap(c.byStatus),
 		Flags:         copyMap(c.flags),
+		TopErrors:     topErrors(c.messages),
 		Clamped:       a.clamped,
 		DroppedStages: a.droppedStage,
 	}
@@ -290,26 +317,38 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 // Latency fields follow the package's definitions (TTFT, ITL, TPOT, E2E: see
 // the package documentation); they are in milliseconds, TokensPerSec in
 // tokens per second per request.
+//
+// Summary is also the JSON shape of a report (WriteJSON): latencies are
+// milliseconds as floats, rates per second.
 type Summary struct {
-	Start, End time.Time // first intended send, last completion
-	Duration   time.Duration
-	Requests   Requests
+	Session  *event.Session `json:"session,omitempty"`
+	Start    time.Time      `json:"start,omitzero"` // first intended send
+	End      time.Time      `json:"end,omitzero"`   // last completion
+	Duration time.Duration  `json:"-"`              // in requests.duration_s
+	Requests Requests       `json:"requests"`
 
-	TTFT, ITL, TPOT, E2E Stats
-	TokensPerSec         Stats
-	SchedLag             Stats
-	Stages               map[event.Stage]Stats
-	Breakdown            Breakdown
-	Server               ServerStats
-	GPU                  *event.GPUSample
-	Markers              Markers
-	Insights             []event.Marker
+	TTFT         Stats                 `json:"ttft"`
+	ITL          Stats                 `json:"itl"`
+	TPOT         Stats                 `json:"tpot"`
+	E2E          Stats                 `json:"e2e"`
+	TokensPerSec Stats                 `json:"tok_per_s_per_request"` // each request's output tokens over its E2E
+	SchedLag     Stats                 `json:"sched_lag"`             // how late the open loop sent, every request
+	Stages       map[event.Stage]Stats `json:"stages"`                // client stages
+	Breakdown    Breakdown             `json:"breakdown"`
+	Server       ServerStats           `json:"server"`
+	GPU          *event.GPUSample      `json:"gpu"`
+	Markers      Markers               `json:"markers"`
+	Insights     []event.Marker        `json:"insights"`
+	// Lost counts events that never reached the aggregator, by consumer.
+	Lost map[string]int64 `json:"lost,omitempty"`
 }
 
 // Summary turns a snapshot into the whole-run summary.
 func (s Snapshot) Summary() Summary {
 	run := s.Windows[WinRun]
 	out := Summary{
+		Session:      s.Session,
+		Lost:         s.Lost,
 		Start:        s.Start,
 		Duration:     s.Requests.Duration,
 		Requests:     s.Requests,

@@ -1,6 +1,10 @@
 package event
 
-import "time"
+import (
+	"encoding/json"
+	"math"
+	"time"
+)
 
 // ServerSample is one scrape interval of a server's own metrics, already
 // turned into rates and interval statistics by the collector.
@@ -105,4 +109,24 @@ type Marker struct {
 	Values   map[string]float64 `json:"values,omitempty"`
 	// RequestIDs lists the requests involved (e.g. the stalled streams).
 	RequestIDs []string `json:"request_ids,omitempty"`
+}
+
+// MarshalJSON leaves out values that JSON cannot hold (NaN, ±Inf), so one
+// bad figure from a source cannot make a whole record, report or recording
+// fail to encode.
+func (m Marker) MarshalJSON() ([]byte, error) {
+	type plain Marker
+	p := plain(m)
+	for _, v := range m.Values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			p.Values = make(map[string]float64, len(m.Values))
+			for k, v := range m.Values {
+				if !math.IsNaN(v) && !math.IsInf(v, 0) {
+					p.Values[k] = v
+				}
+			}
+			break
+		}
+	}
+	return json.Marshal(p)
 }
