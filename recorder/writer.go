@@ -35,9 +35,10 @@ type Options struct {
 	// FlushInterval is how often Record ends a frame; zero means, and more
 	// than DefaultFlushInterval is capped to, DefaultFlushInterval.
 	FlushInterval time.Duration
-	// Sync makes every frame durable (fsync) as it is written, so that a
-	// power cut, not only a killed process, loses at most one interval. It
-	// costs a disk round trip per frame. Close syncs in any case.
+	// Sync makes every frame of a file from Create durable (fsync) as it
+	// is written, so that a power cut, not only a killed process, loses at
+	// most one interval. It costs a disk round trip per frame. Close syncs
+	// in any case.
 	Sync bool
 	// Clock times flushes and writes; nil means the system clock.
 	Clock Clock
@@ -97,7 +98,7 @@ func Create(path string, header *event.Session, opts Options) (*Writer, error) {
 	}
 	f, err := os.OpenFile(path, flags, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("create recording: %s already exists; choose another name or allow overwriting: %w", path, err)
+		return nil, fmt.Errorf("create recording: %s already exists (choose another name, or allow overwriting): %w", path, fs.ErrExist)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create recording: %w", err)
