@@ -74,7 +74,6 @@ func (r *Replay) Run(ctx context.Context, emit func(event.Event)) error {
 	}
 	defer rd.Close()
 	var at, first time.Time // the emit time, and the first event's
-	started := false
 	for {
 		ev, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -83,32 +82,28 @@ func (r *Replay) Run(ctx context.Context, emit func(event.Event)) error {
 		if err != nil {
 			return fmt.Errorf("replay %s: %w", r.path, err)
 		}
-		if t := ev.Time(); t.After(at) {
-			at = t
-		}
+		at = later(at, ev.Time())
 		if first.IsZero() {
 			first = at
 		}
-		if at.Before(r.from) {
-			// Skipping ahead to From: no pacing.
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		} else {
-			if !started {
-				// Pacing starts at From, so the first event after it comes
-				// as long after the seek as it did after From.
-				r.pacer.start(later(first, r.from))
-				started = true
-			}
-			if err := r.pacer.wait(ctx, at); err != nil {
-				return err
-			}
+		if err := r.pace(ctx, at, first); err != nil {
+			return err
 		}
 		emit(ev)
 		r.pacer.emitted(at)
 		r.setPlayed(at)
 	}
+}
+
+// pace waits until the event with emit time at is due. Before From nothing
+// waits; pacing starts at From (or the first event), so the first event
+// after a seek comes as long after it as it did after From.
+func (r *Replay) pace(ctx context.Context, at, first time.Time) error {
+	if at.Before(r.from) {
+		return ctx.Err()
+	}
+	r.pacer.start(later(first, r.from))
+	return r.pacer.wait(ctx, at)
 }
 
 // Pause stops (true) or resumes (false) the replay; safe from any goroutine.
@@ -157,9 +152,13 @@ type pacer struct {
 	changed chan struct{} // closed and replaced on every change, to wake wait
 }
 
+// start puts the playhead at pos, the first time it is called.
 func (p *pacer) start(pos time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.started {
+		return
+	}
 	p.started, p.pos = true, pos
 	if p.speed < MaxSpeed {
 		p.wall = p.clock.Now()
