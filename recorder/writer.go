@@ -111,7 +111,9 @@ func Create(path string, header *event.Session, opts Options) (*Writer, error) {
 	}
 	w, err := NewWriter(f, header, opts)
 	if err != nil {
+		// Leave no file that is not a recording behind.
 		f.Close()
+		os.Remove(path)
 		return nil, err
 	}
 	w.file = f
@@ -173,10 +175,10 @@ func (w *Writer) writeHeader() error {
 	return nil
 }
 
-// Write adds ev to the open frame. It does not wait for the disk: frames are
-// written when they are full, by Flush, and by Record every interval. A
-// session event equal to the header is not written again, so the fan-out
-// that published the header can be recorded whole.
+// Write adds ev to the open frame, and writes the frame only once it is
+// full; Flush, and Record every interval, write it sooner. A session event
+// equal to the header is not written again, so that a fan-out that
+// published the header can be recorded whole.
 func (w *Writer) Write(ev event.Event) error {
 	if err := w.usable(); err != nil {
 		w.fail(err, 1)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/latscope/latscope/event"
 )
@@ -334,3 +337,30 @@ func TestBehindWhenAWriteTakesLongerThanTheInterval(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestFramesHoldMarshalLines checks the content byte for byte: a plain zstd
+// stream decoder, which skips the header frame, yields event.Marshal's lines.
+func TestFramesHoldMarshalLines(t *testing.T) {
+	t.Parallel()
+	rec := smallRecording(t)
+	var want bytes.Buffer
+	for _, ev := range rec.all() {
+		line, err := event.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.Write(append(line, '\n'))
+	}
+	dec, err := zstd.NewReader(bytes.NewReader(rec.data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	got, err := io.ReadAll(dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("decompressed content differs from event.Marshal's lines:\n got %s\nwant %s", got, want.Bytes())
+	}
+}
