@@ -129,12 +129,19 @@ func (r *Reader) Next() (event.Event, error) {
 	line, rest, _ := bytes.Cut(r.rest, []byte{'\n'})
 	r.rest = rest
 	r.line++
+	if len(line) > event.MaxLineBytes {
+		return r.corruptLine(fmt.Errorf("event of %d bytes, more than %d", len(line), event.MaxLineBytes))
+	}
 	ev, err := event.Unmarshal(line)
 	if err != nil {
-		r.err, r.rest = &CorruptError{Offset: r.frameAt, Err: fmt.Errorf("line %d of the frame: %w", r.line, err)}, nil
-		return event.Event{}, r.err
+		return r.corruptLine(err)
 	}
 	return ev, nil
+}
+
+func (r *Reader) corruptLine(err error) (event.Event, error) {
+	r.err, r.rest = &CorruptError{Offset: r.frameAt, Err: fmt.Errorf("line %d of the frame: %w", r.line, err)}, nil
+	return event.Event{}, r.err
 }
 
 // nextFrame decompresses the next zstd frame into r.rest, skipping

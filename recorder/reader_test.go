@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/latscope/latscope/event"
 )
 
@@ -137,6 +139,32 @@ func TestLargeRecordingStreams(t *testing.T) {
 	got, err := readAll(rec.data)
 	if err != nil {
 		t.Fatal(err)
+	}
+	sameEvents(t, got, rec.all())
+}
+
+// TestOversizedFrameRefused checks the bound on a frame's decompressed size:
+// a frame that would expand beyond MaxFrameBytes is reported, not decoded.
+func TestOversizedFrameRefused(t *testing.T) {
+	t.Parallel()
+	rec := smallRecording(t)
+	line, err := event.Marshal(everyKind(t0)[4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	line = append(line, '\n')
+	huge := bytes.Repeat(line, MaxFrameBytes/len(line)+1)
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	data := enc.EncodeAll(huge, bytes.Clone(rec.data))
+
+	got, err := readAll(data)
+	var corrupt *CorruptError
+	if !errors.As(err, &corrupt) || corrupt.Offset != int64(len(rec.data)) {
+		t.Fatalf("got %v, want a *CorruptError at offset %d", err, len(rec.data))
 	}
 	sameEvents(t, got, rec.all())
 }
