@@ -27,8 +27,8 @@
 //     follow in the order they were recorded, which is not time order: a
 //     request is stamped with its start but recorded when it ends.
 //
-// The writer ends a frame at least once a second (and at about 1 MiB of
-// JSON) and hands each frame to the operating system in one write. A process
+// Writer.Record ends a frame at least once a second (and at about 1 MiB of
+// JSON), and each frame goes to the operating system in one write. A process
 // killed with SIGKILL therefore loses at most its last second, and the file
 // still reads up to its last complete frame; the reader then returns a
 // *TornTailError naming the byte offset where the incomplete frame begins.

@@ -33,7 +33,8 @@ type ReplayOptions struct {
 }
 
 // Replay is a pipeline.Source that emits a recording's events, the session
-// header first, paced by their own timestamps.
+// header first (so a pipeline replaying one needs no Config.Header), paced
+// by their own timestamps.
 //
 // Events are not in time order in a file (a request is stamped with its
 // start but recorded when it ends), so each is emitted at its "emit time":
