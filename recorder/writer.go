@@ -1,0 +1,364 @@
+package recorder
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/latscope/latscope/event"
+)
+
+// DefaultFlushInterval is the longest an event waits in memory before it is
+// written, and so the most a crash can lose.
+const DefaultFlushInterval = time.Second
+
+// frameTarget is the JSON size at which a frame ends before its interval is
+// up, so that a burst cannot grow a frame, or a reader's buffer, without
+// limit. Larger frames compress a little better; this is plenty.
+const frameTarget = 1 << 20
+
+// Options configure a Writer. The zero value is ready to use.
+type Options struct {
+	// Overwrite lets Create replace an existing file; without it Create
+	// refuses to.
+	Overwrite bool
+	// FlushInterval is how often Record ends a frame; zero means, and more
+	// than DefaultFlushInterval is capped to, DefaultFlushInterval.
+	FlushInterval time.Duration
+	// Sync makes every frame of a file from Create durable (fsync) as it
+	// is written, so that a power cut, not only a killed process, loses at
+	// most one interval. It costs a disk round trip per frame. Close syncs
+	// in any case.
+	Sync bool
+	// Clock times flushes and writes; nil means the system clock.
+	Clock Clock
+}
+
+// Stats describe a Writer's progress; Writer.Stats is safe to call from any
+// goroutine, e.g. a status bar's. How long the fan-out in front of the
+// recorder waited for it is in that subscription's pipeline.Stats.Blocked.
+type Stats struct {
+	Events    int64         // events in frames handed to the operating system: a crash no longer loses them
+	Frames    int64         // zstd frames of events written, the session header's included
+	Bytes     int64         // bytes written: the file's size
+	JSONBytes int64         // the same events as uncompressed JSON Lines
+	WriteTime time.Duration // time spent in write (and sync) calls
+	LastWrite time.Duration // the latest frame's write
+	// Behind is set while the latest frame took longer to write than the
+	// flush interval: the disk is not keeping up with the events.
+	Behind bool
+	// Unwritten counts events that could not be recorded; Err says why.
+	Unwritten int64
+	Err       error // the first failure, if any
+}
+
+// Writer records events to a file in the format described in the package
+// documentation. Write, Flush, Record and Close belong to one goroutine;
+// Stats may be called from any.
+type Writer struct {
+	out      io.Writer
+	file     *os.File // set when Create opened it; Close closes it
+	header   event.Session
+	interval time.Duration
+	sync     bool
+	clock    Clock
+
+	zenc    *zstd.Encoder
+	lines   bytes.Buffer  // the open frame: JSON Lines not yet written
+	json    *json.Encoder // encodes into lines
+	frame   []byte        // the compressed frame, reused
+	pending int64         // events in lines
+	broken  error         // a write failed: the file may end in a torn frame, so nothing more is appended
+	closed  bool
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// Create creates a recording at path, readable and writable by its owner
+// only (mode 0600), and writes the file header and the session header. It
+// refuses to replace an existing file unless opts.Overwrite is set.
+func Create(path string, header *event.Session, opts Options) (*Writer, error) {
+	if header == nil {
+		return nil, errors.New("create recording: no session header")
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if opts.Overwrite {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("create recording: %s already exists (choose another name, or allow overwriting): %w", path, fs.ErrExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create recording: %w", err)
+	}
+	// An overwritten file keeps its old mode, and a umask may have changed
+	// the new one's.
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("create recording: %w", err)
+	}
+	w, err := NewWriter(f, header, opts)
+	if err != nil {
+		// Leave no file that is not a recording behind.
+		f.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	w.file = f
+	return w, nil
+}
+
+// NewWriter writes a recording to out, starting with the file header and the
+// session header. Close flushes it but does not close out.
+func NewWriter(out io.Writer, header *event.Session, opts Options) (*Writer, error) {
+	if header == nil {
+		return nil, errors.New("create recording: no session header")
+	}
+	zenc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(true))
+	if err != nil {
+		return nil, fmt.Errorf("create recording: %w", err)
+	}
+	w := &Writer{
+		out:      out,
+		header:   *header,
+		interval: flushInterval(opts.FlushInterval),
+		sync:     opts.Sync,
+		clock:    clockOrSystem(opts.Clock),
+		zenc:     zenc,
+	}
+	w.json = json.NewEncoder(&w.lines)
+	if err := w.writeHeader(); err != nil {
+		zenc.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func flushInterval(d time.Duration) time.Duration {
+	if d <= 0 || d > DefaultFlushInterval {
+		return DefaultFlushInterval
+	}
+	return d
+}
+
+// writeHeader writes the file header and the session header in one write, so
+// that a file that has either has both.
+func (w *Writer) writeHeader() error {
+	if err := w.encode(event.NewSession(&w.header)); err != nil {
+		return fmt.Errorf("create recording: %w", err)
+	}
+	w.frame = appendHeaderFrame(w.frame[:0], fileHeader{Magic: fileMagic, Format: FormatVersion, Schema: event.SchemaVersion})
+	w.frame = w.zenc.EncodeAll(w.lines.Bytes(), w.frame)
+	took, err := w.writeFrame(w.frame)
+	if err != nil {
+		return fmt.Errorf("create recording: %w", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stats.Events, w.stats.Frames = 1, 1
+	w.stats.Bytes = int64(len(w.frame))
+	w.stats.JSONBytes = int64(w.lines.Len())
+	w.stats.WriteTime, w.stats.LastWrite = took, took
+	w.lines.Reset()
+	return nil
+}
+
+// Write adds ev to the open frame, and writes the frame only once it is
+// full; Flush, and Record every interval, write it sooner. A session event
+// equal to the header is not written again, so that a fan-out that
+// published the header can be recorded whole.
+func (w *Writer) Write(ev event.Event) error {
+	if err := w.usable(); err != nil {
+		w.fail(err, 1)
+		return err
+	}
+	if w.isHeader(ev) {
+		return nil
+	}
+	if err := w.encode(ev); err != nil {
+		w.fail(err, 1)
+		return err
+	}
+	w.pending++
+	if w.lines.Len() >= frameTarget {
+		return w.Flush()
+	}
+	return nil
+}
+
+func (w *Writer) usable() error {
+	if w.closed {
+		return errors.New("record event: recording closed")
+	}
+	return w.broken
+}
+
+func (w *Writer) isHeader(ev event.Event) bool {
+	return ev.Kind == event.KindSession && ev.Session != nil && reflect.DeepEqual(*ev.Session, w.header)
+}
+
+// encode appends ev as one JSON line, byte for byte what event.Marshal
+// writes, without Marshal's extra copy.
+func (w *Writer) encode(ev event.Event) error {
+	if ev.V == 0 {
+		ev.V = event.SchemaVersion
+	}
+	if err := ev.Validate(); err != nil {
+		return fmt.Errorf("record %s event: %w", ev.Kind, err)
+	}
+	mark := w.lines.Len()
+	if err := w.json.Encode(ev); err != nil {
+		w.lines.Truncate(mark)
+		return fmt.Errorf("record %s event: %w", ev.Kind, err)
+	}
+	if n := w.lines.Len() - mark; n > event.MaxLineBytes {
+		w.lines.Truncate(mark)
+		return fmt.Errorf("record %s event: %d bytes, more than the %d a reader accepts", ev.Kind, n, event.MaxLineBytes)
+	}
+	return nil
+}
+
+// Flush ends the open frame and hands it to the operating system in one
+// write (and syncs it with Options.Sync). After Flush returns, a killed
+// process no longer loses the events written before it.
+func (w *Writer) Flush() error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if w.pending == 0 {
+		return nil
+	}
+	w.frame = w.zenc.EncodeAll(w.lines.Bytes(), w.frame[:0])
+	took, err := w.writeFrame(w.frame)
+	if err != nil {
+		w.broken = err
+		w.fail(err, w.pending)
+		return err
+	}
+	w.mu.Lock()
+	w.stats.Events += w.pending
+	w.stats.Frames++
+	w.stats.Bytes += int64(len(w.frame))
+	w.stats.JSONBytes += int64(w.lines.Len())
+	w.stats.WriteTime += took
+	w.stats.LastWrite = took
+	w.stats.Behind = took > w.interval
+	w.mu.Unlock()
+	w.lines.Reset()
+	w.pending = 0
+	return nil
+}
+
+func (w *Writer) writeFrame(b []byte) (time.Duration, error) {
+	start := w.clock.Now()
+	if _, err := w.out.Write(b); err != nil {
+		return 0, fmt.Errorf("write recording: %w", err)
+	}
+	if w.sync && w.file != nil {
+		if err := w.file.Sync(); err != nil {
+			return 0, fmt.Errorf("sync recording: %w", err)
+		}
+	}
+	return w.clock.Now().Sub(start), nil
+}
+
+// fail counts events that were not recorded and keeps the first reason.
+func (w *Writer) fail(err error, events int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stats.Unwritten += events
+	if w.stats.Err == nil {
+		w.stats.Err = err
+	}
+}
+
+// Stats returns the writer's counters.
+func (w *Writer) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
+}
+
+// Close writes the open frame, syncs and closes the file. It returns an
+// error if any event could not be recorded, saying how many. Closing twice
+// is harmless.
+func (w *Writer) Close() error {
+	if w.closed {
+		return nil
+	}
+	_ = w.Flush() // a failure is counted in Stats, reported below
+	w.closed = true
+	var closeErr error
+	if w.file != nil {
+		closeErr = w.syncAndClose()
+	}
+	w.zenc.Close()
+	if st := w.Stats(); st.Err != nil {
+		return errors.Join(fmt.Errorf("recording incomplete, %d events not recorded: %w", st.Unwritten, st.Err), closeErr)
+	}
+	return closeErr
+}
+
+func (w *Writer) syncAndClose() error {
+	syncErr := w.file.Sync()
+	if err := w.file.Close(); err != nil {
+		return fmt.Errorf("close recording: %w", err)
+	}
+	if syncErr != nil {
+		return fmt.Errorf("sync recording: %w", syncErr)
+	}
+	return nil
+}
+
+// Record writes every event received from events, ending a frame every
+// flush interval, until events is closed; then it closes the writer and
+// returns Close's error. It suits a lossless fan-out subscription: a write
+// failure does not stop it, so the fan-out is never held up by a recorder
+// that gave up (the failure is in Stats and in the error returned).
+//
+// If ctx ends first, Record writes the events already buffered in events,
+// closes the writer and returns; later events are not recorded, and the
+// caller must unsubscribe. Pass a context that outlives a Ctrl-C (the
+// pipeline drains after one) unless the recording is to be abandoned.
+func (w *Writer) Record(ctx context.Context, events <-chan event.Event) error {
+	tick := w.clock.After(w.interval)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return w.Close()
+			}
+			_ = w.Write(ev) // counted in Stats and reported by Close
+		case <-tick:
+			_ = w.Flush() // likewise
+			tick = w.clock.After(w.interval)
+		case <-ctx.Done():
+			w.drain(events)
+			return errors.Join(fmt.Errorf("recording stopped early: %w", ctx.Err()), w.Close())
+		}
+	}
+}
+
+// drain writes the events already buffered in events, without waiting for
+// more, so that a producer that keeps sending cannot hold it.
+func (w *Writer) drain(events <-chan event.Event) {
+	for n := len(events); n > 0; n-- {
+		ev, ok := <-events
+		if !ok {
+			return
+		}
+		_ = w.Write(ev)
+	}
+}
