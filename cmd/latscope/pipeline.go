@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/latscope/latscope/aggregate"
 )
@@ -33,7 +34,21 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 		return err
 	}
 	defer s.Close()
-	summary, runErr := s.measure(ctx, stderr)
+	m := measurement{
+		pipe:      s.pipelineConfig(),
+		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.offered},
+		observers: []func(aggregate.Snapshot){statusLine(stderr)},
+	}
+	if f.record != "" {
+		rec, err := newRecording(f.record, s.header, f.recordOverwrite)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "latscope: recording to %s\n", f.record)
+		m.consumers = append(m.consumers, rec)
+		m.observers = append(m.observers, rec.warnWhenBehind(stderr))
+	}
+	summary, runErr := m.run(ctx)
 	if f.jsonOut {
 		err = aggregate.WriteJSON(stdout, summary)
 	} else {

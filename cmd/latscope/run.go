@@ -52,6 +52,9 @@ type loadFlags struct {
 	jsonOut bool
 	slo     string
 
+	record          string
+	recordOverwrite bool
+
 	metricsURL     string
 	noMetrics      bool
 	scrapeInterval time.Duration
@@ -85,6 +88,8 @@ func (f *loadFlags) register(cmd *cobra.Command) {
 	fl.Int64Var(&f.seed, "seed", 1, "seed for prompts and arrivals")
 	fl.BoolVar(&f.noTUI, "no-tui", false, "headless: a status line a second on stderr, the final table on stdout")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the final summary as one JSON object on stdout instead of the table")
+	fl.StringVar(&f.record, "record", "", "record the session to this file (zstd-compressed events; replay it with `latscope replay`, summarise it with `latscope report`)")
+	fl.BoolVar(&f.recordOverwrite, "record-overwrite", false, "let --record replace an existing file")
 	fl.StringVar(&f.slo, "slo", "", `objectives that set the exit code, e.g. "ttft.p99<500ms,itl.p99<50ms"`)
 	fl.StringVar(&f.metricsURL, "metrics-url", "", "server Prometheus metrics (default: the target's /metrics)")
 	fl.BoolVar(&f.noMetrics, "no-metrics", false, "do not scrape server metrics")

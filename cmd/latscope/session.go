@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
@@ -200,28 +199,7 @@ func (f *loadFlags) load() event.Load {
 	return l
 }
 
-// measure runs the session's pipeline with the aggregator and the status
-// line as consumers and returns the whole run's summary. Every request the
-// probe sent is in it, Ctrl-C included.
-func (s *session) measure(ctx context.Context, status io.Writer) (aggregate.Summary, error) {
-	fan := pipeline.NewFanout()
-	aggSub := fan.Subscribe("aggregator", 4096, pipeline.Lossless)
-	agg := aggregate.New(aggregate.Config{Now: time.Now, OfferedRate: s.offered})
-	var lastStatus time.Time
-	publish := func(snap aggregate.Snapshot) {
-		if status == nil || time.Since(lastStatus) < time.Second {
-			return
-		}
-		lastStatus = time.Now()
-		fmt.Fprintln(status, aggregate.StatusLine(snap))
-	}
-	summaryc := make(chan aggregate.Summary, 1)
-	// The aggregator drains its subscription to the end, so it is not
-	// stopped by ctx: the fan-out closes it after the last event.
-	go func() {
-		summaryc <- agg.Run(context.WithoutCancel(ctx), aggSub.Events(), aggregate.DefaultEvery, publish)
-	}()
-
-	err := pipeline.Run(ctx, pipeline.Config{Header: s.header, Primary: s.primary, Aux: s.aux, Stage: s.attributor}, fan)
-	return <-summaryc, err
+// pipelineConfig is the session's wiring for pipeline.Run.
+func (s *session) pipelineConfig() pipeline.Config {
+	return pipeline.Config{Header: s.header, Primary: s.primary, Aux: s.aux, Stage: s.attributor}
 }

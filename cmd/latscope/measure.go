@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/pipeline"
+)
+
+// consumer is one more reader of the pipeline's fan-out besides the
+// aggregator: the recorder, the dashboard's request feed, the agent's
+// stream. start subscribes (before the pipeline runs) and starts the
+// consumer; the returned wait blocks until it has taken the last event.
+type consumer interface {
+	start(ctx context.Context, fan *pipeline.Fanout) (wait func() error)
+}
+
+// measurement is one run of a pipeline with the aggregator and its
+// observers (status line, dashboard) and the other consumers.
+type measurement struct {
+	pipe pipeline.Config
+	agg  aggregate.Config
+	// observers get every snapshot (about 4 Hz) on the aggregator's
+	// goroutine; they must hand it off quickly.
+	observers []func(aggregate.Snapshot)
+	consumers []consumer
+}
+
+// run runs the pipeline to its end and returns the whole run's summary:
+// every request the sources emitted is in it, Ctrl-C included. Consumers
+// are not stopped by ctx either: the fan-out closes their channels after
+// the last event, so they take everything.
+func (m measurement) run(ctx context.Context) (aggregate.Summary, error) {
+	fan := pipeline.NewFanout()
+	drainCtx := context.WithoutCancel(ctx)
+	aggSub := fan.Subscribe("aggregator", 4096, pipeline.Lossless)
+	waits := make([]func() error, 0, len(m.consumers))
+	for _, c := range m.consumers {
+		waits = append(waits, c.start(drainCtx, fan))
+	}
+	agg := aggregate.New(m.agg)
+	publish := func(s aggregate.Snapshot) {
+		for _, o := range m.observers {
+			o(s)
+		}
+	}
+	summaryc := make(chan aggregate.Summary, 1)
+	go func() { summaryc <- agg.Run(drainCtx, aggSub.Events(), aggregate.DefaultEvery, publish) }()
+
+	err := pipeline.Run(ctx, m.pipe, fan)
+	summary := <-summaryc
+	for _, wait := range waits {
+		err = errors.Join(err, wait())
+	}
+	return summary, err
+}
+
+// statusLine prints a status line to w at most once a second.
+func statusLine(w io.Writer) func(aggregate.Snapshot) {
+	var last time.Time
+	return func(s aggregate.Snapshot) {
+		if time.Since(last) < time.Second {
+			return
+		}
+		last = time.Now()
+		fmt.Fprintln(w, aggregate.StatusLine(s))
+	}
+}

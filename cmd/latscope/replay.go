@@ -1,0 +1,89 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/recorder"
+)
+
+func newReplayCmd() *cobra.Command {
+	var (
+		speed   string
+		noTUI   bool
+		jsonOut bool
+	)
+	cmd := &cobra.Command{
+		Use:   "replay FILE",
+		Short: "Play a recorded session back: the same summary, aggregated on the recording's own times",
+		Long: `replay reads a session recorded with --record and aggregates its events on
+their own timestamps, exactly as the live run did, so --no-tui prints the same
+summary (counts and percentiles) the recorded run printed.
+
+A file cut short (the recording process was killed) replays up to its last
+complete frame, with a warning naming the offset of the torn tail.`,
+		Example: `  latscope replay session.lsr --no-tui
+  latscope replay session.lsr --no-tui --json > summary.json
+  latscope replay session.lsr --speed 10`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sp, err := parseSpeed(speed, noTUI)
+			if err != nil {
+				return err
+			}
+			path := args[0]
+			// Open once up front: a file that is not a recording, or from
+			// another version, fails here with a clear message.
+			rd, err := recorder.Open(path)
+			if err != nil {
+				return err
+			}
+			rd.Close()
+			if !noTUI {
+				fmt.Fprintln(cmd.ErrOrStderr(), "latscope: the live dashboard is not built yet; replaying headless (--no-tui)")
+			}
+			m := measurement{pipe: pipeline.Config{Primary: []pipeline.Source{recorder.NewReplay(path, recorder.ReplayOptions{Speed: sp})}}}
+			summary, err := m.run(cmd.Context())
+			var torn *recorder.TornTailError
+			if errors.As(err, &torn) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "latscope: warning: %s: %v; the summary covers everything before it\n", path, torn)
+				err = nil
+			}
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return aggregate.WriteJSON(cmd.OutOrStdout(), summary)
+			}
+			return aggregate.WriteTable(cmd.OutOrStdout(), summary)
+		},
+	}
+	cmd.Flags().StringVar(&speed, "speed", "", "playback speed: 1, 10, any factor, or max (default 1 on the dashboard, max with --no-tui)")
+	cmd.Flags().BoolVar(&noTUI, "no-tui", false, "print the summary instead of showing the dashboard")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the summary as one JSON object")
+	return cmd
+}
+
+// parseSpeed reads --speed.
+func parseSpeed(s string, headless bool) (float64, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "":
+		if headless {
+			return recorder.MaxSpeed, nil
+		}
+		return 1, nil
+	case "max":
+		return recorder.MaxSpeed, nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSuffix(s, "x"), 64)
+	if err != nil || !(f > 0) || f > 1e6 {
+		return 0, fmt.Errorf("--speed %q: want a factor such as 1 or 10, or max", s)
+	}
+	return f, nil
+}
