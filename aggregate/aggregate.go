@@ -57,13 +57,17 @@ type Config struct {
 	Now func() time.Time
 	// RecentMarkers is how many recent markers to keep (default 50).
 	RecentMarkers int
+	// SLO are the run's objectives; with latency objectives the aggregator
+	// counts goodput, the requests that met every one of them.
+	SLO []Objective
 }
 
 // Aggregator turns events into statistics. It is not safe for concurrent
 // use: one goroutine owns it (see Run).
 type Aggregator struct {
-	cfg Config
-	mg  *merger
+	cfg    Config
+	mg     *merger
+	limits requestLimits
 
 	reqStart, reqEnd time.Time // first intended send, last completion (non-warm-up requests)
 	latest           time.Time // latest timestamp of any event
@@ -93,11 +97,11 @@ type Aggregator struct {
 
 // runCounts are whole-run request counters.
 type runCounts struct {
-	sent, ok, errors, warmup, tokens int64
-	byOutcome                        map[event.Outcome]int64
-	byStatus                         map[int]int64
-	flags                            map[event.Flag]int64
-	messages                         map[errorKey]int64
+	sent, ok, errors, warmup, tokens, good int64
+	byOutcome                              map[event.Outcome]int64
+	byStatus                               map[int]int64
+	flags                                  map[event.Flag]int64
+	messages                               map[errorKey]int64
 }
 
 // errorKey groups failed requests by outcome and message.
@@ -108,7 +112,7 @@ type errorKey struct {
 
 // counts are the request counters of one window slot.
 type counts struct {
-	sent, ok, errors, tokens int64
+	sent, ok, errors, tokens, good int64
 }
 
 // bdStage is one breakdown stage over the run: its values, and how often each
@@ -127,6 +131,7 @@ func New(cfg Config) *Aggregator {
 	return &Aggregator{
 		cfg:       cfg,
 		mg:        newMerger(),
+		limits:    limitsFrom(cfg.SLO),
 		ttft:      newMetric(),
 		itl:       newMetric(),
 		tpot:      newMetric(),
@@ -169,6 +174,12 @@ func (a *Aggregator) Add(ev event.Event) {
 	case ev.Session != nil:
 		a.see(ev.Session.Time)
 		a.session = ev.Session
+		// A replayed or attached session brings its own objectives.
+		if len(a.cfg.SLO) == 0 && ev.Session.Load.SLO != "" {
+			if objectives, err := ParseSLO(ev.Session.Load.SLO); err == nil {
+				a.limits = limitsFrom(objectives)
+			}
+		}
 	case ev.Probe != nil:
 		a.see(ev.Probe.Time)
 		a.probe = ev.Probe
@@ -242,7 +253,11 @@ func (a *Aggregator) countRequest(r *event.Request, end time.Time) {
 	c.sent++
 	tokens := int64(max(r.OutputTokens, 0))
 	c.tokens += tokens
-	okN, errN := int64(0), int64(0)
+	okN, errN, goodN := int64(0), int64(0), int64(0)
+	if a.limits.set && a.limits.good(r) {
+		c.good++
+		goodN = 1
+	}
 	if r.OK() {
 		c.ok++
 		okN = 1
@@ -264,6 +279,7 @@ func (a *Aggregator) countRequest(r *event.Request, end time.Time) {
 			s.ok += okN
 			s.errors += errN
 			s.tokens += tokens
+			s.good += goodN
 		}
 	}
 }

@@ -92,6 +92,9 @@ func writeRequests(w *errWriter, s Summary) {
 	w.printf("; %d warm-up excluded\n", r.Warmup)
 	w.printf("Duration: %.2f s   Rate: %.2f req/s finished   Throughput: %.2f req/s ok, %.2f output tok/s (%d tokens)\n",
 		s.Duration.Seconds(), r.ReqPerSec, r.OKPerSec, r.TokPerSec, r.TokensOut)
+	if r.Good != nil && r.GoodPerSec != nil {
+		w.printf("Goodput: %.2f req/s met every latency objective (%d of %d requests)\n", *r.GoodPerSec, *r.Good, r.Sent)
+	}
 	if len(r.ByOutcome) > 0 {
 		var parts []string
 		for _, k := range sortedKeys(r.ByOutcome) {

@@ -151,3 +151,45 @@ func FuzzParseSLO(f *testing.F) {
 		_ = Evaluate(Summary{}, objs)
 	})
 }
+
+func TestGoodputCountsRequestsMeetingEveryObjective(t *testing.T) {
+	t.Parallel()
+	objectives, err := ParseSLO("ttft.p99<100ms,itl.p50<20ms,e2e.max<=1s,errors.rate<5%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(Config{SLO: objectives})
+	t0 := base()
+	wantGood := 0
+	for i := range 40 {
+		ttft := time.Duration(50+i*2) * time.Millisecond // 50..128 ms: the last 10 miss the TTFT limit
+		itl := 10 * time.Millisecond
+		if i%7 == 0 {
+			itl = 30 * time.Millisecond // misses the ITL limit
+		}
+		r := okReq(t0.Add(time.Duration(i)*100*time.Millisecond), ttft, itl, 10)
+		if ttft < 100*time.Millisecond && itl < 20*time.Millisecond {
+			wantGood++
+		}
+		addAll(a, r)
+	}
+	addAll(a, errReq(t0.Add(time.Second), event.OutcomeTimeout, 0)) // failed: never good
+	snap := a.Snapshot(t0.Add(5 * time.Second))
+	run := snap.Windows[WinRun]
+	if run.Good != int64(wantGood) {
+		t.Fatalf("good = %d, want %d", run.Good, wantGood)
+	}
+	if want := float64(wantGood) / run.Span.Seconds(); math.Abs(run.GoodPerSec-want) > 1e-9 {
+		t.Errorf("goodput %.4f/s, want good / window span = %.4f/s", run.GoodPerSec, want)
+	}
+	sum := snap.Summary()
+	if sum.Requests.Good == nil || *sum.Requests.Good != int64(wantGood) {
+		t.Errorf("summary good = %v, want %d", sum.Requests.Good, wantGood)
+	}
+	if w := snap.Windows[Win10s]; w.Good != int64(wantGood) || w.GoodPerSec <= 0 {
+		t.Errorf("10 s window good %d (%.2f/s), want %d", w.Good, w.GoodPerSec, wantGood)
+	}
+	if New(Config{}).Summary().Requests.Good != nil {
+		t.Error("goodput reported without objectives")
+	}
+}

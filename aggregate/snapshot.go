@@ -46,6 +46,10 @@ type WindowStats struct {
 
 	Sent, OK, Errors, Tokens int64
 	ReqPerSec, TokPerSec     float64 // Sent and Tokens over Span
+	// Good counts the requests that met every latency objective (with
+	// Config.SLO) and GoodPerSec is the goodput: Good over Span.
+	Good       int64
+	GoodPerSec float64
 
 	TTFT, ITL, TPOT, E2E Stats
 	TokensPerSec         Stats // per request, in tokens/s
@@ -79,6 +83,10 @@ type Requests struct {
 	ReqPerSec float64       `json:"req_per_s"` // requests finished (ok or not) per second
 	OKPerSec  float64       `json:"ok_per_s"`  // successful requests per second: the throughput
 	TokPerSec float64       `json:"tok_per_s"` // output tokens per second over the run
+	// Good and GoodPerSec count the requests that met every latency
+	// objective of --slo, and their rate: the goodput. Absent without one.
+	Good       *int64   `json:"good,omitempty"`
+	GoodPerSec *float64 `json:"goodput_per_s,omitempty"`
 	// Clamped counts values outside 0..10 min recorded at the range's edge.
 	Clamped int64 `json:"clamped_values,omitempty"`
 	// DroppedStages counts stage values dropped because too many distinct
@@ -193,6 +201,13 @@ func (a *Aggregator) requests() Requests {
 		r.OKPerSec = float64(c.ok) / r.Duration.Seconds()
 		r.TokPerSec = float64(c.tokens) / r.Duration.Seconds()
 	}
+	if a.limits.set {
+		good, rate := c.good, 0.0
+		if r.Duration > 0 {
+			rate = float64(good) / r.Duration.Seconds()
+		}
+		r.Good, r.GoodPerSec = &good, &rate
+	}
 	return r
 }
 
@@ -278,7 +293,7 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 	ws.Bands = a.bands.bands(w, now)
 	if w == WinRun {
 		c := &a.counts
-		ws.Sent, ws.OK, ws.Errors, ws.Tokens = c.sent, c.ok, c.errors, c.tokens
+		ws.Sent, ws.OK, ws.Errors, ws.Tokens, ws.Good = c.sent, c.ok, c.errors, c.tokens, c.good
 		if !a.reqStart.IsZero() && now.After(a.reqStart) {
 			ws.Span = now.Sub(a.reqStart)
 		}
@@ -297,6 +312,7 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 			ws.OK += c.ok
 			ws.Errors += c.errors
 			ws.Tokens += c.tokens
+			ws.Good += c.good
 		})
 		if a.reqStart.After(start) {
 			start = a.reqStart
@@ -309,6 +325,7 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 	if ws.Span > 0 {
 		ws.ReqPerSec = float64(ws.Sent) / ws.Span.Seconds()
 		ws.TokPerSec = float64(ws.Tokens) / ws.Span.Seconds()
+		ws.GoodPerSec = float64(ws.Good) / ws.Span.Seconds()
 	}
 	return ws
 }

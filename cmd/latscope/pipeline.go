@@ -36,7 +36,7 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	defer s.Close()
 	m := measurement{
 		pipe:      s.pipelineConfig(),
-		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.offered},
+		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.offered, SLO: objectives},
 		observers: []func(aggregate.Snapshot){statusLine(stderr)},
 	}
 	if f.record != "" {
