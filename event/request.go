@@ -103,6 +103,7 @@ const (
 type Request struct {
 	ID      string `json:"id"`                 // X-Request-Id sent to the server
 	TraceID string `json:"trace_id,omitempty"` // W3C trace id sent in traceparent
+	SpanID  string `json:"span_id,omitempty"`  // the client span id sent in traceparent (the server's spans' parent)
 	Seq     uint64 `json:"seq"`                // 0-based send order within the run
 	Worker  int    `json:"worker,omitempty"`
 	Target  string `json:"target,omitempty"` // base URL

@@ -390,6 +390,9 @@ func completeRecord(rec *event.Request, spec RequestSpec, cancelled bool) *event
 	if rec.TraceID == "" {
 		rec.TraceID = spec.TraceID
 	}
+	if rec.SpanID == "" && rec.TraceID == spec.TraceID {
+		rec.SpanID = spec.SpanID
+	}
 	rec.Seq, rec.Worker = spec.Seq, spec.Worker
 	rec.Warmup = rec.Warmup || spec.Warmup
 	if rec.TargetOutputTokens == 0 {

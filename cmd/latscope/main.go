@@ -12,7 +12,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -28,6 +30,11 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
+	// The OpenTelemetry SDK (the simulator's span exporter, --otlp-export)
+	// logs failures on its own; latscope reports them as counts and
+	// markers instead, and nothing may write over the dashboard.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
+	otel.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
 )
 
 // Exit codes, documented in the README and in `latscope --help`.
@@ -47,6 +48,14 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 		fmt.Fprintf(stderr, "latscope: recording to %s\n", f.record)
 		m.consumers = append(m.consumers, rec)
 		m.observers = append(m.observers, rec.warnWhenBehind(stderr))
+	}
+	if f.otlpExport != "" {
+		exp, err := newTraceExport(ctx, f.otlpExport)
+		if err != nil {
+			return fmt.Errorf("--otlp-export: %w", err)
+		}
+		fmt.Fprintf(stderr, "latscope: exporting each request as a trace to %s\n", event.RedactURL(f.otlpExport))
+		m.consumers = append(m.consumers, exp)
 	}
 	summary, runErr := m.run(ctx)
 	if f.jsonOut {
