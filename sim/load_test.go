@@ -14,7 +14,14 @@ import (
 // histogram's arrival rate and mean wait.
 func TestQueueingLittlesLaw(t *testing.T) {
 	// Not parallel: timing-sensitive, so it runs alone.
-	s, url := startServer(t, Config{Profile: tinyProfile(t), MaxNumSeqs: 4})
+	const warmUp = 32 // requests finished before measuring: every client has queued
+	finished := make(chan struct{}, warmUp)
+	s, url := startServer(t, Config{Profile: tinyProfile(t), MaxNumSeqs: 4, OnFinish: func(Truth) {
+		select {
+		case finished <- struct{}{}:
+		default:
+		}
+	}})
 	ctx, cancel := context.WithCancel(testCtx(t, 30*time.Second))
 	defer cancel()
 	var wg sync.WaitGroup
@@ -30,16 +37,24 @@ func TestQueueingLittlesLaw(t *testing.T) {
 	defer wg.Wait()
 	defer cancel()
 
-	time.Sleep(300 * time.Millisecond) // reach steady state
+	for range warmUp {
+		select {
+		case <-finished:
+		case <-ctx.Done():
+			t.Fatal("the warm-up requests did not finish")
+		}
+	}
 	before := queueHistogram(t, url)
 	start := time.Now()
 	var samples, sum, peak int
+	tick := time.NewTicker(2 * time.Millisecond) // the sampling period
+	defer tick.Stop()
 	for time.Since(start) < 2*time.Second {
 		w := s.Stats().Waiting
 		sum += w
 		peak = max(peak, w)
 		samples++
-		time.Sleep(2 * time.Millisecond)
+		<-tick.C
 	}
 	elapsed := time.Since(start)
 	after := queueHistogram(t, url)
@@ -79,3 +94,4 @@ func queueHistogram(t *testing.T, url string) histSnap {
 	h := scrape(t, url)["vllm:request_queue_time_seconds"].GetMetric()[0].GetHistogram()
 	return histSnap{h.GetSampleCount(), h.GetSampleSum()}
 }
+
