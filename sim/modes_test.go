@@ -135,11 +135,13 @@ func TestHeaderTiming(t *testing.T) {
 			toFirstToken := tr.ArrivalToFirstFrameUs - tr.FramingUs - tr.DetokenizeUs
 			switch timing {
 			case HeadersAtOnce:
-				if tr.HeadersUs <= 0 || tr.HeadersUs >= toFirstToken {
+				if tr.HeadersUs <= 0 || tr.HeadersUs > toFirstToken {
 					t.Errorf("headers_us = %d, want before the first token (%d)", tr.HeadersUs, toFirstToken)
 				}
 			case HeadersSlotted:
-				if tr.HeadersUs < tr.QueueUs || tr.HeadersUs >= toFirstToken {
+				// The loop sends them before it picks up the first token,
+				// within the same microsecond when it was busy meanwhile.
+				if tr.HeadersUs < tr.QueueUs || tr.HeadersUs > toFirstToken {
 					t.Errorf("headers_us = %d, want after the queue (%d) and before the first token (%d)", tr.HeadersUs, tr.QueueUs, toFirstToken)
 				}
 			case HeadersFirstToken:
@@ -289,7 +291,8 @@ func TestFaultErrorAfter(t *testing.T) {
 
 func TestKeepAbandoned(t *testing.T) {
 	t.Parallel()
-	const maxTokens = 60
+	// ~0.4 s of decoding: the client is gone long before the end.
+	const maxTokens = 300
 	var (
 		mu      sync.Mutex
 		order   []string // OnFinish and b's first frame, in order
