@@ -94,4 +94,3 @@ func queueHistogram(t *testing.T, url string) histSnap {
 	h := scrape(t, url)["vllm:request_queue_time_seconds"].GetMetric()[0].GetHistogram()
 	return histSnap{h.GetSampleCount(), h.GetSampleSum()}
 }
-
