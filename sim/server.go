@@ -47,7 +47,8 @@ type Config struct {
 	// this many blocks of PrefixBlockTokens tokens (least recently used
 	// evicted first). A prompt that starts with whole blocks an earlier
 	// prompt computed skips their prefill and reports them as
-	// usage.prompt_tokens_details.cached_tokens. 0: off.
+	// usage.prompt_tokens_details.cached_tokens. A prompt's blocks are
+	// cached once its prefill completes. 0: off.
 	PrefixCacheBlocks int
 	// KeepAbandoned keeps generating for a client that went away: the
 	// sequence holds its slot and decodes until it finishes, instead of
