@@ -154,9 +154,14 @@ func (c *serverConn) Close() error {
 // one is in flight is held back, together with any later ones, until that
 // acknowledgement, then released in one piece, which is in flight in turn.
 // Every write counts as a small segment: SSE frames are far below an MSS.
+//
+// mu guards the state; wmu keeps writes to conn in order and is never held
+// while waiting for mu (lock order: mu, then wmu), so Close can give up on
+// a write stuck on a client that stopped reading instead of waiting for it.
 type nagle struct {
 	conn  net.Conn
 	delay time.Duration
+	wmu   sync.Mutex
 
 	mu       sync.Mutex
 	ackAt    time.Time // when the segment in flight is acknowledged
@@ -169,12 +174,13 @@ type nagle struct {
 
 func (n *nagle) write(p []byte) (int, error) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if n.err != nil {
+		defer n.mu.Unlock()
 		return 0, n.err
 	}
 	now := time.Now()
 	if !n.closed && (len(n.held) > 0 || now.Before(n.ackAt)) {
+		defer n.mu.Unlock()
 		n.held = append(n.held, p...)
 		if n.release == nil {
 			n.release = time.AfterFunc(n.ackAt.Sub(now), n.releaseHeld)
@@ -183,9 +189,11 @@ func (n *nagle) write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	n.lastHeld = time.Time{}
-	written, err := n.conn.Write(p)
-	n.ackAt = time.Now().Add(n.delay)
-	return written, err
+	n.ackAt = now.Add(n.delay)
+	n.wmu.Lock()
+	n.mu.Unlock()
+	defer n.wmu.Unlock()
+	return n.conn.Write(p)
 }
 
 func (n *nagle) lastHeldUntil() time.Time {
@@ -197,28 +205,40 @@ func (n *nagle) lastHeldUntil() time.Time {
 // releaseHeld sends the held bytes when the segment in flight is acknowledged.
 func (n *nagle) releaseHeld() {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	n.release = nil
 	if n.closed || len(n.held) == 0 {
+		n.mu.Unlock()
 		return
 	}
-	if _, err := n.conn.Write(n.held); err != nil {
-		n.err = err
-	}
-	n.held = n.held[:0]
+	batch := n.held
+	n.held = nil
 	n.ackAt = time.Now().Add(n.delay)
+	n.wmu.Lock()
+	n.mu.Unlock()
+	_, err := n.conn.Write(batch)
+	n.wmu.Unlock()
+	if err != nil {
+		n.mu.Lock()
+		n.err = err
+		n.mu.Unlock()
+	}
 }
 
-// flush sends what is held back at once, with a bounded wait.
+// flush sends what is held back at once, with a bounded wait, and holds
+// nothing from then on. If a write is stuck, it gives up: closing the
+// connection unblocks that write, and the held bytes would follow it.
 func (n *nagle) flush() {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	n.stopLocked()
-	if len(n.held) > 0 && n.err == nil {
-		_ = n.conn.SetWriteDeadline(time.Now().Add(time.Second))
-		_, n.err = n.conn.Write(n.held)
-	}
+	batch, failed := n.held, n.err != nil
 	n.held = nil
+	n.mu.Unlock()
+	if len(batch) == 0 || failed || !n.wmu.TryLock() {
+		return
+	}
+	defer n.wmu.Unlock()
+	_ = n.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = n.conn.Write(batch)
 }
 
 // drop discards what is held back.
