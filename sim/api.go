@@ -305,3 +305,14 @@ func (g *generation) promptTokens() int {
 	}
 	return countText(g.prompt)
 }
+
+// promptTokenIDs returns the prompt's token ids; there are promptTokens() of them.
+func (g *generation) promptTokenIDs() []int {
+	switch {
+	case g.chat:
+		return chatIDs(g.messages, true)
+	case g.promptIDs != nil:
+		return g.promptIDs
+	}
+	return tokenIDs(nil, g.prompt)
+}

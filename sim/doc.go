@@ -14,7 +14,15 @@
 //   - stream.go: SSE framing and the non-streaming response;
 //   - metrics.go and tracing.go: vLLM-named Prometheus metrics and OTLP spans;
 //   - faults.go: injected failures;
+//   - prefixcache.go: the cross-request prefix cache (Config.PrefixCacheBlocks);
+//   - conn.go: connection-level behaviour (Config.CloseAfterStream,
+//     Config.Nagle), which needs Serve;
 //   - truth.go: the true duration of every stage of every request.
+//
+// By default it behaves like vLLM; the mode fields of Config make it behave
+// like other servers (llama-server, llm-d's simulator, servers without
+// chunked prefill or that finish abandoned requests) where latscope must
+// cope with them.
 //
 // Costs are simulated with sleeps and short spins (see pause.go), but every
 // duration the server reports is measured around what actually happened, so

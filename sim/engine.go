@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -11,12 +12,17 @@ import (
 // sequences and decodes one token for every running sequence; its cost grows
 // with both (Profile.stepCost).
 type engine struct {
-	prof    Profile
-	maxSeqs int
-	budget  int
-	m       *metrics
-	emit    func(tokenEvent) // hands a token to the front end; must not block
-	wake    chan struct{}
+	prof         Profile
+	maxSeqs      int
+	budget       int
+	wholePrefill bool         // prefill admitted prompts whole, in steps of their own
+	cache        *prefixCache // nil: no prefix caching
+	m            *metrics
+	emit         func(tokenEvent) // hands a token to the front end; must not block
+	// onSlot, if set, is told of each request given a batch slot, before any
+	// of its tokens are emitted; it must not block.
+	onSlot func(*request)
+	wake   chan struct{}
 
 	mu        sync.Mutex
 	waiting   []*seq
@@ -31,8 +37,10 @@ type stepRecord struct{ start, end time.Time }
 // statsWindow is the window of Stats' rates.
 const statsWindow = time.Second
 
-func newEngine(prof Profile, maxSeqs, budget int, m *metrics, emit func(tokenEvent)) *engine {
-	return &engine{prof: prof, maxSeqs: maxSeqs, budget: budget, m: m, emit: emit, wake: make(chan struct{}, 1)}
+// newEngine makes an engine with prof's slots and budget that hands its
+// tokens to emit.
+func newEngine(prof Profile, m *metrics, emit func(tokenEvent)) *engine {
+	return &engine{prof: prof, maxSeqs: prof.MaxNumSeqs, budget: prof.MaxBatchedTokens, m: m, emit: emit, wake: make(chan struct{}, 1)}
 }
 
 // add queues a tokenized request.
@@ -53,11 +61,13 @@ func (e *engine) kick() {
 	}
 }
 
-// times returns r's engine timestamps.
+// times returns a copy of r's engine timestamps.
 func (e *engine) times(r *request) engineTimes {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return r.eng
+	et := r.eng
+	et.prefillSteps = slices.Clone(et.prefillSteps)
+	return et
 }
 
 // run is the step loop; it returns when ctx ends.
@@ -82,6 +92,11 @@ func (e *engine) run(ctx context.Context) {
 			}
 			timer.Stop()
 			continue
+		}
+		if e.onSlot != nil {
+			for _, r := range p.admitted {
+				e.onSlot(r)
+			}
 		}
 		pauseFrom(p.start, e.prof.stepCost(p.prefillTokens, len(p.decode)))
 		end := time.Now()

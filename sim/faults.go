@@ -13,15 +13,20 @@ const FaultHeader = "X-Latscope-Fault"
 // Fault is a set of injected failures. The zero value injects nothing.
 // Parse one from a spec such as "stall=200,reset-after=5" with ParseFault.
 type Fault struct {
-	Status         int           // status=N: answer with this HTTP status and an error body
-	ResetAfter     int           // reset-after=N: reset the connection after N content tokens
-	Reset          bool          //   (set when ResetAfter is in use; N may be 0)
-	MalformedAfter int           // malformed-after=N: a broken JSON chunk after N content tokens
-	Malformed      bool          //   (set when MalformedAfter is in use)
-	Stall          time.Duration // stall=MS: the engine pauses the sequence halfway through
-	SlowHeaders    time.Duration // slow-headers=MS: delay before the response headers
-	Oversized      bool          // oversized: one SSE event over 1 MiB, halfway through
-	SplitUTF8      bool          // split-utf8: a two-byte character split across two chunks, halfway through
+	Status         int  // status=N: answer with this HTTP status and an error body
+	ResetAfter     int  // reset-after=N: reset the connection after N content tokens
+	Reset          bool //   (set when ResetAfter is in use; N may be 0)
+	MalformedAfter int  // malformed-after=N: a broken JSON chunk after N content tokens
+	Malformed      bool //   (set when MalformedAfter is in use)
+	// error-after=N: generation fails after N content tokens. A stream, whose
+	// 200 status is already out, gets an error event and [DONE], as vLLM and
+	// SGLang send; a non-streaming request gets a 500.
+	ErrorAfter  int
+	Error       bool          //   (set when ErrorAfter is in use)
+	Stall       time.Duration // stall=MS: the engine pauses the sequence halfway through
+	SlowHeaders time.Duration // slow-headers=MS: delay before the response headers
+	Oversized   bool          // oversized: one SSE event over 1 MiB, halfway through
+	SplitUTF8   bool          // split-utf8: a two-byte character split across two chunks, halfway through
 }
 
 // IsZero reports whether f injects nothing.
@@ -38,6 +43,9 @@ func (f Fault) String() string {
 	}
 	if f.Malformed {
 		parts = append(parts, fmt.Sprintf("malformed-after=%d", f.MalformedAfter))
+	}
+	if f.Error {
+		parts = append(parts, fmt.Sprintf("error-after=%d", f.ErrorAfter))
 	}
 	if f.Stall > 0 {
 		parts = append(parts, fmt.Sprintf("stall=%d", f.Stall.Milliseconds()))
@@ -58,7 +66,7 @@ func (f Fault) String() string {
 const maxFaultDelay = 10 * time.Minute
 
 // ParseFault parses a comma-separated fault spec: status=429|500|503 (any
-// 4xx/5xx is accepted), reset-after=N, malformed-after=N, stall=MS,
+// 4xx/5xx is accepted), reset-after=N, malformed-after=N, error-after=N, stall=MS,
 // slow-headers=MS, oversized, split-utf8. An empty spec is no fault.
 func ParseFault(spec string) (Fault, error) {
 	var f Fault
@@ -104,6 +112,9 @@ func ParseFault(spec string) (Fault, error) {
 		case "malformed-after":
 			f.MalformedAfter, err = num()
 			f.Malformed = true
+		case "error-after":
+			f.ErrorAfter, err = num()
+			f.Error = true
 		case "stall":
 			f.Stall, err = millis()
 		case "slow-headers":
@@ -113,7 +124,7 @@ func ParseFault(spec string) (Fault, error) {
 		case "split-utf8":
 			f.SplitUTF8 = true
 		default:
-			err = fmt.Errorf("unknown fault %q (want status, reset-after, malformed-after, stall, slow-headers, oversized or split-utf8)", key)
+			err = fmt.Errorf("unknown fault %q (want status, reset-after, malformed-after, error-after, stall, slow-headers, oversized or split-utf8)", key)
 		}
 		if err != nil {
 			return Fault{}, err
@@ -138,6 +149,9 @@ func (f Fault) merge(g Fault) Fault {
 	}
 	if g.Malformed {
 		f.Malformed, f.MalformedAfter = true, g.MalformedAfter
+	}
+	if g.Error {
+		f.Error, f.ErrorAfter = true, g.ErrorAfter
 	}
 	if g.Stall > 0 {
 		f.Stall = g.Stall

@@ -1,9 +1,9 @@
 package sim
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 )
@@ -19,6 +19,40 @@ type FrameInfo struct {
 	Index     int       // 0-based content frame index within the request
 	Tokens    int       // output tokens the frame carries
 	At        time.Time // time.Now() right after the flush
+	TokenAt   time.Time // end of the engine step that made the frame's token
+	// HeldUntil is when the Nagle emulation releases the frame to the
+	// client; zero when it went out at once.
+	HeldUntil time.Time
+}
+
+// onSlot runs on the shared loop when r gets a batch slot, to send a
+// stream's headers then (HeadersSlotted).
+func (s *Server) onSlot(r *request) {
+	if r.fe.finished || r.fe.detached || !r.gen.stream || r.headersSent {
+		return
+	}
+	if err := s.sendHeaders(r, true); err != nil {
+		s.lostClient(r, err)
+	}
+}
+
+// sendHeaders sends a stream's status and headers, flushing them unless the
+// next write carries them (HeadersFirstToken).
+func (s *Server) sendHeaders(r *request, flush bool) error {
+	h := r.w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	r.w.WriteHeader(http.StatusOK)
+	r.headersSent = true
+	if !flush {
+		return nil
+	}
+	err := r.rc.Flush()
+	r.headersAt = time.Now()
+	if err != nil {
+		return fmt.Errorf("flush headers to client: %w", err)
+	}
+	return nil
 }
 
 // onToken runs on the shared loop for every generated token: it detokenizes
@@ -27,6 +61,10 @@ func (s *Server) onToken(ev tokenEvent) {
 	r := ev.req
 	fe := &r.fe
 	if fe.finished {
+		return
+	}
+	if r.fault.Error && ev.index == r.fault.ErrorAfter {
+		s.failGeneration(r)
 		return
 	}
 	pick := time.Now()
@@ -49,7 +87,8 @@ func (s *Server) onToken(ev tokenEvent) {
 	}
 	fe.lastDetokEnd = detokEnd
 
-	if !r.gen.stream {
+	switch {
+	case !r.gen.stream:
 		if raw != "" {
 			text = raw
 		}
@@ -57,12 +96,11 @@ func (s *Server) onToken(ev tokenEvent) {
 		if ev.last {
 			s.finishNonStream(r)
 		}
-		return
-	}
-	if !s.writeContent(r, ev.index, text, raw, detokEnd) {
-		return
-	}
-	if ev.last {
+	case fe.detached:
+		if ev.last {
+			s.finishDetached(r)
+		}
+	case s.writeContent(r, ev, text, raw, detokEnd) && ev.last:
 		s.finishStream(r)
 	}
 }
@@ -85,7 +123,7 @@ func (s *Server) tokenText(r *request, i int) (text, raw string) {
 
 // writeContent frames and sends one content token, applying the stream
 // faults. It reports false when the request ended here.
-func (s *Server) writeContent(r *request, index int, text, raw string, detokEnd time.Time) bool {
+func (s *Server) writeContent(r *request, ev tokenEvent, text, raw string, detokEnd time.Time) bool {
 	fe := &r.fe
 	f := r.fault
 	if f.Reset && fe.frames == f.ResetAfter {
@@ -97,14 +135,14 @@ func (s *Server) writeContent(r *request, index int, text, raw string, detokEnd 
 		buf = append(buf, r.malformedEvent()...)
 	}
 	var err error
-	if index == 0 && r.gen.chat {
+	if ev.index == 0 && r.gen.chat {
 		if buf, err = appendEvent(buf, r.roleChunk(), ""); err != nil {
 			s.abortOnLoop(r, err)
 			return false
 		}
 	}
 	c := r.contentChunk(text)
-	if f.Oversized && index == r.target/2 {
+	if f.Oversized && ev.index == r.target/2 {
 		c.Padding = padding(oversizedPadding)
 	}
 	if buf, err = appendEvent(buf, c, raw); err != nil {
@@ -115,22 +153,47 @@ func (s *Server) writeContent(r *request, index int, text, raw string, detokEnd 
 	// encoding up to the nominal cost less what writes have recently taken.
 	pauseFrom(detokEnd, s.prof.FramingPerFrame-s.writeEWMA)
 	wstart := time.Now()
-	if err := s.write(r, buf); err != nil {
-		s.abortOnLoop(r, err)
+	if err := s.send(r, buf); err != nil {
+		s.lostClient(r, err)
 		return false
 	}
 	flushed := time.Now()
 	s.writeEWMA += (flushed.Sub(wstart) - s.writeEWMA) / 8
 	fe.frames++
 	fe.framingTotal += flushed.Sub(detokEnd)
-	if index == 0 {
+	if ev.index == 0 {
 		fe.firstFlush = flushed
 	}
 	fe.lastFlush = flushed
+	frame := FrameInfo{RequestID: r.id, Index: fe.frames - 1, Tokens: 1, At: flushed, TokenAt: ev.at}
+	if r.conn != nil {
+		frame.HeldUntil = r.conn.heldUntil()
+	}
+	if !frame.HeldUntil.IsZero() {
+		fe.held = append(fe.held, HeldFrame{Index: frame.Index, HeldUs: frame.HeldUntil.Sub(flushed).Microseconds()})
+	}
 	if s.cfg.OnFrame != nil {
-		s.cfg.OnFrame(FrameInfo{RequestID: r.id, Index: fe.frames - 1, Tokens: 1, At: flushed})
+		s.cfg.OnFrame(frame)
 	}
 	return true
+}
+
+// send writes b to r's stream and flushes it, sending the headers first if
+// they are still due (HeadersFirstToken: in the same write). In Nagle mode
+// it writes an SSE event in two pieces, its lines and then the blank line
+// that ends it, as servers that meet delayed-ACK stalls do.
+func (s *Server) send(r *request, b []byte) error {
+	if !r.headersSent {
+		_ = s.sendHeaders(r, false) // flushed with b
+		defer func() { r.headersAt = time.Now() }()
+	}
+	if s.cfg.Nagle && len(b) > 1 {
+		if err := s.write(r, b[:len(b)-1]); err != nil {
+			return err
+		}
+		b = b[len(b)-1:]
+	}
+	return s.write(r, b)
 }
 
 func (s *Server) write(r *request, b []byte) error {
@@ -153,6 +216,10 @@ func (s *Server) finishStream(r *request) {
 		s.resetConn(r)
 		return
 	}
+	if f.Error { // after more tokens than were generated: instead of the finish
+		s.failGeneration(r)
+		return
+	}
 	fe.finishReason = r.finishReason
 	var buf []byte
 	if f.Malformed && f.MalformedAfter >= fe.frames {
@@ -171,13 +238,13 @@ func (s *Server) finishStream(r *request) {
 	var err error
 	if buf, err = appendEvent(buf, fin, ""); err == nil && r.gen.includeUsage {
 		u := r.newChunk()
-		u.Usage = r.usage()
+		u.Usage = r.usage(s.promptDetails(et))
 		u.Truth = truthRef
 		buf, err = appendEvent(buf, u, "")
 	}
 	if err == nil {
 		buf = append(buf, "data: [DONE]\n\n"...)
-		err = s.write(r, buf)
+		err = s.send(r, buf)
 	}
 	if err != nil {
 		s.abortOnLoop(r, err)
@@ -186,12 +253,72 @@ func (s *Server) finishStream(r *request) {
 	s.finalize(r, et, truth, true)
 }
 
+// promptDetails is the usage's prompt_tokens_details: present with the
+// prefix cache on, as vLLM reports it.
+func (s *Server) promptDetails(et engineTimes) *tokensDetails {
+	if s.cfg.PrefixCacheBlocks == 0 {
+		return nil
+	}
+	return &tokensDetails{CachedTokens: et.cachedTokens}
+}
+
 // finishNonStream finalizes a non-streaming request; its handler writes the
 // response once done is closed.
 func (s *Server) finishNonStream(r *request) {
+	if r.fault.Error {
+		s.failGeneration(r)
+		return
+	}
+	r.fe.finishReason = r.finishReason
+	et := s.eng.times(r)
+	r.fe.details = s.promptDetails(et)
+	s.finalize(r, et, buildTruth(r, et), true)
+}
+
+// finishDetached finalizes a request whose client went away but that the
+// server generated to the end anyway.
+func (s *Server) finishDetached(r *request) {
 	r.fe.finishReason = r.finishReason
 	et := s.eng.times(r)
 	s.finalize(r, et, buildTruth(r, et), true)
+}
+
+// generationError is the error of a generation that failed on the server,
+// as vLLM reports one.
+func generationError() *apiError {
+	return &apiError{Status: http.StatusInternalServerError, Message: "Internal server error (injected fault)",
+		Type: "InternalServerError", Code: http.StatusInternalServerError}
+}
+
+// failGeneration ends r as a failed generation (the error-after fault): the
+// engine drops it, and a stream, whose 200 status is already out, gets an
+// error event and then [DONE], as vLLM and SGLang send; the handler answers
+// a non-streaming request with a 500. Runs on the loop.
+func (s *Server) failGeneration(r *request) {
+	fe := &r.fe
+	r.aborted.Store(true)
+	s.eng.kick()
+	fe.finishReason = "error"
+	et := s.eng.times(r)
+	truth := buildTruth(r, et)
+	if r.gen.stream && !fe.detached {
+		ev := struct {
+			Error *apiError `json:"error"`
+			Truth *Truth    `json:"latscope_truth,omitempty"`
+		}{Error: generationError()}
+		if r.wantTruth {
+			ev.Truth = &truth
+		}
+		b, err := json.Marshal(ev)
+		if err == nil {
+			b = append(append([]byte("data: "), b...), "\n\ndata: [DONE]\n\n"...)
+			err = s.send(r, b)
+		}
+		if err != nil && fe.writeErr == nil {
+			fe.writeErr = err
+		}
+	}
+	s.finalize(r, et, truth, false)
 }
 
 // resetConn closes the client connection abruptly: hijacked, with linger 0,
@@ -203,12 +330,43 @@ func (s *Server) resetConn(r *request) {
 	if err != nil {
 		r.fe.hijackFailed = true
 	} else {
-		if tc, ok := conn.(*net.TCPConn); ok {
+		if tc, ok := conn.(interface{ SetLinger(int) error }); ok {
 			_ = tc.SetLinger(0)
 		}
 		_ = conn.Close()
 	}
 	s.abortOnLoop(r, errors.New("connection reset by fault"))
+}
+
+// lostClient handles a failed write to r's client: the request is aborted,
+// or with Config.KeepAbandoned it runs on without its client. Runs on the loop.
+func (s *Server) lostClient(r *request, err error) {
+	if s.cfg.KeepAbandoned {
+		s.detachOnLoop(r, err)
+		return
+	}
+	s.abortOnLoop(r, err)
+}
+
+// detachOnLoop stops writing to r's client but keeps r generating
+// (Config.KeepAbandoned). Runs on the loop.
+func (s *Server) detachOnLoop(r *request, cause error) {
+	fe := &r.fe
+	if fe.finished || fe.detached {
+		return
+	}
+	fe.detached = true
+	if cause != nil && fe.writeErr == nil {
+		fe.writeErr = cause
+	}
+}
+
+// detach is detachOnLoop from r's handler, whose client is gone; it returns
+// once the loop will not touch r's ResponseWriter again.
+func (s *Server) detach(r *request) {
+	if !s.front.do(func() { s.detachOnLoop(r, errors.New("client gone")) }) {
+		<-s.front.done // the loop stopped; it writes nothing more
+	}
 }
 
 // abortOnLoop ends a request that will not complete: the engine drops it and

@@ -14,17 +14,31 @@ const RequestIDHeader = "X-Request-Id"
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/chat/completions", s.method(http.MethodPost, s.handleGenerate(true)))
-	mux.HandleFunc("/v1/completions", s.method(http.MethodPost, s.handleGenerate(false)))
-	mux.HandleFunc("/v1/models", s.method(http.MethodGet, s.handleModels))
-	mux.HandleFunc("/health", s.method(http.MethodGet, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
-	mux.HandleFunc("/tokenize", s.method(http.MethodPost, s.handleTokenize))
+	mux.HandleFunc("/v1/chat/completions", s.loading(s.method(http.MethodPost, s.handleGenerate(true))))
+	mux.HandleFunc("/v1/completions", s.loading(s.method(http.MethodPost, s.handleGenerate(false))))
+	mux.HandleFunc("/v1/models", s.loading(s.method(http.MethodGet, s.handleModels)))
+	mux.HandleFunc("/health", s.loading(s.method(http.MethodGet, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })))
+	mux.HandleFunc("/tokenize", s.loading(s.method(http.MethodPost, s.handleTokenize)))
 	metrics := s.m.handler()
 	mux.HandleFunc("/metrics", s.method(http.MethodGet, metrics.ServeHTTP))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, statusError(http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)))
 	})
 	return s.recoverer(mux)
+}
+
+// loading answers 503 until the model has loaded (Config.Loading), with the
+// error llama-server sends meanwhile.
+func (s *Server) loading(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-s.loaded:
+			h(w, r)
+		default:
+			writeError(w, &apiError{Status: http.StatusServiceUnavailable, Message: "Loading model",
+				Type: "unavailable_error", Code: http.StatusServiceUnavailable})
+		}
+	}
 }
 
 func (s *Server) method(m string, h http.HandlerFunc) http.HandlerFunc {
@@ -170,34 +184,65 @@ func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
 			}
 			r.faultEnd = time.Now()
 		}
-		if r.gen.stream {
-			h := w.Header()
-			h.Set("Content-Type", "text/event-stream; charset=utf-8")
-			h.Set("Cache-Control", "no-cache")
-			w.WriteHeader(http.StatusOK)
-			if err := r.rc.Flush(); err != nil {
+		if r.gen.stream && s.cfg.Headers == HeadersAtOnce {
+			if err := s.sendHeaders(r, true); err != nil {
 				return
 			}
 		}
 		s.eng.add(r)
-		select {
-		case <-r.done:
-		case <-hr.Context().Done():
-			s.abort(r)
-		case <-s.draining:
-			s.abort(r)
+		if !s.await(hr.Context(), r) {
+			return // the server keeps generating for the gone client
 		}
 		if r.fe.hijackFailed {
 			// Hijacking failed (HTTP/2): abort the response instead.
 			panic(http.ErrAbortHandler)
 		}
-		if !r.gen.stream && r.fe.finishReason != "abort" {
-			if r.fault.Reset {
-				s.resetNonStream(r)
-				return
-			}
+		if r.gen.stream {
+			s.endStream(w, r)
+			return
+		}
+		switch {
+		case r.fe.finishReason == "abort":
+		case r.fault.Reset:
+			s.resetNonStream(r)
+		case r.fe.finishReason == "error":
+			writeError(w, generationError())
+		default:
 			s.writeNonStream(w, r)
 		}
+	}
+}
+
+// await waits for r to finish, or ends it early: aborted if the server
+// drains, or if its client goes away (vLLM's way) unless the server keeps
+// working on abandoned requests. It reports false when r was left to run on
+// without its client; the loop then writes nothing more to it, and neither
+// may the handler.
+func (s *Server) await(ctx context.Context, r *request) bool {
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if s.cfg.KeepAbandoned {
+			s.detach(r)
+			return false
+		}
+		s.abort(r)
+	case <-s.draining:
+		s.abort(r)
+	}
+	return true
+}
+
+// endStream finishes a stream's response once the loop is done with it.
+func (s *Server) endStream(w http.ResponseWriter, r *request) {
+	if !r.headersSent && !r.fe.reset {
+		// Ended before its headers went out (slotted or first-token headers):
+		// the client can still be told why.
+		writeError(w, statusError(http.StatusServiceUnavailable, "request ended before its response started"))
+		return
+	}
+	if s.cfg.CloseAfterStream && r.conn != nil {
+		r.conn.refuseNextRequest()
 	}
 }
 
@@ -220,6 +265,7 @@ func (s *Server) admit(w http.ResponseWriter, hr *http.Request, chat bool, id st
 		traceCtx:  context.Background(),
 		w:         w,
 		rc:        http.NewResponseController(w),
+		conn:      connOf(hr.Context()),
 		done:      make(chan struct{}),
 		bodyRead:  time.Now(),
 	}
@@ -288,6 +334,9 @@ func (s *Server) admit(w http.ResponseWriter, hr *http.Request, chat bool, id st
 func (s *Server) tokenizeJob(r *request) {
 	r.tokStart = time.Now()
 	n := r.gen.promptTokens()
+	if s.cfg.PrefixCacheBlocks > 0 {
+		r.blockHashes = blockHashes(r.gen.promptTokenIDs())
+	}
 	pauseFrom(r.tokStart, s.prof.tokenizeCost(n))
 	r.promptTokens = n
 	r.tokEnd = time.Now()

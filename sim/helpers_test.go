@@ -57,16 +57,22 @@ type event struct {
 
 // streamResult is one streamed response.
 type streamResult struct {
-	status int
-	header http.Header
-	events []event // data events, [DONE] excluded
-	done   bool    // [DONE] arrived
-	body   []byte  // non-SSE body (errors, non-streaming)
-	err    error   // transport error while reading
+	status    int
+	header    http.Header
+	headersAt time.Time // when the response headers arrived
+	events    []event   // data events, [DONE] excluded
+	done      bool      // [DONE] arrived
+	body      []byte    // non-SSE body (errors, non-streaming)
+	err       error     // transport error while reading
 }
 
 // post sends body to url+path and reads the response, timing every SSE event.
 func post(ctx context.Context, url, path string, body any, hdr map[string]string) streamResult {
+	return postWith(ctx, http.DefaultClient, url, path, body, hdr)
+}
+
+// postWith is post with a client of the test's own.
+func postWith(ctx context.Context, client *http.Client, url, path string, body any, hdr map[string]string) streamResult {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return streamResult{err: err}
@@ -79,12 +85,12 @@ func post(ctx context.Context, url, path string, body any, hdr map[string]string
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return streamResult{err: err}
 	}
 	defer resp.Body.Close()
-	res := streamResult{status: resp.StatusCode, header: resp.Header}
+	res := streamResult{status: resp.StatusCode, header: resp.Header, headersAt: time.Now()}
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		res.body, res.err = io.ReadAll(resp.Body)
 		return res

@@ -10,36 +10,36 @@ import (
 
 func TestClientDisconnectFreesSlot(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var reasons []string
-	s, url := startServer(t, Config{Profile: tinyProfile(t), OnFinish: func(tr Truth) {
-		mu.Lock()
-		reasons = append(reasons, tr.FinishReason)
-		mu.Unlock()
-	}})
+	started := make(chan struct{})
+	var once sync.Once
+	finished := make(chan Truth, 1)
+	s, url := startServer(t, Config{Profile: tinyProfile(t),
+		OnFrame:  func(FrameInfo) { once.Do(func() { close(started) }) },
+		OnFinish: func(tr Truth) { finished <- tr },
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan streamResult, 1)
 	go func() { done <- post(ctx, url, "/v1/chat/completions", chatBody("hi", 5000, true), nil) }()
-	// Running counts from admission; the step figures need a finished step,
-	// so wait for both rather than sample once.
-	waitFor(t, func() bool {
-		st := s.Stats()
-		return st.Running == 1 && st.KVUsage > 0 && st.BatchSize == 1 && st.StepsPerSec > 0 && st.Busy > 0
-	})
+	// A frame means a finished step: the step figures are all set.
+	waitClosed(t, testCtx(t, 10*time.Second), started, "the first frame")
+	if st := s.Stats(); st.Running != 1 || st.KVUsage == 0 || st.BatchSize != 1 || st.StepsPerSec == 0 || st.Busy == 0 {
+		t.Errorf("stats while decoding = %+v", st)
+	}
 	cancel()
 	<-done
-	waitFor(t, func() bool { return s.Stats().Running == 0 && s.Stats().KVUsage == 0 })
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(reasons) == 1 })
-	mu.Lock()
-	defer mu.Unlock()
-	if reasons[0] != "abort" {
-		t.Errorf("finish reason = %q, want abort", reasons[0])
+	if tr := <-finished; tr.FinishReason != "abort" {
+		t.Errorf("finish reason = %q, want abort", tr.FinishReason)
 	}
+	// The engine drops the aborted sequence at its next step; no event
+	// reports that, so poll.
+	waitFor(t, func() bool { return s.Stats().Running == 0 && s.Stats().KVUsage == 0 })
 }
 
 func TestServeStopsMidStream(t *testing.T) {
 	t.Parallel()
-	s, err := New(Config{Profile: tinyProfile(t)})
+	started := make(chan struct{})
+	var once sync.Once
+	s, err := New(Config{Profile: tinyProfile(t), OnFrame: func(FrameInfo) { once.Do(func() { close(started) }) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestServeStopsMidStream(t *testing.T) {
 	go func() {
 		res <- post(testCtx(t, 20*time.Second), "http://"+ln.Addr().String(), "/v1/chat/completions", chatBody("hi", 5000, true), nil)
 	}()
-	waitFor(t, func() bool { return s.Stats().Running == 1 })
+	waitClosed(t, testCtx(t, 10*time.Second), started, "the first frame")
 	cancel()
 	select {
 	case err := <-served:
@@ -93,6 +93,7 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
+// waitFor polls engine state that no event reports until cond holds.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

@@ -3,69 +3,139 @@ package sim
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
 )
 
-// TestQueueingLittlesLaw runs 16 closed-loop clients against 4 batch slots:
-// the queue must build up, the queue-time histogram must account for it, and
-// Little's law (L = λW) must hold between the sampled queue length and the
-// histogram's arrival rate and mean wait.
-func TestQueueingLittlesLaw(t *testing.T) {
-	// Not parallel: timing-sensitive, so it runs alone.
-	s, url := startServer(t, Config{Profile: tinyProfile(t), MaxNumSeqs: 4})
-	ctx, cancel := context.WithCancel(testCtx(t, 30*time.Second))
-	defer cancel()
-	var wg sync.WaitGroup
-	for c := 0; c < 16; c++ {
-		wg.Add(1)
+// TestQueueMetricsAgreeWithTruth queues requests behind 4 busy batch slots,
+// releases the slots so the queue drains, and checks vLLM's queue metrics against
+// the truth of every request, which places its wait on the wall clock
+// (queued = its first prefill step's start − queue_us): the queue-time
+// histogram must sum exactly those waits, and every sample of the waiting
+// gauge must lie between the requests surely waiting and those possibly
+// waiting while it was taken. Over the whole busy period Little's law then
+// holds between gauge and histogram by construction.
+func TestQueueMetricsAgreeWithTruth(t *testing.T) {
+	t.Parallel()
+	const (
+		requests = 20 // queued behind the blockers
+		slots    = 4  // each held by a blocker until all requests wait
+	)
+	var (
+		mu     sync.Mutex
+		truths []Truth
+	)
+	s, url := startServer(t, Config{Profile: tinyProfile(t), MaxNumSeqs: slots,
+		OnFinish: func(tr Truth) { mu.Lock(); truths = append(truths, tr); mu.Unlock() }})
+	ctx := testCtx(t, 20*time.Second)
+	before := queueHistogram(t, url)
+
+	// sample is one reading of the gauge, taken at some instant in [from, to].
+	type sample struct {
+		from, to int64 // Unix µs
+		waiting  int
+	}
+	var samples []sample
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(time.Millisecond) // the sampling period
+		defer tick.Stop()
+		for {
+			from := time.Now().UnixMicro()
+			w := s.Stats().Waiting
+			samples = append(samples, sample{from, time.Now().UnixMicro(), w})
+			select {
+			case <-stopSampling:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	blockCtx, release := context.WithCancel(ctx)
+	var blockers, queued sync.WaitGroup
+	for range slots {
+		blockers.Add(1)
 		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				post(ctx, url, "/v1/chat/completions", chatBody("hello", 20, true), nil)
+			defer blockers.Done()
+			post(blockCtx, url, "/v1/chat/completions", chatBody("block", 20000, true), nil)
+		}()
+	}
+	waitFor(t, func() bool { return s.Stats().Running == slots })
+	for i := range requests {
+		queued.Add(1)
+		go func() {
+			defer queued.Done()
+			if res := post(ctx, url, "/v1/chat/completions", chatBody("hello", 20, true), map[string]string{RequestIDHeader: fmt.Sprint("q-", i)}); !res.done {
+				t.Errorf("request %d: %d %v", i, res.status, res.err)
 			}
 		}()
 	}
-	defer wg.Wait()
-	defer cancel()
-
-	time.Sleep(300 * time.Millisecond) // reach steady state
-	before := queueHistogram(t, url)
-	start := time.Now()
-	var samples, sum, peak int
-	for time.Since(start) < 2*time.Second {
-		w := s.Stats().Waiting
-		sum += w
-		peak = max(peak, w)
-		samples++
-		time.Sleep(2 * time.Millisecond)
-	}
-	elapsed := time.Since(start)
+	waitFor(t, func() bool { return s.Stats().Waiting == requests })
+	release()
+	blockers.Wait()
+	queued.Wait()
+	close(stopSampling)
+	<-sampled
 	after := queueHistogram(t, url)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(truths) != requests+slots {
+		t.Fatalf("%d requests finished, want %d", len(truths), requests+slots)
+	}
 
-	if raceEnabled {
-		t.Skip("timing not asserted under the race detector")
+	// Each wait on the wall clock, in µs; the truth's whole-µs rounding
+	// (relative to arrival, then to the Unix epoch) leaves under 3 µs of
+	// doubt at each end.
+	const slack = 3
+	type wait struct{ from, to int64 }
+	waits := make([]wait, 0, len(truths))
+	var sumUs int64 // of the completed requests: the histogram skips aborted ones
+	for _, tr := range truths {
+		scheduled := tr.PrefillSteps[0].StartUnixUs
+		waits = append(waits, wait{scheduled - tr.QueueUs, scheduled})
+		if tr.FinishReason != "abort" {
+			sumUs += tr.QueueUs
+		}
 	}
-	if peak < 8 {
-		t.Errorf("peak waiting = %d, want >= 8", peak)
+	if n := after.count - before.count; n != requests {
+		t.Errorf("queue histogram counted %d requests, want %d", n, requests)
 	}
-	n := after.count - before.count
-	if n < 20 {
-		t.Fatalf("only %d requests finished in the window", n)
+	if got := after.sum - before.sum; math.Abs(got*1e6-float64(sumUs)) > slack*requests {
+		t.Errorf("queue histogram sums %.6fs of waiting, the truth %dus", got, sumUs)
 	}
-	meanL := float64(sum) / float64(samples)
-	lambda := float64(n) / elapsed.Seconds()
-	meanW := (after.sum - before.sum) / float64(n)
-	if meanW < 0.001 {
-		t.Errorf("mean queue time %.4fs: the histogram does not show the waiting", meanW)
+	peak := 0
+	for _, w := range waits {
+		n := 0 // waiting just after w began
+		for _, o := range waits {
+			if o.from <= w.from && w.from < o.to {
+				n++
+			}
+		}
+		peak = max(peak, n)
 	}
-	ratio := lambda * meanW / meanL
-	if ratio < 0.85 || ratio > 1.15 {
-		t.Errorf("Little's law: L = %.2f, λW = %.1f/s × %.4fs = %.2f (ratio %.2f)", meanL, lambda, meanW, lambda*meanW, ratio)
+	if peak != requests {
+		t.Errorf("at most %d requests waited at once, want all %d", peak, requests)
+	}
+	for _, sm := range samples {
+		surely, possibly := 0, 0
+		for _, w := range waits {
+			if w.from+slack <= sm.from && w.to-slack > sm.to {
+				surely++
+			}
+			if w.from-slack <= sm.to && w.to+slack > sm.from {
+				possibly++
+			}
+		}
+		if sm.waiting < surely || sm.waiting > possibly {
+			t.Errorf("gauge read %d waiting between %d and %d us; the truth says %d to %d", sm.waiting, sm.from, sm.to, surely, possibly)
+		}
 	}
 	if testing.Verbose() {
-		fmt.Printf("L=%.2f λ=%.1f/s W=%.4fs λW=%.2f peak=%d samples=%d\n", meanL, lambda, meanW, lambda*meanW, peak, samples)
+		fmt.Printf("%d requests, peak queue %d, %d gauge samples, %.1f ms queued in all\n", requests, peak, len(samples), float64(sumUs)/1000)
 	}
 }
 
@@ -78,4 +148,25 @@ func queueHistogram(t *testing.T, url string) histSnap {
 	t.Helper()
 	h := scrape(t, url)["vllm:request_queue_time_seconds"].GetMetric()[0].GetHistogram()
 	return histSnap{h.GetSampleCount(), h.GetSampleSum()}
+}
+
+// TestQueueDrainsWhenClientsLeave checks that requests abandoned while
+// queued leave the queue (vLLM aborts them).
+func TestQueueDrainsWhenClientsLeave(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	var once sync.Once
+	s, url := startServer(t, Config{Profile: tinyProfile(t), MaxNumSeqs: 1,
+		OnFrame: func(FrameInfo) { once.Do(func() { close(started) }) }})
+	ctx, cancel := context.WithCancel(testCtx(t, 10*time.Second))
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() { defer wg.Done(); post(ctx, url, "/v1/chat/completions", chatBody("hi", 20000, true), nil) }()
+	}
+	waitClosed(t, ctx, started, "the first stream")
+	waitFor(t, func() bool { return s.Stats().Waiting == 4 })
+	cancel()
+	wg.Wait()
+	waitFor(t, func() bool { st := s.Stats(); return st.Waiting == 0 && st.Running == 0 })
 }

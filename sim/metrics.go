@@ -33,6 +33,7 @@ type metrics struct {
 	e2e, queue, prefill            prometheus.Histogram
 	decode, inference              prometheus.Histogram
 	promptTokens, generationTokens prometheus.Counter
+	prefixQueries, prefixHits      prometheus.Counter
 	success                        *prometheus.CounterVec
 }
 
@@ -62,11 +63,13 @@ func newMetrics(model string) *metrics {
 		inference:        hist("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", requestBuckets()),
 		promptTokens:     counter("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
 		generationTokens: counter("vllm:generation_tokens_total", "Number of generation tokens processed."),
+		prefixQueries:    counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens."),
+		prefixHits:       counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens."),
 		success: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total",
 			Help: "Count of successfully processed requests.", ConstLabels: labels}, []string{"finished_reason"}),
 	}
 	m.reg.MustRegister(m.waiting, m.running, m.kvUsage, m.ttft, m.itl, m.tpot, m.e2e, m.queue,
-		m.prefill, m.decode, m.inference, m.promptTokens, m.generationTokens, m.success)
+		m.prefill, m.decode, m.inference, m.promptTokens, m.generationTokens, m.prefixQueries, m.prefixHits, m.success)
 	return m
 }
 

@@ -23,10 +23,12 @@ type request struct {
 	traceCtx  context.Context
 	w         http.ResponseWriter
 	rc        *http.ResponseController
+	conn      *serverConn // nil unless Serve wraps connections (see conn.go)
 
 	// Set by the handler (and the tokenize job it waits for) before the
 	// request reaches the engine.
 	promptTokens int
+	blockHashes  []uint64  // the prompt's blocks, for the prefix cache
 	target       int       // tokens to generate
 	finishReason string    // "length" or "stop" once target is reached
 	stallAt      int       // pause the sequence after this many tokens (0: never)
@@ -41,6 +43,11 @@ type request struct {
 
 	// Written by the engine under its lock.
 	eng engineTimes
+
+	// A stream's headers: sent by the handler before the request reaches the
+	// engine (HeadersAtOnce), else by the loop.
+	headersSent bool
+	headersAt   time.Time // flushed
 
 	// aborted tells the engine to drop the sequence (client gone, reset).
 	aborted atomic.Bool
@@ -58,6 +65,9 @@ type engineTimes struct {
 	prefillEnd time.Time // end of the step that finished its prompt
 	firstToken time.Time // end of its first decode step
 	lastToken  time.Time
+
+	cachedTokens int           // prompt tokens found in the prefix cache
+	prefillSteps []PrefillStep // the steps that computed its prompt
 }
 
 // frontState is what the front-end loop knows about a request.
@@ -80,6 +90,11 @@ type frontState struct {
 	reset         bool // the connection was reset on purpose
 	hijackFailed  bool // ... but could not be hijacked; the handler aborts instead
 	writeErr      error
+	// detached: the client went away but the server keeps generating
+	// (Config.KeepAbandoned); nothing more is written to it.
+	detached bool
+	held     []HeldFrame    // content frames the Nagle emulation held back
+	details  *tokensDetails // a non-streaming answer's prompt_tokens_details
 }
 
 // tokenEvent is one generated token on its way from the engine to the loop.

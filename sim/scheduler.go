@@ -5,7 +5,7 @@ import "time"
 // seq is the engine's view of a running or waiting request.
 type seq struct {
 	req        *request
-	computed   int // prompt tokens prefilled so far
+	computed   int // prompt tokens prefilled so far (a cached prefix counts)
 	generated  int
 	kvHeld     int // KV cache tokens held
 	pauseUntil time.Time
@@ -22,29 +22,57 @@ type stepPlan struct {
 	prefill       []prefillChunk
 	decode        []*seq
 	prefillTokens int
+	admitted      []*request // given a batch slot by this plan
 }
 
 func (p *stepPlan) batch() int { return len(p.prefill) + len(p.decode) }
 
-// plan builds the next step, as vLLM V1's scheduler does: running sequences
-// first (a decode token each, or the next prefill chunk), then new sequences
-// from the FIFO queue while there are free slots, token budget and KV cache.
+func (p *stepPlan) addPrefill(s *seq, tokens int) {
+	p.prefill = append(p.prefill, prefillChunk{s, tokens})
+	p.prefillTokens += tokens
+}
+
+// plan builds the next step. With chunked prefill (the default) it works as
+// vLLM V1's scheduler does: running sequences first (a decode token each, or
+// the next prefill chunk), then new sequences from the FIFO queue while there
+// are free slots, token budget and KV cache. Without it, a step that admits
+// new sequences prefills their whole prompts and nothing else, so every
+// decoding sequence waits for it, as schedulers without chunked prefill do.
 // A slot is freed the moment its sequence finishes (see apply), so a waiting
 // request is admitted at the next step. It returns nil and how long to wait
 // when nothing can run (zero: until woken). Caller holds e.mu.
 func (e *engine) plan(now time.Time) (*stepPlan, time.Duration) {
 	e.dropAborted()
 	p := &stepPlan{start: now}
-	budget := e.budget
 	var nextWake time.Time
+	if !e.wholePrefill || !e.admitWhole(p, now) {
+		var budget int
+		budget, nextWake = e.planRunning(p, now)
+		if !e.wholePrefill {
+			e.admitChunked(p, now, budget)
+		}
+	}
+	e.publishGauges()
+	if p.batch() == 0 {
+		if nextWake.IsZero() {
+			return nil, 0
+		}
+		return nil, max(nextWake.Sub(now), time.Microsecond)
+	}
+	return p, 0
+}
+
+// planRunning adds the running sequences to p within the token budget and
+// returns the budget left and the earliest end of a paused sequence's pause.
+func (e *engine) planRunning(p *stepPlan, now time.Time) (budget int, nextWake time.Time) {
+	budget = e.budget
 	for _, s := range e.running {
 		if budget <= 0 {
 			break
 		}
 		if rem := s.req.promptTokens - s.computed; rem > 0 {
 			n := min(rem, budget)
-			p.prefill = append(p.prefill, prefillChunk{s, n})
-			p.prefillTokens += n
+			p.addPrefill(s, n)
 			budget -= n
 			continue
 		}
@@ -57,31 +85,70 @@ func (e *engine) plan(now time.Time) (*stepPlan, time.Duration) {
 		p.decode = append(p.decode, s)
 		budget--
 	}
-	for len(e.waiting) > 0 && len(e.running) < e.maxSeqs && budget > 0 {
-		s := e.waiting[0]
-		prompt := s.req.promptTokens
-		if e.kvUsed+prompt > e.prof.KVCapacityTokens && len(e.running) > 0 {
-			break // wait for running sequences to free cache
-		}
-		e.waiting[0] = nil
-		e.waiting = e.waiting[1:]
-		s.req.eng.scheduled = now
-		s.kvHeld = prompt
-		e.kvUsed += prompt
-		e.running = append(e.running, s)
-		n := min(prompt, budget)
-		p.prefill = append(p.prefill, prefillChunk{s, n})
-		p.prefillTokens += n
+	return budget, nextWake
+}
+
+// admitChunked admits queued sequences with the budget left, each with a
+// first prefill chunk.
+func (e *engine) admitChunked(p *stepPlan, now time.Time, budget int) {
+	for len(e.waiting) > 0 && len(e.running) < e.maxSeqs && budget > 0 && e.fits(e.waiting[0]) {
+		s := e.admit(p, now)
+		n := min(s.req.promptTokens-s.computed, budget)
+		p.addPrefill(s, n)
 		budget -= n
 	}
-	e.publishGauges()
-	if p.batch() == 0 {
-		if nextWake.IsZero() {
-			return nil, 0
+}
+
+// admitWhole admits queued sequences whose whole uncached prompts fit in the
+// budget (the first one always), each prefilled in full in this step. It
+// reports whether it admitted any.
+func (e *engine) admitWhole(p *stepPlan, now time.Time) bool {
+	budget := e.budget
+	for len(e.waiting) > 0 && len(e.running) < e.maxSeqs && e.fits(e.waiting[0]) {
+		if len(p.prefill) > 0 && e.waiting[0].req.promptTokens > budget {
+			break
 		}
-		return nil, max(nextWake.Sub(now), time.Microsecond)
+		s := e.admit(p, now)
+		n := s.req.promptTokens - s.computed
+		p.addPrefill(s, n)
+		budget -= n
 	}
-	return p, 0
+	return len(p.prefill) > 0
+}
+
+// fits reports whether s's prompt fits in the KV cache; with nothing running
+// it is admitted anyway, or it would wait forever.
+func (e *engine) fits(s *seq) bool {
+	return e.kvUsed+s.req.promptTokens <= e.prof.KVCapacityTokens || len(e.running) == 0
+}
+
+// admit gives the head of the queue a batch slot: it skips the prompt's
+// cached prefix and reserves KV cache for the whole prompt. Caller holds e.mu.
+func (e *engine) admit(p *stepPlan, now time.Time) *seq {
+	s := e.waiting[0]
+	e.waiting[0] = nil
+	e.waiting = e.waiting[1:]
+	r := s.req
+	r.eng.scheduled = now
+	s.computed = e.cachedPrefix(r)
+	r.eng.cachedTokens = s.computed
+	s.kvHeld = r.promptTokens
+	e.kvUsed += r.promptTokens
+	e.running = append(e.running, s)
+	p.admitted = append(p.admitted, r)
+	return s
+}
+
+// cachedPrefix returns how many of r's prompt tokens the prefix cache
+// already holds. Caller holds e.mu.
+func (e *engine) cachedPrefix(r *request) int {
+	if e.cache == nil {
+		return 0
+	}
+	n := cachedTokens(e.cache.lookup(r.blockHashes), r.promptTokens)
+	e.m.prefixQueries.Add(float64(r.promptTokens))
+	e.m.prefixHits.Add(float64(n))
+	return n
 }
 
 // dropAborted removes sequences whose client is gone. Caller holds e.mu.
@@ -110,10 +177,18 @@ func (e *engine) dropAborted() {
 // tokens it produced, in order. Caller holds e.mu.
 func (e *engine) apply(p *stepPlan, end time.Time) []tokenEvent {
 	for _, c := range p.prefill {
+		r := c.s.req
+		r.eng.prefillSteps = append(r.eng.prefillSteps, PrefillStep{
+			StartUnixUs: p.start.UnixMicro(), EndUnixUs: end.UnixMicro(),
+			Tokens: c.tokens, DecodeSeqs: len(p.decode),
+		})
 		c.s.computed += c.tokens
-		if c.s.computed == c.s.req.promptTokens {
-			c.s.req.eng.prefillEnd = end
-			e.m.promptTokens.Add(float64(c.s.req.promptTokens))
+		if c.s.computed == r.promptTokens {
+			r.eng.prefillEnd = end
+			e.m.promptTokens.Add(float64(r.promptTokens))
+			if e.cache != nil {
+				e.cache.insert(r.blockHashes)
+			}
 		}
 	}
 	var out []tokenEvent

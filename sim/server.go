@@ -33,6 +33,43 @@ type Config struct {
 	OTLPEndpoint string // OTLP/HTTP traces URL; "": no tracing
 	Seed         int64  // seeds generated text, EOS points and fault draws
 
+	// The modes below make the server behave as other servers do. Each is
+	// off (vLLM's behaviour) at its zero value.
+
+	// Headers is when a stream's response headers are sent.
+	Headers HeaderTiming
+	// CloseAfterStream: after a streamed response the connection is dead
+	// without saying so (no Connection: close), as llama-server's are: the
+	// next request a client sends on it is met by a close, before any
+	// response byte. Needs Serve.
+	CloseAfterStream bool
+	// PrefixCacheBlocks turns on cross-request prefix caching with room for
+	// this many blocks of PrefixBlockTokens tokens (least recently used
+	// evicted first). A prompt that starts with whole blocks an earlier
+	// prompt computed skips their prefill and reports them as
+	// usage.prompt_tokens_details.cached_tokens. A prompt's blocks are
+	// cached once its prefill completes. 0: off.
+	PrefixCacheBlocks int
+	// KeepAbandoned keeps generating for a client that went away: the
+	// sequence holds its slot and decodes until it finishes, instead of
+	// being aborted as vLLM does.
+	KeepAbandoned bool
+	// NoChunkedPrefill prefills each admitted prompt whole, in a step that
+	// decodes nothing, so every decoding stream pauses for it; the default is
+	// chunked prefill within MaxBatchedTokens per step, alongside decodes.
+	NoChunkedPrefill bool
+	// Loading answers every API request, /health included, with 503
+	// "Loading model" for this long after New; /metrics still answers.
+	Loading time.Duration
+	// Nagle turns Nagle's algorithm on for the server's connections and
+	// writes each SSE event in two pieces (its lines, then the blank line
+	// that ends it), the write pattern that meets a client's delayed ACK.
+	// Loopback does not stall on that, so the stall is emulated: a write
+	// made while an earlier one is unacknowledged is held back until
+	// DelayedACK after it, then released with everything held since. Truth
+	// lists the held frames. Needs Serve.
+	Nagle bool
+
 	// OnFrame, if set, is called on the shared loop right after each content
 	// frame is flushed. It must return quickly.
 	OnFrame func(FrameInfo)
@@ -40,6 +77,40 @@ type Config struct {
 	// reached the engine finishes, completes or is aborted. It must return quickly.
 	OnFinish func(Truth)
 	Logger   *slog.Logger // nil: discard
+}
+
+// HeaderTiming is when a stream's response headers are sent.
+type HeaderTiming string
+
+// The header timings.
+const (
+	// HeadersAtOnce sends them as soon as the request is accepted
+	// (tokenized), as vLLM does; the zero value means this too.
+	HeadersAtOnce HeaderTiming = "at-once"
+	// HeadersSlotted sends them when the request gets a batch slot, as
+	// llama-server does, so a client's wait for headers covers the queue.
+	HeadersSlotted HeaderTiming = "slotted"
+	// HeadersFirstToken sends them with the first token, as llm-d's
+	// inference simulator does.
+	HeadersFirstToken HeaderTiming = "first-token"
+)
+
+// HeaderTimings lists the header timings.
+func HeaderTimings() []HeaderTiming {
+	return []HeaderTiming{HeadersAtOnce, HeadersSlotted, HeadersFirstToken}
+}
+
+// ParseHeaderTiming parses a header timing by name; "" is HeadersAtOnce.
+func ParseHeaderTiming(name string) (HeaderTiming, error) {
+	if name == "" {
+		return HeadersAtOnce, nil
+	}
+	for _, h := range HeaderTimings() {
+		if string(h) == name {
+			return h, nil
+		}
+	}
+	return "", fmt.Errorf("unknown header timing %q (want at-once, slotted or first-token)", name)
 }
 
 // Server is a simulated LLM server. Create one with New, serve it with Serve
@@ -63,6 +134,8 @@ type Server struct {
 	cancel     context.CancelFunc
 	engineDone chan struct{}
 	draining   chan struct{}
+	loaded     chan struct{} // closed once Config.Loading has passed
+	loadTimer  *time.Timer   // nil without Config.Loading
 	drainOnce  sync.Once
 	closeOnce  sync.Once
 	closeErr   error
@@ -77,9 +150,14 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	if cfg.MaxNumSeqs < 0 || cfg.MaxBatchedTokens < 0 || cfg.TokenizerPool < 0 {
-		return nil, errors.New("max num seqs, max batched tokens and tokenizer pool must not be negative")
+	if cfg.MaxNumSeqs < 0 || cfg.MaxBatchedTokens < 0 || cfg.TokenizerPool < 0 || cfg.PrefixCacheBlocks < 0 || cfg.Loading < 0 {
+		return nil, errors.New("max num seqs, max batched tokens, tokenizer pool, prefix cache blocks and loading must not be negative")
 	}
+	headers, err := ParseHeaderTiming(string(cfg.Headers))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Headers = headers
 	if cfg.MaxNumSeqs > 0 {
 		prof.MaxNumSeqs = cfg.MaxNumSeqs
 	}
@@ -107,6 +185,7 @@ func New(cfg Config) (*Server, error) {
 		idPrefix:   fmt.Sprintf("sim%08x", rand.Uint32()),
 		engineDone: make(chan struct{}),
 		draining:   make(chan struct{}),
+		loaded:     make(chan struct{}),
 	}
 	if cfg.OTLPEndpoint != "" {
 		tr, err := newTracing(cfg.OTLPEndpoint)
@@ -119,9 +198,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TokenizerPool > 0 {
 		s.tokPool = newWorkers(cfg.TokenizerPool)
 	}
-	s.eng = newEngine(prof, prof.MaxNumSeqs, prof.MaxBatchedTokens, s.m, func(ev tokenEvent) {
-		s.front.submit(func() { s.onToken(ev) })
-	})
+	s.eng = s.newEngine()
+	if cfg.Loading > 0 {
+		s.loadTimer = time.AfterFunc(cfg.Loading, func() { close(s.loaded) })
+	} else {
+		close(s.loaded)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	go func() {
@@ -132,7 +214,29 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the server's HTTP handler.
+// newEngine builds the engine for s's profile and modes.
+func (s *Server) newEngine() *engine {
+	e := newEngine(s.prof, s.m, func(ev tokenEvent) {
+		s.front.submit(func() { s.onToken(ev) })
+	})
+	e.wholePrefill = s.cfg.NoChunkedPrefill
+	if s.cfg.PrefixCacheBlocks > 0 {
+		e.cache = newPrefixCache(s.cfg.PrefixCacheBlocks)
+	}
+	if s.cfg.Headers == HeadersSlotted {
+		e.onSlot = func(r *request) {
+			s.front.submit(func() { s.onSlot(r) })
+		}
+	}
+	return e
+}
+
+// Ready returns a channel that is closed once the model has "loaded"
+// (Config.Loading after New); until then API requests get 503.
+func (s *Server) Ready() <-chan struct{} { return s.loaded }
+
+// Handler returns the server's HTTP handler. The connection-level modes
+// (Config.CloseAfterStream, Config.Nagle) need Serve.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Model returns the served model name.
@@ -154,6 +258,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if s.cfg.CloseAfterStream || s.cfg.Nagle {
+		ln = &connListener{Listener: ln, nagle: s.cfg.Nagle}
+		srv.ConnContext = connContext
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -179,6 +287,9 @@ func (s *Server) drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.drain()
+		if s.loadTimer != nil {
+			s.loadTimer.Stop()
+		}
 		s.cancel()
 		<-s.engineDone
 		s.front.stop()

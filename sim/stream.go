@@ -10,9 +10,15 @@ import (
 // The chunk and response shapes follow vLLM's OpenAI server.
 
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int            `json:"prompt_tokens"`
+	CompletionTokens    int            `json:"completion_tokens"`
+	TotalTokens         int            `json:"total_tokens"`
+	PromptTokensDetails *tokensDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+// tokensDetails is usage.prompt_tokens_details.
+type tokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 type chatDelta struct {
@@ -99,8 +105,9 @@ func (r *request) finishChunk(reason string) chunk {
 	return c
 }
 
-func (r *request) usage() *usage {
-	return &usage{PromptTokens: r.promptTokens, CompletionTokens: r.fe.tokens, TotalTokens: r.promptTokens + r.fe.tokens}
+func (r *request) usage(details *tokensDetails) *usage {
+	return &usage{PromptTokens: r.promptTokens, CompletionTokens: r.fe.tokens, TotalTokens: r.promptTokens + r.fe.tokens,
+		PromptTokensDetails: details}
 }
 
 // appendEvent appends c as one SSE event. raw, if not empty, replaces the
@@ -165,7 +172,7 @@ func (r *request) nonStreamBody(truth *Truth) ([]byte, error) {
 		Choices []any  `json:"choices"`
 		Usage   *usage `json:"usage"`
 		Truth   *Truth `json:"latscope_truth,omitempty"`
-	}{r.chunkID(), obj, r.created, r.gen.model, []any{choice}, r.usage(), truth}
+	}{r.chunkID(), obj, r.created, r.gen.model, []any{choice}, r.usage(r.fe.details), truth}
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("encode response: %w", err)

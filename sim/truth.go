@@ -1,6 +1,9 @@
 package sim
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // TruthHeader asks for the ground truth: a request carrying it with value 1
 // gets a latscope_truth field in its last chunk before [DONE] (or in the body
@@ -22,9 +25,21 @@ const TruthHeader = "X-Latscope-Truth"
 type Truth struct {
 	RequestID    string `json:"request_id"`
 	PromptTokens int    `json:"prompt_tokens"`
+	CachedTokens int    `json:"cached_tokens"` // prompt tokens the prefix cache spared from prefill
 	OutputTokens int    `json:"output_tokens"`
-	FinishReason string `json:"finish_reason"` // "length", "stop" or "abort"
+	// FinishReason is "length", "stop", "abort" or "error" (the error-after
+	// fault).
+	FinishReason string `json:"finish_reason"`
 	Stream       bool   `json:"stream"`
+	// ClientGone: the client went away before the end, and the server kept
+	// generating for it (Config.KeepAbandoned).
+	ClientGone bool `json:"client_gone"`
+	// ArrivalUnixUs is the request's arrival in Unix microseconds: the other
+	// durations count from it, and it places them on a client's clock.
+	ArrivalUnixUs int64 `json:"arrival_unix_us"`
+	// HeadersUs is arrival → a stream's response headers flushed (see
+	// Config.Headers); 0 for a non-streaming response.
+	HeadersUs int64 `json:"headers_us"`
 
 	HTTPUs int64 `json:"http_us"` // reading, parsing and validating the request
 	// LoopWaitUs is time spent waiting for the front end: for the shared loop
@@ -49,6 +64,31 @@ type Truth struct {
 	DetokenizeTotalUs int64   `json:"detokenize_total_us"` // all tokens
 	FramingTotalUs    int64   `json:"framing_total_us"`    // all content frames
 	E2EUs             int64   `json:"e2e_us"`              // arrival → last content frame flushed
+
+	// PrefillSteps are the engine steps that computed the prompt, in order:
+	// one per chunk with chunked prefill, a single one without.
+	PrefillSteps []PrefillStep `json:"prefill_steps"`
+	// HeldFrames are the content frames the Nagle emulation held back
+	// (Config.Nagle); absent when none was.
+	HeldFrames []HeldFrame `json:"held_frames,omitempty"`
+}
+
+// PrefillStep is one engine step that computed part of a request's prompt,
+// on the wall clock, so it can be set against what a client saw.
+type PrefillStep struct {
+	StartUnixUs int64 `json:"start_unix_us"`
+	EndUnixUs   int64 `json:"end_unix_us"`
+	Tokens      int   `json:"tokens"` // this request's prompt tokens computed in the step
+	// DecodeSeqs is how many sequences decoded a token in the same step; 0
+	// means every decoding stream waited for the whole step.
+	DecodeSeqs int `json:"decode_seqs"`
+}
+
+// HeldFrame is a content frame that the Nagle emulation held back after the
+// server wrote it.
+type HeldFrame struct {
+	Index  int   `json:"index"`   // 0-based content frame index, as in FrameInfo
+	HeldUs int64 `json:"held_us"` // from the server's write to its release
 }
 
 // Stages returns the first-token stages in order, keyed by their JSON names
@@ -81,11 +121,19 @@ func buildTruth(r *request, et engineTimes) Truth {
 		return at(b) - at(a)
 	}
 	t := Truth{
-		RequestID:    r.id,
-		PromptTokens: r.promptTokens,
-		OutputTokens: fe.tokens,
-		FinishReason: fe.finishReason,
-		Stream:       r.gen.stream,
+		RequestID:     r.id,
+		PromptTokens:  r.promptTokens,
+		CachedTokens:  et.cachedTokens,
+		OutputTokens:  fe.tokens,
+		FinishReason:  fe.finishReason,
+		Stream:        r.gen.stream,
+		ClientGone:    fe.detached,
+		ArrivalUnixUs: r.arrival.UnixMicro(),
+		PrefillSteps:  et.prefillSteps,
+		HeldFrames:    slices.Clone(fe.held),
+	}
+	if r.gen.stream {
+		t.HeadersUs = span(r.arrival, r.headersAt)
 	}
 	firstFrame, lastFrame := fe.firstFlush, fe.lastFlush
 	if !r.gen.stream {

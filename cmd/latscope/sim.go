@@ -18,6 +18,8 @@ func newSimCmd() *cobra.Command {
 		maxSeqs, maxBatched, tokPool        int
 		faultRate                           float64
 		seed                                int64
+		modes                               sim.Config // the behaviours of other servers
+		headers                             string
 	)
 	cmd := &cobra.Command{
 		Use:   "sim",
@@ -30,15 +32,45 @@ batch grows. No model runs; the text is filler.
 
 Faults (--fault, or per request with the X-Latscope-Fault header) are a
 comma-separated list of: status=429|500|503, reset-after=N, malformed-after=N,
-stall=MS, slow-headers=MS, oversized, split-utf8.`,
+error-after=N (an error event and [DONE] inside the 200 stream, as vLLM and
+SGLang send), stall=MS, slow-headers=MS, oversized, split-utf8.
+
+Modes make it behave like servers other than vLLM; all are off by default:
+  --headers slotted          headers when a batch slot takes the request (llama-server),
+                             so waiting for headers includes the queue;
+  --headers first-token      headers with the first token (llm-d's simulator);
+  --close-after-stream       a streamed response leaves its connection dead without
+                             Connection: close (llama-server): the client's next request
+                             on it fails (EOF) before any response byte;
+  --prefix-cache-blocks N    cross-request prefix cache of N 16-token blocks (LRU):
+                             cached prompt tokens skip prefill and are reported as
+                             usage.prompt_tokens_details.cached_tokens;
+  --keep-abandoned           keep generating for a client that went away, holding its slot;
+  --no-chunked-prefill       prefill each prompt whole in a step of its own, which every
+                             decoding stream waits for;
+  --loading 30s              answer 503 "Loading model" (and /health not ready) for this
+                             long after start; /metrics still answers;
+  --nagle                    Nagle's algorithm on and each SSE event written in two pieces.
+                             The ~40 ms delayed-ACK stall is EMULATED (loopback does not
+                             produce it): a write while an earlier one is unacknowledged is
+                             held for 40 ms, then released with everything held since.
+
+The ground truth (X-Latscope-Truth: 1) reports cached tokens, when the headers
+went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			prof, err := sim.ProfileByName(profile)
 			if err != nil {
 				return err
 			}
-			if maxSeqs < 0 || maxBatched < 0 || tokPool < 0 {
-				return errors.New("--max-num-seqs, --max-num-batched-tokens and --tokenizer-pool must not be negative")
+			if maxSeqs < 0 || maxBatched < 0 || tokPool < 0 || modes.PrefixCacheBlocks < 0 {
+				return errors.New("--max-num-seqs, --max-num-batched-tokens, --tokenizer-pool and --prefix-cache-blocks must not be negative")
+			}
+			if modes.Loading < 0 {
+				return fmt.Errorf("--loading %v: want a duration of 0 or more", modes.Loading)
+			}
+			if modes.Headers, err = sim.ParseHeaderTiming(headers); err != nil {
+				return fmt.Errorf("--headers: %w", err)
 			}
 			if faultRate < 0 || faultRate > 1 {
 				return fmt.Errorf("--fault-rate %v: want a fraction between 0 and 1", faultRate)
@@ -55,17 +87,17 @@ stall=MS, slow-headers=MS, oversized, split-utf8.`,
 			} else if faultRate == 0 {
 				return errors.New("--fault-rate 0 applies the fault to no request; drop --fault instead")
 			}
-			srv, err := sim.New(sim.Config{
-				Profile:          prof,
-				MaxNumSeqs:       maxSeqs,
-				MaxBatchedTokens: maxBatched,
-				TokenizerPool:    tokPool,
-				Model:            model,
-				Fault:            f,
-				FaultRate:        faultRate,
-				OTLPEndpoint:     otlp,
-				Seed:             seed,
-			})
+			cfg := modes
+			cfg.Profile = prof
+			cfg.MaxNumSeqs = maxSeqs
+			cfg.MaxBatchedTokens = maxBatched
+			cfg.TokenizerPool = tokPool
+			cfg.Model = model
+			cfg.Fault = f
+			cfg.FaultRate = faultRate
+			cfg.OTLPEndpoint = otlp
+			cfg.Seed = seed
+			srv, err := sim.New(cfg)
 			if err != nil {
 				return err
 			}
@@ -91,5 +123,12 @@ stall=MS, slow-headers=MS, oversized, split-utf8.`,
 	fl.Float64Var(&faultRate, "fault-rate", 1, "fraction of requests that get --fault")
 	fl.StringVar(&otlp, "otlp-traces-endpoint", "", "send one llm_request span per request to this OTLP/HTTP URL, e.g. http://127.0.0.1:4318/v1/traces")
 	fl.Int64Var(&seed, "seed", 1, "seed for the generated text, EOS points and fault draws")
+	fl.StringVar(&headers, "headers", string(sim.HeadersAtOnce), "when a stream's headers are sent: at-once (vLLM), slotted (llama-server) or first-token (llm-d sim)")
+	fl.BoolVar(&modes.CloseAfterStream, "close-after-stream", false, "leave a connection dead after a streamed response, without Connection: close (llama-server)")
+	fl.IntVar(&modes.PrefixCacheBlocks, "prefix-cache-blocks", 0, "cross-request prefix cache of this many 16-token blocks, LRU (0: off)")
+	fl.BoolVar(&modes.KeepAbandoned, "keep-abandoned", false, "keep generating for clients that went away instead of aborting")
+	fl.BoolVar(&modes.NoChunkedPrefill, "no-chunked-prefill", false, "prefill each prompt whole in a step that decoding streams wait for")
+	fl.DurationVar(&modes.Loading, "loading", 0, "answer 503 \"Loading model\" for this long after start (0: ready at once)")
+	fl.BoolVar(&modes.Nagle, "nagle", false, "Nagle's algorithm on, SSE events in two writes, delayed-ACK stalls emulated")
 	return cmd
 }
