@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,11 +12,25 @@ import (
 )
 
 // manualClock is an injected clock that moves only when told.
-type manualClock struct{ now time.Time }
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
 
-func (c *manualClock) Now() time.Time      { return c.now }
-func (c *manualClock) Add(d time.Duration) { c.now = c.now.Add(d) }
-func newManualClock() *manualClock         { return &manualClock{now: t0} }
+func newManualClock() *manualClock { return &manualClock{now: t0} }
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
 func marker(i int) event.Event {
 	return event.NewMarker(&event.Marker{Time: t0, Kind: event.MarkerNote, Message: strconv.Itoa(i)})
 }
