@@ -13,7 +13,7 @@ import (
 
 func TestAClientThatNeverReadsDelaysNoOneElse(t *testing.T) {
 	t.Parallel()
-	const n = 5000 // about 20 MB of request records: more than the socket buffers hold
+	const n = 3000 // 15 MB of request records: more than the socket buffers hold
 	a := startAgent(t, Config{Ring: RingConfig{MaxEvents: n + 1}, WriteTimeout: time.Hour})
 	stuckClient(t, a.addr, "")
 	healthy := []*attached{attach(t, ClientConfig{URL: a.url}), attach(t, ClientConfig{URL: a.url})}
