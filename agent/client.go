@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -45,24 +44,6 @@ type ClientConfig struct {
 	Logger  *slog.Logger
 }
 
-// Backoff is capped exponential backoff with jitter: the n-th failed
-// connection in a row waits a random time between half and all of
-// min(Max, Initial × 2^(n-1)), so that many clients of a restarted agent do
-// not all come back at once.
-type Backoff struct {
-	Initial time.Duration // default 250 ms
-	Max     time.Duration // default 15 s
-}
-
-func (b Backoff) delay(attempt int) time.Duration {
-	d := b.Initial
-	for i := 1; i < attempt && d < b.Max; i++ {
-		d *= 2
-	}
-	d = min(d, b.Max)
-	return d/2 + rand.N(d/2+1)
-}
-
 // Client is a pipeline.Source that attaches to one agent: it streams the
 // agent's events and emits them unchanged, reconnecting as needed. Several
 // agents are several Clients.
@@ -79,7 +60,6 @@ type Client struct {
 	cfg     ClientConfig
 	url     string // the events URL
 	display string // url without credentials, for errors and the screen
-	host    string
 	http    *http.Client
 	log     *slog.Logger
 	running atomic.Bool
@@ -136,7 +116,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		cfg:     cfg,
 		url:     eventsURL,
 		display: display,
-		host:    u.Host,
 		http: &http.Client{Transport: &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
 			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -199,9 +178,9 @@ func (c *Client) Name() string { return c.Status().Name }
 
 // Run streams the agent's events to emit until the agent's session ends
 // (nil), ctx ends (nil), or the agent cannot be used (ErrUnauthorized,
-// ErrUntrusted, ErrProtocol). Dropped connections are retried with Backoff; meanwhile the
-// status says Reconnecting. Every goroutine Run starts has stopped when it
-// returns.
+// ErrUntrusted, ErrProtocol). Dropped connections are retried with
+// Backoff, meanwhile the status says Reconnecting. Every goroutine Run
+// starts has stopped when it returns.
 func (c *Client) Run(ctx context.Context, emit func(event.Event)) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return errors.New("attach: a client runs once at a time")
@@ -327,9 +306,9 @@ func (c *Client) read(body io.Reader, emit func(event.Event)) (progressed bool, 
 		msg, err := sr.next()
 		if err != nil {
 			if errors.Is(err, errEventTooLarge) {
-				err = fmt.Errorf("%w: after event %d: %w", ErrProtocol, c.lastID, err)
+				return progressed, fmt.Errorf("%w: after event %d: %w", ErrProtocol, c.lastID, err)
 			}
-			return progressed, err
+			return progressed, fmt.Errorf("read stream: %w", err)
 		}
 		ev, ok, err := d.decode(msg)
 		if err != nil {
@@ -344,58 +323,6 @@ func (c *Client) read(body io.Reader, emit func(event.Event)) (progressed bool, 
 		c.received(ev)
 		progressed = true
 	}
-}
-
-func (c *Client) countDuplicate(dup bool) {
-	if !dup {
-		return
-	}
-	c.mu.Lock()
-	c.st.Duplicates++
-	c.mu.Unlock()
-}
-
-// received updates the status with one emitted event.
-func (c *Client) received(ev event.Event) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.st.Events++
-	c.st.LastID = c.lastID
-	switch {
-	case ev.Loss != nil:
-		c.st.Lost += ev.Loss.Events
-	case ev.Session != nil:
-		switch {
-		case ev.Session.Name != "":
-			c.st.Name = ev.Session.Name
-		case ev.Session.Host != "":
-			c.st.Name = ev.Session.Host
-		}
-	}
-}
-
-func (c *Client) setState(s State, err error) {
-	c.mu.Lock()
-	c.st.State, c.st.Since = s, time.Now()
-	c.st.Err = ""
-	if err != nil {
-		c.st.Err = err.Error()
-	}
-	if s != Reconnecting {
-		c.st.Attempt, c.st.RetryAt = 0, time.Time{}
-	}
-	st := c.st
-	c.mu.Unlock()
-	if c.cfg.OnState != nil {
-		c.cfg.OnState(st)
-	}
-}
-
-func (c *Client) setReconnecting(err error, attempt int, at time.Time) {
-	c.mu.Lock()
-	c.st.Attempt, c.st.RetryAt = attempt, at
-	c.mu.Unlock()
-	c.setState(Reconnecting, err)
 }
 
 // activity pushes back the idle watchdog whenever bytes arrive, heartbeat

@@ -1,6 +1,10 @@
 package agent
 
-import "time"
+import (
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
 
 // State is where an attach client stands with its agent, for the screen.
 type State int
@@ -41,7 +45,7 @@ func (s State) String() string {
 // are the local clock's: they describe the connection, never the agent's
 // events.
 type Status struct {
-	Name  string // the session header's Name, else the agent's host
+	Name  string // the session header's Name, else its Host, else the agent URL's host
 	URL   string // the agent's events URL, credentials removed
 	State State
 	Since time.Time // when State began
@@ -54,7 +58,7 @@ type Status struct {
 	RetryAt time.Time
 	LastID  uint64 // the agent's id of the last event received
 	Events  int64  // events received, over all connections
-	Lost    int64  // events the agent announced as lost (its gap records)
+	Lost    int64  // events the stream's Loss records announce as missed
 	// Connections counts successful connections; Restarts counts those that
 	// found the agent had restarted (its ids began again at 1).
 	Connections int64
@@ -62,4 +66,56 @@ type Status struct {
 	// Duplicates counts events dropped for repeating an id already
 	// received; a latscope agent never sends any.
 	Duplicates int64
+}
+
+func (c *Client) countDuplicate(dup bool) {
+	if !dup {
+		return
+	}
+	c.mu.Lock()
+	c.st.Duplicates++
+	c.mu.Unlock()
+}
+
+// received updates the status with one emitted event.
+func (c *Client) received(ev event.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.st.Events++
+	c.st.LastID = c.lastID
+	switch {
+	case ev.Loss != nil:
+		c.st.Lost += ev.Loss.Events
+	case ev.Session != nil:
+		switch {
+		case ev.Session.Name != "":
+			c.st.Name = ev.Session.Name
+		case ev.Session.Host != "":
+			c.st.Name = ev.Session.Host
+		}
+	}
+}
+
+func (c *Client) setState(s State, err error) {
+	c.mu.Lock()
+	c.st.State, c.st.Since = s, time.Now()
+	c.st.Err = ""
+	if err != nil {
+		c.st.Err = err.Error()
+	}
+	if s != Reconnecting {
+		c.st.Attempt, c.st.RetryAt = 0, time.Time{}
+	}
+	st := c.st
+	c.mu.Unlock()
+	if c.cfg.OnState != nil {
+		c.cfg.OnState(st)
+	}
+}
+
+func (c *Client) setReconnecting(err error, attempt int, at time.Time) {
+	c.mu.Lock()
+	c.st.Attempt, c.st.RetryAt = attempt, at
+	c.mu.Unlock()
+	c.setState(Reconnecting, err)
 }
