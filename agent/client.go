@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/pipeline"
 )
 
 // ClientConfig configures an attach client. Zero fields take the defaults.
@@ -72,6 +73,8 @@ type Client struct {
 	mu sync.Mutex
 	st Status
 }
+
+var _ pipeline.Source = (*Client)(nil)
 
 // Errors a client ends with.
 var (

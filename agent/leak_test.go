@@ -28,7 +28,10 @@ func TestShutdownStopsEveryGoroutine(t *testing.T) {
 	go func() { served <- s.Serve(ctx, ln) }()
 	events := make(chan event.Event)
 	consumed := make(chan error, 1)
-	go func() { consumed <- s.Consume(ctx, events) }()
+	go func() {
+		s.Consume(events)
+		consumed <- nil
+	}()
 
 	// Two clients that read, one that never does (its writer ends up
 	// blocked in a write), and one retrying an agent that is not there.
@@ -65,6 +68,7 @@ func TestShutdownStopsEveryGoroutine(t *testing.T) {
 	}
 
 	cancel()
+	close(events) // the pipeline closes the subscription when the session ends
 	for name, ch := range map[string]chan error{"Serve": served, "Consume": consumed} {
 		select {
 		case <-ch:

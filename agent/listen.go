@@ -12,6 +12,10 @@ import (
 // only, so that nothing is exposed by accident.
 const DefaultListen = "127.0.0.1:7070"
 
+// TokenEnv names the environment variable the agent and attach commands
+// read the token from when no flag gives it (a flag would show it in ps).
+const TokenEnv = "LATSCOPE_TOKEN"
+
 // ErrNoToken is returned for a non-loopback listen address without a token.
 var ErrNoToken = errors.New("refusing to serve events beyond this machine without a token")
 

@@ -125,24 +125,18 @@ func (s *Server) Publish(ev event.Event) error {
 func (s *Server) End() { s.ring.end() }
 
 // Consume publishes every event from events (a pipeline subscription's
-// channel) until it closes, then calls End. It returns nil then, or ctx's
-// error if ctx ends first. An event that does not encode is logged and
-// counted, and the rest go on.
-func (s *Server) Consume(ctx context.Context, events <-chan event.Event) error {
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				s.End()
-				return nil
-			}
-			if err := s.Publish(ev); err != nil {
-				s.log.Warn("event not published", "err", err)
-			}
-		case <-ctx.Done():
-			return ctx.Err()
+// channel) until the channel closes, then calls End. Like every consumer
+// of the pipeline it drains until its input closes rather than until a
+// context ends, so the records of a Ctrl-C'd session still reach the
+// stream. An event that does not encode is logged and counted, and the
+// rest go on.
+func (s *Server) Consume(events <-chan event.Event) {
+	for ev := range events {
+		if err := s.Publish(ev); err != nil {
+			s.log.Warn("event not published", "err", err)
 		}
 	}
+	s.End()
 }
 
 // Listen opens the configured address, with TLS when configured.
