@@ -44,8 +44,9 @@ const readBatch = 256
 
 // ring holds the newest events, already rendered as SSE frames, for every
 // client to read at its own cursor. Publishing appends and never waits for a
-// reader; the lock is held only to copy slice headers. Events carry
-// consecutive sequence ids, so finding a cursor's place is arithmetic.
+// reader; the lock is held only to append one frame or to copy a batch of
+// slice headers out. Events carry consecutive sequence ids, so finding a
+// cursor's place is arithmetic.
 type ring struct {
 	cfg RingConfig
 	now func() time.Time

@@ -120,8 +120,8 @@ func (s *Server) Publish(ev event.Event) error {
 	return nil
 }
 
-// End says the session is over: clients get every event still held, then
-// an end frame, and their streams close.
+// End says the session is over: clients get every event still due, then
+// an end frame, and their streams close. Publish must not be called after.
 func (s *Server) End() { s.ring.end() }
 
 // Consume publishes every event from events (a pipeline subscription's

@@ -8,13 +8,20 @@ import (
 	"io"
 )
 
-// A small text/event-stream reader for the attach client. It follows the
-// WHATWG rules that matter here: LF, CRLF or CR line ends, ':' comments,
-// "field: value" with one optional space, data lines joined with '\n', an
-// event dispatched at a blank line, a leading BOM ignored, an id containing
-// NUL ignored, and an event cut off by the end of the stream discarded. One
-// event is bounded by a limit, so a hostile or broken stream cannot make it
-// allocate without bound: memory stays within about twice the limit.
+// A small text/event-stream reader for the attach client. Why not a
+// library: r3labs/sse/v2's client leaks a goroutine per unsubscribe, keeps
+// retrying after its context ends while the server is down, and fails on an
+// event over 64 KiB unless told otherwise; tmaxmax/go-sse's
+// reader would do, but the reconnection, resume and restart logic is ours
+// either way, and what is left is the parsing below, which is fuzzed here.
+//
+// It follows the WHATWG rules that matter here: LF, CRLF or CR line ends,
+// ':' comments, "field: value" with one optional space, data lines joined
+// with '\n', an event dispatched at a blank line, a leading BOM ignored, an
+// id containing NUL ignored, and an event cut off by the end of the stream
+// discarded. One event is bounded by a limit, so a hostile or broken stream
+// cannot make it allocate without bound: memory stays within about twice
+// the limit.
 
 // errEventTooLarge is returned for an event over the reader's limit.
 var errEventTooLarge = errors.New("event too large")
