@@ -1,0 +1,96 @@
+package agent
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+)
+
+// DefaultListen is where an agent listens unless told otherwise: loopback
+// only, so that nothing is exposed by accident.
+const DefaultListen = "127.0.0.1:7070"
+
+// TokenEnv names the environment variable the agent and attach commands
+// read the token from when no flag gives it (a flag would show it in ps).
+const TokenEnv = "LATSCOPE_TOKEN"
+
+// ErrNoToken is returned for a non-loopback listen address without a token.
+var ErrNoToken = errors.New("refusing to serve events beyond this machine without a token")
+
+// ListenConfig says where and how the agent serves.
+type ListenConfig struct {
+	// Addr is host:port; empty means DefaultListen. A host other than a
+	// loopback address (":7070", "0.0.0.0:7070", a LAN address or a host
+	// name other than localhost) needs Token, unless InsecureNoAuth is set.
+	Addr string
+	// Token, when set, is required as "Authorization: Bearer <token>" on
+	// /events and /metrics. It never appears in a log line, an error, an
+	// event or a metric.
+	Token string
+	// InsecureNoAuth serves a non-loopback address without a token. It
+	// exists for networks that are already private; it must be asked for.
+	InsecureNoAuth bool
+	// TLSCert and TLSKey are PEM files; both or neither.
+	TLSCert, TLSKey string
+}
+
+func (c ListenConfig) addr() string {
+	if c.Addr == "" {
+		return DefaultListen
+	}
+	return c.Addr
+}
+
+// Validate checks the address and the TLS files, and refuses a
+// non-loopback address without a token unless InsecureNoAuth is set.
+func (c ListenConfig) Validate() error {
+	host, _, err := net.SplitHostPort(c.addr())
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", c.addr(), err)
+	}
+	if !isLoopback(host) && c.Token == "" && !c.InsecureNoAuth {
+		return fmt.Errorf("%w: listen address %q is reachable from other machines; "+
+			"set a token (--token or LATSCOPE_TOKEN), listen on 127.0.0.1, "+
+			"or pass --insecure-no-auth on purpose", ErrNoToken, c.addr())
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("tls needs both a certificate and a key file")
+	}
+	if c.TLSCert != "" {
+		if _, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey); err != nil {
+			return fmt.Errorf("load tls certificate: %w", err)
+		}
+	}
+	return nil
+}
+
+// exposed reports whether the address reaches beyond this machine.
+func (c ListenConfig) exposed() bool {
+	host, _, err := net.SplitHostPort(c.addr())
+	return err != nil || !isLoopback(host)
+}
+
+// isLoopback reports whether host names only this machine. An empty host
+// means every interface; a host name other than localhost is not trusted to
+// resolve to loopback.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// tlsConfig loads the certificate, or returns nil when TLS is off.
+func (c ListenConfig) tlsConfig() (*tls.Config, error) {
+	if c.TLSCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("load tls certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}

@@ -1,0 +1,191 @@
+package agent
+
+import (
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/latscope/latscope/event"
+)
+
+// The metric families the agent exports on /metrics. Histograms also
+// expose <name>_bucket, <name>_sum and <name>_count series.
+const (
+	MetricTTFT           = "latscope_ttft_seconds"
+	MetricITL            = "latscope_itl_seconds"
+	MetricTPOT           = "latscope_tpot_seconds"
+	MetricE2E            = "latscope_e2e_seconds"
+	MetricStage          = "latscope_stage_seconds"     // label stage: the client stages
+	MetricBreakdown      = "latscope_breakdown_seconds" // labels stage, provenance: the TTFT breakdown
+	MetricRequests       = "latscope_requests_total"    // label outcome
+	MetricOutputTokens   = "latscope_output_tokens_total"
+	MetricPromptTokens   = "latscope_prompt_tokens_total"
+	MetricInFlight       = "latscope_probe_in_flight"
+	MetricEvents         = "latscope_events_published_total" // label kind
+	MetricEventsInvalid  = "latscope_events_invalid_total"
+	MetricRingEvents     = "latscope_ring_events"
+	MetricRingBytes      = "latscope_ring_bytes"
+	MetricClients        = "latscope_sse_clients"
+	MetricConnections    = "latscope_sse_connections_total"
+	MetricClientsDropped = "latscope_sse_clients_dropped_total"
+	MetricGaps           = "latscope_sse_gaps_total"
+	MetricEventsDropped  = "latscope_sse_events_dropped_total"
+	MetricUnauthorized   = "latscope_unauthorized_requests_total" // label path
+	MetricUptime         = "latscope_agent_uptime_seconds"
+)
+
+var histogramFamilies = []string{MetricTTFT, MetricITL, MetricTPOT, MetricE2E, MetricStage, MetricBreakdown}
+
+// MetricNames returns every series name a query may use against the agent's
+// /metrics: each family, and each histogram's _bucket, _sum and _count, sorted.
+// A dashboard that queries anything else queries something the agent does
+// not export.
+func MetricNames() []string {
+	names := []string{
+		MetricRequests, MetricOutputTokens, MetricPromptTokens, MetricInFlight,
+		MetricEvents, MetricEventsInvalid, MetricRingEvents, MetricRingBytes,
+		MetricClients, MetricConnections, MetricClientsDropped, MetricGaps,
+		MetricEventsDropped, MetricUnauthorized, MetricUptime,
+	}
+	for _, h := range histogramFamilies {
+		names = append(names, h, h+"_bucket", h+"_sum", h+"_count")
+	}
+	slices.Sort(names)
+	return names
+}
+
+// metrics are one Server's Prometheus metrics, in a registry of its own.
+type metrics struct {
+	reg *prometheus.Registry
+
+	ttft, itl, tpot, e2e prometheus.Histogram
+	stage, breakdown     *prometheus.HistogramVec
+	requests             *prometheus.CounterVec
+	outputTokens         prometheus.Counter
+	promptTokens         prometheus.Counter
+	inFlight             prometheus.Gauge
+
+	events        *prometheus.CounterVec
+	eventsInvalid prometheus.Counter
+
+	clients        prometheus.Gauge
+	connections    prometheus.Counter
+	clientsDropped prometheus.Counter
+	gaps           prometheus.Counter
+	eventsDropped  prometheus.Counter
+	unauthorized   *prometheus.CounterVec
+}
+
+// Bucket bounds in seconds, on a 1-2.5-5 scale so that they read well.
+var (
+	latencyBuckets = scale(0.001, 120)  // TTFT, E2E
+	tokenBuckets   = scale(0.0001, 10)  // ITL, TPOT
+	stageBuckets   = scale(0.00001, 60) // stages: DNS and serialising take microseconds
+)
+
+// scale returns 1, 2.5, 5 × powers of ten from lo up to at least hi.
+func scale(lo, hi float64) []float64 {
+	var out []float64
+	for d := lo; ; d *= 10 {
+		for _, m := range []float64{1, 2.5, 5} {
+			out = append(out, d*m)
+			if d*m >= hi {
+				return out
+			}
+		}
+	}
+}
+
+func newMetrics(ring *ring, uptime func() time.Duration) *metrics {
+	hist := func(name, help string, b []float64) prometheus.Histogram {
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b})
+	}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	m := &metrics{
+		reg:  prometheus.NewRegistry(),
+		ttft: hist(MetricTTFT, "Time to first token of successful requests, from the intended send time.", latencyBuckets),
+		itl:  hist(MetricITL, "Gaps between consecutive content chunks of successful requests.", tokenBuckets),
+		tpot: hist(MetricTPOT, "Time per output token after the first, per successful request.", tokenBuckets),
+		e2e:  hist(MetricE2E, "End-to-end latency of successful requests, from the intended send time.", latencyBuckets),
+		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricStage,
+			Help: "Client-measured stages up to the first token, by latscope's stage names.", Buckets: stageBuckets},
+			[]string{"stage"}),
+		breakdown: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricBreakdown,
+			Help: "Where the time to first token went, by stage and by where each number came from.", Buckets: stageBuckets},
+			[]string{"stage", "provenance"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRequests,
+			Help: "Finished probe requests by outcome (warm-up excluded)."}, []string{"outcome"}),
+		outputTokens: counter(MetricOutputTokens, "Output tokens received (warm-up excluded)."),
+		promptTokens: counter(MetricPromptTokens, "Prompt tokens sent, as the server counted them where it said (warm-up excluded)."),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricInFlight,
+			Help: "Requests the probe has in flight, as of its latest sample."}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricEvents,
+			Help: "Events published to the stream, by kind."}, []string{"kind"}),
+		eventsInvalid:  counter(MetricEventsInvalid, "Events refused because they did not encode."),
+		clients:        prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricClients, Help: "Event-stream clients connected now."}),
+		connections:    counter(MetricConnections, "Event-stream connections accepted."),
+		clientsDropped: counter(MetricClientsDropped, "Event-stream clients disconnected because a write failed or timed out."),
+		gaps:           counter(MetricGaps, "Gap records sent to clients that asked for events the ring no longer held."),
+		eventsDropped:  counter(MetricEventsDropped, "Events announced as lost in gap records."),
+		unauthorized: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricUnauthorized,
+			Help: "Requests refused with 401 for a missing or wrong token, by path."}, []string{"path"}),
+	}
+	m.reg.MustRegister(m.ttft, m.itl, m.tpot, m.e2e, m.stage, m.breakdown, m.requests,
+		m.outputTokens, m.promptTokens, m.inFlight, m.events, m.eventsInvalid,
+		m.clients, m.connections, m.clientsDropped, m.gaps, m.eventsDropped, m.unauthorized,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: MetricRingEvents, Help: "Events the replay ring holds."},
+			func() float64 { return float64(ring.stats().Events) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: MetricRingBytes, Help: "Encoded bytes the replay ring holds."},
+			func() float64 { return float64(ring.stats().Bytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: MetricUptime, Help: "Seconds since the agent started."},
+			func() float64 { return uptime().Seconds() }),
+	)
+	return m
+}
+
+// observe records what one published event says about the probe.
+func (m *metrics) observe(ev event.Event) {
+	m.events.WithLabelValues(string(ev.Kind)).Inc()
+	switch {
+	case ev.Request != nil:
+		m.observeRequest(ev.Request)
+	case ev.Probe != nil:
+		m.inFlight.Set(float64(ev.Probe.InFlight))
+	}
+}
+
+// observeRequest follows the aggregator's rules: warm-up requests are left
+// out, every request is counted by outcome, latencies come from successful
+// requests only.
+func (m *metrics) observeRequest(r *event.Request) {
+	if r.Warmup {
+		return
+	}
+	m.requests.WithLabelValues(string(r.Outcome)).Inc()
+	m.outputTokens.Add(float64(max(r.OutputTokens, 0)))
+	m.promptTokens.Add(float64(max(r.PromptTokens, 0)))
+	if !r.OK() {
+		return
+	}
+	observePositive(m.ttft, r.TTFT)
+	observePositive(m.e2e, r.E2E)
+	observePositive(m.tpot, r.TPOT())
+	for i := 1; i < len(r.Chunks); i++ {
+		m.itl.Observe((r.Chunks[i].At - r.Chunks[i-1].At).Seconds())
+	}
+	for _, st := range r.Stages {
+		m.stage.WithLabelValues(string(st.Stage)).Observe(st.Duration.Seconds())
+	}
+	for _, st := range r.Breakdown {
+		m.breakdown.WithLabelValues(string(st.Stage), string(st.Provenance)).Observe(st.Duration.Seconds())
+	}
+}
+
+func observePositive(h prometheus.Histogram, d time.Duration) {
+	if d > 0 {
+		h.Observe(d.Seconds())
+	}
+}

@@ -1,0 +1,121 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// State is where an attach client stands with its agent, for the screen.
+type State int
+
+// The states. A client starts Connecting, is Streaming while connected,
+// Reconnecting between connections, and ends Ended (the agent's session
+// finished), Stopped (its context ended) or Failed (an error that retrying
+// cannot fix: a refused token, something that is not a latscope agent, a
+// stream it cannot read).
+const (
+	Connecting State = iota
+	Streaming
+	Reconnecting
+	Ended
+	Stopped
+	Failed
+)
+
+func (s State) String() string {
+	switch s {
+	case Connecting:
+		return "connecting"
+	case Streaming:
+		return "streaming"
+	case Reconnecting:
+		return "reconnecting"
+	case Ended:
+		return "ended"
+	case Stopped:
+		return "stopped"
+	case Failed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// Status is a client's state with the details a screen shows. Its times
+// are the local clock's: they describe the connection, never the agent's
+// events.
+type Status struct {
+	Name  string // the session header's Name, else its Host, else the agent URL's host
+	URL   string // the agent's events URL, credentials removed
+	State State
+	Since time.Time // when State began
+	// Err is why the last connection ended (Reconnecting) or why the client
+	// gave up (Failed).
+	Err string
+	// Attempt counts failed connections in a row; RetryAt is when the next
+	// one is tried (Reconnecting only).
+	Attempt int
+	RetryAt time.Time
+	LastID  uint64 // the agent's id of the last event received
+	Events  int64  // events received, over all connections
+	Lost    int64  // events the stream's Loss records announce as missed
+	// Connections counts successful connections; Restarts counts those that
+	// found the agent had restarted (its ids began again at 1).
+	Connections int64
+	Restarts    int64
+	// Duplicates counts events dropped for repeating an id already
+	// received; a latscope agent never sends any.
+	Duplicates int64
+}
+
+func (c *Client) countDuplicate(dup bool) {
+	if !dup {
+		return
+	}
+	c.mu.Lock()
+	c.st.Duplicates++
+	c.mu.Unlock()
+}
+
+// received updates the status with one emitted event.
+func (c *Client) received(ev event.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.st.Events++
+	c.st.LastID = c.lastID
+	switch {
+	case ev.Loss != nil:
+		c.st.Lost += ev.Loss.Events
+	case ev.Session != nil:
+		switch {
+		case ev.Session.Name != "":
+			c.st.Name = ev.Session.Name
+		case ev.Session.Host != "":
+			c.st.Name = ev.Session.Host
+		}
+	}
+}
+
+func (c *Client) setState(s State, err error) {
+	c.mu.Lock()
+	c.st.State, c.st.Since = s, time.Now()
+	c.st.Err = ""
+	if err != nil {
+		c.st.Err = err.Error()
+	}
+	if s != Reconnecting {
+		c.st.Attempt, c.st.RetryAt = 0, time.Time{}
+	}
+	st := c.st
+	c.mu.Unlock()
+	if c.cfg.OnState != nil {
+		c.cfg.OnState(st)
+	}
+}
+
+func (c *Client) setReconnecting(err error, attempt int, at time.Time) {
+	c.mu.Lock()
+	c.st.Attempt, c.st.RetryAt = attempt, at
+	c.mu.Unlock()
+	c.setState(Reconnecting, err)
+}
