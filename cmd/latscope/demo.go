@@ -41,7 +41,7 @@ describes the SIMULATOR, not a real model.
 	cmd.Flags().StringVar(&profile, "profile", "h100-7b", "simulated server profile: h100-7b or tiny")
 	cmd.Flags().IntVar(&maxNumSeqs, "max-num-seqs", 8, "simulated batch slots (fewer than --concurrency shows queueing)")
 	cmd.Flags().IntVar(&pool, "tokenizer-pool", 0, "simulated tokenizer workers (0: tokenize on the server's event loop)")
-	f.register(cmd)
+	f.register(cmd.Flags())
 	// Demo defaults: enough load to queue behind 8 slots, short enough to watch.
 	_ = cmd.Flags().Set("concurrency", "12")
 	_ = cmd.Flags().Set("duration", "20s")

@@ -64,6 +64,8 @@ client can see, joins what the server and GPU report, and shows the result.`,
 		newRunCmd(),
 		newBenchCmd(),
 		newReplayCmd(),
+		newAgentCmd(),
+		newAttachCmd(),
 	)
 	return root
 }

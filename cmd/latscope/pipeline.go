@@ -40,22 +40,8 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.offered, SLO: objectives},
 		observers: []func(aggregate.Snapshot){statusLine(stderr)},
 	}
-	if f.record != "" {
-		rec, err := newRecording(f.record, s.header, f.recordOverwrite)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "latscope: recording to %s\n", f.record)
-		m.consumers = append(m.consumers, rec)
-		m.observers = append(m.observers, rec.warnWhenBehind(stderr))
-	}
-	if f.otlpExport != "" {
-		exp, err := newTraceExport(ctx, f.otlpExport)
-		if err != nil {
-			return fmt.Errorf("--otlp-export: %w", err)
-		}
-		fmt.Fprintf(stderr, "latscope: exporting each request as a trace to %s\n", event.RedactURL(f.otlpExport))
-		m.consumers = append(m.consumers, exp)
+	if err := addRecorderAndExport(ctx, stderr, f, s, &m); err != nil {
+		return err
 	}
 	summary, runErr := m.run(ctx)
 	if f.jsonOut {
@@ -99,4 +85,26 @@ func topErrorHint(s aggregate.Summary) string {
 		return ""
 	}
 	return fmt.Sprintf(" (most as %s)", top)
+}
+
+// addRecorderAndExport adds the consumers --record and --otlp-export ask for.
+func addRecorderAndExport(ctx context.Context, stderr io.Writer, f *loadFlags, s *session, m *measurement) error {
+	if f.record != "" {
+		rec, err := newRecording(f.record, s.header, f.recordOverwrite)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "latscope: recording to %s\n", f.record)
+		m.consumers = append(m.consumers, rec)
+		m.observers = append(m.observers, rec.warnWhenBehind(stderr))
+	}
+	if f.otlpExport != "" {
+		exp, err := newTraceExport(ctx, f.otlpExport)
+		if err != nil {
+			return fmt.Errorf("--otlp-export: %w", err)
+		}
+		fmt.Fprintf(stderr, "latscope: exporting each request as a trace to %s\n", event.RedactURL(f.otlpExport))
+		m.consumers = append(m.consumers, exp)
+	}
+	return nil
 }

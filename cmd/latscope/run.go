@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/collector"
@@ -48,9 +49,10 @@ type loadFlags struct {
 	maxEventBytes          int
 	seed                   int64
 
-	noTUI   bool
-	jsonOut bool
-	slo     string
+	noTUI        bool
+	jsonOut      bool
+	untilStopped bool // with neither --duration nor --requests, run until Ctrl-C (the agent)
+	slo          string
 
 	record          string
 	recordOverwrite bool
@@ -66,8 +68,7 @@ type loadFlags struct {
 	noGPU          bool
 }
 
-func (f *loadFlags) register(cmd *cobra.Command) {
-	fl := cmd.Flags()
+func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.dialect, "dialect", "auto", "request format: auto, "+strings.Join(probe.Dialects(), ", "))
 	fl.StringVar(&f.model, "model", "", "model name (default: the first one the server lists)")
 	fl.StringVar(&f.apiKey, "api-key", "", "bearer token (default: $OPENAI_API_KEY)")
@@ -117,7 +118,7 @@ func (f *loadFlags) validate() error {
 	case f.requests < 0 || f.warmup < 0:
 		return errors.New("--requests and --warmup must not be negative")
 	}
-	if f.duration == 0 && f.requests == 0 {
+	if f.duration == 0 && f.requests == 0 && !f.untilStopped {
 		f.duration = 30 * time.Second
 	}
 	return nil
@@ -149,7 +150,7 @@ time went.
 		},
 	}
 	cmd.Flags().StringVar(&target, "url", "", "the server's base URL, e.g. http://127.0.0.1:8000")
-	f.register(cmd)
+	f.register(cmd.Flags())
 	return cmd
 }
 

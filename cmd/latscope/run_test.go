@@ -16,12 +16,18 @@ import (
 // stderr and the error main would map to an exit code.
 func execute(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
+	return executeCtx(t, context.Background(), args...)
+}
+
+// executeCtx is execute with a context the test can cancel (Ctrl-C).
+func executeCtx(t *testing.T, ctx context.Context, args ...string) (string, string, error) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetOut(&stdout)
 	root.SetErr(&stderr)
-	err := root.ExecuteContext(context.Background())
+	err := root.ExecuteContext(ctx)
 	return stdout.String(), stderr.String(), err
 }
 

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/latscope/latscope/agent"
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/pipeline"
+)
+
+func newAgentCmd() *cobra.Command {
+	var (
+		f         loadFlags
+		target    string
+		listen    agent.ListenConfig
+		name      string
+		ringSize  int
+		ringAge   time.Duration
+		linger    time.Duration
+		quietLogs bool
+	)
+	cmd := &cobra.Command{
+		Use:   "agent --url URL",
+		Short: "Measure headless beside the server and stream the events to remote dashboards (latscope attach)",
+		Long: `agent runs the probe and the collectors beside an inference server (where
+NVML and the metrics endpoint are) and serves what it measures:
+
+  /events   the event stream as server-sent events, resumable with Last-Event-ID
+            from a bounded replay ring; a client that missed more than the ring
+            holds gets a record of exactly how many events it missed
+  /metrics  latscope's own statistics for Prometheus (stage, TTFT, ITL, E2E
+            histograms, requests by outcome), so a fleet can be watched in Grafana
+  /healthz  liveness, open without a token
+
+It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
+--token (or LATSCOPE_TOKEN), or --insecure-no-auth on purpose. With neither
+--duration nor --requests it measures until stopped.
+
+` + metricDefinitions,
+		Example: `  latscope agent --url http://127.0.0.1:8000 -c 8 --name us-east-1
+  LATSCOPE_TOKEN=$(openssl rand -hex 16) latscope agent --url http://vllm:8000 --listen 0.0.0.0:7070 --rate 5
+  latscope agent --url http://vllm:8000 --listen 0.0.0.0:7070 --tls-cert agent.crt --tls-key agent.key --token "$T"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if target == "" {
+				return fmt.Errorf("--url is required: the inference server to measure, e.g. --url http://127.0.0.1:8000")
+			}
+			if listen.Token == "" {
+				listen.Token = os.Getenv(agent.TokenEnv)
+			}
+			f.untilStopped, f.noTUI = true, true
+			return runAgent(cmd, target, &f, agent.Config{
+				Listen: listen, Ring: agent.RingConfig{MaxEvents: ringSize, MaxAge: ringAge},
+				Logger: agentLogger(quietLogs),
+			}, name, linger)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&target, "url", "", "the server's base URL, e.g. http://127.0.0.1:8000")
+	fl.StringVar(&listen.Addr, "listen", agent.DefaultListen, "address to serve /events, /metrics and /healthz on")
+	fl.StringVar(&listen.Token, "token", "", "bearer token clients must send (default: $"+agent.TokenEnv+"); required on a non-loopback address")
+	fl.BoolVar(&listen.InsecureNoAuth, "insecure-no-auth", false, "serve a non-loopback address without a token, on purpose")
+	fl.StringVar(&listen.TLSCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
+	fl.StringVar(&listen.TLSKey, "tls-key", "", "the certificate's private key (PEM)")
+	fl.StringVar(&name, "name", "", "this agent's name on dashboards (default: the host name)")
+	fl.IntVar(&ringSize, "ring-events", 0, "events kept for clients that reconnect (default 10000)")
+	fl.DurationVar(&ringAge, "ring-age", 0, "how long events are kept for clients that reconnect (default 10m)")
+	fl.DurationVar(&linger, "linger", time.Minute, "after the session ends, keep serving this long so dashboards can fetch the rest")
+	fl.BoolVar(&quietLogs, "quiet", false, "do not log the agent's connections on stderr")
+	f.register(fl)
+	return cmd
+}
+
+func agentLogger(quiet bool) *slog.Logger {
+	if quiet {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config, name string, linger time.Duration) error {
+	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
+	// The listener first: a refused address or a missing token fails before
+	// anything is sent to the server.
+	srv, err := agent.New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := srv.Listen()
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", cfg.Listen.Addr, err)
+	}
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(serveCtx, ln) }()
+	scheme := "http"
+	if cfg.Listen.TLSCert != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(stderr, "latscope agent: serving %s://%s/events, /metrics and /healthz\n", scheme, ln.Addr())
+
+	objectives, err := aggregate.ParseSLO(f.slo)
+	if err != nil {
+		return err
+	}
+	s, err := openSession(ctx, stderr, target, f, nil)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if name != "" {
+		s.header.Name = name
+	}
+	m := measurement{
+		pipe:      s.pipelineConfig(),
+		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.offered, SLO: objectives},
+		observers: []func(aggregate.Snapshot){statusLine(stderr)},
+		consumers: []consumer{agentStream{srv}},
+	}
+	if err := addRecorderAndExport(ctx, stderr, f, s, &m); err != nil {
+		return err
+	}
+	summary, runErr := m.run(ctx)
+	measuredCtx := ctx // the exit code is about the session, not the linger after it
+	if ctx.Err() == nil {
+		measuredCtx = context.WithoutCancel(ctx)
+	}
+	if err := aggregate.WriteTable(cmd.OutOrStdout(), summary); err != nil {
+		return fmt.Errorf("write the summary: %w", err)
+	}
+	if ctx.Err() == nil && linger > 0 {
+		fmt.Fprintf(stderr, "latscope agent: session over; serving for %s more (Ctrl-C to stop)\n", linger)
+		select {
+		case <-time.After(linger):
+		case <-ctx.Done():
+		}
+	}
+	stopServing()
+	if err := <-served; err != nil {
+		fmt.Fprintf(stderr, "latscope agent: %v\n", err)
+	}
+	return outcome(measuredCtx, stderr, summary, objectives, runErr)
+}
+
+// agentStream feeds the agent's replay ring. Publishing never waits on a
+// client, so the subscription can be lossless: the ring itself decides what
+// a slow client misses, and tells it.
+type agentStream struct{ srv *agent.Server }
+
+func (a agentStream) start(_ context.Context, fan *pipeline.Fanout) func() error {
+	sub := fan.Subscribe("agent", 8192, pipeline.Lossless)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.srv.Consume(sub.Events())
+	}()
+	return func() error { <-done; return nil }
+}
