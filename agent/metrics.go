@@ -33,6 +33,11 @@ const (
 	MetricEventsDropped  = "latscope_sse_events_dropped_total"
 	MetricUnauthorized   = "latscope_unauthorized_requests_total" // label path
 	MetricUptime         = "latscope_agent_uptime_seconds"
+	// What the inference server's own metrics said, as of the latest scrape,
+	// so a fleet dashboard shows each server's queue beside its latency.
+	MetricServerWaiting = "latscope_server_requests_waiting"
+	MetricServerRunning = "latscope_server_requests_running"
+	MetricServerKVCache = "latscope_server_kv_cache_usage_ratio"
 )
 
 var histogramFamilies = []string{MetricTTFT, MetricITL, MetricTPOT, MetricE2E, MetricStage, MetricBreakdown}
@@ -47,6 +52,7 @@ func MetricNames() []string {
 		MetricEvents, MetricEventsInvalid, MetricRingEvents, MetricRingBytes,
 		MetricClients, MetricConnections, MetricClientsDropped, MetricGaps,
 		MetricEventsDropped, MetricUnauthorized, MetricUptime,
+		MetricServerWaiting, MetricServerRunning, MetricServerKVCache,
 	}
 	for _, h := range histogramFamilies {
 		names = append(names, h, h+"_bucket", h+"_sum", h+"_count")
@@ -62,6 +68,9 @@ type metrics struct {
 	ttft, itl, tpot, e2e prometheus.Histogram
 	stage, breakdown     *prometheus.HistogramVec
 	requests             *prometheus.CounterVec
+	serverWaiting        prometheus.Gauge
+	serverRunning        prometheus.Gauge
+	serverKVCache        prometheus.Gauge
 	outputTokens         prometheus.Counter
 	promptTokens         prometheus.Counter
 	inFlight             prometheus.Gauge
@@ -132,10 +141,17 @@ func newMetrics(ring *ring, uptime func() time.Duration) *metrics {
 		eventsDropped:  counter(MetricEventsDropped, "Events announced as lost in gap records."),
 		unauthorized: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricUnauthorized,
 			Help: "Requests refused with 401 for a missing or wrong token, by path."}, []string{"path"}),
+		serverWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricServerWaiting,
+			Help: "Requests waiting in the inference server's queue, from its own metrics (latest scrape)."}),
+		serverRunning: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricServerRunning,
+			Help: "Requests in the inference server's running batch, from its own metrics (latest scrape)."}),
+		serverKVCache: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricServerKVCache,
+			Help: "The inference server's KV cache use, 0 to 1, from its own metrics (latest scrape)."}),
 	}
 	m.reg.MustRegister(m.ttft, m.itl, m.tpot, m.e2e, m.stage, m.breakdown, m.requests,
 		m.outputTokens, m.promptTokens, m.inFlight, m.events, m.eventsInvalid,
 		m.clients, m.connections, m.clientsDropped, m.gaps, m.eventsDropped, m.unauthorized,
+		m.serverWaiting, m.serverRunning, m.serverKVCache,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: MetricRingEvents, Help: "Events the replay ring holds."},
 			func() float64 { return float64(ring.stats().Events) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: MetricRingBytes, Help: "Encoded bytes the replay ring holds."},
@@ -154,6 +170,10 @@ func (m *metrics) observe(ev event.Event) {
 		m.observeRequest(ev.Request)
 	case ev.Probe != nil:
 		m.inFlight.Set(float64(ev.Probe.InFlight))
+	case ev.Server != nil && !ev.Server.Stale:
+		setIf(m.serverWaiting, ev.Server.Waiting)
+		setIf(m.serverRunning, ev.Server.Running)
+		setIf(m.serverKVCache, ev.Server.KVCache)
 	}
 }
 
@@ -187,5 +207,11 @@ func (m *metrics) observeRequest(r *event.Request) {
 func observePositive(h prometheus.Histogram, d time.Duration) {
 	if d > 0 {
 		h.Observe(d.Seconds())
+	}
+}
+
+func setIf(g prometheus.Gauge, v *float64) {
+	if v != nil {
+		g.Set(*v)
 	}
 }
