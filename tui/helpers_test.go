@@ -73,3 +73,8 @@ func press(m *model, keys ...string) tea.Cmd {
 }
 
 var testSLO = []aggregate.Objective{{Metric: "ttft.p99", Op: "<", Value: 400, Text: "400ms"}}
+
+func sizeMsg(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }
+
+// ioPipe is an input that never sends a key until closed.
+func ioPipe() (*io.PipeReader, *io.PipeWriter) { return io.Pipe() }

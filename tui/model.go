@@ -192,10 +192,10 @@ func (m *model) onKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Views):
 		if m.screen == screenMain {
 			m.screen = screenRequests
-			m.syncList()
 		} else {
 			m.screen = screenMain
 		}
+		m.syncList()
 	case key.Matches(msg, k.Up):
 		m.move(-1)
 	case key.Matches(msg, k.Down):
@@ -234,6 +234,7 @@ func (m *model) back() {
 		m.screen, m.open = screenRequests, nil
 	case screenRequests:
 		m.screen = screenMain
+		m.syncList()
 	}
 }
 

@@ -27,7 +27,8 @@ type synth struct {
 	simulated bool
 	gpuSim    bool
 	noGPU     bool
-	emit      func(event.Event) // where events go (default: the aggregator and sampler)
+	emit      func(event.Event)     // where events go (default: the aggregator and sampler)
+	load      func(sec int) float64 // queue pressure 0..1 at a second
 }
 
 type synthOpts struct {
@@ -47,7 +48,7 @@ func newSynth(o synthOpts) *synth {
 	s := &synth{
 		agg: aggregate.New(aggregate.Config{}), sampler: NewSampler(0),
 		rng: rand.New(rand.NewPCG(1, 2)), perSec: o.perSec, tokens: o.tokens,
-		simulated: o.simulated, gpuSim: o.gpuSim, noGPU: o.noGPU,
+		simulated: o.simulated, gpuSim: o.gpuSim, noGPU: o.noGPU, load: wave,
 	}
 	s.emit = s.add
 	s.emit(event.NewSession(&event.Session{
@@ -65,8 +66,8 @@ func (s *synth) add(ev event.Event) {
 	}
 }
 
-// load is the synthetic server's queue pressure at second sec: a slow wave.
-func (s *synth) load(sec int) float64 { return 0.5 + 0.5*math.Sin(float64(sec)/20) }
+// wave is the synthetic server's default queue pressure at second sec.
+func wave(sec int) float64 { return 0.5 + 0.5*math.Sin(float64(sec)/20) }
 
 // advance generates n more seconds of session.
 func (s *synth) advance(n int) {
