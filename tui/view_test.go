@@ -23,3 +23,9 @@ func TestGolden(t *testing.T) {
 		t.Run("help_"+name, func(t *testing.T) { golden.RequireEqual(t, m.View()) })
 	}
 }
+
+// The main view at 120×40 as shown in the package documentation.
+func TestCapture120x40(t *testing.T) {
+	m, _, _ := session(t, synthOpts{}, Options{Window: 1, Objectives: testSLO}, 150, 120, 40)
+	golden.RequireEqual(t, m.View())
+}
