@@ -1,0 +1,214 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
+)
+
+// The whole-request bar's two parts.
+const (
+	stageTTFT   event.Stage = "ttft"
+	stageDecode             = event.StageDecode
+)
+
+// breakdown is one TTFT breakdown ready to draw: segments that add up to
+// total, and what the title claims about them.
+type breakdown struct {
+	name     string  // source name (attach), else empty
+	what     string  // "p99 band: slowest 1%, 25 requests"
+	total    float64 // ms: the bar's length, the band's mean TTFT
+	segs     []segment
+	requests int64
+	decode   float64 // ms, the band's mean E2E − TTFT
+	tokens   float64
+	client   bool // no server breakdown: client stages instead
+}
+
+// breakdownOf builds the bar for window w and statistic b. For pXX it is the
+// band (the requests in that TTFT band, whose mean stages add up to their
+// mean TTFT), never per-stage percentiles, which would not add up.
+func breakdownOf(s *aggregate.Snapshot, w aggregate.Window, b aggregate.BandStat) breakdown {
+	win := &s.Windows[w]
+	band := win.Bands[b]
+	if band.Requests == 0 {
+		return clientBreakdown(s, w)
+	}
+	bd := breakdown{total: band.TTFT, requests: band.Requests, decode: band.Decode, tokens: band.Tokens}
+	if s.Session != nil {
+		bd.name = s.Session.Name
+	}
+	for _, st := range orderedStages(band.Stages, stageOrder) {
+		bd.segs = append(bd.segs, segment{stage: st, value: band.Stages[st], est: estimated(s.Breakdown.Stages[st].Provenance)})
+	}
+	bd.what = bandWhat(b, band.Requests)
+	return bd
+}
+
+func bandWhat(b aggregate.BandStat, n int64) string {
+	switch b {
+	case aggregate.BandP50:
+		return fmt.Sprintf("p50 band: around the median (45–55%%), %d requests", n)
+	case aggregate.BandP90:
+		return fmt.Sprintf("p90 band: 85–95%%, %d requests", n)
+	case aggregate.BandP99:
+		return fmt.Sprintf("p99 band: slowest 1%%, %d requests", n)
+	}
+	return fmt.Sprintf("mean of %d requests", n)
+}
+
+// clientBreakdown is the fallback without server data: the client stages'
+// mean contribution per request (a stage's total over the requests), which
+// adds up to the mean TTFT when every request has every stage.
+func clientBreakdown(s *aggregate.Snapshot, w aggregate.Window) breakdown {
+	win := &s.Windows[w]
+	bd := breakdown{client: true, requests: win.TTFT.Count}
+	if s.Session != nil {
+		bd.name = s.Session.Name
+	}
+	if win.TTFT.Count == 0 {
+		return bd
+	}
+	n := float64(win.TTFT.Count)
+	for _, st := range orderedStages(win.Stages, clientStageOrder) {
+		x := win.Stages[st]
+		v := x.Mean * float64(x.Count) / n
+		bd.segs = append(bd.segs, segment{stage: st, value: v})
+		bd.total += v
+	}
+	if win.E2E.Count > 0 {
+		bd.decode = win.E2E.Mean - win.TTFT.Mean
+	}
+	if win.OK > 0 {
+		bd.tokens = float64(win.Tokens) / float64(win.OK)
+	}
+	bd.what = fmt.Sprintf("client stages, mean of %d requests (no server breakdown: bands need one)", win.TTFT.Count)
+	return bd
+}
+
+// legendMode says how much legend fits.
+type legendMode int
+
+const (
+	legendFull  legendMode = iota // every stage, wrapped over lines
+	legendShort                   // one line: the stages of 1% or more
+)
+
+// renderBreakdown draws the TTFT bar with its legend, then the whole
+// request (TTFT then decode), then one bar per source on a shared scale.
+func renderBreakdown(st *styles, bd breakdown, sources []breakdown, mode legendMode, window aggregate.Window, width int) []string {
+	title := "TTFT breakdown · " + window.String()
+	if bd.requests == 0 {
+		return []string{
+			rule(st, st.title.Render(title), width),
+			fit(st.dim.Render(" waiting for the first finished request…"), width),
+		}
+	}
+	barW := max(width-4, 1)
+	lines := []string{
+		rule(st, st.title.Render(title)+" · "+bd.what+" · "+st.bold.Render(msUnit(bd.total)), width),
+		" " + st.faint.Render("▕") + drawBar(st, barW, bd.total, bd.total, bd.segs) + st.faint.Render("▏"),
+	}
+	lines = append(lines, legend(st, bd.segs, mode, width)...)
+	lines = append(lines, wholeRequest(st, bd, width)...)
+	lines = append(lines, sourceBars(st, sources, width)...)
+	return lines
+}
+
+// legend lists the segments in bar order with ms and share; estimated
+// stages carry "~".
+func legend(st *styles, segs []segment, mode legendMode, width int) []string {
+	sh := shares(segs)
+	items := make([]string, 0, len(segs))
+	anyEst, hidden := false, 0
+	for i, s := range segs {
+		if mode == legendShort && sh[i] < 10 {
+			hidden++
+			continue
+		}
+		in := infoOf(s.stage)
+		name := string(s.stage)
+		if mode == legendShort {
+			name = in.short
+		}
+		if s.est {
+			name += "~"
+			anyEst = true
+		}
+		swatch := string(in.letter)
+		if !st.plain {
+			swatch = st.stageStyle(s.stage).Render("█")
+		}
+		share := fmt.Sprintf("%d.%d%%", sh[i]/10, sh[i]%10)
+		if mode == legendShort {
+			share = fmt.Sprintf("%d%%", (sh[i]+5)/10)
+		}
+		items = append(items, fmt.Sprintf("%s %s %s %s", swatch, name, ms(s.value), st.dim.Render(share)))
+	}
+	if hidden > 0 {
+		items = append(items, st.dim.Render(fmt.Sprintf("+%d <1%%", hidden)))
+	}
+	if anyEst && mode == legendFull {
+		items = append(items, st.dim.Render("~ estimated"))
+	}
+	if mode == legendShort {
+		return []string{fit("  "+strings.Join(items, "  "), width)}
+	}
+	return flow(items, "   ", "  ", width)
+}
+
+// flow lays items out over as many lines as they need.
+func flow(items []string, sep, indent string, width int) []string {
+	var lines []string
+	line := indent
+	for _, it := range items {
+		add := it
+		if line != indent {
+			add = sep + it
+		}
+		if visibleWidth(line)+visibleWidth(add) > width && line != indent {
+			lines = append(lines, fit(line, width))
+			line, add = indent, it
+		}
+		line += add
+	}
+	return append(lines, fit(line, width))
+}
+
+// wholeRequest draws TTFT then decode on one bar, with the numbers in the
+// title: decode is E2E − TTFT, tokens × time per token.
+func wholeRequest(st *styles, bd breakdown, width int) []string {
+	e2e := bd.total + bd.decode
+	title := fmt.Sprintf("whole request · %s = TTFT %s + decode %s", st.bold.Render(msUnit(e2e)), msUnit(bd.total), msUnit(bd.decode))
+	if bd.tokens > 1 {
+		title += fmt.Sprintf(" (%.0f tokens × %s)", bd.tokens, msUnit(bd.decode/(bd.tokens-1)))
+	}
+	segs := []segment{{stage: stageTTFT, value: bd.total}, {stage: stageDecode, value: max(bd.decode, 0)}}
+	barW := max(width-4, 1)
+	return []string{
+		rule(st, title, width),
+		" " + st.faint.Render("▕") + drawBar(st, barW, e2e, e2e, segs) + st.faint.Render("▏"),
+	}
+}
+
+// sourceBars draws one TTFT bar per attached source, all to the scale of
+// the slowest, labelled by name.
+func sourceBars(st *styles, sources []breakdown, width int) []string {
+	if len(sources) == 0 {
+		return nil
+	}
+	var scale float64
+	for _, s := range sources {
+		scale = max(scale, s.total)
+	}
+	const nameW, numW = 12, 10
+	barW := max(width-nameW-numW-4, 1)
+	lines := []string{rule(st, "per source · shared scale", width)}
+	for _, s := range sources {
+		lines = append(lines, " "+fit(s.name, nameW)+st.faint.Render("▕")+drawBar(st, barW, s.total, scale, s.segs)+
+			st.faint.Render("▏")+fit(" "+msUnit(s.total), numW))
+	}
+	return lines
+}

@@ -1,0 +1,83 @@
+// Package tui is latscope's live dashboard: a full-screen Bubble Tea
+// program that shows where every millisecond of an LLM streaming request
+// goes, for a live run, a replayed recording or several remote agents.
+//
+// # Wiring
+//
+// The screen has one input, a [Feed]: Frame returns the newest data and a
+// version. [LiveFeed] is the live run's (the aggregator's snapshots from a
+// pipeline.Latest, finished requests from a lossy subscription into a
+// [Sampler]); a replay implements [Pauser] and [Seeker] as well, and an
+// attach feed fills Frame.Sources with one snapshot per agent. [Run] shows
+// the dashboard until the user quits or its context ends:
+//
+//	snaps := pipeline.NewLatest[aggregate.Snapshot]()      // the aggregator Puts every snapshot
+//	feed := tui.NewLiveFeed(snaps, fan.Subscribe("dashboard", 1024, pipeline.Lossy), 0)
+//	go feed.Run(ctx)                                        // owned: stops with ctx or the subscription
+//	err := tui.Run(ctx, feed, tui.Options{Objectives: slo, Window: aggregate.Win1m})
+//	// the user quit (q, Ctrl-C) or ctx ended: stop measuring, print the summary
+//
+// The screen reads the feed on its own 10 Hz tick and redraws only when
+// the frame, the size or a key changed, so it never slows measuring; the
+// charts' history lives in the model in fixed memory.
+//
+// # Reading the dashboard
+//
+// The header says what is measured (target, server, dialect, model, load,
+// elapsed time, the window and statistic shown) and whether every source
+// is healthy: the probe (latscope's own CPU and scheduling lag), the
+// metrics scrape, the OTLP join and NVML, each with ✓ or ✗. A red line
+// below names whatever is in trouble, with the figure: "LATSCOPE IS THE
+// LIMIT" means latscope, not the server, is the bottleneck and latencies
+// include its own delay. SIMULATED marks a simulated server or GPU, and
+// nothing else.
+//
+// The bar splits the time to first token by stage, in the order a request
+// crosses them: client stages, network out, tokenize, queue, prefill,
+// first decode, network return, unattributed. Its title says what it
+// shows and how long it is. With s it shows the mean, or the band of
+// requests around p50, p90 or p99 (p99: the slowest 1%): a band's stages
+// add up to the band's TTFT, which per-stage percentiles would not. The
+// legend gives each stage's milliseconds and share; ~ marks estimated
+// stages. Below it, the whole request: TTFT, then decode (tokens × time
+// per token). Attached to several agents, one bar per agent follows, all
+// on one scale. Without colour, segments are told apart by letters (q
+// queue, p prefill, ...; see the help page).
+//
+// The table gives count, mean, p50, p90, p99 and max of TTFT, ITL, TPOT,
+// E2E and every breakdown stage over the window (w: 10 s, 1 min, 5 min,
+// whole run), with where each stage's numbers came from (measured, server,
+// estimated); a broken SLO is red (or marked "!"). The charts beside it
+// show, second by second, the 10 s p50 and p99 of TTFT and ITL with the
+// SLO limit, the queue (server waiting and running, probe in flight) and
+// output tokens per second. The GPU panel shows each GPU's utilisation and
+// memory with short histories, power, temperature, clock and throttle
+// reasons. Markers list, newest first, the current insights, stalls, gaps,
+// Nagle suspects, error bursts and SLO breaches that lasted a whole window,
+// each with its time since the session started and its evidence.
+//
+// tab opens the requests view: the window's slowest requests and the
+// latest ones; enter opens one request's waterfall, every stage on one time
+// axis with its provenance, then each token's arrival along the decode.
+// p pauses the screen (measuring goes on), ? shows every key.
+//
+// As the terminal shrinks the main view folds in a fixed order: the charts
+// go first, then the GPU histories, then the legend shortens to one line;
+// the header and the bar always stay.
+//
+// The main view at 120×40, from a synthetic session, without colour:
+//
+//	 latscope ▸ http://gpu-7:8000  vllm · openai-chat · llama-3-8b   closed loop c=16   00:02:30   [1m] mean         ? help
+//	 ok 20.4 req/s   1303 tok/s   errors 1.2%   in flight 16   probe ✓ cpu 21% lag 0.30 ms  scrape ✓  otlp ✓  nvml ✓
+//	─ TTFT breakdown · 1m · mean of 1018 requests · 182 ms ─────────────────────────────────────────────────────────────────
+//	 ▕ttttttqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqpppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppffffu▏
+//	  l sched_lag 0.05 0.0%   z serialize 0.12 0.1%   w write 0.04 0.0%   n network_out~ 0.50 0.3%   t tokenize 9.02 5.0%
+//	  q queue 68.8 37.8%   p prefill 95.3 52.4%   f first_decode 6.04 3.3%   r network_return~ 0.50 0.3%
+//	  u unattributed~ 1.50 0.8%   ~ estimated
+//	─ whole request · 1.57 s = TTFT 182 ms + decode 1.39 s (64 tokens × 22.1 ms) ───────────────────────────────────────────
+//	 ▕TTTTTTTTTTTTT-------------------------------------------------------------------------------------------------------▏
+//	 stages (1m, ms)            count   mean    p50    p90    p99    max│TTFT ms  ━ p50 283  ━ p99 342  ━ SLO 400
+//	 ttft           measured     1018    182    160    283    330    777│500│⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀
+//	 itl            measured    64134   22.0   22.0   25.6   26.4   41.0│   │                                     ⣀⣀⣀⠤⠤⠤⢤⣤⣒⣒
+//	 ...
+package tui

@@ -1,0 +1,123 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/pipeline"
+)
+
+// Feed is the dashboard's one input. A live run, a replayed recording and a
+// set of remote agents all drive the same screen through it.
+//
+// Frame returns the newest data and a version that changes whenever the
+// data does. The screen calls it from its own goroutine on its render tick
+// (at most 10 times a second) and draws only when the version moved, so a
+// Feed never waits on the screen and the screen never slows measuring.
+// Frame must return quickly and must not block.
+type Feed interface {
+	Frame() (Frame, uint64)
+}
+
+// Frame is one moment of a session, as the screen draws it.
+type Frame struct {
+	// Snapshot is the session; attached to several agents, all of them
+	// together.
+	Snapshot aggregate.Snapshot
+	// Sources holds one snapshot per agent when attached to several (each
+	// named by its Session.Name); empty otherwise.
+	Sources []aggregate.Snapshot
+	// Requests is the requests view's sample (see Sampler).
+	Requests RequestSample
+	// Status lists extra states of the sources to show in the header, e.g.
+	// "agent eu-1: reconnecting (attempt 3)" or "recorder 2.1 s behind".
+	Status []string
+}
+
+// Pauser is implemented by a feed that can pause its playback (a replay):
+// space toggles it. TogglePause returns whether playback is now paused and
+// must return at once.
+type Pauser interface {
+	TogglePause() (paused bool)
+}
+
+// Seeker is implemented by a feed that can move in time (a replay): ← and →
+// seek by ten seconds. Seek must return at once; the new position shows in
+// a later Frame.
+type Seeker interface {
+	Seek(by time.Duration)
+}
+
+// LiveFeed is the Feed of a live run: the aggregator's newest snapshot from
+// a pipeline.Latest, and a Sampler fed with the finished requests of a lossy
+// subscription. Its Run method owns the goroutine that feeds the sampler.
+type LiveFeed struct {
+	snaps   *pipeline.Latest[aggregate.Snapshot]
+	sub     *pipeline.Subscription
+	sampler *Sampler
+
+	mu      sync.Mutex
+	cached  Frame
+	version uint64
+	built   bool
+}
+
+// NewLiveFeed returns a feed reading snapshots from snaps and requests from
+// sub (which should be Lossy, so the screen never holds up measuring; nil
+// for no requests view), keeping keep requests per list (see NewSampler).
+func NewLiveFeed(snaps *pipeline.Latest[aggregate.Snapshot], sub *pipeline.Subscription, keep int) *LiveFeed {
+	return &LiveFeed{snaps: snaps, sub: sub, sampler: NewSampler(keep)}
+}
+
+// Run adds every finished request from the subscription to the sampler
+// until the subscription closes or ctx ends. Call it on a goroutine that
+// the caller waits for.
+func (f *LiveFeed) Run(ctx context.Context) {
+	if f.sub == nil {
+		return
+	}
+	events := f.sub.Events()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if ev.Request != nil {
+				f.sampler.Add(ev.Request)
+			}
+		}
+	}
+}
+
+// Frame returns the newest snapshot with the request sample.
+func (f *LiveFeed) Frame() (Frame, uint64) {
+	snap, sv := f.snaps.Get()
+	// Both versions only grow, so their sum changes whenever either does.
+	v := sv + f.sampler.Version()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.built && v == f.version {
+		return f.cached, v
+	}
+	fr := Frame{Snapshot: snap, Requests: f.sampler.Sample(snap.Now)}
+	if f.sub != nil {
+		if st := f.sub.Stats(); st.Dropped > 0 {
+			fr.Status = []string{fmt.Sprintf("request sample missed %s events (screen behind; measuring unaffected)", count(st.Dropped))}
+		}
+	}
+	f.cached, f.version, f.built = fr, v, true
+	return fr, v
+}
+
+// StaticFeed is a Feed that always returns the same frame: for tests, and
+// to show a finished session.
+type StaticFeed Frame
+
+// Frame returns the frame, version 1.
+func (s StaticFeed) Frame() (Frame, uint64) { return Frame(s), 1 }

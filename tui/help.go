@@ -1,0 +1,37 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+)
+
+// renderHelp is the help page: the keys, then how to read the screen.
+func (m *model) renderHelp() []string {
+	st, w := m.st, m.width
+	lines := []string{rule(st, st.title.Render("help")+st.dim.Render("   ? or esc to close"), w), ""}
+	for _, l := range strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n") {
+		lines = append(lines, fit("  "+l, w))
+	}
+	lines = append(lines, "")
+	for _, p := range helpText {
+		for _, l := range wrap(p, max(w-4, 20)) {
+			lines = append(lines, fit("  "+l, w))
+		}
+	}
+	var letters []string
+	for _, s := range stageOrder {
+		in := infoOf(s)
+		letters = append(letters, fmt.Sprintf("%c %s", in.letter, s))
+	}
+	lines = append(lines, "")
+	for _, l := range wrap("Bar letters without colour: "+strings.Join(letters, ", ")+".", max(w-4, 20)) {
+		lines = append(lines, fit("  "+st.dim.Render(l), w))
+	}
+	return lines
+}
+
+var helpText = []string{
+	"The header says what is measured and whether every source is healthy: the probe (latscope itself), the metrics scrape, the OTLP join and NVML. A red line under it names whatever is in trouble, with the figure.",
+	"The bar splits the time to first token by stage, in the order a request crosses them. For p50/p90/p99 it is the band of requests around that percentile (p99: the slowest 1%), so its stages add up to the band's TTFT; ~ marks estimated stages. Below it, the whole request: TTFT, then decode.",
+	"The table gives each stage's statistics over the window (w), with where its numbers came from. The charts show the 10 s percentiles second by second. Markers list stalls, gaps, insights, error bursts and SLO breaches, newest first.",
+}

@@ -1,0 +1,52 @@
+package tui
+
+import "github.com/charmbracelet/bubbles/key"
+
+// keyMap is every key the dashboard answers to. Seek and playback are
+// enabled only when the feed can do them (a replay).
+type keyMap struct {
+	Help, Quit, Pause         key.Binding
+	Window, WindowBack        key.Binding
+	Stat, StatBack            key.Binding
+	Views, Up, Down           key.Binding
+	Open, Back                key.Binding
+	SeekBack, SeekFwd, Replay key.Binding
+}
+
+func newKeyMap(canSeek, canPause bool) keyMap {
+	k := keyMap{
+		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:       key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Pause:      key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause screen")),
+		Window:     key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "window 10s/1m/5m/run")),
+		WindowBack: key.NewBinding(key.WithKeys("W"), key.WithHelp("W", "previous window")),
+		Stat:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "statistic mean/p50/p90/p99")),
+		StatBack:   key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "previous statistic")),
+		Views:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "main/requests")),
+		Up:         key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:       key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		Open:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open request")),
+		Back:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		SeekBack:   key.NewBinding(key.WithKeys("left"), key.WithHelp("←", "seek −10s")),
+		SeekFwd:    key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "seek +10s")),
+		Replay:     key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause playback")),
+	}
+	k.SeekBack.SetEnabled(canSeek)
+	k.SeekFwd.SetEnabled(canSeek)
+	k.Replay.SetEnabled(canPause)
+	return k
+}
+
+// ShortHelp is the footer's line.
+func (k keyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.Views, k.Window, k.Stat, k.Pause, k.SeekBack, k.Replay, k.Help, k.Quit}
+}
+
+// FullHelp is the help page, one column per group.
+func (k keyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Window, k.WindowBack, k.Stat, k.StatBack, k.Pause},
+		{k.Views, k.Up, k.Down, k.Open, k.Back},
+		{k.SeekBack, k.SeekFwd, k.Replay, k.Help, k.Quit},
+	}
+}

@@ -1,0 +1,73 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/latscope/latscope/aggregate"
+)
+
+// Options tune the dashboard. The zero value is usable.
+type Options struct {
+	// NoColor draws without colour: bar segments then show their stage's
+	// letter. The NO_COLOR environment variable does the same.
+	NoColor bool
+	// Objectives are the SLOs to draw: a limit line on their chart,
+	// breaches coloured in the stage table, and a marker when one is
+	// broken for a whole window.
+	Objectives []aggregate.Objective
+	// Window and Stat are what the screen starts on (the zero values: the
+	// last 10 s, the mean).
+	Window aggregate.Window
+	Stat   aggregate.BandStat
+	// Input and Output default to the terminal (standard input and output).
+	Input  io.Reader
+	Output io.Writer
+}
+
+// Run shows the dashboard full-screen until the user quits (q or Ctrl-C)
+// or ctx ends, and restores the terminal either way. Ctrl-C only quits the
+// dashboard: the caller then stops measuring and prints its summary. Run
+// returns nil in both cases, and an error only when the terminal failed.
+func Run(ctx context.Context, feed Feed, opts Options) error {
+	if feed == nil {
+		return errors.New("tui: no feed")
+	}
+	if os.Getenv("NO_COLOR") != "" {
+		opts.NoColor = true
+	}
+	out := opts.Output
+	if out == nil {
+		out = os.Stdout
+	}
+	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithAltScreen(), tea.WithOutput(out), tea.WithFPS(30)}
+	if opts.Input != nil {
+		progOpts = append(progOpts, tea.WithInput(opts.Input))
+	}
+	m := newModel(feed, opts, lipgloss.NewRenderer(out))
+	_, err := tea.NewProgram(m, progOpts...).Run()
+	switch {
+	case err == nil, errors.Is(err, tea.ErrInterrupted):
+		return nil
+	case errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil:
+		return nil
+	}
+	return fmt.Errorf("dashboard: %w", err)
+}
+
+// ParseWindow reads a window name as written on the command line: "10s",
+// "1m", "5m" or "run".
+func ParseWindow(s string) (aggregate.Window, error) {
+	for w := range aggregate.NumWindows {
+		if w.String() == s {
+			return w, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown window %q (want 10s, 1m, 5m or run)", s)
+}

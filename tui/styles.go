@@ -1,0 +1,121 @@
+package tui
+
+import (
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
+	"github.com/latscope/latscope/event"
+)
+
+// palette holds every colour the dashboard uses; nothing else names one.
+// A stage has the same hue on every panel.
+type palette struct {
+	text, dim, faint, accent, good, warn, bad, sel lipgloss.Color
+	stage                                          map[event.Stage]lipgloss.Color
+	p50, p99, slo, waiting, running, inFlight      lipgloss.Color
+	tokens                                         lipgloss.Color
+}
+
+func defaultPalette() palette {
+	return palette{
+		text: "252", dim: "245", faint: "240", accent: "39", good: "42", warn: "214", bad: "196", sel: "236",
+		stage: map[event.Stage]lipgloss.Color{
+			event.StageSchedLag:      "160",
+			event.StageSerialize:     "67",
+			event.StageDNS:           "66",
+			event.StageConnect:       "73",
+			event.StageTLS:           "109",
+			event.StageConnWait:      "103",
+			event.StageWrite:         "110",
+			event.StageWaitHeaders:   "61",
+			event.StageFirstToken:    "98",
+			event.StageNetworkOut:    "38",
+			event.StageHTTP:          "180",
+			event.StageTokenize:      "220",
+			event.StageQueue:         "203",
+			event.StagePrefill:       "170",
+			event.StageFirstDecode:   "77",
+			event.StageDetokenize:    "150",
+			event.StageNetworkReturn: "44",
+			event.StageUnattributed:  "242",
+			stageOther:               "244",
+			stageTTFT:                "39",
+			stageDecode:              "220",
+		},
+		p50: "77", p99: "203", slo: "214", waiting: "203", running: "77", inFlight: "39", tokens: "220",
+	}
+}
+
+// styles are the palette turned into lipgloss styles, all from one
+// renderer (so tests and NO_COLOR need no global state).
+type styles struct {
+	// plain is set when colour is off: bar segments then show their
+	// stage's letter, and breaches carry a "!".
+	plain bool
+
+	text, dim, faint, bold, title, accent lipgloss.Style
+	good, warn, bad, selected, key        lipgloss.Style
+	stage                                 map[event.Stage]lipgloss.Style
+	marker                                map[event.MarkerKind]lipgloss.Style
+	p50, p99, slo, waiting, running       lipgloss.Style
+	inFlight, tokens                      lipgloss.Style
+}
+
+func newStyles(r *lipgloss.Renderer, noColor bool) *styles {
+	if noColor {
+		r.SetColorProfile(termenv.Ascii)
+	}
+	p := defaultPalette()
+	fg := func(c lipgloss.Color) lipgloss.Style { return r.NewStyle().Foreground(c) }
+	s := &styles{
+		plain:    noColor || r.ColorProfile() == termenv.Ascii,
+		text:     fg(p.text),
+		dim:      fg(p.dim),
+		faint:    fg(p.faint),
+		bold:     r.NewStyle().Bold(true),
+		title:    fg(p.accent).Bold(true),
+		accent:   fg(p.accent),
+		good:     fg(p.good),
+		warn:     fg(p.warn).Bold(true),
+		bad:      fg(p.bad).Bold(true),
+		selected: r.NewStyle().Background(p.sel).Bold(true),
+		key:      fg(p.accent).Bold(true),
+		stage:    make(map[event.Stage]lipgloss.Style, len(p.stage)),
+		p50:      fg(p.p50),
+		p99:      fg(p.p99),
+		slo:      fg(p.slo),
+		waiting:  fg(p.waiting),
+		running:  fg(p.running),
+		inFlight: fg(p.inFlight),
+		tokens:   fg(p.tokens),
+	}
+	for st, c := range p.stage {
+		s.stage[st] = fg(c)
+	}
+	s.marker = map[event.MarkerKind]lipgloss.Style{
+		event.MarkerStall:      s.bad,
+		event.MarkerGap:        s.warn,
+		event.MarkerProbeLimit: s.bad,
+		event.MarkerInsight:    s.accent,
+		event.MarkerCollector:  s.warn,
+		event.MarkerNote:       s.dim,
+		markerSLO:              s.bad,
+		markerErrors:           s.bad,
+	}
+	return s
+}
+
+// stageStyle returns the style of stage st; an unknown stage is dim.
+func (s *styles) stageStyle(st event.Stage) lipgloss.Style {
+	if x, ok := s.stage[st]; ok {
+		return x
+	}
+	return s.stage[stageOther]
+}
+
+func (s *styles) markerStyle(k event.MarkerKind) lipgloss.Style {
+	if x, ok := s.marker[k]; ok {
+		return x
+	}
+	return s.dim
+}

@@ -1,0 +1,200 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// Waterfall geometry: a label column, the time axis, a value column.
+const (
+	wfLabelW = 15
+	wfValueW = 24
+)
+
+// renderWaterfall draws one request on a shared time axis from its
+// intended send: every client stage, then the breakdown's server-side
+// stages, each with its provenance; the first token; then every token
+// arrival as a tick along the decode, with the numbers.
+func renderWaterfall(st *styles, r *event.Request, width, height int) []string {
+	total := durMS(max(r.E2E, r.TTFT, stagesEnd(r.Stages), stagesEnd(r.Breakdown)))
+	axisW := max(width-wfLabelW-wfValueW-2, 10)
+	scale := float64(axisW) / math.Max(total, 1e-3)
+
+	lines := []string{rule(st, waterfallTitle(st, r), width), fit(axisLine(total, axisW), width)}
+	row := func(label, bar, value string) {
+		lines = append(lines, fit(" "+fit(label, wfLabelW-1)+bar+" "+value, width))
+	}
+	var at time.Duration
+	for _, s := range r.Stages {
+		row(string(s.Stage), span(st, s.Stage, at, s.Duration, scale, axisW), stageValue(st, s))
+		at += s.Duration
+	}
+	at = 0
+	for _, s := range r.Breakdown {
+		if !slices.Contains(clientStageOrder, s.Stage) {
+			row(string(s.Stage), span(st, s.Stage, at, s.Duration, scale, axisW), stageValue(st, s))
+		}
+		at += s.Duration
+	}
+	if r.TTFT > 0 {
+		pos := min(int(durMS(r.TTFT)*scale), axisW-1)
+		row("first token", strings.Repeat(" ", pos)+st.accent.Render("◆")+strings.Repeat(" ", axisW-pos-1), msUnit(durMS(r.TTFT)))
+	}
+	if len(r.Chunks) > 0 {
+		row("tokens", ticks(st, r, scale, axisW), fmt.Sprintf("%d in %d chunks", r.OutputTokens, len(r.Chunks)))
+		lines = append(lines, fit("   "+decodeNumbers(r), width))
+	}
+	if !r.OK() {
+		lines = append(lines, fit("   "+st.bad.Render("failed: "+failure(r)), width))
+	}
+	if len(r.Flags) > 0 {
+		fl := make([]string, len(r.Flags))
+		for i, f := range r.Flags {
+			fl[i] = string(f)
+		}
+		lines = append(lines, fit("   "+st.warn.Render("flags: "+strings.Join(fl, ", ")), width))
+	}
+	if len(lines) > height {
+		lines = lines[:height]
+	}
+	return lines
+}
+
+func waterfallTitle(st *styles, r *event.Request) string {
+	parts := []string{st.title.Render("request " + r.ID)}
+	if r.E2E > 0 {
+		parts = append(parts, "e2e "+msUnit(durMS(r.E2E)))
+	}
+	parts = append(parts, fmt.Sprintf("%d tokens", r.OutputTokens), string(r.Outcome))
+	if r.Server != nil && r.Server.Source != "" {
+		parts = append(parts, "server timing: "+r.Server.Source)
+	}
+	if r.ReusedConn {
+		parts = append(parts, "reused connection")
+	}
+	return strings.Join(parts, " · ") + st.dim.Render("   esc back")
+}
+
+func stagesEnd(ss []event.StageTiming) time.Duration {
+	var d time.Duration
+	for _, s := range ss {
+		d += max(s.Duration, 0)
+	}
+	return d
+}
+
+// axisLine labels the time axis at about every 12 cells.
+func axisLine(total float64, w int) string {
+	b := []byte(strings.Repeat(" ", w))
+	n := max(w/12, 1)
+	for i := 0; i <= n; i++ {
+		pos := i * (w - 1) / n
+		label := ms(total * float64(pos) / float64(w-1))
+		if i == 0 {
+			label = "0 ms"
+		}
+		start := min(pos, w-len(label))
+		if i > 0 && start > 0 && b[start-1] != ' ' {
+			continue
+		}
+		copy(b[start:], label)
+	}
+	return strings.Repeat(" ", wfLabelW) + string(b)
+}
+
+// span draws [at, at+d) on the axis: at least one cell, so a stage too
+// short to see still shows where it happened.
+func span(st *styles, stage event.Stage, at, d time.Duration, scale float64, w int) string {
+	from := min(int(durMS(at)*scale), w-1)
+	to := min(max(int(math.Ceil(durMS(at+max(d, 0))*scale)), from+1), w)
+	glyph := "█"
+	if st.plain {
+		glyph = string(infoOf(stage).letter)
+	}
+	return strings.Repeat(" ", from) + st.stageStyle(stage).Render(strings.Repeat(glyph, to-from)) + strings.Repeat(" ", w-to)
+}
+
+func stageValue(st *styles, s event.StageTiming) string {
+	v := msUnit(durMS(s.Duration)) + " " + st.dim.Render(string(s.Provenance))
+	if s.Source != "" {
+		v += st.dim.Render(" (" + s.Source + ")")
+	}
+	return v
+}
+
+// ticks marks every cell a chunk arrived in along the decode; a gap of more
+// than three median inter-token gaps shows as a red stretch.
+func ticks(st *styles, r *event.Request, scale float64, w int) string {
+	cells := make([]byte, w)
+	for i := range cells {
+		cells[i] = ' '
+	}
+	p50 := medianITL(r)
+	lag := r.SchedLag
+	for i, c := range r.Chunks {
+		pos := min(int(durMS(lag+c.At)*scale), w-1)
+		if i > 0 && p50 > 0 && c.At-r.Chunks[i-1].At > 3*p50 {
+			for j := min(int(durMS(lag+r.Chunks[i-1].At)*scale), w-1) + 1; j < pos; j++ {
+				cells[j] = '!'
+			}
+		}
+		cells[pos] = '|'
+	}
+	var b strings.Builder
+	for i := 0; i < w; {
+		j := i
+		for j < w && cells[j] == cells[i] {
+			j++
+		}
+		run := string(cells[i:j])
+		switch cells[i] {
+		case '|':
+			b.WriteString(st.tokens.Render(run))
+		case '!':
+			if st.plain {
+				b.WriteString(run)
+			} else {
+				b.WriteString(st.bad.Render(strings.Repeat("━", j-i)))
+			}
+		default:
+			b.WriteString(run)
+		}
+		i = j
+	}
+	return b.String()
+}
+
+func medianITL(r *event.Request) time.Duration {
+	itl := r.ITLs()
+	if len(itl) == 0 {
+		return 0
+	}
+	slices.Sort(itl)
+	return itl[len(itl)/2]
+}
+
+// decodeNumbers sums up the decode: ITL median and worst, and the time per
+// output token.
+func decodeNumbers(r *event.Request) string {
+	itl := r.ITLs()
+	if len(itl) == 0 {
+		return fmt.Sprintf("%d tokens", r.OutputTokens)
+	}
+	worst, at := time.Duration(0), 0
+	for i, g := range itl {
+		if g > worst {
+			worst, at = g, i+1
+		}
+	}
+	s := fmt.Sprintf("ITL p50 %s, max %s (before chunk %d at %s)", msUnit(durMS(medianITL(r))), msUnit(durMS(worst)), at+1,
+		msUnit(durMS(r.SchedLag+r.Chunks[at].At)))
+	if tpot := r.TPOT(); tpot > 0 {
+		s += ", TPOT " + msUnit(durMS(tpot))
+	}
+	return s
+}
