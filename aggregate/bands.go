@@ -13,7 +13,9 @@ import (
 // TTFT (p99: the slowest 1%), whose stages do add up to the band's mean TTFT.
 // Requests are kept in log-spaced TTFT buckets per time slot, each bucket
 // holding exact sums (in ns) of TTFT, every breakdown stage, decode time and
-// tokens; a band is the buckets that cover its percentile range.
+// tokens; a band is the buckets that cover its percentile range, the edge
+// buckets counted in part (their sums scaled by the share of their requests
+// that fall in the range, so the band's stages still add up to its TTFT).
 
 // BandStat names a breakdown band.
 type BandStat int
@@ -54,9 +56,11 @@ var bandRange = [NumBands][2]float64{
 // Band is the mean TTFT breakdown of the requests in one band of a window.
 type Band struct {
 	Stat BandStat `json:"-"`
-	// FromPct and ToPct are the TTFT percentile range asked for (p99: 99 to
-	// 100). The requests counted are those in the whole buckets covering it,
-	// between MinTTFT and MaxTTFT, so Requests can exceed the exact share.
+	// FromPct and ToPct are the TTFT percentile range (p99: 99 to 100), and
+	// Requests how many requests that range holds. A bucket at the range's
+	// edge counts with the share of its requests inside the range, at its
+	// mean composition, so Requests is the range's exact share of the
+	// window's requests (at least one).
 	FromPct, ToPct   float64 `json:"-"`
 	Requests         int64   `json:"requests"`
 	MinTTFT, MaxTTFT float64 `json:"-"` // ms, the edges of the buckets taken
@@ -71,11 +75,13 @@ type Band struct {
 }
 
 // Bucket geometry: bucket 0 holds TTFTs under bandBase, bucket k ≥ 1 holds
-// [bandBase·r^(k−1), bandBase·r^k) with r = 1.25, the last one everything above.
+// [bandBase·r^(k−1), bandBase·r^k) with r = 1.1 (10% wide, so an edge
+// bucket's mean composition stands well for the part of it in a band), the
+// last one everything above (about 40 min).
 const (
-	bandBuckets = 72
+	bandBuckets = 160
 	bandBase    = 100 * time.Microsecond
-	bandRatio   = 1.25
+	bandRatio   = 1.1
 )
 
 // bandStages are the stages kept per bucket, in breakdown order; any other
@@ -217,7 +223,8 @@ func (t *bandTracker) bands(w Window, now time.Time) [NumBands]Band {
 	return out
 }
 
-// bandOf sums the buckets covering band b's percentile range.
+// bandOf sums the requests of band b's percentile range: the buckets
+// inside it whole, the ones across its edges in part.
 func bandOf(b BandStat, cells []bandCell) Band {
 	band := Band{Stat: b, FromPct: bandRange[b][0], ToPct: bandRange[b][1]}
 	var total int64
@@ -227,46 +234,47 @@ func bandOf(b BandStat, cells []bandCell) Band {
 	if total == 0 {
 		return band
 	}
-	// Ranks are 1-based: the band holds ranks (from·N, to·N]; with one
-	// request every band holds it.
-	lo := int64(math.Floor(band.FromPct / 100 * float64(total)))
-	hi := max(int64(math.Ceil(band.ToPct/100*float64(total))), lo+1)
-	var sum bandCell
-	sum.stages = make([]int64, len(bandStages)+1)
+	// The band holds ranks (lo, hi] of the requests sorted by TTFT (ranks
+	// from 1); at least one request, so a window of one has every band.
+	lo := math.Floor(band.FromPct / 100 * float64(total))
+	hi := math.Max(math.Ceil(band.ToPct/100*float64(total)), lo+1)
+	var n, tokens, ttft, decode float64
+	stages := make([]float64, len(bandStages)+1)
 	first, last := -1, -1
-	var seen int64
+	var seen float64
 	for i := range cells {
 		c := &cells[i]
 		if c.n == 0 {
 			continue
 		}
-		from, to := seen, seen+c.n // this bucket holds ranks (from, to]
+		from, to := seen, seen+float64(c.n) // this bucket holds ranks (from, to]
 		seen = to
-		if to <= lo || from >= hi {
+		inside := math.Min(to, hi) - math.Max(from, lo)
+		if inside <= 0 {
 			continue
 		}
 		if first < 0 {
 			first = i
 		}
 		last = i
-		sum.n += c.n
-		sum.tokens += c.tokens
-		sum.ttft += c.ttft
-		sum.decode += c.decode
+		share := inside / float64(c.n)
+		n += inside
+		tokens += share * float64(c.tokens)
+		ttft += share * float64(c.ttft)
+		decode += share * float64(c.decode)
 		for j, v := range c.stages {
-			sum.stages[j] += v
+			stages[j] += share * float64(v)
 		}
 	}
-	n := float64(sum.n)
-	band.Requests = sum.n
-	band.TTFT = nsToMS(float64(sum.ttft) / n)
-	band.Decode = nsToMS(float64(sum.decode) / n)
-	band.Tokens = float64(sum.tokens) / n
+	band.Requests = int64(math.Round(n))
+	band.TTFT = nsToMS(ttft / n)
+	band.Decode = nsToMS(decode / n)
+	band.Tokens = tokens / n
 	lo0, _ := bucketEdges(first)
 	_, hi1 := bucketEdges(last)
 	band.MinTTFT, band.MaxTTFT = nsToMS(float64(lo0)), nsToMS(float64(hi1))
 	band.Stages = make(map[event.Stage]float64)
-	for j, v := range sum.stages {
+	for j, v := range stages {
 		if v == 0 {
 			continue
 		}
@@ -274,7 +282,7 @@ func bandOf(b BandStat, cells []bandCell) Band {
 		if j < len(bandStages) {
 			name = bandStages[j]
 		}
-		band.Stages[name] = nsToMS(float64(v) / n)
+		band.Stages[name] = nsToMS(v / n)
 	}
 	return band
 }
