@@ -141,7 +141,8 @@ func (r *OTLPReceiver) Run(ctx context.Context, emit func(event.Event)) error {
 	r.setEmit(emit)
 	defer r.setEmit(nil) // waits for handlers still emitting
 
-	emit(r.marker("listening for OTLP/HTTP traces on http://" + ln.Addr().String() + "/v1/traces"))
+	emit(event.NewMarker(&event.Marker{Time: r.cfg.Now(), Kind: event.MarkerNote, Source: "collector.otlp",
+		Message: "listening for OTLP/HTTP traces on http://" + ln.Addr().String() + "/v1/traces"}))
 	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: r.cfg.ReadTimeout}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

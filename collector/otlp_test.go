@@ -461,8 +461,8 @@ func TestOTLPReceiverRun(t *testing.T) {
 
 	var markers []string
 	emit := func(ev event.Event) {
-		if ev.Marker == nil || ev.Marker.Kind != event.MarkerCollector {
-			t.Errorf("emitted %+v, want only collector markers", ev)
+		if ev.Marker == nil || ev.Marker.Kind != event.MarkerCollector && ev.Marker.Kind != event.MarkerNote {
+			t.Errorf("emitted %+v, want only collector markers and notes", ev)
 			return
 		}
 		markers = append(markers, ev.Marker.Message)

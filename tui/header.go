@@ -217,7 +217,9 @@ func otlpState(st *styles, s *aggregate.Snapshot, joined bool) string {
 func otlpTrouble(s *aggregate.Snapshot) *event.Marker {
 	for i := len(s.Markers.Recent) - 1; i >= 0; i-- {
 		m := &s.Markers.Recent[i]
-		if m.Source == "collector.otlp" && s.Now.Sub(m.Time) < otlpRecent {
+		// Refused exports (the receiver) and requests whose span never came
+		// (the attributor) are trouble; the receiver's notes are not.
+		if m.Kind == event.MarkerCollector && (m.Source == "collector.otlp" || m.Source == "attributor") && s.Now.Sub(m.Time) < otlpRecent {
 			return m
 		}
 	}

@@ -42,15 +42,21 @@ describes the SIMULATOR, not a real model.
 	cmd.Flags().IntVar(&maxNumSeqs, "max-num-seqs", 8, "simulated batch slots (fewer than --concurrency shows queueing)")
 	cmd.Flags().IntVar(&pool, "tokenizer-pool", 0, "simulated tokenizer workers (0: tokenize on the server's event loop)")
 	f.register(cmd.Flags())
-	// Demo defaults: enough load to queue behind 8 slots, short enough to watch.
+	// Demo defaults: enough load to queue behind 8 slots; headless, short
+	// enough to wait for (the dashboard runs until quit).
 	_ = cmd.Flags().Set("concurrency", "12")
-	_ = cmd.Flags().Set("duration", "20s")
-	_ = cmd.Flags().Set("no-tui", "true")
 	return cmd
 }
 
 func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, pool int) error {
 	ctx := cmd.Context()
+	if !cmd.Flags().Changed("duration") && !cmd.Flags().Changed("requests") {
+		if useDashboard(cmd.OutOrStdout(), f.noTUI) {
+			f.untilStopped = true // until q
+		} else {
+			f.duration = 20 * time.Second
+		}
+	}
 	prof, err := sim.ProfileByName(profileName)
 	if err != nil {
 		return fmt.Errorf("--profile: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/tui"
 )
 
 // Exit codes, documented in the README and in `latscope --help`.
@@ -27,23 +28,40 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	if err != nil {
 		return err
 	}
-	if !f.noTUI {
-		fmt.Fprintln(stderr, "latscope: the live dashboard is not built yet; running headless (--no-tui)")
+	window, err := tui.ParseWindow(f.window)
+	if err != nil {
+		return fmt.Errorf("--window: %w", err)
 	}
+	dashboard := useDashboard(stdout, f.noTUI)
 	s, err := openSession(ctx, stderr, target, f, extra)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	m := measurement{
-		pipe:      s.pipelineConfig(),
-		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.offered, SLO: objectives},
-		observers: []func(aggregate.Snapshot){statusLine(stderr)},
+		pipe: s.pipelineConfig(),
+		agg:  aggregate.Config{Now: time.Now, OfferedRate: s.offered, SLO: objectives},
 	}
-	if err := addRecorderAndExport(ctx, stderr, f, s, &m); err != nil {
+	// While the dashboard runs nothing may print on stderr: notices go to
+	// its header instead.
+	var notices *noticeBoard
+	progress := stderr
+	if dashboard {
+		notices = &noticeBoard{}
+		progress = notices
+	} else {
+		m.observers = append(m.observers, statusLine(stderr))
+	}
+	if err := addRecorderAndExport(ctx, progress, f, s, &m); err != nil {
 		return err
 	}
-	summary, runErr := m.run(ctx)
+	var summary aggregate.Summary
+	var runErr error
+	if dashboard {
+		summary, runErr = runWithDashboard(ctx, m, notices, tui.Options{Objectives: objectives, Window: window, NoColor: f.noColor})
+	} else {
+		summary, runErr = m.run(ctx)
+	}
 	if f.jsonOut {
 		err = aggregate.WriteJSON(stdout, summary)
 	} else {

@@ -50,6 +50,8 @@ type loadFlags struct {
 	seed                   int64
 
 	noTUI        bool
+	noColor      bool
+	window       string
 	jsonOut      bool
 	untilStopped bool // with neither --duration nor --requests, run until Ctrl-C (the agent)
 	slo          string
@@ -88,7 +90,9 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "limit for one request, send to end of stream")
 	fl.IntVar(&f.maxEventBytes, "max-event-bytes", probe.DefaultMaxEventBytes, "largest stream event accepted; a larger one fails that request")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for prompts and arrivals")
-	fl.BoolVar(&f.noTUI, "no-tui", false, "headless: a status line a second on stderr, the final table on stdout")
+	fl.BoolVar(&f.noTUI, "no-tui", false, "headless: a status line a second on stderr, the final table on stdout (also when stdout is not a terminal)")
+	fl.BoolVar(&f.noColor, "no-color", false, "dashboard without colour: stages told apart by letters (also NO_COLOR=1)")
+	fl.StringVar(&f.window, "window", "10s", "the dashboard's window at start: 10s, 1m, 5m or run (w cycles)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the final summary as one JSON object on stdout instead of the table")
 	fl.StringVar(&f.record, "record", "", "record the session to this file (zstd-compressed events; replay it with `latscope replay`, summarise it with `latscope report`)")
 	fl.BoolVar(&f.recordOverwrite, "record-overwrite", false, "let --record replace an existing file")

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/tui"
+)
+
+// useDashboard reports whether the live dashboard opens: unless --no-tui,
+// whenever stdout is a terminal (a pipe or a file gets the headless output).
+func useDashboard(stdout io.Writer, noTUI bool) bool {
+	if noTUI {
+		return false
+	}
+	f, ok := stdout.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}
+
+// runWithDashboard runs m while the dashboard shows it, until the user quits
+// (q, Ctrl-C) or ctx ends; quitting stops measuring, and every request in
+// flight still ends in exactly one outcome. It returns the run's summary,
+// for the caller to print once the terminal is restored.
+func runWithDashboard(ctx context.Context, m measurement, notices *noticeBoard, opts tui.Options) (aggregate.Summary, error) {
+	snaps := pipeline.NewLatest[aggregate.Snapshot]()
+	m.observers = append(m.observers, snaps.Put)
+	feeds := make(chan *tui.LiveFeed, 1)
+	m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
+
+	measureCtx, stopMeasuring := context.WithCancel(ctx)
+	defer stopMeasuring()
+	type result struct {
+		summary aggregate.Summary
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := m.run(measureCtx)
+		done <- result{s, err}
+	}()
+	feed := <-feeds // the consumers start before the pipeline does
+	uiErr := tui.Run(ctx, noticeFeed{Feed: feed, notices: notices}, opts)
+	stopMeasuring()
+	res := <-done
+	if uiErr != nil && res.err == nil {
+		res.err = uiErr
+	}
+	return res.summary, res.err
+}
+
+// dashboardFeed is the dashboard's lossy subscription: the requests view's
+// sample. The screen never holds up measuring.
+type dashboardFeed struct {
+	snaps *pipeline.Latest[aggregate.Snapshot]
+	feeds chan<- *tui.LiveFeed
+}
+
+func (d dashboardFeed) start(ctx context.Context, fan *pipeline.Fanout) func() error {
+	feed := tui.NewLiveFeed(d.snaps, fan.Subscribe("dashboard", 1024, pipeline.Lossy), 0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		feed.Run(ctx)
+	}()
+	d.feeds <- feed
+	return func() error { <-done; return nil }
+}
+
+// noticeFeed adds recent notices (the recorder falling behind, ...) to a
+// feed's status lines: nothing may print on stderr while the dashboard runs.
+type noticeFeed struct {
+	tui.Feed
+	notices *noticeBoard
+}
+
+func (n noticeFeed) Frame() (tui.Frame, uint64) {
+	f, v := n.Feed.Frame()
+	if lines := n.notices.recent(time.Now()); len(lines) > 0 {
+		f.Status = append(append([]string(nil), f.Status...), lines...)
+	}
+	return f, v
+}
+
+// noticeBoard is an io.Writer that keeps the last lines written for a while,
+// for the dashboard's header, where headless runs print them on stderr.
+type noticeBoard struct {
+	mu    sync.Mutex
+	lines []notice
+}
+
+type notice struct {
+	text string
+	at   time.Time
+}
+
+// noticeTTL is how long a notice stays on the screen.
+const noticeTTL = 30 * time.Second
+
+func (b *noticeBoard) Write(p []byte) (int, error) {
+	text := strings.TrimSpace(strings.TrimPrefix(string(p), "latscope: "))
+	if text == "" {
+		return len(p), nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = append(b.lines, notice{text: text, at: time.Now()})
+	if len(b.lines) > 4 {
+		b.lines = b.lines[len(b.lines)-4:]
+	}
+	return len(p), nil
+}
+
+func (b *noticeBoard) recent(now time.Time) []string {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, n := range b.lines {
+		if now.Sub(n.at) < noticeTTL {
+			out = append(out, n.text)
+		}
+	}
+	return out
+}
