@@ -11,12 +11,14 @@ import (
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/recorder"
+	"github.com/latscope/latscope/tui"
 )
 
 func newReplayCmd() *cobra.Command {
 	var (
 		speed   string
 		noTUI   bool
+		noColor bool
 		jsonOut bool
 	)
 	cmd := &cobra.Command{
@@ -25,6 +27,9 @@ func newReplayCmd() *cobra.Command {
 		Long: `replay reads a session recorded with --record and aggregates its events on
 their own timestamps, exactly as the live run did, so --no-tui prints the same
 summary (counts and percentiles) the recorded run printed.
+
+On the dashboard, space pauses playback and ← / → seek ten seconds; quitting
+prints the whole recording's summary.
 
 A file cut short (the recording process was killed) replays up to its last
 complete frame, with a warning naming the offset of the torn tail.`,
@@ -45,8 +50,14 @@ complete frame, with a warning naming the offset of the torn tail.`,
 				return err
 			}
 			rd.Close()
-			if !noTUI {
-				fmt.Fprintln(cmd.ErrOrStderr(), "latscope: the live dashboard is not built yet; replaying headless (--no-tui)")
+			if useDashboard(cmd.OutOrStdout(), noTUI) {
+				feed := newReplayFeed(cmd.Context(), path, sp)
+				err := tui.Run(cmd.Context(), feed, tui.Options{NoColor: noColor})
+				feed.Close()
+				if err != nil {
+					return err
+				}
+				sp = recorder.MaxSpeed // then the whole file's summary, as --no-tui prints it
 			}
 			m := measurement{pipe: pipeline.Config{Primary: []pipeline.Source{recorder.NewReplay(path, recorder.ReplayOptions{Speed: sp})}}}
 			summary, err := m.run(cmd.Context())
@@ -66,6 +77,7 @@ complete frame, with a warning naming the offset of the torn tail.`,
 	}
 	cmd.Flags().StringVar(&speed, "speed", "", "playback speed: 1, 10, any factor, or max (default 1 on the dashboard, max with --no-tui)")
 	cmd.Flags().BoolVar(&noTUI, "no-tui", false, "print the summary instead of showing the dashboard")
+	cmd.Flags().BoolVar(&noColor, "no-color", false, "dashboard without colour (also NO_COLOR=1)")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the summary as one JSON object")
 	return cmd
 }

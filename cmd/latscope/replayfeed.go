@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/recorder"
+	"github.com/latscope/latscope/tui"
+)
+
+// replayFeed drives the dashboard from a recording, with pause and seek. A
+// seek starts the aggregation afresh: the recording is read again from its
+// start, the events before the target at full speed, and paced from there,
+// so every window and chart is what the live run showed at that moment.
+type replayFeed struct {
+	path  string
+	speed float64
+
+	restartMu sync.Mutex // one restart at a time, in order
+	mu        sync.Mutex
+	cur       *replayRun
+	gen       uint64 // restarts so far: a new run's frames are new versions
+	paused    bool
+}
+
+// replayRun is one pass over the recording.
+type replayRun struct {
+	replay *recorder.Replay
+	feed   *tui.LiveFeed
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+var (
+	_ tui.Pauser = (*replayFeed)(nil)
+	_ tui.Seeker = (*replayFeed)(nil)
+)
+
+func newReplayFeed(ctx context.Context, path string, speed float64) *replayFeed {
+	f := &replayFeed{path: path, speed: speed}
+	f.cur = f.start(ctx, time.Time{}, false)
+	return f
+}
+
+// start begins a pass that plays from `from` (the zero time: the start).
+func (f *replayFeed) start(ctx context.Context, from time.Time, paused bool) *replayRun {
+	ctx, stop := context.WithCancel(ctx)
+	run := &replayRun{
+		replay: recorder.NewReplay(f.path, recorder.ReplayOptions{Speed: f.speed, From: from, Paused: paused}),
+		stop:   stop,
+		done:   make(chan struct{}),
+	}
+	snaps := pipeline.NewLatest[aggregate.Snapshot]()
+	feeds := make(chan *tui.LiveFeed, 1)
+	m := measurement{
+		pipe:      pipeline.Config{Primary: []pipeline.Source{run.replay}},
+		observers: []func(aggregate.Snapshot){snaps.Put},
+		consumers: []consumer{dashboardFeed{snaps: snaps, feeds: feeds}},
+	}
+	go func() {
+		defer close(run.done)
+		_, _ = m.run(ctx) // a torn tail was reported before the dashboard opened
+	}()
+	run.feed = <-feeds
+	return run
+}
+
+// Frame returns the current pass's frame.
+func (f *replayFeed) Frame() (tui.Frame, uint64) {
+	f.mu.Lock()
+	cur, gen := f.cur, f.gen
+	f.mu.Unlock()
+	fr, v := cur.feed.Frame()
+	return fr, gen<<40 | v
+}
+
+// TogglePause pauses or resumes playback.
+func (f *replayFeed) TogglePause() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.paused = !f.paused
+	f.cur.replay.Pause(f.paused)
+	return f.paused
+}
+
+// Seek moves the playhead by `by`; it returns at once and the new position
+// shows in a later frame.
+func (f *replayFeed) Seek(by time.Duration) {
+	f.mu.Lock()
+	target := f.cur.replay.Position().Add(by)
+	f.mu.Unlock()
+	go f.restart(target)
+}
+
+func (f *replayFeed) restart(target time.Time) {
+	f.restartMu.Lock()
+	defer f.restartMu.Unlock()
+	f.mu.Lock()
+	old, paused := f.cur, f.paused
+	f.mu.Unlock()
+	old.stop()
+	<-old.done
+	next := f.start(context.Background(), target, paused)
+	f.mu.Lock()
+	f.cur, f.gen = next, f.gen+1
+	f.mu.Unlock()
+}
+
+// Close stops the current pass and waits for it.
+func (f *replayFeed) Close() {
+	f.restartMu.Lock()
+	defer f.restartMu.Unlock()
+	f.mu.Lock()
+	cur := f.cur
+	f.mu.Unlock()
+	cur.stop()
+	<-cur.done
+}
