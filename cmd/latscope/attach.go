@@ -17,12 +17,13 @@ import (
 	"github.com/latscope/latscope/agent"
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/tui"
 )
 
 func newAttachCmd() *cobra.Command {
 	var (
 		agentsFile, token, caFile, record string
-		noTUI, jsonOut                    bool
+		noTUI, jsonOut, noColor           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "attach URL [URL...]",
@@ -56,10 +57,7 @@ agent's name before the extension).`,
 			if token == "" {
 				token = os.Getenv(agent.TokenEnv)
 			}
-			if !noTUI {
-				fmt.Fprintln(cmd.ErrOrStderr(), "latscope: the live dashboard is not built yet; attaching headless (--no-tui)")
-			}
-			return runAttach(cmd, urls, token, caFile, record, jsonOut)
+			return runAttach(cmd, urls, token, caFile, record, jsonOut, useDashboard(cmd.OutOrStdout(), noTUI), noColor)
 		},
 	}
 	fl := cmd.Flags()
@@ -69,6 +67,7 @@ agent's name before the extension).`,
 	fl.StringVar(&record, "record", "", "record what the agents send (one file per agent when there are several)")
 	fl.BoolVar(&noTUI, "no-tui", false, "print a status line per agent, and their summaries at the end")
 	fl.BoolVar(&jsonOut, "json", false, "print the summaries as JSON (with --no-tui)")
+	fl.BoolVar(&noColor, "no-color", false, "dashboard without colour (also NO_COLOR=1)")
 	return cmd
 }
 
@@ -107,8 +106,10 @@ type attached struct {
 	err     error
 }
 
-func runAttach(cmd *cobra.Command, urls []string, token, caFile, record string, jsonOut bool) error {
+func runAttach(cmd *cobra.Command, urls []string, token, caFile, record string, jsonOut, dashboard bool, noColor bool) error {
 	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
+	runCtx, stopRuns := context.WithCancel(ctx)
+	defer stopRuns()
 	agents := make([]*attached, 0, len(urls))
 	for _, u := range urls {
 		c, err := agent.NewClient(agent.ClientConfig{URL: u, Token: token, CAFile: caFile})
@@ -119,12 +120,21 @@ func runAttach(cmd *cobra.Command, urls []string, token, caFile, record string, 
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex // serialises the status lines of several agents
+	feed := &attachFeed{}
 	for i, a := range agents {
 		// Each agent is one timeline: its own pipeline and aggregator, on
 		// its own timestamps (Now nil).
 		m := measurement{pipe: pipeline.Config{Primary: []pipeline.Source{a.client}}}
-		line := statusLine(&prefixWriter{w: stderr, mu: &mu, prefix: func() string { return a.client.Name() + ": " }})
-		m.observers = append(m.observers, line)
+		if dashboard {
+			snaps := pipeline.NewLatest[aggregate.Snapshot]()
+			feeds := make(chan *tui.LiveFeed, 1)
+			m.observers = append(m.observers, snaps.Put)
+			m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
+			feed.agents = append(feed.agents, attachedFeed{client: a.client, feeds: feeds})
+		} else {
+			line := statusLine(&prefixWriter{w: stderr, mu: &mu, prefix: func() string { return a.client.Name() + ": " }})
+			m.observers = append(m.observers, line)
+		}
 		if record != "" {
 			path := record
 			if len(agents) > 1 {
@@ -133,7 +143,15 @@ func runAttach(cmd *cobra.Command, urls []string, token, caFile, record string, 
 			}
 			m.consumers = append(m.consumers, &lateRecording{path: path})
 		}
-		wg.Go(func() { a.summary, a.err = m.run(ctx) })
+		wg.Go(func() { a.summary, a.err = m.run(runCtx) })
+	}
+	if dashboard {
+		feed.ready()
+		err := tui.Run(ctx, feed, tui.Options{NoColor: noColor})
+		stopRuns()
+		if err != nil {
+			return err
+		}
 	}
 	wg.Wait()
 	if jsonOut {
@@ -222,4 +240,60 @@ func (l *lateRecording) start(ctx context.Context, fan *pipeline.Fanout) func() 
 		done <- nil
 	}()
 	return func() error { return <-done }
+}
+
+// attachFeed drives the dashboard from several agents: the first agent's
+// session in the main panels, one TTFT bar per agent, and a status line for
+// every agent that is not streaming (connecting, reconnecting, failed).
+type attachFeed struct {
+	agents []attachedFeed
+}
+
+type attachedFeed struct {
+	client *agent.Client
+	feeds  chan *tui.LiveFeed
+	feed   *tui.LiveFeed
+}
+
+// ready waits for every agent's feed (their consumers start with their
+// pipelines).
+func (f *attachFeed) ready() {
+	for i := range f.agents {
+		f.agents[i].feed = <-f.agents[i].feeds
+	}
+}
+
+func (f *attachFeed) Frame() (tui.Frame, uint64) {
+	var out tui.Frame
+	var version uint64
+	for i, a := range f.agents {
+		fr, v := a.feed.Frame()
+		version += v
+		if i == 0 {
+			out = fr
+			out.Status = append([]string(nil), fr.Status...)
+		}
+		if len(f.agents) > 1 {
+			out.Sources = append(out.Sources, fr.Snapshot)
+		}
+		if st := a.client.Status(); st.State != agent.Streaming {
+			out.Status = append(out.Status, agentStatusLine(st))
+		}
+	}
+	return out, version
+}
+
+// agentStatusLine says what an agent that is not streaming is doing.
+func agentStatusLine(st agent.Status) string {
+	line := fmt.Sprintf("agent %s: %s", st.Name, st.State)
+	if st.Attempt > 0 {
+		line += fmt.Sprintf(" (attempt %d)", st.Attempt)
+	}
+	if st.Err != "" {
+		line += ": " + st.Err
+	}
+	if st.Lost > 0 {
+		line += fmt.Sprintf("; %d events lost", st.Lost)
+	}
+	return line
 }
