@@ -128,10 +128,6 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 		return err
 	}
 	summary, runErr := m.run(ctx)
-	measuredCtx := ctx // the exit code is about the session, not the linger after it
-	if ctx.Err() == nil {
-		measuredCtx = context.WithoutCancel(ctx)
-	}
 	if err := aggregate.WriteTable(cmd.OutOrStdout(), summary); err != nil {
 		return fmt.Errorf("write the summary: %w", err)
 	}
@@ -146,7 +142,7 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 	if err := <-served; err != nil {
 		fmt.Fprintf(stderr, "latscope agent: %v\n", err)
 	}
-	return outcome(measuredCtx, stderr, summary, objectives, runErr)
+	return outcome(stderr, summary, objectives, runErr)
 }
 
 // agentStream feeds the agent's replay ring. Publishing never waits on a

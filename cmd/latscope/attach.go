@@ -143,7 +143,10 @@ func runAttach(cmd *cobra.Command, urls []string, token, caFile, record string, 
 			}
 			m.consumers = append(m.consumers, &lateRecording{path: path})
 		}
-		wg.Go(func() { a.summary, a.err = m.run(runCtx) })
+		wg.Go(func() {
+			a.summary, a.err = m.run(runCtx)
+			a.err = withoutInterrupted(a.err) // an attached dashboard ends when the user stops it
+		})
 	}
 	if dashboard {
 		feed.ready()

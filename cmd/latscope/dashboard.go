@@ -50,6 +50,9 @@ func runWithDashboard(ctx context.Context, m measurement, notices *noticeBoard, 
 	uiErr := tui.Run(ctx, noticeFeed{Feed: feed, notices: notices}, opts)
 	stopMeasuring()
 	res := <-done
+	if ctx.Err() == nil {
+		res.err = withoutInterrupted(res.err) // quitting the dashboard is how a run ends
+	}
 	if uiErr != nil && res.err == nil {
 		res.err = uiErr
 	}

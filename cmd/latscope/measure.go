@@ -30,10 +30,40 @@ type measurement struct {
 	consumers []consumer
 }
 
+// errInterrupted is joined to run's error when ctx ended before the sources
+// did (Ctrl-C): the summary covers what was measured until then.
+var errInterrupted = errors.New("interrupted")
+
+// withoutInterrupted removes errInterrupted from err, for a run that was
+// ended on purpose (quitting the dashboard).
+func withoutInterrupted(err error) error {
+	return dropErrors(err, func(e error) bool { return e == errInterrupted })
+}
+
+// dropErrors returns err without the errors drop matches: err itself, or
+// any of the errors it joins.
+func dropErrors(err error, drop func(error) bool) error {
+	if err == nil || drop(err) {
+		return nil
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var rest []error
+	for _, e := range joined.Unwrap() {
+		if !drop(e) {
+			rest = append(rest, e)
+		}
+	}
+	return errors.Join(rest...)
+}
+
 // run runs the pipeline to its end and returns the whole run's summary:
-// every request the sources emitted is in it, Ctrl-C included. Consumers
-// are not stopped by ctx either: the fan-out closes their channels after
-// the last event, so they take everything.
+// every request the sources emitted is in it, Ctrl-C included (then the
+// error includes errInterrupted). Consumers are not stopped by ctx either:
+// the fan-out closes their channels after the last event, so they take
+// everything.
 func (m measurement) run(ctx context.Context) (aggregate.Summary, error) {
 	fan := pipeline.NewFanout()
 	drainCtx := context.WithoutCancel(ctx)
@@ -52,6 +82,9 @@ func (m measurement) run(ctx context.Context) (aggregate.Summary, error) {
 	go func() { summaryc <- agg.Run(drainCtx, aggSub.Events(), aggregate.DefaultEvery, publish) }()
 
 	err := pipeline.Run(ctx, m.pipe, fan)
+	if ctx.Err() != nil {
+		err = errors.Join(err, errInterrupted)
+	}
 	summary := <-summaryc
 	for _, wait := range waits {
 		err = errors.Join(err, wait())

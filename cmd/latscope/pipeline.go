@@ -70,17 +70,17 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	if err != nil {
 		return fmt.Errorf("write the summary: %w", err)
 	}
-	return outcome(ctx, stderr, summary, objectives, runErr)
+	return outcome(stderr, summary, objectives, runErr)
 }
 
-// outcome maps a finished run to its exit: an error of the run itself, an
-// interruption, no request succeeding, or a missed objective, in that order.
-func outcome(ctx context.Context, stderr io.Writer, s aggregate.Summary, objectives []aggregate.Objective, runErr error) error {
+// outcome maps a finished run to its exit: an interruption, an error of the
+// run itself, no request succeeding, or a missed objective, in that order.
+func outcome(stderr io.Writer, s aggregate.Summary, objectives []aggregate.Objective, runErr error) error {
 	switch {
-	case runErr != nil && ctx.Err() == nil:
-		return runErr
-	case ctx.Err() != nil:
+	case errors.Is(runErr, errInterrupted):
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the requests sent until then")}
+	case runErr != nil:
+		return runErr
 	case s.Requests.Sent > 0 && s.Requests.OK == 0:
 		return &exitError{code: exitAllFailed, err: fmt.Errorf("all %d requests failed%s", s.Requests.Sent, topErrorHint(s))}
 	case len(objectives) > 0:

@@ -64,15 +64,21 @@ complete frame, with a warning naming the offset of the torn tail.`,
 			var torn *recorder.TornTailError
 			if errors.As(err, &torn) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "latscope: warning: %s: %v; the summary covers everything before it\n", path, torn)
-				err = nil
+				err = withoutTorn(err)
 			}
-			if err != nil {
+			interrupted := errors.Is(err, errInterrupted)
+			if err = withoutInterrupted(err); err != nil {
 				return err
 			}
 			if jsonOut {
-				return aggregate.WriteJSON(cmd.OutOrStdout(), summary)
+				err = aggregate.WriteJSON(cmd.OutOrStdout(), summary)
+			} else {
+				err = aggregate.WriteTable(cmd.OutOrStdout(), summary)
 			}
-			return aggregate.WriteTable(cmd.OutOrStdout(), summary)
+			if err == nil && interrupted {
+				err = &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the recording up to there")}
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&speed, "speed", "", "playback speed: 1, 10, any factor, or max (default 1 on the dashboard, max with --no-tui)")
@@ -98,4 +104,12 @@ func parseSpeed(s string, headless bool) (float64, error) {
 		return 0, fmt.Errorf("--speed %q: want a factor such as 1 or 10, or max", s)
 	}
 	return f, nil
+}
+
+// withoutTorn removes a torn-tail warning from err (it was reported).
+func withoutTorn(err error) error {
+	return dropErrors(err, func(e error) bool {
+		var torn *recorder.TornTailError
+		return errors.As(e, &torn)
+	})
 }
