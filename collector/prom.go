@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -30,9 +31,15 @@ const (
 // promSource names the Prometheus collector in markers.
 const promSource = "collector.prom"
 
-// ErrPageTooLarge is a scrape's error for a page over MaxBodyBytes or
-// MaxLines; it is not parsed.
-var ErrPageTooLarge = errors.New("metrics page over the limit")
+// Errors of a scrape, besides the transport's and the parser's.
+var (
+	// ErrPageTooLarge: the page is over MaxBodyBytes or MaxLines; it is
+	// not parsed.
+	ErrPageTooLarge = errors.New("metrics page over the limit")
+	// ErrModelLoading: the server answers 503 because it is still loading
+	// its model (llama-server: "Loading model").
+	ErrModelLoading = errors.New("model loading")
+)
 
 // PromConfig configures a Prometheus scraper.
 type PromConfig struct {
@@ -59,6 +66,12 @@ type PromConfig struct {
 	// collector marker.
 	MaxBodyBytes int64
 	MaxLines     int
+	// OwnInFlight, when set, says how many of the probe's requests are in
+	// flight now (probe.Runner.InFlight). The run's first scrape compares
+	// it with the server's waiting and running requests, to warn when the
+	// server was busy with other clients' requests as the run began (see
+	// othersInFlight). Nil: no such check.
+	OwnInFlight func() int
 }
 
 // Prom scrapes a server's Prometheus metrics and emits one ServerSample per
@@ -182,6 +195,8 @@ type promState struct {
 	prev     *Scrape             // last good scrape
 	lastGood *event.ServerSample // last sample derived from a good scrape
 	failure  string              // current error, "" when healthy
+	scraped  bool                // a scrape has been tried: the run's beginning is over
+	clock    eventClock          // keeps the collector's events in time order
 }
 
 // Run scrapes every Interval, starting at once, until ctx ends; it then
@@ -191,7 +206,7 @@ type promState struct {
 func (p *Prom) Run(ctx context.Context, emit func(event.Event)) error {
 	t := time.NewTicker(p.cfg.Interval)
 	defer t.Stop()
-	var st promState
+	st := promState{clock: eventClock{now: p.now}}
 	for {
 		p.scrapeOnce(ctx, &st, emit)
 		select {
@@ -203,6 +218,9 @@ func (p *Prom) Run(ctx context.Context, emit func(event.Event)) error {
 }
 
 func (p *Prom) scrapeOnce(ctx context.Context, st *promState, emit func(event.Event)) {
+	atStart := !st.scraped
+	st.scraped = true
+	ownBefore := p.ownInFlight()
 	cur, err := p.Scrape(ctx)
 	if ctx.Err() != nil {
 		return // stopping; a cancelled scrape is not a failure
@@ -211,24 +229,75 @@ func (p *Prom) scrapeOnce(ctx context.Context, st *promState, emit func(event.Ev
 		p.fail(st, err.Error(), emit)
 		return
 	}
+	cur.Time = st.clock.stamp(cur.Time)
+	marker := func(msg string, values map[string]float64) {
+		emit(event.NewMarker(&event.Marker{Time: cur.Time, Kind: event.MarkerCollector, Source: promSource, Message: msg, Values: values}))
+	}
 	if st.failure != "" {
 		st.failure = ""
-		emit(event.NewMarker(&event.Marker{Time: cur.Time, Kind: event.MarkerCollector, Source: promSource,
-			Message: "metrics scrape recovered: " + p.shownURL}))
+		marker("metrics scrape recovered: "+p.shownURL, nil)
 	}
 	cur = FilterModel(cur, p.cfg.Model)
 	d := p.dialectFor(cur)
 	sample, resets := Derive(st.prev, cur, d)
 	if len(resets) > 0 {
 		sample.Reset = true
-		emit(event.NewMarker(&event.Marker{Time: cur.Time, Kind: event.MarkerCollector, Source: promSource,
-			Message: fmt.Sprintf("metrics counters went down (server restarted?): %d series counted from zero", len(resets)),
-		}))
+		marker(fmt.Sprintf("metrics counters went down (server restarted?): %d series counted from zero", len(resets)), nil)
+	}
+	if atStart && p.cfg.OwnInFlight != nil {
+		ours := max(ownBefore, p.ownInFlight())
+		if others := othersInFlight(sample.Waiting, sample.Running, ours); others > 0 {
+			marker(notIdleMessage(sample.Waiting, sample.Running, ours), map[string]float64{
+				"waiting": deref(sample.Waiting), "running": deref(sample.Running), "ours": float64(ours), "others": others,
+			})
+		}
 	}
 	st.prev = cur
 	st.lastGood = &sample
 	s := sample
 	emit(event.NewServer(&s))
+}
+
+func (p *Prom) ownInFlight() int {
+	if p.cfg.OwnInFlight == nil {
+		return 0
+	}
+	return p.cfg.OwnInFlight()
+}
+
+// othersInFlight is how many of the requests a server reports waiting and
+// running are not the probe's, given that at most ours of the probe's were
+// in flight: at least that many belong to other clients (or to a run that
+// ended before this one). Zero when it cannot tell.
+//
+// The rule: only the run's first scrape is judged (if it fails, none is),
+// against the larger in-flight count the probe had just before the scrape
+// was sent and just after its answer came. As the run is only beginning,
+// the probe has hardly finished a request yet, so the server cannot be
+// counting more of its requests than that (in closed loop they never
+// exceed the concurrency); what it counts beyond them was there before the
+// run. A later scrape is not judged: by then a server whose gauges lag may
+// still count requests the probe has finished.
+func othersInFlight(waiting, running *float64, ours int) float64 {
+	total := deref(waiting) + deref(running)
+	others := math.Floor(total - float64(ours))
+	if others < 1 || !isFiniteFloat(others) {
+		return 0
+	}
+	return others
+}
+
+func notIdleMessage(waiting, running *float64, ours int) string {
+	return fmt.Sprintf("server was not idle when the run began: it reports %g waiting and %g running, at most %d of them latscope's; "+
+		"its queue and stage figures include other clients' requests until those drain",
+		deref(waiting), deref(running), ours)
+}
+
+func deref(x *float64) float64 {
+	if x == nil {
+		return 0
+	}
+	return *x
 }
 
 func (p *Prom) dialectFor(s *Scrape) Dialect {
@@ -241,7 +310,7 @@ func (p *Prom) dialectFor(s *Scrape) Dialect {
 // fail reports a failed scrape: a marker when the error changes, and a
 // stale copy of the last good sample (an empty one before the first).
 func (p *Prom) fail(st *promState, msg string, emit func(event.Event)) {
-	now := p.now()
+	now := st.clock.Now()
 	if msg != st.failure {
 		st.failure = msg
 		emit(event.NewMarker(&event.Marker{Time: now, Kind: event.MarkerCollector, Source: promSource, Message: msg}))
@@ -264,8 +333,8 @@ func (p *Prom) fail(st *promState, msg string, emit func(event.Event)) {
 // Scrape fetches and parses the metrics page once, both within Timeout,
 // MaxBodyBytes and MaxLines: the page is parsed as it arrives, so neither
 // a huge page nor a slow one can hold memory or time past those bounds.
-// Its errors read as "metrics scrape failed: ..." or "metrics page over the
-// limit: ...", and never carry credentials.
+// Its errors read as "metrics scrape failed: ...", "model loading: ..." or
+// "metrics page over the limit: ...", and never carry credentials.
 func (p *Prom) Scrape(ctx context.Context) (*Scrape, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
@@ -316,8 +385,12 @@ func (p *Prom) get(ctx context.Context) (*http.Response, time.Time, error) {
 		return resp, at, nil
 	}
 	defer resp.Body.Close()
-	// Drain a little so the connection can be reused.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	// Read a little: it says whether the model is loading, and lets the
+	// connection be reused.
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if resp.StatusCode == http.StatusServiceUnavailable && bytes.Contains(bytes.ToLower(head), []byte("loading")) {
+		return nil, time.Time{}, fmt.Errorf("%w: %s answers %s; server metrics follow once the model is loaded", ErrModelLoading, p.shownURL, resp.Status)
+	}
 	return nil, time.Time{}, fmt.Errorf("metrics scrape failed: %s from %s", resp.Status, p.shownURL)
 }
 
