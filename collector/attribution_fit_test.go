@@ -2,15 +2,22 @@ package collector
 
 import (
 	"container/heap"
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/sim"
 )
 
 // loopRequest is one request of the closed-loop model, with the truth of
@@ -236,5 +243,123 @@ func TestIntervalFitClosedLoop(t *testing.T) {
 	}
 	if math.Abs(share-trueShare) > 0.05 {
 		t.Errorf("queue share of TTFT %.1f%%, truth %.1f%%: want within 5 points", 100*share, 100*trueShare)
+	}
+}
+
+// TestEndToEndSimIntervalOnly runs the simulator with 4 slots, the real
+// probe client with 8 closed-loop streams, the metrics scraper and the
+// attributor together, without spans: the breakdown rests on interval
+// statistics only. After a warm-up the queue is attributed for at least 95%
+// of the requests and under 5% of TTFT is left unattributed.
+func TestEndToEndSimIntervalOnly(t *testing.T) {
+	t.Parallel()
+	const (
+		streams = 8
+		slots   = 4
+		perLoop = 16 // requests per stream
+		warmup  = 2 * streams
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	profile, err := sim.ProfileByName("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	truths := map[string]sim.Truth{}
+	server, err := sim.New(sim.Config{Profile: profile, MaxNumSeqs: slots, Seed: 11, OnFinish: func(tr sim.Truth) {
+		mu.Lock()
+		defer mu.Unlock()
+		truths[tr.RequestID] = tr
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serving sync.WaitGroup
+	defer serving.Wait()
+	defer cancel()
+	serving.Go(func() { server.Serve(ctx, ln) })
+	base := "http://" + ln.Addr().String()
+
+	client, err := probe.NewClient(probe.ClientConfig{BaseURL: base, Dialect: "openai-chat", Model: server.Model()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom, err := NewProm(PromConfig{URL: base + "/metrics", Interval: 20 * time.Millisecond, Timeout: promTestTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probeSource := pipeline.SourceFunc(func(ctx context.Context, emit func(event.Event)) error {
+		var workers sync.WaitGroup
+		for w := range streams {
+			workers.Go(func() {
+				for i := range perLoop {
+					emit(event.NewRequest(client.Do(ctx, probe.RequestSpec{
+						ID: fmt.Sprintf("iv-%d-%02d", w, i), Worker: w,
+						Prompt: "tell me about latency " + strings.Repeat("please ", w), PromptTokens: 20,
+						OutputTokens: 24 + 8*((w+i)%4),
+					})))
+				}
+			})
+		}
+		workers.Wait()
+		return nil
+	})
+	attributor := NewAttributor(AttributorConfig{Server: "latscope-sim"})
+	fan := pipeline.NewFanout()
+	sub := fan.Subscribe("test", 64, pipeline.Lossless)
+	collected := make(chan []*event.Request)
+	go func() {
+		var got []*event.Request
+		for ev := range sub.Events() {
+			if ev.Request != nil {
+				got = append(got, ev.Request)
+			}
+		}
+		collected <- got
+	}()
+	if err := pipeline.Run(ctx, pipeline.Config{Primary: []pipeline.Source{probeSource}, Aux: []pipeline.Source{prom}, Stage: attributor}, fan); err != nil {
+		t.Fatal(err)
+	}
+	got := <-collected
+	if len(got) != streams*perLoop {
+		t.Fatalf("%d requests out, want %d", len(got), streams*perLoop)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var counted, withQueue int
+	var ttftSum, unattributedSum, queueSum, trueQueueSum time.Duration
+	for _, r := range got[warmup:] {
+		if !r.OK() {
+			t.Fatalf("%s: %s (%s)", r.ID, r.Outcome, r.Error)
+		}
+		checkSum(t, r, r.Breakdown)
+		counted++
+		ttftSum += r.TTFT
+		trueQueueSum += time.Duration(truths[r.ID].QueueUs) * time.Microsecond
+		for _, s := range r.Breakdown {
+			switch s.Stage {
+			case event.StageQueue:
+				withQueue++
+				queueSum += s.Duration
+			case event.StageUnattributed:
+				unattributedSum += s.Duration
+			}
+		}
+	}
+	attributed := float64(withQueue) / float64(counted)
+	unattributed := float64(unattributedSum) / float64(ttftSum)
+	t.Logf("%d requests after warm-up: queue attributed for %.1f%%, unattributed %.2f%% of TTFT; queue share %.1f%% (simulator's truth %.1f%%); attributor %+v",
+		counted, 100*attributed, 100*unattributed, 100*float64(queueSum)/float64(ttftSum), 100*float64(trueQueueSum)/float64(ttftSum), attributor.Stats())
+	if attributed < 0.95 {
+		t.Errorf("queue attributed for %.1f%% of requests, want at least 95%%", 100*attributed)
+	}
+	if unattributed >= 0.05 {
+		t.Errorf("unattributed is %.2f%% of TTFT, want under 5%%", 100*unattributed)
 	}
 }
