@@ -90,7 +90,7 @@ var _ Collector = (*Prom)(nil)
 func NewProm(cfg PromConfig) (*Prom, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("metrics url %s: %w", event.RedactURL(cfg.URL), errors.Unwrap(err))
+		return nil, fmt.Errorf("metrics url %s: %w", event.RedactURL(cfg.URL), withoutURL(err))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("metrics url %q: want http(s)://host[:port]/path", event.RedactURL(cfg.URL))
@@ -182,10 +182,10 @@ func refuseLeakingRedirects(c *http.Client) *http.Client {
 func MetricsURLFor(target string) (string, error) {
 	u, err := url.Parse(target)
 	if err != nil {
-		return "", fmt.Errorf("target url: %w", err)
+		return "", fmt.Errorf("target url %s: %w", event.RedactURL(target), withoutURL(err))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("target url %q: want http(s)://host[:port]", target)
+		return "", fmt.Errorf("target url %q: want http(s)://host[:port]", event.RedactURL(target))
 	}
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/metrics"}).String(), nil
 }
@@ -368,7 +368,7 @@ func (p *Prom) Scrape(ctx context.Context) (*Scrape, error) {
 func (p *Prom) get(ctx context.Context) (*http.Response, time.Time, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.cfg.URL, nil)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("metrics scrape failed: %s: %w", p.shownURL, errors.Unwrap(err))
+		return nil, time.Time{}, fmt.Errorf("metrics scrape failed: %s: %w", p.shownURL, withoutURL(err))
 	}
 	for name, values := range p.cfg.Header {
 		req.Header[name] = values
@@ -401,11 +401,17 @@ func (p *Prom) transportError(ctx context.Context, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("metrics scrape failed: no complete answer from %s within %s", p.shownURL, p.cfg.Timeout)
 	}
+	return fmt.Errorf("metrics scrape failed: %s: %w", p.shownURL, withoutURL(err))
+}
+
+// withoutURL is err without the URL a *url.Error names, which may carry
+// credentials (Go hides only the password, not the user or the query).
+func withoutURL(err error) error {
 	var uerr *url.Error
 	if errors.As(err, &uerr) {
-		err = uerr.Err
+		return uerr.Err
 	}
-	return fmt.Errorf("metrics scrape failed: %s: %w", p.shownURL, err)
+	return err
 }
 
 // pageReader reads a metrics page within the scrape's bounds: it fails once

@@ -192,6 +192,9 @@ func TestPromHeaderAndCredentials(t *testing.T) {
 	if _, err := NewProm(PromConfig{URL: "http://user:" + secret + "@host/%zz"}); err == nil || strings.Contains(err.Error(), secret) {
 		t.Errorf("bad URL with credentials: %v, want an error that does not show them", err)
 	}
+	if _, err := MetricsURLFor("http://user:" + secret + "@host/%zz"); err == nil || strings.Contains(err.Error(), secret) {
+		t.Errorf("bad target with credentials: %v, want an error that does not show them", err)
+	}
 }
 
 // TestPromHTTPClient: the caller's client is used, so its TLS settings hold.
