@@ -1,43 +1,181 @@
 package collector
 
 import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/latscope/latscope/event"
 )
 
-// Sources of the estimates the attributor adds.
+// Sources of the estimates and measurements the attributor adds.
 const (
 	SourceConnectRTT      = "connect_rtt"
 	SourceMetricsInterval = "metrics.interval"
 	SourceResidual        = "residual"
+	// SourceWaitHeaders is a queue the client measured as its wait for the
+	// response headers, from a server that sends them when a slot takes
+	// the request (HeadersAtSlot).
+	SourceWaitHeaders = "wait_headers"
 )
+
+// PerTokenSuffix ends the interval stage keys whose means are per token,
+// not per request (llama.cpp's prompt and generation counters), e.g.
+// "prefill_per_token". The attributor never takes one for a stage.
+const PerTokenSuffix = "_per_token"
+
+// AttributionInput is what Attribute joins onto one request's own record.
+type AttributionInput struct {
+	// Server is the request's timing as its server reported it (in the
+	// stream, or in a span); nil when there is none.
+	Server *event.ServerTiming
+	// Interval holds the server's interval statistics, the fallback when
+	// Server has no usable stage; nil when there are none.
+	Interval *event.ServerSample
+	// RecentQueueLimit, when set, is the longest queue wait the server's
+	// recent intervals make plausible (the attributor keeps the largest
+	// over intervalMemoryAge): one interval holds few requests, and a
+	// request that queued long may finish in one where the others did not.
+	// Zero takes the limit from Interval alone.
+	RecentQueueLimit time.Duration
+	// Network is the round trip to the request's target.
+	Network NetworkEstimate
+	// ServerKind is the kind of server measured, as in event.Session.Server
+	// ("llamacpp", "vllm", ...). It says whether the wait for the response
+	// headers is the slot wait (HeadersAtSlot).
+	ServerKind string
+}
+
+// NetworkEstimate is the round trip that network_out and network_return
+// split between them.
+type NetworkEstimate struct {
+	RTT time.Duration // zero: no network estimate
+	// Samples is how many recent connect times RTT is the lowest of; zero
+	// when not said.
+	Samples int
+}
+
+func (n NetworkEstimate) source() string {
+	switch {
+	case n.Samples > 1:
+		return fmt.Sprintf("%s (min of %d)", SourceConnectRTT, n.Samples)
+	case n.Samples == 1:
+		return SourceConnectRTT + " (1 sample)"
+	}
+	return SourceConnectRTT
+}
+
+// ServerHeaderTiming says when one kind of server sends the headers of a
+// streamed response, which decides what the client's wait_headers holds.
+type ServerHeaderTiming struct {
+	Server string // as in event.Session.Server
+	// AtSlot is set where the headers leave when a batch slot takes the
+	// request: wait_headers, less the round trip, is then the slot wait.
+	AtSlot bool
+	When   string // when the headers leave, in words
+}
+
+// HeaderTimings lists the servers whose header timing is known. A server
+// that is not listed is never assumed to send its headers at slot time.
+func HeaderTimings() []ServerHeaderTiming {
+	return []ServerHeaderTiming{
+		// llama-server answers once a slot has taken the task; the prompt's
+		// processing (timings.prompt_ms) follows the headers.
+		{Server: "llamacpp", AtSlot: true, When: "when a slot takes the request"},
+		// vLLM's OpenAI server starts the event stream before the engine
+		// has even queued the request.
+		{Server: "vllm", When: "at once, before the request is queued"},
+		// latscope's simulator behaves as vLLM does.
+		{Server: "latscope-sim", When: "at once, before the request is queued"},
+		// TGI's streaming routes send the headers before generation.
+		{Server: "tgi", When: "at once, before the request is queued"},
+		// llm-d-inference-sim holds the headers until the first token.
+		{Server: "llm-d-inference-sim", When: "with the first token"},
+	}
+}
+
+// HeadersAtSlot reports whether a server of this kind sends a streamed
+// response's headers when a slot takes the request, so that the client can
+// measure the slot wait. False for any kind whose behaviour is not known.
+func HeadersAtSlot(server string) bool {
+	for _, h := range HeaderTimings() {
+		if h.Server == server {
+			return h.AtSlot
+		}
+	}
+	return false
+}
 
 // Attribute splits r's TTFT into the breakdown stages, in order: the client
 // stages before the server (measured, copied from r.Stages), network_out
-// (estimated, half of rtt), the server stages from the best source for this
-// request (st, server-reported; else interval's means, estimated), then
-// network_return (estimated, the other half of rtt) and unattributed, which
-// is TTFT minus everything else. The durations always add up exactly to
-// r.TTFT. rtt is the connect RTT to use (zero: no network estimate).
+// (estimated, half the round trip), the server stages, network_return
+// (estimated, the other half) and unattributed, which is TTFT minus
+// everything else. The durations always add up exactly to r.TTFT.
 //
-// When the stages do not fit the server window (TTFT minus the client
-// stages before it, i.e. wait_headers + first_token):
-//  1. the network estimates are dropped first;
-//  2. if the server's own numbers for this request still exceed the window,
-//     they are kept and unattributed goes negative, with a note in its
-//     Source: the server's clock or definitions disagree with the client's,
-//     and hiding that would be wrong;
-//  3. interval means that alone exceed the window are dropped instead (before
-//     step 1), because they are not this request's numbers and a negative
-//     residual would then say nothing about this request.
+// The server stages come from the best source for this request. Its own
+// numbers (in.Server) come first; where they do not fit the server window
+// (TTFT minus the client stages before it, i.e. wait_headers + first_token)
+// the network estimates are dropped, and if the server's numbers alone
+// still exceed it they are kept and unattributed goes negative, with a note
+// in its Source: the server's clock or definitions disagree with the
+// client's, and hiding that would be wrong.
 //
-// Every dropped estimate is named in unattributed's Source.
+// Without them, the interval's means are fitted into the window (see
+// fitInterval): they are not this request's numbers, so none may run past
+// the window (a mean is cut to what is left of it), and the queue is what
+// the other stages leave, within what the interval makes plausible. All of
+// these are estimated, and their Source says how they were derived.
 //
+// Where the server sends its headers when a slot takes the request
+// (HeadersAtSlot(in.ServerKind)), the queue is the client's own measurement:
+// wait_headers less the round trip.
+//
+// Every estimate dropped or limited is named in unattributed's Source.
 // Nothing is ever spread over other stages.
-func Attribute(r *event.Request, st *event.ServerTiming, interval *event.ServerSample, rtt time.Duration) []event.StageTiming {
-	var out []event.StageTiming
+func Attribute(r *event.Request, in AttributionInput) []event.StageTiming {
+	out, window := clientBeforeServer(r)
+	rtt := max(in.Network.RTT, 0)
+	slot := slotWait(r, in.Server, in.ServerKind, rtt)
+	cached := cachedNote(in.Server, r.PromptTokens)
+
+	var fit serverFit
+	if own := serverStages(in.Server, cached); len(own) > 0 {
+		fit = fitReported(window, own, slot, rtt)
+	} else {
+		fit = fitInterval(window, intervalEstimates(in.Interval, cached), slot, rtt, in.RecentQueueLimit)
+	}
+
+	netSource := in.Network.source()
+	if fit.network {
+		out = append(out, event.StageTiming{Stage: event.StageNetworkOut, Duration: rtt / 2, Provenance: event.Estimated, Source: netSource})
+	}
+	out = append(out, fit.stages...)
+	if fit.network {
+		out = append(out, event.StageTiming{Stage: event.StageNetworkReturn, Duration: rtt - rtt/2, Provenance: event.Estimated, Source: netSource})
+	}
+	rest := r.TTFT - sumStages(out)
+	notes := fit.notes
+	if rest < 0 && !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, "negative") }) {
+		if window < 0 {
+			notes = append(notes, "negative: the client stages exceed the TTFT")
+		} else {
+			notes = append(notes, "negative: the stages exceed the client's server window")
+		}
+	}
+	src := SourceResidual
+	if len(notes) > 0 {
+		src += "; " + strings.Join(notes, "; ")
+	}
+	return append(out, event.StageTiming{Stage: event.StageUnattributed, Duration: rest, Provenance: event.Estimated, Source: src})
+}
+
+// clientBeforeServer copies r's client stages up to the server (all but
+// wait_headers and first_token) and returns them with the server window:
+// the rest of the TTFT.
+func clientBeforeServer(r *event.Request) (stages []event.StageTiming, window time.Duration) {
 	var pre time.Duration
 	for _, s := range r.Stages {
 		switch s.Stage {
@@ -47,51 +185,19 @@ func Attribute(r *event.Request, st *event.ServerTiming, interval *event.ServerS
 		if s.Provenance == "" {
 			s.Provenance = event.Measured
 		}
-		out = append(out, s)
+		stages = append(stages, s)
 		pre += s.Duration
 	}
-	window := r.TTFT - pre
+	return stages, r.TTFT - pre
+}
 
-	server, ownNumbers := serverStages(st), true
-	if len(server) == 0 {
-		server, ownNumbers = intervalStages(interval), false
-	}
-	serverSum := sumStages(server)
-
-	var notes []string
-	if !ownNumbers && serverSum > window {
-		server, serverSum = nil, 0
-		notes = append(notes, "interval means dropped: they exceed this request's server window")
-	}
-	var netOut, netReturn time.Duration
-	if rtt > 0 {
-		netOut = rtt / 2
-		netReturn = rtt - netOut
-		if serverSum+rtt > window {
-			netOut, netReturn = 0, 0
-			notes = append(notes, "network estimates dropped: they do not fit the server window")
+func clientStage(r *event.Request, stage event.Stage) (time.Duration, bool) {
+	for _, s := range r.Stages {
+		if s.Stage == stage {
+			return s.Duration, true
 		}
 	}
-	if serverSum > window && len(server) > 0 {
-		notes = append(notes, "negative: server-reported stages exceed the client's server window (clocks or definitions disagree)")
-	}
-
-	if netOut > 0 {
-		out = append(out, event.StageTiming{Stage: event.StageNetworkOut, Duration: netOut, Provenance: event.Estimated, Source: SourceConnectRTT})
-	}
-	out = append(out, server...)
-	if netReturn > 0 {
-		out = append(out, event.StageTiming{Stage: event.StageNetworkReturn, Duration: netReturn, Provenance: event.Estimated, Source: SourceConnectRTT})
-	}
-	rest := r.TTFT - sumStages(out)
-	if rest < 0 && len(notes) == 0 {
-		notes = append(notes, "negative: the client stages exceed the TTFT")
-	}
-	src := SourceResidual
-	if len(notes) > 0 {
-		src += "; " + strings.Join(notes, "; ")
-	}
-	return append(out, event.StageTiming{Stage: event.StageUnattributed, Duration: rest, Provenance: event.Estimated, Source: src})
+	return 0, false
 }
 
 func sumStages(stages []event.StageTiming) time.Duration {
@@ -102,10 +208,218 @@ func sumStages(stages []event.StageTiming) time.Duration {
 	return sum
 }
 
+// serverFit is the server's part of one breakdown.
+type serverFit struct {
+	stages  []event.StageTiming // in breakdown order
+	network bool                // the network estimates fit too
+	notes   []string            // what was dropped or limited, for unattributed's Source
+}
+
+const (
+	noteNetworkDropped = "network estimates dropped: they do not fit the server window"
+	noteServerNegative = "negative: server-reported stages exceed the client's server window (clocks or definitions disagree)"
+)
+
+// fitReported places the server's own numbers for this request (and the
+// measured slot wait, if they have no queue): they are kept even when they
+// exceed the window; the network estimates only when they fit beside them.
+func fitReported(window time.Duration, own []event.StageTiming, slot *event.StageTiming, rtt time.Duration) serverFit {
+	fit := serverFit{stages: own}
+	if slot != nil && !slices.ContainsFunc(own, func(s event.StageTiming) bool { return s.Stage == event.StageQueue }) {
+		fit.stages = append(slices.Clone(own), *slot)
+		sortBreakdown(fit.stages)
+	}
+	sum := sumStages(fit.stages)
+	if rtt > 0 {
+		if sum+rtt <= window {
+			fit.network = true
+		} else {
+			fit.notes = append(fit.notes, noteNetworkDropped)
+		}
+	}
+	if sum > window {
+		fit.notes = append(fit.notes, noteServerNegative)
+	}
+	return fit
+}
+
+// intervalEstimate is what the interval statistics say about a request
+// without numbers of its own.
+type intervalEstimate struct {
+	// means are the stage means in the order they are fitted: prefill,
+	// then tokenize.
+	means      []stageMean
+	hasQueue   bool
+	queueLimit time.Duration // see plausibleQueue
+	limitWhat  string        // what queueLimit is, in words
+}
+
+// stageMean is one interval mean, with what its Source must say.
+type stageMean struct {
+	stage event.Stage
+	mean  time.Duration
+	notes []string
+}
+
+// fitInterval fits the interval's estimates into one request's server
+// window, the firmest first: the measured slot wait, the network round trip
+// (from the client's own connects), the prefill mean, then the tokenize
+// mean. A mean longer than what is left is cut to it: the window bounds
+// this request's stages, and a request whose whole window is shorter than
+// the mean prefill did not queue. The queue is then what is still left
+// (when nothing measured it): a request that did not queue while others did
+// has little left, so it gets a small queue, and one that waited long gets
+// its wait. It is never below zero and never above the longest wait the
+// interval, or the recent ones, make plausible (plausibleQueue,
+// recentLimit); what it leaves over stays unattributed.
+func fitInterval(window time.Duration, est intervalEstimate, slot *event.StageTiming, rtt, recentLimit time.Duration) serverFit {
+	var fit serverFit
+	left := window
+	if slot != nil {
+		fit.stages = append(fit.stages, *slot)
+		left -= slot.Duration
+	}
+	if rtt > 0 {
+		if rtt <= left {
+			fit.network = true
+			left -= rtt
+		} else {
+			fit.notes = append(fit.notes, noteNetworkDropped)
+		}
+	}
+	for _, m := range est.means {
+		d, notes := m.mean, m.notes
+		switch {
+		case left <= 0:
+			fit.notes = append(fit.notes, fmt.Sprintf("interval %s mean dropped: nothing is left of this request's server window", m.stage))
+			continue
+		case d > left:
+			d, notes = left, append(slices.Clone(notes), "the mean cut to what is left of this request's server window")
+		}
+		fit.stages = append(fit.stages, event.StageTiming{Stage: m.stage, Duration: d, Provenance: event.Estimated,
+			Source: withNotes(SourceMetricsInterval, notes...)})
+		left -= d
+	}
+	if slot == nil && est.hasQueue {
+		q, capped := queueFit(left, est, recentLimit)
+		fit.stages = append(fit.stages, q)
+		if capped {
+			fit.notes = append(fit.notes, "queue limited to what the interval makes plausible")
+		}
+	}
+	sortBreakdown(fit.stages)
+	return fit
+}
+
+// queueFit is one request's queue estimate from the interval: what is left
+// of its server window once the other stages are placed, between zero and
+// the larger of est.queueLimit and recentLimit. capped says the window left
+// more than that.
+func queueFit(left time.Duration, est intervalEstimate, recentLimit time.Duration) (stage event.StageTiming, capped bool) {
+	limit, what := est.queueLimit, est.limitWhat
+	if recentLimit > limit {
+		limit, what = recentLimit, "the longest plausible in recent intervals,"
+	}
+	src := fmt.Sprintf("%s (fit: the rest of the server window, at most %s %s)", SourceMetricsInterval, what, showDuration(limit))
+	return event.StageTiming{Stage: event.StageQueue, Duration: min(max(left, 0), limit), Provenance: event.Estimated, Source: src}, left > limit
+}
+
+// plausibleQueue is the longest queue wait an interval makes plausible for
+// one request: the largest of its queue p99, its queue mean (a p99
+// interpolated within a bucket can fall below it) and its TTFT p99. A
+// server's TTFT holds the queue wait and is observed at the first token,
+// while vLLM observes the queue wait only when the request ends, so the
+// TTFT of a request that queued long is often in the interval before its
+// end when its queue wait is not. Without percentiles (counter pairs) the
+// limit is all of the interval's queue time spent by one request.
+func plausibleQueue(s *event.ServerSample) (limit time.Duration, what string) {
+	q := s.Stages[string(event.StageQueue)]
+	if ttft, ok := s.Stages["ttft"]; ok && ttft.Count > 0 && ttft.P99 > max(q.P99, q.Mean) {
+		return ttft.P99, "the interval's TTFT p99"
+	}
+	if q.P99 > 0 {
+		return max(q.P99, q.Mean), "the interval's queue p99"
+	}
+	total := float64(q.Mean) * q.Count
+	switch {
+	case !(total > 0):
+		return 0, "the interval's queue total"
+	case total >= math.MaxInt64:
+		return math.MaxInt64, "the interval's queue total"
+	}
+	return time.Duration(total), "the interval's queue total"
+}
+
+// showDuration rounds d for a Source text.
+func showDuration(d time.Duration) string {
+	return d.Round(10 * time.Microsecond).String()
+}
+
+// slotWait is the queue the client measured, where the server sends its
+// headers when a slot takes the request: wait_headers less the round trip,
+// never below zero. Nil where the server kind is not known to do that, or
+// where this request shows otherwise: the server's prefill follows the
+// headers, so a first_token shorter than half the reported prefill means
+// the headers left later than the slot (another server version).
+func slotWait(r *event.Request, st *event.ServerTiming, kind string, rtt time.Duration) *event.StageTiming {
+	if !HeadersAtSlot(kind) {
+		return nil
+	}
+	wait, ok := clientStage(r, event.StageWaitHeaders)
+	if !ok || wait < 0 {
+		return nil
+	}
+	if first, ok := clientStage(r, event.StageFirstToken); ok && st != nil {
+		if prefill, ok := st.Stages[event.StagePrefill]; ok && prefill > 0 && first < prefill/2 {
+			return nil
+		}
+	}
+	notes := []string{kind + " sends its headers when a slot takes the request"}
+	if rtt > 0 {
+		notes = append(notes, "less the connect RTT")
+	}
+	notes = append(notes, "includes the server's HTTP parsing and tokenization")
+	return &event.StageTiming{Stage: event.StageQueue, Duration: max(wait-rtt, 0), Provenance: event.Measured,
+		Source: withNotes(SourceWaitHeaders, notes...)}
+}
+
+// cachedNote says how much of the prompt the server took from its prefix
+// cache, so that a cached prefill is not read as a normal one; "" when it
+// took none. promptTokens is the request's prompt length, used when the
+// server timing does not say.
+func cachedNote(st *event.ServerTiming, promptTokens int) string {
+	if st == nil || st.CachedTokens <= 0 {
+		return ""
+	}
+	total := st.PromptTokens
+	if total <= 0 {
+		total = promptTokens
+	}
+	if total < st.CachedTokens {
+		return fmt.Sprintf("%d prompt tokens cached", st.CachedTokens)
+	}
+	return fmt.Sprintf("%d of %d prompt tokens cached", st.CachedTokens, total)
+}
+
+// withNotes appends the non-empty notes to a source in parentheses.
+func withNotes(src string, notes ...string) string {
+	notes = slices.DeleteFunc(slices.Clone(notes), func(n string) bool { return n == "" })
+	if len(notes) == 0 {
+		return src
+	}
+	return src + " (" + strings.Join(notes, "; ") + ")"
+}
+
 // serverBreakdownOrder is the order of the server stages in a breakdown.
 var serverBreakdownOrder = []event.Stage{
 	event.StageHTTP, event.StageTokenize, event.StageQueue,
 	event.StagePrefill, event.StageFirstDecode, event.StageDetokenize,
+}
+
+func sortBreakdown(stages []event.StageTiming) {
+	slices.SortStableFunc(stages, func(a, b event.StageTiming) int {
+		return cmp.Compare(slices.Index(serverBreakdownOrder, a.Stage), slices.Index(serverBreakdownOrder, b.Stage))
+	})
 }
 
 // Known per-request sources (event.ServerTiming.Source), besides SourceOTLP
@@ -123,8 +437,9 @@ const (
 const stageLoad event.Stage = "load"
 
 // serverStages maps one request's server timing onto breakdown stages, each
-// source by what its fields really cover. All are ServerReported.
-func serverStages(st *event.ServerTiming) []event.StageTiming {
+// source by what its fields really cover. All are ServerReported. cached,
+// when set, is added to the prefill's Source (see cachedNote).
+func serverStages(st *event.ServerTiming, cached string) []event.StageTiming {
 	if st == nil || len(st.Stages) == 0 {
 		return nil
 	}
@@ -157,7 +472,7 @@ func serverStages(st *event.ServerTiming) []event.StageTiming {
 			out = append(out, reported(event.StageQueue, queue, st.Source))
 		}
 		if hasPrefill {
-			out = append(out, reported(event.StagePrefill, prefill, st.Source+" (prefill includes first decode)"))
+			out = append(out, reported(event.StagePrefill, prefill, withNotes(st.Source, "prefill includes first decode", cached)))
 		}
 	case sourceOllama:
 		// load_duration runs from the handler to a loaded runner: it holds
@@ -170,7 +485,7 @@ func serverStages(st *event.ServerTiming) []event.StageTiming {
 			out = append(out, reported(event.StageQueue, load, st.Source+" (load_duration: queue wait and model load)"))
 		}
 		if d, ok := get(event.StagePrefill); ok {
-			out = append(out, reported(event.StagePrefill, d, st.Source+" (prompt_eval)"))
+			out = append(out, reported(event.StagePrefill, d, withNotes(st.Source, "prompt_eval", cached)))
 		}
 	case SourceOTLPTGI, sourceTGIHeaders:
 		if d, ok := get(event.StageTokenize); ok {
@@ -184,30 +499,52 @@ func serverStages(st *event.ServerTiming) []event.StageTiming {
 		// already speaks in breakdown stages: one to one.
 		for _, s := range serverBreakdownOrder {
 			if d, ok := get(s); ok {
-				out = append(out, reported(s, d, st.Source))
+				src := st.Source
+				if s == event.StagePrefill {
+					src = withNotes(src, cached)
+				}
+				out = append(out, reported(s, d, src))
 			}
 		}
 	}
 	return out
 }
 
-// intervalStages turns the latest interval's stage means into estimates: an
-// interval mean is not this request's number.
-func intervalStages(s *event.ServerSample) []event.StageTiming {
+// intervalEstimates turns an interval's stage means into estimates for one
+// request: an interval mean is not this request's number. Only per-request
+// means are used (never a key ending in PerTokenSuffix). No frontend stage
+// is derived from vLLM's TTFT mean less its queue and prefill means: those
+// histograms observe different requests in one interval (TTFT at the first
+// token, the others at the end), and the difference is mostly noise.
+func intervalEstimates(s *event.ServerSample, cached string) intervalEstimate {
+	var est intervalEstimate
 	if s == nil {
-		return nil
+		return est
 	}
-	var out []event.StageTiming
-	for _, stage := range []event.Stage{event.StageTokenize, event.StageQueue, event.StagePrefill} {
+	mean := func(stage event.Stage) (time.Duration, bool) {
 		h, ok := s.Stages[string(stage)]
-		if !ok || h.Count <= 0 || h.Mean < 0 {
-			continue
-		}
-		src := SourceMetricsInterval
-		if stage == event.StagePrefill && strings.HasPrefix(s.Dialect, "vllm") {
-			src += " (prefill includes first decode)"
-		}
-		out = append(out, event.StageTiming{Stage: stage, Duration: h.Mean, Provenance: event.Estimated, Source: src})
+		return h.Mean, ok && h.Count > 0 && h.Mean >= 0
 	}
-	return out
+	vllm := strings.HasPrefix(s.Dialect, "vllm")
+	if d, ok := mean(event.StagePrefill); ok {
+		note := ""
+		if vllm {
+			note = "prefill includes first decode"
+		}
+		est.means = append(est.means, stageMean{stage: event.StagePrefill, mean: d, notes: []string{note, cached}})
+	}
+	if d, ok := mean(event.StageTokenize); ok {
+		est.means = append(est.means, stageMean{stage: event.StageTokenize, mean: d})
+	}
+	if h, ok := s.Stages[string(event.StageQueue)]; ok && h.Count > 0 && h.Mean >= 0 {
+		est.hasQueue = true
+		est.queueLimit, est.limitWhat = plausibleQueue(s)
+	}
+	return est
+}
+
+// hasIntervalEstimates reports whether s offers any estimate.
+func hasIntervalEstimates(s *event.ServerSample) bool {
+	est := intervalEstimates(s, "")
+	return len(est.means) > 0 || est.hasQueue
 }

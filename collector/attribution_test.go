@@ -92,10 +92,31 @@ func vllmInterval() *event.ServerSample {
 }
 
 const (
-	noteNetDropped      = "network estimates dropped: they do not fit the server window"
-	noteNegative        = "negative: server-reported stages exceed the client's server window (clocks or definitions disagree)"
-	noteIntervalDropped = "interval means dropped: they exceed this request's server window"
+	noteNetDropped         = "network estimates dropped: they do not fit the server window"
+	noteNegative           = "negative: server-reported stages exceed the client's server window (clocks or definitions disagree)"
+	notePrefillNothingLeft = "interval prefill mean dropped: nothing is left of this request's server window"
+	noteQueueLimited       = "queue limited to what the interval makes plausible"
+	srcIntervalPrefill     = "metrics.interval (prefill includes first decode)"
+	srcLlamaSlot           = "wait_headers (llamacpp sends its headers when a slot takes the request; less the connect RTT; includes the server's HTTP parsing and tokenization)"
 )
+
+// queueFitSource is the Source of a queue fitted from the interval.
+func queueFitSource(limit string) string {
+	return "metrics.interval (fit: the rest of the server window, at most " + limit + ")"
+}
+
+// measured is a stage the client measured.
+func measured(s event.Stage, d time.Duration, src string) event.StageTiming {
+	return event.StageTiming{Stage: s, Duration: d, Provenance: event.Measured, Source: src}
+}
+
+// llamacppInterval is a llama.cpp sample: per-token means only.
+func llamacppInterval() *event.ServerSample {
+	return &event.ServerSample{Dialect: "llamacpp", Stages: map[string]event.HistStat{
+		"prefill_per_token": {Count: 4096, Mean: 20 * us},
+		"decode_per_token":  {Count: 512, Mean: 9 * ms},
+	}}
+}
 
 func TestAttribute(t *testing.T) {
 	t.Parallel()
@@ -104,6 +125,9 @@ func TestAttribute(t *testing.T) {
 		st       *event.ServerTiming
 		interval *event.ServerSample
 		rtt      time.Duration
+		samples  int                 // connect times the RTT rests on
+		kind     string              // server kind
+		ttft     time.Duration       // instead of the client stages' sum
 		want     []event.StageTiming // after the client part
 	}{
 		{
@@ -193,15 +217,169 @@ func TestAttribute(t *testing.T) {
 			},
 		},
 		{
-			name:     "interval fallback is estimated",
+			name:     "interval fallback is estimated: the prefill mean, the queue the rest",
 			interval: vllmInterval(),
 			rtt:      200 * us,
 			want: []event.StageTiming{
 				netOut(100 * us),
-				est(event.StageQueue, 3*ms, "metrics.interval"),
-				est(event.StagePrefill, 20*ms, "metrics.interval (prefill includes first decode)"),
+				// No percentiles: at most all of the interval's queue time.
+				est(event.StageQueue, 14800*us, queueFitSource("the interval's queue total 30ms")),
+				est(event.StagePrefill, 20*ms, srcIntervalPrefill),
 				netBack(100 * us),
-				rest(11800 * us),
+				rest(0),
+			},
+		},
+		{
+			name: "interval: a request that did not queue while others did gets a small queue",
+			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
+				"queue": {Count: 8, Mean: 400 * ms, P50: 420 * ms, P90: 800 * ms, P99: 900 * ms}, "prefill": {Count: 8, Mean: 30 * ms},
+			}},
+			rtt: 200 * us,
+			want: []event.StageTiming{
+				netOut(100 * us),
+				est(event.StageQueue, 4800*us, queueFitSource("the interval's queue p99 900ms")),
+				est(event.StagePrefill, 30*ms, srcIntervalPrefill),
+				netBack(100 * us),
+				rest(0),
+			},
+		},
+		{
+			name: "interval: the queue is never more than the interval makes plausible",
+			interval: &event.ServerSample{Dialect: "sglang", Stages: map[string]event.HistStat{
+				"queue": {Count: 8, Mean: 10 * ms, P99: 20 * ms},
+			}},
+			want: []event.StageTiming{
+				est(event.StageQueue, 20*ms, queueFitSource("the interval's queue p99 20ms")),
+				rest(15*ms, noteQueueLimited),
+			},
+		},
+		{
+			name: "interval: nobody queued, so no queue",
+			interval: &event.ServerSample{Dialect: "trtllm", Stages: map[string]event.HistStat{
+				"queue": {Count: 5}, "prefill": {Count: 5, Mean: 25 * ms},
+			}},
+			want: []event.StageTiming{
+				est(event.StageQueue, 0, queueFitSource("the interval's queue total 0s")),
+				est(event.StagePrefill, 25*ms, "metrics.interval"),
+				rest(10*ms, noteQueueLimited),
+			},
+		},
+		{
+			name: "interval: a mean longer than the window is cut to it, and leaves no queue",
+			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
+				"queue": {Count: 3, Mean: 30 * ms, P99: 34 * ms}, "prefill": {Count: 3, Mean: 40 * ms},
+			}},
+			rtt: 200 * us,
+			want: []event.StageTiming{
+				netOut(100 * us),
+				est(event.StageQueue, 0, queueFitSource("the interval's queue p99 34ms")),
+				est(event.StagePrefill, 34800*us, "metrics.interval (prefill includes first decode; the mean cut to what is left of this request's server window)"),
+				netBack(100 * us),
+				rest(0),
+			},
+		},
+		{
+			name: "interval: the TTFT p99 bounds the queue when it is the larger",
+			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
+				"queue": {Count: 3, Mean: 2 * ms, P99: 3 * ms}, "ttft": {Count: 5, Mean: 20 * ms, P99: 25 * ms},
+			}},
+			want: []event.StageTiming{
+				est(event.StageQueue, 25*ms, queueFitSource("the interval's TTFT p99 25ms")),
+				rest(10*ms, noteQueueLimited),
+			},
+		},
+		{
+			name: "interval: client stages that exceed the TTFT leave nothing to fit",
+			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
+				"queue": {Count: 3, Mean: 2 * ms, P99: 3 * ms}, "prefill": {Count: 3, Mean: 20 * ms},
+			}},
+			ttft: 300 * us,
+			want: []event.StageTiming{
+				est(event.StageQueue, 0, queueFitSource("the interval's queue p99 3ms")),
+				rest(-60*us, notePrefillNothingLeft, "negative: the client stages exceed the TTFT"),
+			},
+		},
+		{
+			name:     "interval: per-token means are never stages",
+			interval: llamacppInterval(),
+			want:     []event.StageTiming{rest(35 * ms)},
+		},
+		{
+			name:    "network estimate says what it rests on",
+			rtt:     100 * us,
+			samples: 12,
+			want: []event.StageTiming{
+				est(event.StageNetworkOut, 50*us, "connect_rtt (min of 12)"),
+				est(event.StageNetworkReturn, 50*us, "connect_rtt (min of 12)"),
+				rest(34900 * us),
+			},
+		},
+		{
+			name: "llama.cpp: the slot wait is wait_headers less the round trip",
+			st:   timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 4 * ms, event.StageDecode: 300 * ms}),
+			rtt:  200 * us,
+			kind: "llamacpp",
+			want: []event.StageTiming{
+				netOut(100 * us),
+				measured(event.StageQueue, 29800*us, srcLlamaSlot),
+				srv(event.StagePrefill, 4*ms, "llamacpp.timings"),
+				netBack(100 * us),
+				rest(1 * ms),
+			},
+		},
+		{
+			name:     "llama.cpp without timings: the slot wait, and no per-token mean as prefill",
+			interval: llamacppInterval(),
+			rtt:      200 * us,
+			kind:     "llamacpp",
+			want: []event.StageTiming{
+				netOut(100 * us),
+				measured(event.StageQueue, 29800*us, srcLlamaSlot),
+				netBack(100 * us),
+				rest(5 * ms),
+			},
+		},
+		{
+			name: "llama.cpp whose prefill does not fit after the headers: no slot wait claimed",
+			st:   timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 12 * ms}),
+			kind: "llamacpp",
+			want: []event.StageTiming{
+				srv(event.StagePrefill, 12*ms, "llamacpp.timings"),
+				rest(23 * ms),
+			},
+		},
+		{
+			name: "vllm: headers at once, so wait_headers is no queue",
+			kind: "vllm",
+			want: []event.StageTiming{rest(35 * ms)},
+		},
+		{
+			name: "per-request queue wins over the slot wait",
+			st:   timing(SourceOTLPTGI, map[event.Stage]time.Duration{event.StageQueue: 12 * ms}),
+			kind: "llamacpp",
+			want: []event.StageTiming{
+				srv(event.StageQueue, 12*ms, "otlp.tgi"),
+				rest(23 * ms),
+			},
+		},
+		{
+			name: "cached prompt tokens are named on the prefill",
+			st: &event.ServerTiming{Source: "llamacpp.timings", PromptTokens: 512, CachedTokens: 448,
+				Stages: map[event.Stage]time.Duration{event.StagePrefill: 3 * ms}},
+			want: []event.StageTiming{
+				srv(event.StagePrefill, 3*ms, "llamacpp.timings (448 of 512 prompt tokens cached)"),
+				rest(32 * ms),
+			},
+		},
+		{
+			name: "cached prompt tokens are named on an interval prefill too",
+			st:   &event.ServerTiming{Source: "usage", CachedTokens: 100},
+			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
+				"prefill": {Count: 3, Mean: 10 * ms},
+			}},
+			want: []event.StageTiming{
+				est(event.StagePrefill, 10*ms, "metrics.interval (prefill includes first decode; 100 prompt tokens cached)"),
+				rest(25 * ms),
 			},
 		},
 		{
@@ -238,20 +416,16 @@ func TestAttribute(t *testing.T) {
 				rest(-5*ms, noteNetDropped, noteNegative),
 			},
 		},
-		{
-			name: "over: interval means that do not fit are dropped, the network estimate stays",
-			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
-				"queue": {Count: 3, Mean: 30 * ms}, "prefill": {Count: 3, Mean: 10 * ms},
-			}},
-			rtt:  200 * us,
-			want: []event.StageTiming{netOut(100 * us), netBack(100 * us), rest(34800*us, noteIntervalDropped)},
-		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := clientRequest()
-			got := Attribute(r, tc.st, tc.interval, tc.rtt)
+			if tc.ttft != 0 {
+				r.TTFT = tc.ttft
+			}
+			got := Attribute(r, AttributionInput{Server: tc.st, Interval: tc.interval,
+				Network: NetworkEstimate{RTT: tc.rtt, Samples: tc.samples}, ServerKind: tc.kind})
 			want := append(clientPart(), tc.want...)
 			if len(got) != len(want) {
 				t.Fatalf("got %d stages, want %d:\n got %v\nwant %v", len(got), len(want), got, want)
@@ -271,7 +445,7 @@ func TestAttribute(t *testing.T) {
 func TestAttributeClientStagesOnly(t *testing.T) {
 	t.Parallel()
 	r := &event.Request{Outcome: event.OutcomeOK, TTFT: 7 * ms}
-	got := Attribute(r, nil, nil, 0)
+	got := Attribute(r, AttributionInput{})
 	if len(got) != 1 || got[0] != rest(7*ms) {
 		t.Errorf("breakdown = %v, want only unattributed 7ms", got)
 	}
@@ -291,7 +465,8 @@ func checkSum(t testing.TB, r *event.Request, breakdown []event.StageTiming) {
 				isClient = true
 			}
 		}
-		if s.Provenance == event.Measured && !isClient {
+		slotWait := s.Stage == event.StageQueue && strings.HasPrefix(s.Source, SourceWaitHeaders)
+		if s.Provenance == event.Measured && !isClient && !slotWait {
 			t.Fatalf("%s presented as measured: %v", s.Stage, breakdown)
 		}
 	}
@@ -300,9 +475,9 @@ func checkSum(t testing.TB, r *event.Request, breakdown []event.StageTiming) {
 	}
 }
 
-// randomInputs builds a request, server timing, interval and RTT from rng,
+// randomInputs builds a request and what Attribute joins onto it from rng,
 // including the odd values (negative, zero, huge) a broken source may send.
-func randomInputs(rng *rand.Rand) (*event.Request, *event.ServerTiming, *event.ServerSample, time.Duration) {
+func randomInputs(rng *rand.Rand) (*event.Request, AttributionInput) {
 	dur := func() time.Duration {
 		switch rng.IntN(8) {
 		case 0:
@@ -331,7 +506,8 @@ func randomInputs(rng *rand.Rand) (*event.Request, *event.ServerTiming, *event.S
 	var st *event.ServerTiming
 	if rng.IntN(3) > 0 {
 		sources := []string{SourceOTLP, SourceOTLPTGI, "vllm.metrics", "llamacpp.timings", "ollama.final", "tgi.headers", "sim.truth", "other"}
-		st = &event.ServerTiming{Source: sources[rng.IntN(len(sources))], Stages: map[event.Stage]time.Duration{}}
+		st = &event.ServerTiming{Source: sources[rng.IntN(len(sources))], Stages: map[event.Stage]time.Duration{},
+			PromptTokens: rng.IntN(3) * 512, CachedTokens: rng.IntN(3) * 300}
 		for _, s := range []event.Stage{event.StageHTTP, event.StageTokenize, event.StageQueue, event.StagePrefill,
 			event.StageFirstDecode, event.StageDetokenize, event.StageServerTTFT, event.StageDecode, "load"} {
 			if rng.IntN(2) == 0 {
@@ -341,22 +517,25 @@ func randomInputs(rng *rand.Rand) (*event.Request, *event.ServerTiming, *event.S
 	}
 	var interval *event.ServerSample
 	if rng.IntN(2) == 0 {
-		interval = &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{}}
-		for _, s := range []string{"tokenize", "queue", "prefill"} {
+		dialects := []string{"vllm", "sglang", "llamacpp", "triton"}
+		interval = &event.ServerSample{Dialect: dialects[rng.IntN(len(dialects))], Stages: map[string]event.HistStat{}}
+		for _, s := range []string{"tokenize", "queue", "prefill", "ttft", "prefill_per_token"} {
 			if rng.IntN(2) == 0 {
-				interval.Stages[s] = event.HistStat{Count: float64(rng.IntN(3)), Mean: dur()}
+				interval.Stages[s] = event.HistStat{Count: float64(rng.IntN(3)), Mean: dur(), P99: dur()}
 			}
 		}
 	}
-	return r, st, interval, dur()
+	kinds := []string{"", "llamacpp", "vllm", "latscope-sim"}
+	return r, AttributionInput{Server: st, Interval: interval,
+		Network: NetworkEstimate{RTT: dur(), Samples: rng.IntN(20)}, ServerKind: kinds[rng.IntN(len(kinds))]}
 }
 
 func TestAttributeSumsToTTFT(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 20000 {
-		r, st, interval, rtt := randomInputs(rng)
-		checkSum(t, r, Attribute(r, st, interval, rtt))
+		r, in := randomInputs(rng)
+		checkSum(t, r, Attribute(r, in))
 	}
 }
 
@@ -365,8 +544,8 @@ func FuzzAttribute(f *testing.F) {
 	f.Add(uint64(0), uint64(0))
 	f.Add(uint64(1<<63), uint64(42))
 	f.Fuzz(func(t *testing.T, a, b uint64) {
-		r, st, interval, rtt := randomInputs(rand.New(rand.NewPCG(a, b)))
-		checkSum(t, r, Attribute(r, st, interval, rtt))
+		r, in := randomInputs(rand.New(rand.NewPCG(a, b)))
+		checkSum(t, r, Attribute(r, in))
 	})
 }
 
@@ -686,6 +865,166 @@ func TestAttributorPassThrough(t *testing.T) {
 	}
 }
 
+// TestAttributorServerKind takes the server kind from the config and from a
+// session header passing through: only for llama.cpp is the wait for the
+// headers the slot wait.
+func TestAttributorServerKind(t *testing.T) {
+	t.Parallel()
+	llama := func(id string) event.Event {
+		ev := requestEvent(id)
+		ev.Request.Server = timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 4 * ms})
+		return ev
+	}
+	slotQueue := func(r *event.Request) bool { return hasStage(r, event.StageQueue, event.Measured) }
+
+	p := startPipeline(t, AttributorConfig{Server: "llamacpp"})
+	p.send(t, llama("configured"))
+	if got := p.next(t).Request; !slotQueue(got) {
+		t.Errorf("server llamacpp from the config: %v, want a measured queue", got.Breakdown)
+	}
+	p.send(t, event.NewSession(&event.Session{Server: "vllm"}))
+	if got := p.next(t); got.Session == nil {
+		t.Fatalf("session header not passed on: %+v", got)
+	}
+	p.send(t, llama("after-header"))
+	if got := p.next(t).Request; slotQueue(got) {
+		t.Errorf("after a vllm session header: %v, want no queue from wait_headers", got.Breakdown)
+	}
+
+	q := startPipeline(t, AttributorConfig{})
+	q.send(t, llama("unknown"))
+	if got := q.next(t).Request; slotQueue(got) {
+		t.Errorf("unknown server: %v, want no queue from wait_headers", got.Breakdown)
+	}
+	q.send(t, event.NewSession(&event.Session{Server: "llamacpp"}))
+	q.next(t)
+	q.send(t, llama("llamacpp-header"))
+	if got := q.next(t).Request; !slotQueue(got) {
+		t.Errorf("after a llamacpp session header: %v, want a measured queue", got.Breakdown)
+	}
+}
+
+func TestHeadersAtSlot(t *testing.T) {
+	t.Parallel()
+	for server, want := range map[string]bool{
+		"llamacpp": true, "vllm": false, "latscope-sim": false, "llm-d-inference-sim": false,
+		"tgi": false, "openai": false, "unknown": false, "": false,
+	} {
+		if got := HeadersAtSlot(server); got != want {
+			t.Errorf("HeadersAtSlot(%q) = %v, want %v", server, got, want)
+		}
+	}
+	seen := map[string]bool{}
+	for _, h := range HeaderTimings() {
+		if seen[h.Server] || h.When == "" {
+			t.Errorf("header timing table: %+v repeated or unexplained", h)
+		}
+		seen[h.Server] = true
+	}
+}
+
+// TestAttributorIntervalMemory: a stage the latest interval did not observe
+// is taken from the last interval that did, within intervalMemoryAge; a
+// stale sample adds nothing.
+func TestAttributorIntervalMemory(t *testing.T) {
+	t.Parallel()
+	at := time.Unix(1767000000, 0)
+	sample := func(d time.Duration, queue, prefill event.HistStat) event.Event {
+		return event.NewServer(&event.ServerSample{Time: at.Add(d), Dialect: "vllm",
+			Stages: map[string]event.HistStat{"queue": queue, "prefill": prefill}})
+	}
+	queueOf := func(r *event.Request) (time.Duration, bool) {
+		for _, s := range r.Breakdown {
+			if s.Stage == event.StageQueue {
+				return s.Duration, true
+			}
+		}
+		return 0, false
+	}
+	p := startPipeline(t, AttributorConfig{})
+	p.send(t, sample(0, event.HistStat{Count: 4, Mean: 20 * ms, P99: 30 * ms}, event.HistStat{Count: 4, Mean: 10 * ms}))
+	p.next(t)
+	// The next interval saw no request end: its queue statistics are empty.
+	p.send(t, sample(time.Second, event.HistStat{}, event.HistStat{Count: 1, Mean: 12 * ms}))
+	p.next(t)
+	p.send(t, requestEvent("quiet"))
+	got := p.next(t).Request
+	if q, ok := queueOf(got); !ok || q != 22800*us {
+		t.Errorf("after a quiet interval: queue %v (found %v), want 22.8ms (fitted within the limit of the interval before): %v", q, ok, got.Breakdown)
+	}
+
+	stale := sample(2*time.Second, event.HistStat{Count: 9, Mean: time.Second, P99: 2 * time.Second}, event.HistStat{Count: 9, Mean: 1 * ms})
+	stale.Server.Stale = true
+	p.send(t, stale)
+	p.next(t)
+	p.send(t, sample(time.Minute, event.HistStat{}, event.HistStat{Count: 1, Mean: 12 * ms}))
+	p.next(t)
+	p.send(t, requestEvent("later"))
+	if got := p.next(t).Request; hasStage(got, event.StageQueue, event.Estimated) {
+		t.Errorf("a minute later: %v, want no queue from statistics that old (nor from a stale sample)", got.Breakdown)
+	}
+}
+
+// TestAttributorModelLoading: the first 503 "Loading model" answer gives one
+// collector marker, before the request; more give none until a request has
+// succeeded.
+func TestAttributorModelLoading(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Unix(1767000000, 0)}
+	p := startPipeline(t, AttributorConfig{Now: clock.Now})
+	loading := func(id string) event.Event {
+		ev := requestEvent(id)
+		ev.Request.Outcome, ev.Request.Status, ev.Request.Error = event.OutcomeHTTPStatus, 503, "http 503: Loading model"
+		return ev
+	}
+	p.send(t, loading("a"))
+	m := p.next(t).Marker
+	if m == nil || m.Kind != event.MarkerCollector || !strings.HasPrefix(m.Message, "model loading:") || !strings.Contains(m.Message, "Loading model") {
+		t.Fatalf("first 503 Loading model: marker %+v", m)
+	}
+	if got := p.next(t).Request; got == nil || got.ID != "a" {
+		t.Fatalf("the request did not follow its marker: %+v", got)
+	}
+	p.send(t, loading("b"))
+	if got := p.next(t); got.Request == nil {
+		t.Errorf("a second loading answer gave %+v, want only the request", got)
+	}
+	other := requestEvent("busy")
+	other.Request.Outcome, other.Request.Status, other.Request.Error = event.OutcomeHTTPStatus, 503, "http 503: server busy"
+	p.send(t, other)
+	p.next(t)
+	p.send(t, requestEvent("ok"))
+	p.next(t)
+	clock.Add(time.Minute)
+	p.send(t, loading("c"))
+	if m2 := p.next(t).Marker; m2 == nil || !m2.Time.After(m.Time) {
+		t.Errorf("loading again after a success: marker %+v, want a new, later one", m2)
+	}
+}
+
+// TestAttributorJoinKeepsCachedTokens: a request whose record knows its
+// cached tokens but has no stages waits for its span, and the span's
+// timing keeps the count.
+func TestAttributorJoinKeepsCachedTokens(t *testing.T) {
+	t.Parallel()
+	p := startPipeline(t, AttributorConfig{JoinSpans: true, JoinWait: time.Hour})
+	ev := requestEvent("cached")
+	ev.Request.Server = &event.ServerTiming{Source: "usage", PromptTokens: 512, CachedTokens: 384}
+	p.send(t, ev)
+	p.nothingOut(t)
+	p.send(t, spanEvent("cached"))
+	got := p.next(t).Request
+	if got.Server == nil || got.Server.Source != SourceOTLP || got.Server.CachedTokens != 384 {
+		t.Fatalf("joined timing = %+v, want the span's with 384 cached tokens", got.Server)
+	}
+	want := "otlp (prefill includes first decode; 384 of 512 prompt tokens cached)"
+	for _, s := range got.Breakdown {
+		if s.Stage == event.StagePrefill && s.Source != want {
+			t.Errorf("prefill source %q, want %q", s.Source, want)
+		}
+	}
+}
+
 func TestAttributorReusedConnectionRTT(t *testing.T) {
 	t.Parallel()
 	p := startPipeline(t, AttributorConfig{})
@@ -698,7 +1037,7 @@ func TestAttributorReusedConnectionRTT(t *testing.T) {
 	reused.Request.ConnectRTT, reused.Request.ReusedConn = 0, true
 	p.send(t, reused)
 	got := p.next(t).Request
-	if !hasStage(got, event.StageNetworkOut, event.Estimated) || got.Breakdown[len(clientPart())] != netOut(200*us) {
+	if want := est(event.StageNetworkOut, 200*us, "connect_rtt (1 sample)"); got.Breakdown[len(clientPart())] != want {
 		t.Errorf("reused connection: %v, want network_out 200µs from the target's last RTT", got.Breakdown)
 	}
 
@@ -707,6 +1046,74 @@ func TestAttributorReusedConnectionRTT(t *testing.T) {
 	p.send(t, elsewhere)
 	if got := p.next(t).Request; hasStage(got, event.StageNetworkOut, event.Estimated) {
 		t.Errorf("a target with no RTT got a network estimate: %v", got.Breakdown)
+	}
+}
+
+// TestAttributorNetworkEstimateIgnoresASlowDial feeds loopback-like connect
+// times (about 60 µs) with one dial slowed to 4.5 ms, as on a busy machine:
+// every later request's network estimate stays within 0.2 ms of the true
+// round trip, and says how many connects it rests on.
+func TestAttributorNetworkEstimateIgnoresASlowDial(t *testing.T) {
+	t.Parallel()
+	const trueRTT = 60 * us
+	p := startPipeline(t, AttributorConfig{})
+	rng := rand.New(rand.NewPCG(3, 4))
+	var worst time.Duration
+	for i := range 40 {
+		ev := requestEvent(fmt.Sprintf("r%d", i))
+		switch {
+		case i == 5:
+			ev.Request.ConnectRTT = 4500 * us // the slow dial
+		case i%4 == 0:
+			ev.Request.ConnectRTT = trueRTT + time.Duration(rng.Int64N(int64(30*us))) // jitter only adds
+		default:
+			ev.Request.ConnectRTT, ev.Request.ReusedConn = 0, true
+		}
+		p.send(t, ev)
+		got := p.next(t).Request
+		var network time.Duration
+		var src string
+		for _, s := range got.Breakdown {
+			if s.Stage == event.StageNetworkOut || s.Stage == event.StageNetworkReturn {
+				network += s.Duration
+				src = s.Source
+			}
+		}
+		if err := (network - trueRTT).Abs(); err > worst {
+			worst = err
+		}
+		if i >= 5 && (network-trueRTT).Abs() > 200*us {
+			t.Errorf("request %d: network estimate %v, true RTT %v (%s)", i, network, trueRTT, src)
+		}
+		if i == 39 && src != "connect_rtt (min of 11)" {
+			t.Errorf("last request's network source = %q, want it to say the estimate rests on 11 connects", src)
+		}
+	}
+	t.Logf("worst network estimate error after the slow dial: %v", worst)
+}
+
+func TestConnectTimes(t *testing.T) {
+	t.Parallel()
+	var c connectTimes
+	if got := c.estimate(); got != (NetworkEstimate{}) {
+		t.Errorf("empty: %+v", got)
+	}
+	c.add(4500 * us)
+	if got := c.estimate(); got != (NetworkEstimate{RTT: 4500 * us, Samples: 1}) {
+		t.Errorf("one slow dial: %+v", got)
+	}
+	c.add(80 * us)
+	c.add(95 * us)
+	if got := c.estimate(); got != (NetworkEstimate{RTT: 80 * us, Samples: 3}) {
+		t.Errorf("after two fast dials: %+v, want the lowest", got)
+	}
+	// A route change to a longer path is followed once the short dials
+	// have left the window.
+	for range connectWindow {
+		c.add(2 * ms)
+	}
+	if got := c.estimate(); got != (NetworkEstimate{RTT: 2 * ms, Samples: connectWindow}) {
+		t.Errorf("after a route change: %+v, want 2ms from %d samples", got, connectWindow)
 	}
 }
 

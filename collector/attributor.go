@@ -3,6 +3,8 @@ package collector
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -18,6 +20,12 @@ const (
 	DefaultMaxSpans   = 65536
 	maxTargets        = 1024 // bound on the per-target RTT memory
 	expiryReportEvery = 10 * time.Second
+	// connectWindow is how many recent connect times per target the
+	// network estimate is the lowest of.
+	connectWindow = 16
+	// intervalMemoryAge is how long (in sample time) a stage's statistics
+	// stand in for later intervals that observed nothing of that stage.
+	intervalMemoryAge = 30 * time.Second
 )
 
 // AttributorConfig configures an Attributor.
@@ -43,6 +51,11 @@ type AttributorConfig struct {
 	// Poll is how often held requests are checked against their deadline;
 	// derived from JoinWait when zero.
 	Poll time.Duration
+	// Server is the kind of server measured, as in event.Session.Server
+	// ("llamacpp", "vllm", "latscope-sim"); a session header passing through
+	// overrides it. It decides whether the wait for the response headers is
+	// the slot wait (HeadersAtSlot).
+	Server string
 }
 
 // AttributorStats counts the attributor's work.
@@ -114,20 +127,23 @@ func (a *Attributor) Stats() AttributorStats {
 type heldRequest struct {
 	ev       event.Event
 	deadline time.Time
-	rtt      time.Duration
+	network  NetworkEstimate
 	keys     []string
 	done     bool // released; its slot in pending is skipped
 }
 
 // attributorState is owned by the Run goroutine.
 type attributorState struct {
-	interval *event.ServerSample      // latest server sample with stage statistics
-	lastRTT  map[string]time.Duration // per target: the last connect RTT seen
-	spans    *spanStore
-	pending  []*heldRequest          // arrival order, which is also deadline order
-	held     map[string]*heldRequest // by request and trace key
-	heldN    int                     // requests held now
-	settlers []chan struct{}         // Settle calls waiting for heldN to reach 0
+	server    string         // the server kind (AttributorConfig.Server, or the session header's)
+	intervals intervalMemory // the server's interval statistics
+	connects  map[string]*connectTimes
+	loading   bool       // the server said it is loading its model, and has not served a request since
+	clock     eventClock // stamps the attributor's own markers
+	spans     *spanStore
+	pending   []*heldRequest          // arrival order, which is also deadline order
+	held      map[string]*heldRequest // by request and trace key
+	heldN     int                     // requests held now
+	settlers  []chan struct{}         // Settle calls waiting for heldN to reach 0
 
 	lastExpiryReport time.Time
 	expiredSince     uint64
@@ -149,9 +165,11 @@ func (a *Attributor) Run(ctx context.Context, in <-chan event.Event, out chan<- 
 	defer close(a.finished)
 	defer close(out)
 	st := &attributorState{
-		lastRTT: map[string]time.Duration{},
-		spans:   newSpanStore(a.cfg.SpanTTL, a.cfg.MaxSpans),
-		held:    map[string]*heldRequest{},
+		server:   a.cfg.Server,
+		connects: map[string]*connectTimes{},
+		clock:    eventClock{now: a.cfg.Now},
+		spans:    newSpanStore(a.cfg.SpanTTL, a.cfg.MaxSpans),
+		held:     map[string]*heldRequest{},
 	}
 	ticker := time.NewTicker(a.cfg.Poll)
 	defer ticker.Stop()
@@ -244,33 +262,36 @@ func (a *Attributor) accept(st *attributorState, ev event.Event, ready []event.E
 	switch {
 	case ev.Span != nil:
 		return a.acceptSpan(st, ev.Span, ready)
-	case ev.Server != nil && len(ev.Server.Stages) > 0:
-		st.interval = ev.Server
+	case ev.Server != nil:
+		st.intervals.add(ev.Server)
+	case ev.Session != nil && ev.Session.Server != "":
+		st.server = ev.Session.Server
 	}
 	r := ev.Request
 	if r == nil {
 		return append(ready, ev)
 	}
-	rtt := st.rttFor(r)
+	network := st.networkFor(r)
+	ready = a.noteLoading(st, r, ready)
 	if !r.OK() || len(r.Breakdown) > 0 {
 		return append(ready, ev) // failed, or attributed already (a replay)
 	}
-	if r.Server != nil {
+	if len(serverStages(r.Server, "")) > 0 {
 		a.fromRecord.Add(1)
-		return append(ready, a.finish(st, ev, rtt))
+		return append(ready, a.finish(st, ev, network))
 	}
 	keys := requestKeys(r)
 	if a.cfg.JoinSpans {
 		if timing, ok := st.spans.find(keys, a.cfg.Now()); ok {
-			r.Server = timing
+			r.Server = joinTiming(r.Server, timing)
 			a.fromSpan.Add(1)
-			return append(ready, a.finish(st, ev, rtt))
+			return append(ready, a.finish(st, ev, network))
 		}
 	}
 	if a.cfg.JoinWait <= 0 || len(keys) == 0 {
-		return append(ready, a.finish(st, ev, rtt))
+		return append(ready, a.finish(st, ev, network))
 	}
-	h := &heldRequest{ev: ev, deadline: a.cfg.Now().Add(a.cfg.JoinWait), rtt: rtt, keys: keys}
+	h := &heldRequest{ev: ev, deadline: a.cfg.Now().Add(a.cfg.JoinWait), network: network, keys: keys}
 	st.pending = append(st.pending, h)
 	st.heldN++
 	for _, k := range keys {
@@ -297,7 +318,7 @@ func (a *Attributor) acceptSpan(st *attributorState, sp *event.Span, ready []eve
 		if h == nil || h.done {
 			continue
 		}
-		h.ev.Request.Server = cloneTiming(&sp.Timing)
+		h.ev.Request.Server = joinTiming(h.ev.Request.Server, cloneTiming(&sp.Timing))
 		a.fromSpan.Add(1)
 		return append(ready, a.release(st, h))
 	}
@@ -326,7 +347,7 @@ func (a *Attributor) release(st *attributorState, h *heldRequest) event.Event {
 		clear(st.pending[len(kept):])
 		st.pending = kept
 	}
-	return a.finish(st, h.ev, h.rtt)
+	return a.finish(st, h.ev, h.network)
 }
 
 // expire releases the held requests past their deadline (all of them when
@@ -349,7 +370,7 @@ func (a *Attributor) expire(st *attributorState, ready []event.Event, force bool
 	st.pending = kept
 	if st.expiredSince > 0 && !force && now.Sub(st.lastExpiryReport) >= expiryReportEvery {
 		ready = append(ready, event.NewMarker(&event.Marker{
-			Time: now, Kind: event.MarkerCollector, Source: "attributor",
+			Time: st.clock.stamp(now), Kind: event.MarkerCollector, Source: attributorSource,
 			Message: fmt.Sprintf("%d request(s) got no server span within %s: is the server exporting spans, and sooner than the join wait (OTEL_BSP_SCHEDULE_DELAY)?",
 				st.expiredSince, a.cfg.JoinWait),
 			Values: map[string]float64{"expired": float64(st.expiredSince)},
@@ -364,18 +385,63 @@ func (a *Attributor) releaseAll(st *attributorState, ready []event.Event) []even
 }
 
 // finish fills the breakdown of an OK request.
-func (a *Attributor) finish(st *attributorState, ev event.Event, rtt time.Duration) event.Event {
+func (a *Attributor) finish(st *attributorState, ev event.Event, network NetworkEstimate) event.Event {
 	r := ev.Request
+	interval := st.intervals.sample()
 	switch {
-	case r.Server != nil && len(serverStages(r.Server)) > 0:
-	case len(intervalStages(st.interval)) > 0:
+	case len(serverStages(r.Server, "")) > 0:
+	case hasIntervalEstimates(interval):
 		a.fromInterval.Add(1)
 	default:
 		a.noServer.Add(1)
 	}
-	r.Breakdown = Attribute(r, r.Server, st.interval, rtt)
+	r.Breakdown = Attribute(r, AttributionInput{Server: r.Server, Interval: interval, RecentQueueLimit: st.intervals.queueLimit(),
+		Network: network, ServerKind: st.server})
 	a.attributed.Add(1)
 	return ev
+}
+
+// attributorSource names the attributor in its markers.
+const attributorSource = "attributor"
+
+// noteLoading emits a marker when the server first answers that it is
+// still loading its model (llama-server: 503 "Loading model"), and forgets
+// it once a request succeeds, so the next load is reported again.
+func (a *Attributor) noteLoading(st *attributorState, r *event.Request, ready []event.Event) []event.Event {
+	switch {
+	case r.OK():
+		st.loading = false
+	case !st.loading && modelLoading(r):
+		st.loading = true
+		ready = append(ready, event.NewMarker(&event.Marker{
+			Time: st.clock.Now(), Kind: event.MarkerCollector, Source: attributorSource,
+			Message:    "model loading: the server answered " + r.Error + "; requests fail until it is ready",
+			RequestIDs: []string{r.ID},
+		}))
+	}
+	return ready
+}
+
+// modelLoading reports whether a failed request says the server is still
+// loading its model.
+func modelLoading(r *event.Request) bool {
+	return r.Outcome == event.OutcomeHTTPStatus && r.Status == http.StatusServiceUnavailable &&
+		strings.Contains(strings.ToLower(r.Error), "loading")
+}
+
+// joinTiming is a span's timing with what the request's own record knew
+// and the span does not say (the prompt's cached tokens).
+func joinTiming(own, span *event.ServerTiming) *event.ServerTiming {
+	if own == nil {
+		return span
+	}
+	if span.CachedTokens == 0 {
+		span.CachedTokens = own.CachedTokens
+	}
+	if span.PromptTokens == 0 {
+		span.PromptTokens = own.PromptTokens
+	}
+	return span
 }
 
 // shutdown releases every held request and offers the outbox to out for at
@@ -395,18 +461,116 @@ func (a *Attributor) shutdown(st *attributorState, out chan<- event.Event, outbo
 	}
 }
 
-// rttFor records r's connect RTT for its target and returns the RTT to use
-// for r: its own, or the last one seen on the target when it reused a
-// connection.
-func (st *attributorState) rttFor(r *event.Request) time.Duration {
+// networkFor records r's connect RTT, if it dialled, among its target's
+// recent ones and returns the network estimate for r.
+func (st *attributorState) networkFor(r *event.Request) NetworkEstimate {
+	c := st.connects[r.Target]
 	if r.ConnectRTT > 0 {
-		if _, known := st.lastRTT[r.Target]; !known && len(st.lastRTT) >= maxTargets {
-			clear(st.lastRTT) // many targets: forget, rather than grow without bound
+		if c == nil {
+			if len(st.connects) >= maxTargets {
+				clear(st.connects) // many targets: forget, rather than grow without bound
+			}
+			c = &connectTimes{}
+			st.connects[r.Target] = c
 		}
-		st.lastRTT[r.Target] = r.ConnectRTT
-		return r.ConnectRTT
+		c.add(r.ConnectRTT)
 	}
-	return st.lastRTT[r.Target]
+	if c == nil {
+		return NetworkEstimate{}
+	}
+	return c.estimate()
+}
+
+// connectTimes keeps a target's most recent connect times. The network
+// estimate is the lowest of them: a slow dial (a busy moment, a lost SYN)
+// only ever adds to the path's round trip, so the fastest recent one is the
+// closest to it, and keeping only recent ones follows a route change.
+type connectTimes struct {
+	recent [connectWindow]time.Duration
+	n      int // how many of recent hold a sample
+	next   int // where the next sample goes
+}
+
+func (c *connectTimes) add(d time.Duration) {
+	c.recent[c.next] = d
+	c.next = (c.next + 1) % len(c.recent)
+	c.n = min(c.n+1, len(c.recent))
+}
+
+func (c *connectTimes) estimate() NetworkEstimate {
+	if c.n == 0 {
+		return NetworkEstimate{}
+	}
+	return NetworkEstimate{RTT: slices.Min(c.recent[:c.n]), Samples: c.n}
+}
+
+// intervalMemory keeps the server's interval statistics for the
+// attributor: the latest sample's, with each stage that observed nothing in
+// it taken from the latest interval that did (up to intervalMemoryAge
+// before), so that a quiet interval does not leave the requests finishing
+// in it without an estimate. Stale samples (repeats after a failed scrape)
+// add nothing.
+type intervalMemory struct {
+	dialect string
+	seen    map[string]seenStat
+	merged  *event.ServerSample
+	limits  []seenLimit // each recent interval's plausible queue limit, oldest first
+}
+
+type seenLimit struct {
+	limit time.Duration
+	at    time.Time
+}
+
+type seenStat struct {
+	stat event.HistStat
+	at   time.Time
+}
+
+func (m *intervalMemory) add(s *event.ServerSample) {
+	if s.Stale || len(s.Stages) == 0 {
+		return
+	}
+	if m.seen == nil || s.Dialect != m.dialect {
+		m.dialect, m.seen, m.limits = s.Dialect, map[string]seenStat{}, nil
+	}
+	if h, ok := s.Stages[string(event.StageQueue)]; ok && h.Count > 0 {
+		limit, _ := plausibleQueue(s)
+		m.limits = append(m.limits, seenLimit{limit: limit, at: s.Time})
+	}
+	for len(m.limits) > 0 && s.Time.Sub(m.limits[0].at) > intervalMemoryAge {
+		m.limits = m.limits[1:]
+	}
+	for name, h := range s.Stages {
+		if h.Count > 0 {
+			m.seen[name] = seenStat{stat: h, at: s.Time}
+		}
+	}
+	merged := &event.ServerSample{Time: s.Time, Source: s.Source, Dialect: s.Dialect, Interval: s.Interval,
+		Stages: make(map[string]event.HistStat, len(s.Stages))}
+	for name, h := range s.Stages {
+		merged.Stages[name] = h
+	}
+	for name, seen := range m.seen {
+		if s.Time.Sub(seen.at) > intervalMemoryAge {
+			delete(m.seen, name)
+			continue
+		}
+		merged.Stages[name] = seen.stat
+	}
+	m.merged = merged
+}
+
+// sample returns the statistics to attribute with; nil before any.
+func (m *intervalMemory) sample() *event.ServerSample { return m.merged }
+
+// queueLimit is the longest queue wait the recent intervals make plausible.
+func (m *intervalMemory) queueLimit() time.Duration {
+	var limit time.Duration
+	for _, l := range m.limits {
+		limit = max(limit, l.limit)
+	}
+	return limit
 }
 
 func requestKey(id string) string { return "r:" + id }

@@ -183,11 +183,12 @@ func (s *SimulatedGPU) Run(ctx context.Context, emit func(event.Event)) error {
 	ticker := time.NewTicker(s.cfg.Interval)
 	defer ticker.Stop()
 	m := newSimModel()
+	clock := eventClock{now: s.cfg.Now}
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		now := s.cfg.Now()
+		now := clock.Now()
 		dev := m.step(now, s.load())
 		emit(event.NewGPU(&event.GPUSample{Time: now, Available: true, Simulated: true, Devices: []event.GPUDevice{dev}}))
 		select {

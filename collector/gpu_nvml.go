@@ -66,12 +66,13 @@ func (g *GPU) Run(ctx context.Context, emit func(event.Event)) error {
 
 	ticker := time.NewTicker(g.cfg.Interval)
 	defer ticker.Stop()
+	clock := eventClock{now: g.cfg.Now}
 	for {
 		// A tick and the end of ctx can be ready together; the end wins.
 		if ctx.Err() != nil {
 			return nil
 		}
-		now := g.cfg.Now()
+		now := clock.Now()
 		devs := make([]event.GPUDevice, 0, len(indices))
 		for _, i := range indices {
 			devs = append(devs, g.readDevice(i, readReasons))

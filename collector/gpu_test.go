@@ -330,3 +330,24 @@ func TestSimulatedGPUStopsWhenCancelled(t *testing.T) {
 		t.Errorf("Run on a cancelled context = %v with %d events, want nil and none", err, n)
 	}
 }
+
+// TestSimulatedGPUTimesNeverGoBack: a clock stepped back (as a wall clock
+// may be) does not put a sample before the one it follows.
+func TestSimulatedGPUTimesNeverGoBack(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	var mu sync.Mutex
+	step := time.Duration(0)
+	clock := func() time.Time { // +10 s, -7 s, +10 s, ...
+		mu.Lock()
+		defer mu.Unlock()
+		step++
+		return at.Add(step/2*3*time.Second + step%2*10*time.Second)
+	}
+	sim := NewSimulatedGPU(GPUConfig{Interval: time.Millisecond, Now: clock}, nil)
+	samples, _ := splitGPUEvents(t, collectGPU(t, sim, 6))
+	for i := 1; i < len(samples); i++ {
+		if samples[i].Time.Before(samples[i-1].Time) {
+			t.Fatalf("sample %d at %v follows one at %v", i, samples[i].Time, samples[i-1].Time)
+		}
+	}
+}

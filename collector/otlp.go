@@ -89,6 +89,12 @@ type OTLPReceiver struct {
 	emitMu sync.RWMutex
 	emit   func(event.Event)
 
+	// orderMu is held while an event is stamped and emitted, so that the
+	// receiver's events (spans from concurrent exports, and its markers)
+	// leave in the order of their times.
+	orderMu sync.Mutex
+	clock   eventClock
+
 	exports, spans, emitted, decodeErrors, rejected atomic.Uint64
 	lastError                                       atomic.Value // string: why the last export was refused
 }
@@ -107,7 +113,7 @@ func NewOTLPReceiver(cfg OTLPConfig) *OTLPReceiver {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &OTLPReceiver{cfg: cfg, slot: make(chan struct{}, cfg.MaxConcurrent)}
+	return &OTLPReceiver{cfg: cfg, slot: make(chan struct{}, cfg.MaxConcurrent), clock: eventClock{now: cfg.Now}}
 }
 
 // Handler serves POST /v1/traces. Spans are emitted only while Run runs.
@@ -134,15 +140,14 @@ func (r *OTLPReceiver) Run(ctx context.Context, emit func(event.Event)) error {
 		var err error
 		if ln, err = lc.Listen(ctx, "tcp", r.cfg.Addr); err != nil {
 			err = fmt.Errorf("otlp receiver: %w", err)
-			emit(r.marker(err.Error()))
+			r.emitMarker(emit, event.MarkerCollector, err.Error())
 			return err
 		}
 	}
 	r.setEmit(emit)
 	defer r.setEmit(nil) // waits for handlers still emitting
 
-	emit(event.NewMarker(&event.Marker{Time: r.cfg.Now(), Kind: event.MarkerNote, Source: "collector.otlp",
-		Message: "listening for OTLP/HTTP traces on http://" + ln.Addr().String() + "/v1/traces"}))
+	r.emitMarker(emit, event.MarkerNote, "listening for OTLP/HTTP traces on http://"+ln.Addr().String()+"/v1/traces")
 	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: r.cfg.ReadTimeout}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -155,7 +160,7 @@ func (r *OTLPReceiver) Run(ctx context.Context, emit func(event.Event)) error {
 			if last, _ := r.lastError.Load().(string); last != "" {
 				msg += "; last: " + last
 			}
-			emit(r.marker(msg))
+			r.emitMarker(emit, event.MarkerCollector, msg)
 			reported = n
 		}
 	}
@@ -182,8 +187,18 @@ func (r *OTLPReceiver) Run(ctx context.Context, emit func(event.Event)) error {
 // otlpReportInterval is how often Run reports refused exports.
 const otlpReportInterval = 5 * time.Second
 
-func (r *OTLPReceiver) marker(msg string) event.Event {
-	return event.NewMarker(&event.Marker{Time: r.cfg.Now(), Kind: event.MarkerCollector, Source: "collector.otlp", Message: msg})
+// stampAndEmit stamps an event with the receiver's clock and emits it, both
+// under orderMu.
+func (r *OTLPReceiver) stampAndEmit(emit func(event.Event), build func(now time.Time) event.Event) {
+	r.orderMu.Lock()
+	defer r.orderMu.Unlock()
+	emit(build(r.clock.Now()))
+}
+
+func (r *OTLPReceiver) emitMarker(emit func(event.Event), kind event.MarkerKind, msg string) {
+	r.stampAndEmit(emit, func(now time.Time) event.Event {
+		return event.NewMarker(&event.Marker{Time: now, Kind: kind, Source: "collector.otlp", Message: msg})
+	})
 }
 
 // setEmit sets where spans go; nil stops emitting, once the handlers
@@ -194,14 +209,17 @@ func (r *OTLPReceiver) setEmit(emit func(event.Event)) {
 	r.emitMu.Unlock()
 }
 
-// publish emits ev if Run is running.
-func (r *OTLPReceiver) publish(ev event.Event) bool {
+// publish emits a span, stamped as it leaves, if Run is running.
+func (r *OTLPReceiver) publish(sp *event.Span) bool {
 	r.emitMu.RLock()
 	defer r.emitMu.RUnlock()
 	if r.emit == nil {
 		return false
 	}
-	r.emit(ev)
+	r.stampAndEmit(r.emit, func(now time.Time) event.Event {
+		sp.Time = now
+		return event.NewSpan(sp)
+	})
 	return true
 }
 
@@ -398,7 +416,6 @@ func writeStatus(w http.ResponseWriter, mediaType string, status int, msg string
 
 // ingest emits the timing of every request span in export.
 func (r *OTLPReceiver) ingest(export *coltracepb.ExportTraceServiceRequest) {
-	now := r.cfg.Now()
 	for _, rs := range export.GetResourceSpans() {
 		for _, ss := range rs.GetScopeSpans() {
 			for _, span := range ss.GetSpans() {
@@ -407,14 +424,14 @@ func (r *OTLPReceiver) ingest(export *coltracepb.ExportTraceServiceRequest) {
 				if !ok {
 					continue
 				}
-				sp := &event.Span{Time: now, RequestID: requestID, Timing: *st}
+				sp := &event.Span{RequestID: requestID, Timing: *st}
 				if tid := span.GetTraceId(); len(tid) == 16 && !allZero(tid) {
 					sp.TraceID = hex.EncodeToString(tid)
 				}
 				if sp.RequestID == "" && sp.TraceID == "" {
 					continue
 				}
-				if r.publish(event.NewSpan(sp)) {
+				if r.publish(sp) {
 					r.emitted.Add(1)
 				}
 			}

@@ -552,3 +552,53 @@ func TestOTLPReceiverReportsRefusedExports(t *testing.T) {
 		t.Errorf("markers %q: want the refused exports reported with the reason when the run ends", markers)
 	}
 }
+
+// TestOTLPReceiverEventsInTimeOrder: spans from concurrent exports, and the
+// receiver's own markers, leave in the order of their times.
+func TestOTLPReceiverEventsInTimeOrder(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Unix(1767000000, 0)
+	r := NewOTLPReceiver(OTLPConfig{MaxConcurrent: 8, Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Millisecond)
+		return now
+	}})
+	var order sync.Mutex
+	var times []time.Time
+	record := func(ev event.Event) {
+		order.Lock()
+		defer order.Unlock()
+		times = append(times, ev.Time())
+	}
+	r.setEmit(record)
+	body, err := proto.Marshal(exportOf(vllmSpan("a", traceIDOf(1)), vllmSpan("b", traceIDOf(2)), vllmSpan("c", traceIDOf(3))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 25 {
+				if res := post(t, r.Handler(), contentProtobuf, "", body); res.status != http.StatusOK {
+					t.Errorf("export answered %d", res.status)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 25 {
+			r.emitMarker(record, event.MarkerCollector, fmt.Sprint("report ", i))
+		}
+	})
+	wg.Wait()
+	if len(times) != 4*25*3+25 {
+		t.Fatalf("%d events, want %d", len(times), 4*25*3+25)
+	}
+	for i := 1; i < len(times); i++ {
+		if times[i].Before(times[i-1]) {
+			t.Fatalf("event %d at %v follows one at %v", i, times[i], times[i-1])
+		}
+	}
+}

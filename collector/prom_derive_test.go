@@ -106,8 +106,9 @@ func promFixtureCases() []promFixtureCase {
 		promptTPS: promF(2000.0 / 2), genTPS: promF(100.0 / 2),
 		stages: map[string]event.HistStat{
 			// +1.0 s over +2000 prompt tokens; +2.0 s over +100 generated tokens.
-			"prefill": {Count: 2000, Mean: promSec(1.0 / 2000)},
-			"decode":  {Count: 100, Mean: promSec(2.0 / 100)},
+			// Per token, and named so: never a request's prefill.
+			"prefill_per_token": {Count: 2000, Mean: promSec(1.0 / 2000)},
+			"decode_per_token":  {Count: 100, Mean: promSec(2.0 / 100)},
 		},
 		gauges:   map[string]float64{"llamacpp:requests_deferred": 4, "llamacpp:prompt_tokens_seconds": 2000},
 		noGauges: []string{"llamacpp:n_busy_slots_per_decode"}, // typed counter
@@ -236,8 +237,8 @@ func TestDeriveCounterReset(t *testing.T) {
 	promCheckPtr(t, "prompt tokens/s", got.PromptTokensPerSec, promF(10000.0/2))
 	promCheckPtr(t, "gen tokens/s", got.GenTokensPerSec, promF(4000.0/2))
 	promCheckStages(t, got.Stages, map[string]event.HistStat{
-		"prefill": {Count: 10000, Mean: promSec(5.0 / 10000)},
-		"decode":  {Count: 4000, Mean: promSec(80.0 / 4000)},
+		"prefill_per_token": {Count: 10000, Mean: promSec(5.0 / 10000)},
+		"decode_per_token":  {Count: 4000, Mean: promSec(80.0 / 4000)},
 	})
 	want := []string{"llamacpp:prompt_seconds_total", "llamacpp:prompt_tokens_total",
 		"llamacpp:tokens_predicted_seconds_total", "llamacpp:tokens_predicted_total"}

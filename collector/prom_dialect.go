@@ -41,7 +41,10 @@ type MetricRef struct {
 // histogram (first candidate present wins) or, failing that, a pair of
 // counters whose ratio of deltas is the mean.
 type StageSource struct {
-	Stage string // "queue", "prefill", "decode", "ttft", "itl", "e2e", "inference", "tokenize", "tpot"
+	// Stage is the key in event.ServerSample.Stages: "queue", "prefill",
+	// "decode", "ttft", "itl", "e2e", "inference", "tokenize", "tpot" for
+	// means per request; a mean per token ends in PerTokenSuffix instead.
+	Stage string
 	Hist  []MetricRef
 	// Sum accumulates time, Count the observations it is spread over
 	// (requests for Triton, tokens for llama.cpp).
@@ -240,8 +243,10 @@ func tgiDialect() Dialect {
 	}
 }
 
-// llamacppDialect: llama.cpp has no histograms; its prefill and decode
-// stages are means per token (seconds counter over tokens counter).
+// llamacppDialect: llama.cpp has no histograms and counts no requests;
+// its prompt and generation counters give means per token (seconds over
+// tokens), so they are keyed "prefill_per_token" and "decode_per_token"
+// (see PerTokenSuffix), never "prefill" and "decode".
 func llamacppDialect() Dialect {
 	return Dialect{
 		Name:         DialectLlamaCpp,
@@ -250,8 +255,8 @@ func llamacppDialect() Dialect {
 		PromptTokens: metricRefs("llamacpp:prompt_tokens_total"),
 		GenTokens:    metricRefs("llamacpp:tokens_predicted_total"),
 		Stages: []StageSource{
-			{Stage: "prefill", Sum: MetricRef{Name: "llamacpp:prompt_seconds_total"}, Count: MetricRef{Name: "llamacpp:prompt_tokens_total"}},
-			{Stage: "decode", Sum: MetricRef{Name: "llamacpp:tokens_predicted_seconds_total"}, Count: MetricRef{Name: "llamacpp:tokens_predicted_total"}},
+			{Stage: "prefill" + PerTokenSuffix, Sum: MetricRef{Name: "llamacpp:prompt_seconds_total"}, Count: MetricRef{Name: "llamacpp:prompt_tokens_total"}},
+			{Stage: "decode" + PerTokenSuffix, Sum: MetricRef{Name: "llamacpp:tokens_predicted_seconds_total"}, Count: MetricRef{Name: "llamacpp:tokens_predicted_total"}},
 		},
 	}
 }

@@ -99,3 +99,28 @@ func TestDialectByName(t *testing.T) {
 		t.Errorf("unknown name: err = %v", err)
 	}
 }
+
+// TestPerTokenMeansAreNeverStages: llama.cpp's means are per token and keyed
+// so; every other stage key is a per-request one, and the attributor takes
+// no stage from llama.cpp's interval statistics.
+func TestPerTokenMeansAreNeverStages(t *testing.T) {
+	t.Parallel()
+	perRequest := map[string]bool{"queue": true, "prefill": true, "decode": true, "ttft": true, "itl": true,
+		"e2e": true, "inference": true, "tokenize": true, "tpot": true}
+	for _, name := range DialectNames() {
+		d, err := DialectByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, src := range d.Stages {
+			perToken := src.Count.Name == "llamacpp:prompt_tokens_total" || src.Count.Name == "llamacpp:tokens_predicted_total"
+			if perToken != strings.HasSuffix(src.Stage, PerTokenSuffix) || !perToken && !perRequest[src.Stage] {
+				t.Errorf("%s: stage key %q (count %q)", name, src.Stage, src.Count.Name)
+			}
+		}
+	}
+	sample, _ := Derive(promLoad(t, "llamacpp_a.prom", promT0), promLoad(t, "llamacpp_b.prom", promT0.Add(2*time.Second)), llamacppDialect())
+	if len(sample.Stages) == 0 || hasIntervalEstimates(&sample) {
+		t.Errorf("llama.cpp sample %+v: want per-token stages that give no estimate", sample.Stages)
+	}
+}

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -63,6 +64,13 @@ var ErrNoMetrics = errors.New("no metrics in response")
 // after the last sample) is an error, as is a page with no samples. Time and
 // Source are left for the caller to set.
 func ParseProm(r io.Reader) (*Scrape, error) {
+	return parseProm(context.Background(), r)
+}
+
+// parseProm is ParseProm that gives up once ctx ends. The text parser
+// itself cannot be stopped, so the Prom scraper hands it a reader that
+// fails when ctx ends (pageReader).
+func parseProm(ctx context.Context, r io.Reader) (*Scrape, error) {
 	// A zero-value TextParser panics on the first name; UTF8Validation also
 	// accepts the "vllm:"-style names.
 	p := expfmt.NewTextParser(model.UTF8Validation)
@@ -72,6 +80,9 @@ func ParseProm(r io.Reader) (*Scrape, error) {
 	}
 	s := &Scrape{Families: make(map[string]*PromFamily, len(mfs))}
 	for name, mf := range mfs {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("parse metrics: %w", err)
+		}
 		if strings.HasSuffix(name, "_created") {
 			continue
 		}

@@ -240,7 +240,7 @@ func TestPromFailureKinds(t *testing.T) {
 			want: "unexpected end of input"},
 		{name: "empty", handler: func(w http.ResponseWriter, r *http.Request) {}, want: "no metrics in response"},
 		{name: "too large", handler: func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(vllm)) },
-			maxBody: 1024, want: "larger than 1024 bytes"},
+			maxBody: 1024, want: "metrics page over the limit: " + "%URL% has more than 1024 bytes; it is not scraped"},
 		{name: "timeout", timeout: 50 * time.Millisecond, want: "no complete answer from",
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				select {
@@ -264,9 +264,9 @@ func TestPromFailureKinds(t *testing.T) {
 				timeout = promTestTimeout
 			}
 			r := startProm(t, PromConfig{URL: url, Interval: 100 * time.Millisecond, Timeout: timeout, MaxBodyBytes: tc.maxBody})
-			m := r.next("failure marker", isMarker("metrics scrape failed")).Marker
-			if !strings.Contains(m.Message, tc.want) {
-				t.Errorf("marker %q does not say %q", m.Message, tc.want)
+			m := r.next("failure marker", isMarker("")).Marker
+			if want := strings.ReplaceAll(tc.want, "%URL%", url); !strings.Contains(m.Message, want) {
+				t.Errorf("marker %q does not say %q", m.Message, want)
 			}
 			s := r.next("stale sample", isSample).Server
 			if !s.Stale || s.Error != m.Message || s.Dialect != DialectUnknown || s.Waiting != nil {

@@ -200,9 +200,15 @@ type ServerTiming struct {
 	Source string `json:"source"`
 	// Stages maps breakdown stages (and "decode", "e2e", "ttft", "inference")
 	// to the duration the server reported. Absent keys were not reported.
-	Stages       map[Stage]time.Duration `json:"stages"`
-	PromptTokens int                     `json:"prompt_tokens,omitempty"`
-	OutputTokens int                     `json:"output_tokens,omitempty"`
+	Stages map[Stage]time.Duration `json:"stages"`
+	// PromptTokens counts the whole prompt, the cached part included.
+	PromptTokens int `json:"prompt_tokens,omitempty"`
+	OutputTokens int `json:"output_tokens,omitempty"`
+	// CachedTokens counts the prompt tokens the server took from its prefix
+	// cache instead of computing them (llama.cpp timings.cache_n, OpenAI
+	// usage.prompt_tokens_details.cached_tokens): the prefill of a request
+	// with cached tokens is not a normal one.
+	CachedTokens int `json:"cached_tokens,omitempty"`
 }
 
 // Extra server-side stage names used in ServerTiming.Stages beyond the breakdown stages.
