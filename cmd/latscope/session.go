@@ -150,7 +150,15 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 				return nil, err
 			}
 		}
-		prom, err := collector.NewProm(collector.PromConfig{URL: metricsURL, Interval: f.scrapeInterval, Model: model})
+		// The scrape carries the same credentials as the requests (a gateway
+		// may guard /metrics too) and knows the probe's requests in flight,
+		// to tell a busy server from one that was busy before the run.
+		scrapeHeader := headers.Clone()
+		if apiKey != "" {
+			scrapeHeader.Set("Authorization", "Bearer "+apiKey)
+		}
+		prom, err := collector.NewProm(collector.PromConfig{URL: metricsURL, Interval: f.scrapeInterval, Model: model,
+			Header: scrapeHeader, OwnInFlight: runner.InFlight})
 		if err != nil {
 			return nil, fmt.Errorf("--metrics-url: %w", err)
 		}
@@ -173,7 +181,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	if spans != nil {
 		s.aux = append(s.aux, spans)
 	}
-	s.attributor = collector.NewAttributor(collector.AttributorConfig{JoinSpans: spans != nil, JoinWait: f.joinWait})
+	s.attributor = collector.NewAttributor(collector.AttributorConfig{JoinSpans: spans != nil, JoinWait: f.joinWait, Server: server})
 
 	host, _ := os.Hostname()
 	s.header = &event.Session{
