@@ -11,12 +11,8 @@ import (
 	"github.com/latscope/latscope/recorder"
 )
 
-// CompareWindow is the length of the windows a comparison tests on.
-const CompareWindow = 10 * time.Second
-
 // Recording is one recording, replayed through an aggregator: its summary,
-// the run's TTFT breakdown bands, the time series the charts draw and the
-// per-window statistics a comparison tests on.
+// the run's TTFT breakdown bands and the time series the charts draw.
 type Recording struct {
 	// Path is the file it was read from.
 	Path string
@@ -29,13 +25,12 @@ type Recording struct {
 	Bands [aggregate.NumBands]aggregate.Band
 	// Series is the run over time.
 	Series Series
-	// Windows are the statistics of each complete CompareWindow of the run,
-	// from the first request's completion on.
-	Windows []aggregate.WindowStats
 	// Events counts the events read, the session header included.
 	Events int64
 	// Warnings say what the report could not cover, e.g. a torn tail.
 	Warnings []string
+
+	scan scan // what a comparison needs to replay the file again
 }
 
 // Simulated reports whether the session or its GPU was latscope's simulator.
@@ -62,7 +57,7 @@ func Load(path string) (*Recording, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &Recording{Path: path, Events: scan.events}
+	rec := &Recording{Path: path, Events: scan.events, scan: scan}
 	if scan.torn != nil {
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf(
 			"%s was cut short at byte offset %d (its last %d bytes are an incomplete frame, as when the writer is killed); this report covers the %d events before that offset",

@@ -35,40 +35,6 @@ func TestLoadCoversEveryEvent(t *testing.T) {
 	}
 }
 
-// The file holds events in recording order; windows are only right if the
-// replay adds them in time order and snapshots after every event up to the
-// window's end. Each window must count exactly the requests that completed
-// in it.
-func TestWindowsCountTheRequestsCompletedInThem(t *testing.T) {
-	s := defaultSynth(2)
-	rec := s.load(t)
-	var done []time.Time
-	for _, ev := range s.events() {
-		if ev.Request != nil {
-			done = append(done, completionOf(ev))
-		}
-	}
-	slices.SortFunc(done, time.Time.Compare)
-	if len(rec.Windows) != 6 {
-		// Completions run from 09.4 s to about 69.4 s past the minute;
-		// windows start at the first one's second: [09, 19) ... [59, 69).
-		t.Fatalf("%d windows, want 6", len(rec.Windows))
-	}
-	first := done[0].Truncate(time.Second)
-	for i, w := range rec.Windows {
-		from, to := first.Add(time.Duration(i)*CompareWindow), first.Add(time.Duration(i+1)*CompareWindow)
-		var want int64
-		for _, d := range done {
-			if !d.Before(from) && d.Before(to) {
-				want++
-			}
-		}
-		if w.Sent != want {
-			t.Errorf("window %d [%s, %s): sent %d, want %d", i, from.Format("15:04:05"), to.Format("15:04:05"), w.Sent, want)
-		}
-	}
-}
-
 func TestSeriesHasAPointPerStep(t *testing.T) {
 	rec := defaultSynth(3).load(t)
 	s := rec.Series
