@@ -32,6 +32,7 @@ func find(t *testing.T, c *Comparison, section, name, stat string) Change {
 }
 
 func TestCompareSameDistributionIsNoise(t *testing.T) {
+	t.Parallel()
 	c := compare(t, defaultSynth(11).load(t), defaultSynth(12).load(t))
 	if len(c.Changes) < 40 {
 		t.Fatalf("only %d rows compared", len(c.Changes))
@@ -51,6 +52,7 @@ func TestCompareSameDistributionIsNoise(t *testing.T) {
 }
 
 func TestCompareFindsAQueueShift(t *testing.T) {
+	t.Parallel()
 	slow := defaultSynth(14)
 	slow.queueMean = 90 * time.Millisecond // +50%
 	c := compare(t, defaultSynth(13).load(t), slow.load(t))
@@ -78,6 +80,7 @@ func TestCompareFindsAQueueShift(t *testing.T) {
 }
 
 func TestCompareCutsShortRunsIntoShorterWindows(t *testing.T) {
+	t.Parallel()
 	short := defaultSynth(15)
 	short.duration = 12 * time.Second
 	c := compare(t, short.load(t), defaultSynth(16).load(t))
@@ -91,6 +94,7 @@ func TestCompareCutsShortRunsIntoShorterWindows(t *testing.T) {
 }
 
 func TestCompareTooShortIsNotTested(t *testing.T) {
+	t.Parallel()
 	tiny := defaultSynth(19)
 	tiny.duration = 1500 * time.Millisecond
 	c := compare(t, tiny.load(t), defaultSynth(20).load(t))
@@ -107,6 +111,7 @@ func TestCompareTooShortIsNotTested(t *testing.T) {
 // replay files events in time order. Each window must count exactly the
 // requests that completed in it.
 func TestWindowsCountTheRequestsCompletedInThem(t *testing.T) {
+	t.Parallel()
 	s := defaultSynth(2)
 	rec := s.load(t)
 	ws, err := windowsOf(rec, 10*time.Second)

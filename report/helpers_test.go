@@ -194,3 +194,5 @@ func completionOf(ev event.Event) time.Time {
 	}
 	return ev.Time()
 }
+
+func nan() float64 { return math.NaN() }

@@ -155,7 +155,7 @@ func explain(err error) error {
 	var torn *recorder.TornTailError
 	switch {
 	case errors.Is(err, recorder.ErrNotRecording):
-		return fmt.Errorf("%w (latscope reports on files written by a latscope recording, *.zst)", err)
+		return fmt.Errorf("%w (latscope report reads the session files latscope records)", err)
 	case errors.Is(err, recorder.ErrVersion):
 		return fmt.Errorf("%w (use the latscope version that wrote it, or a newer one)", err)
 	case errors.As(err, &torn):

@@ -12,6 +12,7 @@ import (
 )
 
 func TestLoadCoversEveryEvent(t *testing.T) {
+	t.Parallel()
 	s := defaultSynth(1)
 	rec := s.load(t)
 	evs := s.events()
@@ -36,6 +37,7 @@ func TestLoadCoversEveryEvent(t *testing.T) {
 }
 
 func TestSeriesHasAPointPerStep(t *testing.T) {
+	t.Parallel()
 	rec := defaultSynth(3).load(t)
 	s := rec.Series
 	if s.Step != time.Second || s.Window != aggregate.Win10s {
@@ -65,6 +67,7 @@ func TestSeriesHasAPointPerStep(t *testing.T) {
 }
 
 func TestChooseStepKeepsPointsBounded(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		session time.Duration
 		step    time.Duration
@@ -88,6 +91,7 @@ func TestChooseStepKeepsPointsBounded(t *testing.T) {
 }
 
 func TestReordererReleasesInTimeOrder(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 7))
 	var evs []event.Event
 	for i := range 2000 {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestStudentTwoSidedMatchesTables(t *testing.T) {
+	t.Parallel()
 	// Critical values of Student's t at two-sided 5% and 1%.
 	for _, tc := range []struct{ t, df, p float64 }{
 		{12.706, 1, 0.05},
@@ -22,6 +23,7 @@ func TestStudentTwoSidedMatchesTables(t *testing.T) {
 }
 
 func TestWelch(t *testing.T) {
+	t.Parallel()
 	same := []float64{10, 11, 9, 10.5, 9.5, 10.2}
 	shifted := []float64{15, 16, 14, 15.5, 14.5, 15.2}
 	if p, ok := welch(same, shifted); !ok || p > 1e-6 {
@@ -42,6 +44,7 @@ func TestWelch(t *testing.T) {
 }
 
 func TestHolm(t *testing.T) {
+	t.Parallel()
 	nan := math.NaN()
 	// m = 4 tested: thresholds 0.0125, 0.0167, 0.025, 0.05 in order.
 	got := holm([]float64{0.01, 0.04, nan, 0.012, 0.03}, 0.05)
