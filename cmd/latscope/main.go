@@ -56,6 +56,7 @@ client can see, joins what the server and GPU report, and shows the result.`,
 		newDemoCmd(),
 		newRunCmd(),
 		newBenchCmd(),
+		newReportCmd(),
 	)
 	return root
 }
