@@ -85,7 +85,7 @@ func niceTicks(hi float64, n int) ([]float64, float64) {
 	raw := hi / float64(n)
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
 	step := mag
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+	for _, m := range []float64{1, 2, 5, 10} {
 		if m*mag >= raw {
 			step = m * mag
 			break
@@ -124,6 +124,7 @@ type bar struct {
 	Label, Sub          string
 	Y, H                float64
 	LabelY, SubY, TextY float64 // baselines of the label, its second line, and the text on the bar
+	AboveY              float64 // baseline of the names written over the bar
 	Total               string
 	TotalX              float64
 	Segments            []segment
@@ -135,7 +136,11 @@ type segment struct {
 	Hatch          string // the hatch pattern's url() for an estimated stage, else empty
 	Label          string // drawn inside when it fits
 	LabelX         float64
-	Title          string // the tooltip
+	// Above is the stage's name, drawn over the bar at AboveX (its middle)
+	// when the segment is too narrow for Label but wide enough to point at.
+	Above  string
+	AboveX float64
+	Title  string // the tooltip
 }
 
 type legendRow struct {
@@ -170,12 +175,12 @@ func breakdownChart(id, title string, simulated bool, bars []bandBar, provenance
 	}
 	values, axisTop := niceTicks(top, 8)
 	scale := c.PlotW / axisTop
-	const barH, gap, titleH = 46.0, 18.0, 44.0
+	const barH, gap, titleH = 46.0, 22.0, 48.0
 	y := titleH
 	stages := orderedStages(breakdownStages, sets...)
 	for _, b := range bars {
 		br := bar{Label: b.label, Sub: fmt.Sprintf("%d requests", b.band.Requests), Y: y, H: barH,
-			LabelY: y + barH/2 - 3, SubY: y + barH/2 + 13, TextY: y + barH/2 + 4,
+			LabelY: y + barH/2 - 3, SubY: y + barH/2 + 13, TextY: y + barH/2 + 4, AboveY: y - 4,
 			Total: fmt.Sprintf("%.2f ms", b.band.TTFT)}
 		x := c.PlotX
 		for _, st := range stages {
@@ -190,6 +195,9 @@ func breakdownChart(id, title string, simulated bool, bars []bandBar, provenance
 				sg.Hatch = c.hatch(sg.Fill)
 			}
 			sg.Label, sg.LabelX = segmentLabel(string(st), v, est, sg.W), x+4
+			if sg.Label == "" && sg.W >= 24 {
+				sg.Above, sg.AboveX = string(st), x+sg.W/2
+			}
 			br.Segments = append(br.Segments, sg)
 			x += sg.W
 		}
