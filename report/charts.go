@@ -157,8 +157,8 @@ type bandBar struct {
 	band  aggregate.Band
 }
 
-// breakdownChart draws the bands' stages; s gives the provenance of each
-// stage (a stage estimated for any request is hatched).
+// breakdownChart draws the bands' stages; provenance gives each stage's
+// provenances (a stage estimated for any request is hatched).
 func breakdownChart(id, title string, simulated bool, bars []bandBar, provenance func(event.Stage) []event.Provenance) barChart {
 	c := barChart{ID: id, Title: title, Simulated: simulated, Width: chartWidth, PlotX: labelColumn, PlotW: chartWidth - labelColumn - 90,
 		LabelX: labelColumn - 10}

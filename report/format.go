@@ -30,14 +30,18 @@ func formatList() string {
 	return strings.Join(names, ", ")
 }
 
-// ParseFormat returns the format named s.
+// ParseFormat returns the format named s, in any case.
 func ParseFormat(s string) (Format, error) {
 	for _, f := range Formats {
 		if strings.EqualFold(s, string(f)) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("unknown format %q: want one of %s", s, formatList())
+	return "", errUnknown(Format(s))
+}
+
+func errUnknown(f Format) error {
+	return fmt.Errorf("unknown format %q: want one of %s", f, formatList())
 }
 
 // FormatOf returns the format a file name's extension asks for, if any.
@@ -68,7 +72,7 @@ func Write(w io.Writer, f Format, rec *Recording) error {
 	case HTML:
 		err = writeHTML(w, rec)
 	default:
-		_, err = ParseFormat(string(f))
+		err = errUnknown(f)
 	}
 	if err != nil {
 		return fmt.Errorf("write %s report: %w", f, err)
@@ -89,7 +93,7 @@ func WriteComparison(w io.Writer, f Format, c *Comparison) error {
 	case HTML:
 		err = writeHTMLComparison(w, c)
 	default:
-		_, err = ParseFormat(string(f))
+		err = errUnknown(f)
 	}
 	if err != nil {
 		return fmt.Errorf("write %s comparison: %w", f, err)

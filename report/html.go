@@ -90,10 +90,10 @@ func writeHTMLComparison(w io.Writer, c *Comparison) error {
 }
 
 func simulatedBanners(rec *Recording) []string {
-	if !rec.Simulated() {
-		return nil
+	if note := rec.SimulatedNote(); note != "" {
+		return []string{note}
 	}
-	return []string{fmt.Sprintf("SIMULATED: %s measured latscope's built-in simulator (and a simulated GPU), not a real model. Its numbers describe the simulator.", rec.Name())}
+	return nil
 }
 
 func provenanceOf(rec *Recording) func(event.Stage) []event.Provenance {

@@ -105,10 +105,9 @@ func writeJSONComparison(w io.Writer, c *Comparison) error {
 	}
 	changes := make([]changeJSON, len(c.Changes))
 	for i, ch := range c.Changes {
-		p := known(ch.P)
-		if p != nil {
-			v := ch.P // p-values are kept to full precision: they are often tiny
-			p = &v
+		var p *float64 // kept to full precision: p-values are often tiny
+		if ch.Tested() {
+			p = &ch.P
 		}
 		changes[i] = changeJSON{Section: ch.Section, Name: ch.Name, Stat: ch.Stat, Unit: ch.Unit,
 			Base: known(ch.Base), Other: known(ch.Other), Change: known(ch.Delta), ChangePct: known(ch.DeltaPct),

@@ -39,6 +39,22 @@ func (r *Recording) Simulated() bool {
 	return s.Session != nil && s.Session.Simulated || s.GPU != nil && s.GPU.Simulated
 }
 
+// SimulatedNote says what in the recording was simulated, for a banner;
+// empty when nothing was.
+func (r *Recording) SimulatedNote() string {
+	s := r.Summary
+	session, gpu := s.Session != nil && s.Session.Simulated, s.GPU != nil && s.GPU.Simulated
+	switch {
+	case session && gpu:
+		return "SIMULATED: " + r.Name() + " measured latscope's built-in simulator, with a simulated GPU, not a real model; its numbers describe the simulator."
+	case session:
+		return "SIMULATED: " + r.Name() + " measured latscope's built-in simulator, not a real model; its numbers describe the simulator."
+	case gpu:
+		return "SIMULATED GPU: the GPU figures of " + r.Name() + " come from latscope's simulated GPU, not a real device."
+	}
+	return ""
+}
+
 // Name is what the report calls the recording: the session's name, else the
 // file's path.
 func (r *Recording) Name() string {
@@ -67,9 +83,8 @@ func Load(path string) (*Recording, error) {
 	agg := aggregate.New(aggregate.Config{})
 	plan := newPlan(scan)
 	ro := &reorderer{lateness: scan.lateness, release: func(at time.Time, ev event.Event) {
-		// Every event up to an instant is in before its snapshot is taken,
-		// and none after it: a later one would already fill the slots of
-		// the next window.
+		// A point's snapshot holds every event up to it and none after it:
+		// a later event would already claim a slot of the next window.
 		plan.takeBefore(at, agg, rec)
 		agg.Add(ev)
 	}}
@@ -121,7 +136,7 @@ func scanRecording(path string) (scan, error) {
 		return scan{}, err
 	}
 	s.torn, s.latest = torn, clock.latest
-	if s.start.IsZero() || s.start.After(s.firstDone) && !s.firstDone.IsZero() {
+	if s.start.IsZero() { // a header without a time, from another tool
 		s.start = s.firstDone
 	}
 	return s, nil

@@ -58,8 +58,9 @@ func writeMarkdownComparison(w io.Writer, c *Comparison) error {
 
 // banners say up front that a run was simulated, and what it is missing.
 func (m *mdWriter) banners(rec *Recording) {
-	if rec.Simulated() {
-		m.printf("> **SIMULATED**: %s measured latscope's built-in simulator (and a simulated GPU), not a real model.\n\n", mdText(rec.Name()))
+	if note := rec.SimulatedNote(); note != "" {
+		label, rest, _ := strings.Cut(note, ": ")
+		m.printf("> **%s**: %s\n\n", label, mdText(rest))
 	}
 	for _, w := range rec.Warnings {
 		m.printf("> **Warning**: %s\n\n", mdText(w))

@@ -18,7 +18,7 @@ func TestMarkdownHasTheTables(t *testing.T) {
 	md := buf.String()
 	for _, want := range []string{
 		"# latscope report: synthetic-1\n",
-		"> **SIMULATED**: synthetic-1 measured latscope's built-in simulator",
+		"> **SIMULATED**: synthetic-1 measured latscope's built-in simulator, with a simulated GPU, not a real model",
 		"| Target | http://10.0.0.1:8000 |",
 		"## Requests and throughput\n\n| sent | ok | errors | error rate |",
 		"| 600 | 585 | 15 | 2.50% |",
@@ -92,5 +92,27 @@ func TestMarkdownComparison(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("comparison lacks %q", want)
 		}
+	}
+}
+
+func TestOnlySimulatedRunsSaySo(t *testing.T) {
+	t.Parallel()
+	real := defaultSynth(3)
+	real.simulated, real.duration = false, 5*time.Second
+	rec := real.load(t)
+	for _, f := range []Format{Markdown, HTML} {
+		var buf bytes.Buffer
+		if err := Write(&buf, f, rec); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(buf.String(), "SIMULATED") {
+			t.Errorf("%s report of a real run says SIMULATED", f)
+		}
+	}
+	gpuOnly := defaultSynth(4)
+	gpuOnly.duration = 5 * time.Second
+	gpuOnly.header = func(h *event.Session) { h.Simulated = false }
+	if note := gpuOnly.load(t).SimulatedNote(); !strings.HasPrefix(note, "SIMULATED GPU: ") {
+		t.Errorf("a real server with a simulated GPU: %q", note)
 	}
 }

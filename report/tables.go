@@ -40,7 +40,11 @@ func overview(rec *Recording) [][2]string {
 	add("File", rec.Path)
 	if h := s.Session; h != nil {
 		add("Target", h.Target)
-		add("Server", strings.TrimSuffix(orDash(h.Server)+", dialect "+orDash(h.Dialect), ", dialect -"))
+		server := h.Server
+		if h.Dialect != "" {
+			server = strings.TrimPrefix(server+", dialect "+h.Dialect, ", ")
+		}
+		add("Server", server)
 		add("Model", h.Model)
 		add("Load", describeLoad(h.Load))
 		if !h.Time.IsZero() {

@@ -31,10 +31,11 @@ type window struct {
 
 // windowsOf replays rec's file once more and cuts it into consecutive
 // windows of length, from the first request's completion to the last whole
-// window before the last completion. Each window's events go
-// to an aggregator of their own, so its statistics are exactly those of
-// the requests (and samples) that fall in it; a window with no events is
-// kept (its throughput is zero).
+// window before the last completion. Each window's events go to an
+// aggregator of their own, so its statistics are exactly those of the
+// requests (and samples) that fall in it; a window with no events is kept
+// (its throughput is zero). Events come in time order, so only one window
+// is open at a time.
 func windowsOf(rec *Recording, length time.Duration) ([]window, error) {
 	s := rec.scan
 	if s.firstDone.IsZero() || length <= 0 {
