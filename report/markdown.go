@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 )
 
@@ -105,13 +106,17 @@ func (m *mdWriter) row(cells []string) {
 }
 
 // mdEscaper keeps text from a recording (model names, messages) from
-// breaking a table or turning into markup: the pipe, Markdown's emphasis,
-// code and link punctuation and HTML's angle brackets are backslash-escaped,
-// line breaks become spaces. Underscores stay: inside a word (first_token)
-// they are not emphasis.
+// breaking a table or turning into markup: the pipe and Markdown's
+// emphasis, code and link punctuation are backslash-escaped, line breaks
+// become spaces. Underscores stay: inside a word (first_token) they are not
+// emphasis.
 var mdEscaper = strings.NewReplacer(
-	`\`, `\\`, "|", `\|`, "<", `\<`, ">", `\>`, "`", "\\`", "*", `\*`,
+	`\`, `\\`, "|", `\|`, "`", "\\`", "*", `\*`,
 	"[", `\[`, "]", `\]`, "\r\n", " ", "\n", " ", "\r", " ",
 )
 
-func mdText(s string) string { return mdEscaper.Replace(s) }
+// htmlOpener is a "<" that could open an HTML tag, comment or declaration;
+// a "<" before a space or a digit (p < 0.0001) cannot, and stays readable.
+var htmlOpener = regexp.MustCompile(`<([A-Za-z/!?])`)
+
+func mdText(s string) string { return htmlOpener.ReplaceAllString(mdEscaper.Replace(s), `\<$1`) }
