@@ -169,7 +169,7 @@ func TestHTMLIsOfflineAndHasTheCharts(t *testing.T) {
 			t.Errorf("%s chart has %d lines of 50 points or more, want %d", id, paths, tc.lines)
 		}
 	}
-	for _, want := range []string{"SIMULATED: synthetic-1 measured", "Latency (ms)", "Top error messages", "GPU (latest sample) - SIMULATED", "Insights"} {
+	for _, want := range []string{"SIMULATED: run-1.zst measured", "Latency (ms)", "Top error messages", "GPU (latest sample) - SIMULATED", "Insights"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

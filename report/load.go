@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
@@ -55,14 +56,9 @@ func (r *Recording) SimulatedNote() string {
 	return ""
 }
 
-// Name is what the report calls the recording: the session's name, else the
-// file's path.
-func (r *Recording) Name() string {
-	if s := r.Summary.Session; s != nil && s.Name != "" {
-		return s.Name
-	}
-	return r.Path
-}
+// Name is what the report calls the recording: its file's name, which
+// tells two runs apart where the session's name (often the host) may not.
+func (r *Recording) Name() string { return filepath.Base(r.Path) }
 
 // Load reads the recording at path and replays it. A file cut short (a
 // killed writer) is reported in Warnings and covers every complete frame; a

@@ -31,7 +31,7 @@ func TestLoadCoversEveryEvent(t *testing.T) {
 	if len(rec.Warnings) != 0 {
 		t.Errorf("warnings on a whole file: %q", rec.Warnings)
 	}
-	if !rec.Simulated() || rec.Name() != "synthetic-1" {
+	if !rec.Simulated() || rec.Name() != "run-1.zst" {
 		t.Errorf("simulated %v, name %q", rec.Simulated(), rec.Name())
 	}
 }

@@ -18,8 +18,9 @@ func TestMarkdownHasTheTables(t *testing.T) {
 	}
 	md := buf.String()
 	for _, want := range []string{
-		"# latscope report: synthetic-1\n",
-		"> **SIMULATED**: synthetic-1 measured latscope's built-in simulator, with a simulated GPU, not a real model",
+		"# latscope report: run-1.zst\n",
+		"| Session | synthetic-1 |",
+		"> **SIMULATED**: run-1.zst measured latscope's built-in simulator, with a simulated GPU, not a real model",
 		"| Target | http://10.0.0.1:8000 |",
 		"## Requests and throughput\n\n| sent | ok | errors | error rate |",
 		"| 600 | 585 | 15 | 2.50% |",
@@ -81,7 +82,7 @@ func TestMarkdownComparison(t *testing.T) {
 	}
 	md := buf.String()
 	for _, want := range []string{
-		"# latscope comparison: synthetic-13 vs synthetic-14",
+		"# latscope comparison: run-13.zst vs run-14.zst",
 		"## Runs\n\n|  | base | other |",
 		"## Significant changes\n\n- latency ttft mean: ",
 		"- breakdown queue mean: ",

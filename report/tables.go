@@ -39,6 +39,7 @@ func overview(rec *Recording) [][2]string {
 	}
 	add("File", rec.Path)
 	if h := s.Session; h != nil {
+		add("Session", h.Name)
 		add("Target", h.Target)
 		server := h.Server
 		if h.Dialect != "" {
