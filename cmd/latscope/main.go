@@ -63,9 +63,10 @@ client can see, joins what the server and GPU report, and shows the result.`,
 		newDemoCmd(),
 		newRunCmd(),
 		newBenchCmd(),
-		newReplayCmd(),
 		newAgentCmd(),
 		newAttachCmd(),
+		newReplayCmd(),
+		newReportCmd(),
 	)
 	return root
 }

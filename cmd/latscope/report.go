@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/latscope/latscope/report"
+)
+
+func newReportCmd() *cobra.Command {
+	var format, compare, output string
+	cmd := &cobra.Command{
+		Use:   "report FILE",
+		Short: "Summarise a recorded session: Markdown, JSON, CSV, or one offline HTML page with charts",
+		Long: `report replays a recording and writes its summary: latency percentiles per
+metric and per stage, throughput, errors by kind and the top error messages,
+the TTFT breakdown with each stage's provenance, the server and GPU, markers
+and insights.
+
+Formats (--format, or from -o's extension):
+  md    Markdown tables, to paste into an incident or a pull request
+  json  the same object as 'latscope run --json', plus a "report" key with the
+        time series and the TTFT breakdown bands
+  csv   one row per (metric or stage, statistic): section, name, statistic,
+        value, unit, provenance
+  html  one self-contained page (no scripts, nothing fetched) with SVG charts:
+        the TTFT breakdown, TTFT and ITL p50/p99 over time, and queue depth
+
+--compare OTHER puts a second recording beside FILE (the base) and gives every
+statistic's change, absolute and in percent, and whether it is larger than the
+noise between windows: both runs are cut into equal windows (10 s, shorter
+for short runs so each has about 10), and a change is significant when
+Welch's t-test on the per-window values gives p < 0.05 after Holm-Bonferroni
+correction over all rows.
+
+A recording cut short (the writer was killed) is reported up to its last
+complete frame, with a warning naming the offset.`,
+		Example: `  latscope report session.zst
+  latscope report session.zst -o session.html
+  latscope report before.zst --compare after.zst --format md
+  latscope report session.zst --format csv -o session.csv`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := reportFormat(format, cmd.Flags().Changed("format"), output)
+			if err != nil {
+				return err
+			}
+			return runReport(cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args[0], compare, output)
+		},
+	}
+	cmd.Flags().StringVarP(&format, "format", "f", string(report.Markdown), "output format: md, json, csv or html (default from -o's extension, else md)")
+	cmd.Flags().StringVar(&compare, "compare", "", "a second recording to compare with FILE, which is the base")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output")
+	return cmd
+}
+
+// reportFormat is --format when given, else what -o's extension says, else
+// Markdown.
+func reportFormat(flag string, given bool, output string) (report.Format, error) {
+	if !given {
+		if f, ok := report.FormatOf(output); ok {
+			return f, nil
+		}
+	}
+	f, err := report.ParseFormat(flag)
+	if err != nil {
+		return "", fmt.Errorf("--format: %w", err)
+	}
+	return f, nil
+}
+
+func runReport(stdout, stderr io.Writer, f report.Format, path, comparePath, output string) error {
+	for _, in := range []string{path, comparePath} {
+		if in != "" && output != "" && sameFile(in, output) {
+			return fmt.Errorf("-o %s would overwrite the recording %s", output, in)
+		}
+	}
+	base, err := report.Load(path)
+	if err != nil {
+		return err
+	}
+	recs := []*report.Recording{base}
+	var buf bytes.Buffer
+	if comparePath == "" {
+		err = report.Write(&buf, f, base)
+	} else {
+		other, lerr := report.Load(comparePath)
+		if lerr != nil {
+			return lerr
+		}
+		recs = append(recs, other)
+		cmp, cerr := report.Compare(base, other)
+		if cerr != nil {
+			return cerr
+		}
+		err = report.WriteComparison(&buf, f, cmp)
+	}
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		for _, w := range r.Warnings {
+			fmt.Fprintln(stderr, "latscope: warning:", w)
+		}
+	}
+	if output == "" {
+		_, err = stdout.Write(buf.Bytes())
+		return err
+	}
+	if err := os.WriteFile(output, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	return nil
+}
+
+func sameFile(a, b string) bool {
+	ia, err1 := os.Stat(a)
+	ib, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(ia, ib)
+}

@@ -1,0 +1,178 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/latscope/latscope/aggregate"
+)
+
+// CSVColumns are the columns of a single recording's CSV report.
+var CSVColumns = []string{"section", "name", "statistic", "value", "unit", "provenance"}
+
+// CSVComparisonColumns are the columns of a comparison's CSV report.
+var CSVComparisonColumns = []string{"section", "name", "statistic", "unit", "base", "other", "change", "change_pct", "p_value", "significant", "windows_base", "windows_other"}
+
+// csvRows collects rows and formats numbers one way: as many decimals as
+// they need, at most three, and empty when unknown.
+type csvRows [][]string
+
+func (r *csvRows) add(section, name, stat string, v float64, unit, prov string) {
+	*r = append(*r, []string{section, name, stat, csvNum(v), unit, prov})
+}
+
+func (r *csvRows) stats(section, name, unit string, st aggregate.Stats, prov string) {
+	r.add(section, name, "count", float64(st.Count), "count", prov)
+	if st.Count == 0 {
+		return
+	}
+	for _, s := range []struct {
+		stat string
+		v    float64
+	}{{"mean", st.Mean}, {"p50", st.P50}, {"p90", st.P90}, {"p99", st.P99}, {"max", st.Max}} {
+		r.add(section, name, s.stat, s.v, unit, prov)
+	}
+}
+
+func csvNum(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
+}
+
+func writeCSV(w io.Writer, rec *Recording) error {
+	s := &rec.Summary
+	var rows csvRows
+	r := s.Requests
+	for _, c := range []struct {
+		name string
+		v    float64
+		unit string
+	}{
+		{"sent", float64(r.Sent), "requests"}, {"ok", float64(r.OK), "requests"}, {"errors", float64(r.Errors), "requests"},
+		{"warmup", float64(r.Warmup), "requests"}, {"tokens_out", float64(r.TokensOut), "tokens"},
+		{"duration", r.Duration.Seconds(), "s"}, {"req_per_s", r.ReqPerSec, "req/s"}, {"ok_per_s", r.OKPerSec, "req/s"},
+		{"tok_per_s", r.TokPerSec, "tok/s"}, {"error_rate", percent(r.Errors, r.Sent), "%"},
+	} {
+		rows.add("requests", c.name, "value", c.v, c.unit, "")
+	}
+	rows.stats("latency", "ttft", "ms", s.TTFT, "measured")
+	rows.stats("latency", "itl", "ms", s.ITL, "measured")
+	rows.stats("latency", "tpot", "ms", s.TPOT, "measured")
+	rows.stats("latency", "e2e", "ms", s.E2E, "measured")
+	rows.stats("latency", "sched_lag", "ms", s.SchedLag, "measured")
+	rows.stats("latency", "tok_per_s_per_request", "tok/s", s.TokensPerSec, "measured")
+	for _, st := range orderedStages(clientStages, maps.Keys(s.Stages)) {
+		rows.stats("client_stage", string(st), "ms", s.Stages[st], "measured")
+	}
+	for _, st := range orderedStages(breakdownStages, maps.Keys(s.Breakdown.Stages)) {
+		bs := s.Breakdown.Stages[st]
+		prov := strings.ReplaceAll(provenanceText(bs.Provenance), ", ", ";")
+		rows.stats("breakdown", string(st), "ms", bs.Stats, prov)
+		rows.add("breakdown", string(st), "share", 100*bs.Share, "%", prov)
+	}
+	for _, b := range []aggregate.BandStat{aggregate.BandMean, aggregate.BandP99} {
+		band := rec.Bands[b]
+		stat := b.String() + "_band"
+		rows.add("band", "requests", stat, float64(band.Requests), "requests", "")
+		rows.add("band", "ttft", stat, band.TTFT, "ms", "")
+		for _, st := range orderedStages(breakdownStages, maps.Keys(band.Stages)) {
+			rows.add("band", string(st), stat, band.Stages[st], "ms", "")
+		}
+	}
+	errorRows(&rows, s)
+	serverRows(&rows, s)
+	gpuRows(&rows, s)
+	for _, k := range slices.Sorted(maps.Keys(s.Markers.Counts)) {
+		rows.add("marker", string(k), "count", float64(s.Markers.Counts[k]), "markers", "")
+	}
+	return writeCSVRows(w, CSVColumns, rows)
+}
+
+func errorRows(rows *csvRows, s *aggregate.Summary) {
+	r := s.Requests
+	for _, k := range slices.Sorted(maps.Keys(r.ByOutcome)) {
+		rows.add("error", string(k), "count", float64(r.ByOutcome[k]), "requests", "")
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.ByStatus)) {
+		rows.add("http_status", strconv.Itoa(k), "count", float64(r.ByStatus[k]), "requests", "")
+	}
+	for _, e := range r.TopErrors {
+		rows.add("error_message", string(e.Outcome)+": "+e.Message, "count", float64(e.Count), "requests", "")
+	}
+}
+
+func serverRows(rows *csvRows, s *aggregate.Summary) {
+	sv := s.Server
+	rows.add("server", "samples", "count", float64(sv.Samples), "count", "server")
+	if sv.Samples == 0 {
+		return
+	}
+	gauge := func(name string, g aggregate.Gauge, unit string) {
+		if g.Seen {
+			rows.add("server", name, "mean", g.Mean, unit, "server")
+			rows.add("server", name, "peak", g.Peak, unit, "server")
+			rows.add("server", name, "last", g.Last, unit, "server")
+		}
+	}
+	gauge("queue_depth", sv.QueueDepth, "requests")
+	gauge("running", sv.Running, "requests")
+	gauge("kv_cache", sv.KVCache, "fraction")
+	if sv.QueueDepth.Seen {
+		rows.add("server", "queue_depth", "slope", sv.QueueSlope, "requests/s", "server")
+	}
+	for _, k := range slices.Sorted(maps.Keys(sv.StageMeans)) {
+		rows.add("server_stage", k, "mean", sv.StageMeans[k], "ms", "server")
+	}
+}
+
+func gpuRows(rows *csvRows, s *aggregate.Summary) {
+	g := s.GPU
+	if g == nil || !g.Available {
+		return
+	}
+	prov := "measured"
+	if g.Simulated {
+		prov = "simulated"
+	}
+	for _, d := range g.Devices {
+		name := fmt.Sprintf("gpu%d", d.Index)
+		rows.add("gpu", name, "util", float64(d.UtilGPU), "%", prov)
+		rows.add("gpu", name, "mem_used", gib(d.MemUsed), "GiB", prov)
+		rows.add("gpu", name, "mem_total", gib(d.MemTotal), "GiB", prov)
+		rows.add("gpu", name, "power", float64(d.PowerMilliW)/1000, "W", prov)
+		rows.add("gpu", name, "temperature", float64(d.TempC), "C", prov)
+		rows.add("gpu", name, "sm_clock", float64(d.SMClockMHz), "MHz", prov)
+	}
+}
+
+func writeCSVComparison(w io.Writer, c *Comparison) error {
+	rows := make([][]string, len(c.Changes))
+	for i, ch := range c.Changes {
+		p := ""
+		if ch.Tested() {
+			p = strconv.FormatFloat(ch.P, 'g', 4, 64)
+		}
+		rows[i] = []string{ch.Section, ch.Name, ch.Stat, ch.Unit, csvNum(ch.Base), csvNum(ch.Other), csvNum(ch.Delta),
+			csvNum(ch.DeltaPct), p, strconv.FormatBool(ch.Significant), strconv.Itoa(ch.Windows[0]), strconv.Itoa(ch.Windows[1])}
+	}
+	return writeCSVRows(w, CSVComparisonColumns, rows)
+}
+
+func writeCSVRows(w io.Writer, header []string, rows [][]string) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(header); err != nil {
+		return err
+	}
+	if err := cw.WriteAll(rows); err != nil { // WriteAll flushes
+		return err
+	}
+	return cw.Error()
+}

@@ -1,0 +1,176 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/recorder"
+)
+
+// Recording is one recording, replayed through an aggregator: its summary,
+// the run's TTFT breakdown bands and the time series the charts draw.
+type Recording struct {
+	// Path is the file it was read from.
+	Path string
+	// Summary is the whole run, as aggregate computes it, with every URL
+	// passed through event.RedactURL again.
+	Summary aggregate.Summary
+	// Bands are the whole run's mean TTFT breakdown per band (every request,
+	// around p50 and p90, the slowest 1%); each band's stages add up to its
+	// TTFT.
+	Bands [aggregate.NumBands]aggregate.Band
+	// Series is the run over time.
+	Series Series
+	// Events counts the events read, the session header included.
+	Events int64
+	// Warnings say what the report could not cover, e.g. a torn tail.
+	Warnings []string
+
+	scan scan // what a comparison needs to replay the file again
+}
+
+// Simulated reports whether the session or its GPU was latscope's simulator.
+func (r *Recording) Simulated() bool {
+	s := r.Summary
+	return s.Session != nil && s.Session.Simulated || s.GPU != nil && s.GPU.Simulated
+}
+
+// SimulatedNote says what in the recording was simulated, for a banner;
+// empty when nothing was.
+func (r *Recording) SimulatedNote() string {
+	s := r.Summary
+	session, gpu := s.Session != nil && s.Session.Simulated, s.GPU != nil && s.GPU.Simulated
+	switch {
+	case session && gpu:
+		return "SIMULATED: " + r.Name() + " measured latscope's built-in simulator, with a simulated GPU, not a real model; its numbers describe the simulator."
+	case session:
+		return "SIMULATED: " + r.Name() + " measured latscope's built-in simulator, not a real model; its numbers describe the simulator."
+	case gpu:
+		return "SIMULATED GPU: the GPU figures of " + r.Name() + " come from latscope's simulated GPU, not a real device."
+	}
+	return ""
+}
+
+// Name is what the report calls the recording: its file's name, which
+// tells two runs apart where the session's name (often the host) may not.
+func (r *Recording) Name() string { return filepath.Base(r.Path) }
+
+// Load reads the recording at path and replays it. A file cut short (a
+// killed writer) is reported in Warnings and covers every complete frame; a
+// file that is not a recording, is damaged, or was written by a version
+// this build cannot read is an error.
+func Load(path string) (*Recording, error) {
+	scan, err := scanRecording(path)
+	if err != nil {
+		return nil, err
+	}
+	rec := &Recording{Path: path, Events: scan.events, scan: scan}
+	if scan.torn != nil {
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf(
+			"%s was cut short at byte offset %d (its last %d bytes are an incomplete frame, as when the writer is killed); this report covers the %d events before that offset",
+			path, scan.torn.Offset, scan.torn.Size, scan.events))
+	}
+
+	agg := aggregate.New(aggregate.Config{})
+	plan := newPlan(scan)
+	ro := &reorderer{lateness: scan.lateness, release: func(at time.Time, ev event.Event) {
+		// A point's snapshot holds every event up to it and none after it:
+		// a later event would already claim a slot of the next window.
+		plan.takeBefore(at, agg, rec)
+		agg.Add(ev)
+	}}
+	if _, err := readEvents(path, ro.add); err != nil {
+		return nil, err
+	}
+	ro.flush()
+	plan.takeRest(agg, rec)
+
+	final := agg.Snapshot(agg.Latest())
+	rec.Summary = redactSummary(final.Summary())
+	rec.Bands = final.Windows[aggregate.WinRun].Bands
+	rec.Series.Step, rec.Series.Window = plan.step, plan.window
+	return rec, nil
+}
+
+// scan is what the first pass learns about a recording.
+type scan struct {
+	events   int64
+	torn     *recorder.TornTailError
+	lateness time.Duration // how far any event lags the latest time before it
+	start    time.Time     // the session's start
+	latest   time.Time     // the latest event time
+	// firstDone and lastDone bound the completions of non-warm-up requests.
+	firstDone, lastDone time.Time
+}
+
+func scanRecording(path string) (scan, error) {
+	var s scan
+	var clock orderClock
+	torn, err := readEvents(path, func(ev event.Event) {
+		s.events++
+		before := clock.latest
+		at := clock.key(ev)
+		s.lateness = max(s.lateness, before.Sub(at))
+		if ev.Session != nil && s.start.IsZero() {
+			s.start = ev.Session.Time
+		}
+		if r := ev.Request; r != nil && !r.Warmup && !at.IsZero() {
+			if s.firstDone.IsZero() || at.Before(s.firstDone) {
+				s.firstDone = at
+			}
+			if at.After(s.lastDone) {
+				s.lastDone = at
+			}
+		}
+	})
+	if err != nil {
+		return scan{}, err
+	}
+	s.torn, s.latest = torn, clock.latest
+	if s.start.IsZero() { // a header without a time, from another tool
+		s.start = s.firstDone
+	}
+	return s, nil
+}
+
+// readEvents calls fn for every event of the recording at path, the header
+// first. A torn tail ends the events without an error and is returned.
+func readEvents(path string, fn func(event.Event)) (*recorder.TornTailError, error) {
+	r, err := recorder.Open(path)
+	if err != nil {
+		return nil, explain(err)
+	}
+	defer r.Close()
+	for {
+		ev, err := r.Next()
+		var torn *recorder.TornTailError
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil, nil
+		case errors.As(err, &torn):
+			return torn, nil
+		case err != nil:
+			return nil, fmt.Errorf("read %s: %w", path, explain(err))
+		}
+		fn(ev)
+	}
+}
+
+// explain adds what a user can do to the reader's errors.
+func explain(err error) error {
+	var torn *recorder.TornTailError
+	switch {
+	case errors.Is(err, recorder.ErrNotRecording):
+		return fmt.Errorf("%w (latscope report reads the session files latscope records)", err)
+	case errors.Is(err, recorder.ErrVersion):
+		return fmt.Errorf("%w (use the latscope version that wrote it, or a newer one)", err)
+	case errors.As(err, &torn):
+		return fmt.Errorf("%w: the file ends before its session header is complete, so there is nothing to report", err)
+	}
+	return err
+}

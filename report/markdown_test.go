@@ -1,0 +1,120 @@
+package report
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+func TestMarkdownHasTheTables(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if err := Write(&buf, Markdown, defaultSynth(1).load(t)); err != nil {
+		t.Fatal(err)
+	}
+	md := buf.String()
+	for _, want := range []string{
+		"# latscope report: run-1.zst\n",
+		"| Session | synthetic-1 |",
+		"> **SIMULATED**: run-1.zst measured latscope's built-in simulator, with a simulated GPU, not a real model",
+		"| Target | http://10.0.0.1:8000 |",
+		"## Requests and throughput\n\n| sent | ok | errors | error rate |",
+		"| 600 | 585 | 15 | 2.50% |",
+		"## Latency (ms)\n\n| metric | count | mean | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|\n| ttft | 585 |",
+		"| itl | 18135 |",
+		"## Client stages (ms, measured)",
+		"| first_token | 585 |",
+		"## TTFT breakdown (ms, 585 requests)",
+		"| queue | server | 585 |",
+		"| network_out | estimated |",
+		"| TTFT (band total) |",
+		"## Errors by kind\n\n| outcome | count | share of sent |\n|---|---|---|\n| http_status | 15 | 2.50% |",
+		"## Errors by HTTP status",
+		"| 15 | http_status | 503 Service Unavailable: upstream overloaded |",
+		"## Server (vllm, http://10.0.0.1:8000/metrics): 61 samples",
+		"| queue depth (waiting) |",
+		"## GPU (latest sample) - SIMULATED",
+		"| 0 | Simulated H100 | 90% | 20.0 / 80.0 GiB | 400 W | 60 C | 1980 MHz |",
+		"| stall | stall-detector | 4 streams paused together, longest gap ~100 ms |",
+		"## Insights\n\n- queue wait is",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+	for i, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "|") && !strings.HasSuffix(line, "|") {
+			t.Errorf("line %d is a broken table row: %q", i+1, line)
+		}
+	}
+}
+
+func TestMarkdownEscapesRecordedText(t *testing.T) {
+	t.Parallel()
+	s := defaultSynth(2)
+	s.duration = 5 * time.Second
+	s.header = func(h *event.Session) { h.Model = "m|x <b>bold</b>\nsecond line" }
+	rec := s.load(t)
+	var buf bytes.Buffer
+	if err := Write(&buf, Markdown, rec); err != nil {
+		t.Fatal(err)
+	}
+	md := buf.String()
+	if want := `| Model | m\|x \<b>bold\</b> second line |`; !strings.Contains(md, want) {
+		t.Errorf("model row not escaped; want %q in\n%s", want, md)
+	}
+	if regexp.MustCompile(`(^|[^\\])<[a-z/]`).MatchString(md) {
+		t.Error("raw HTML from the recording in the Markdown")
+	}
+}
+
+func TestMarkdownComparison(t *testing.T) {
+	t.Parallel()
+	slow := defaultSynth(14)
+	slow.queueMean = 90 * time.Millisecond
+	var buf bytes.Buffer
+	if err := WriteComparison(&buf, Markdown, compare(t, defaultSynth(13).load(t), slow.load(t))); err != nil {
+		t.Fatal(err)
+	}
+	md := buf.String()
+	for _, want := range []string{
+		"# latscope comparison: run-13.zst vs run-14.zst",
+		"## Runs\n\n|  | base | other |",
+		"## Significant changes\n\n- latency ttft mean: ",
+		"- breakdown queue mean: ",
+		"## Changes (other − base)\n\n| section | metric | stat | unit | base | other | change | change % | p | significant | windows |",
+		"| breakdown | prefill | mean | ms |",
+		"Rule: Welch's t-test",
+		"Windows: 5s long; 11 whole windows in base, 11 in other.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("comparison lacks %q", want)
+		}
+	}
+}
+
+func TestOnlySimulatedRunsSaySo(t *testing.T) {
+	t.Parallel()
+	real := defaultSynth(3)
+	real.simulated, real.duration = false, 5*time.Second
+	rec := real.load(t)
+	for _, f := range []Format{Markdown, HTML} {
+		var buf bytes.Buffer
+		if err := Write(&buf, f, rec); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(buf.String(), "SIMULATED") {
+			t.Errorf("%s report of a real run says SIMULATED", f)
+		}
+	}
+	gpuOnly := defaultSynth(4)
+	gpuOnly.duration = 5 * time.Second
+	gpuOnly.header = func(h *event.Session) { h.Simulated = false }
+	if note := gpuOnly.load(t).SimulatedNote(); !strings.HasPrefix(note, "SIMULATED GPU: ") {
+		t.Errorf("a real server with a simulated GPU: %q", note)
+	}
+}

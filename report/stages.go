@@ -1,0 +1,43 @@
+package report
+
+import (
+	"iter"
+	"maps"
+	"slices"
+
+	"github.com/latscope/latscope/event"
+)
+
+// clientStages is the order the probe measures the client stages in.
+var clientStages = []event.Stage{
+	event.StageSchedLag, event.StageSerialize, event.StageDNS, event.StageConnect, event.StageTLS,
+	event.StageConnWait, event.StageWrite, event.StageWaitHeaders, event.StageFirstToken,
+}
+
+// breakdownStages is the order a request's time passes through the
+// breakdown stages: the client's own stages, then the server window.
+var breakdownStages = []event.Stage{
+	event.StageSchedLag, event.StageSerialize, event.StageDNS, event.StageConnect, event.StageTLS,
+	event.StageConnWait, event.StageWrite,
+	event.StageNetworkOut, event.StageHTTP, event.StageTokenize, event.StageQueue, event.StagePrefill,
+	event.StageFirstDecode, event.StageDetokenize, event.StageNetworkReturn, event.StageUnattributed,
+}
+
+// orderedStages returns the stages of every set, once each: those in
+// canonical in its order, then the others sorted. Pass maps.Keys(m).
+func orderedStages(canonical []event.Stage, sets ...iter.Seq[event.Stage]) []event.Stage {
+	seen := make(map[event.Stage]bool)
+	for _, set := range sets {
+		for k := range set {
+			seen[k] = true
+		}
+	}
+	out := make([]event.Stage, 0, len(seen))
+	for _, s := range canonical {
+		if seen[s] {
+			out = append(out, s)
+			delete(seen, s)
+		}
+	}
+	return append(out, slices.Sorted(maps.Keys(seen))...)
+}

@@ -1,0 +1,358 @@
+package report
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
+)
+
+// table is one section of a report, independent of the format: Markdown
+// prints it as a pipe table, HTML as a <table>. A table without columns is
+// a bulleted list of its Items.
+type table struct {
+	Title   string
+	Columns []string
+	Rows    [][]string
+	Items   []string
+	Notes   []string // lines under the table
+	// Strong marks rows to stand out (a significant change); HTML shows
+	// them in bold.
+	Strong []bool
+	// Text says the cells are text, to align left even when they are numbers.
+	Text bool
+}
+
+// overview describes the session: what was measured, how, and when.
+func overview(rec *Recording) [][2]string {
+	s := rec.Summary
+	var rows [][2]string
+	add := func(label, value string) {
+		if value != "" {
+			rows = append(rows, [2]string{label, value})
+		}
+	}
+	add("File", rec.Path)
+	if h := s.Session; h != nil {
+		add("Session", h.Name)
+		add("Target", h.Target)
+		server := h.Server
+		if h.Dialect != "" {
+			server = strings.TrimPrefix(server+", dialect "+h.Dialect, ", ")
+		}
+		add("Server", server)
+		add("Model", h.Model)
+		add("Load", describeLoad(h.Load))
+		if !h.Time.IsZero() {
+			add("Started", h.Time.UTC().Format("2006-01-02 15:04:05 MST"))
+		}
+		add("Recorded by", strings.TrimSpace(fmt.Sprintf("latscope %s %s", h.Latscope, onHost(h.Host))))
+		add("Run", h.RunID)
+	}
+	add("Duration", fmt.Sprintf("%.2f s, first send to last completion", s.Duration.Seconds()))
+	add("Events", strconv.FormatInt(rec.Events, 10))
+	return rows
+}
+
+func onHost(host string) string {
+	if host == "" {
+		return ""
+	}
+	return "on " + host
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// describeLoad says in a line what load the session asked for.
+func describeLoad(l event.Load) string {
+	var parts []string
+	switch l.Mode {
+	case "open":
+		p := fmt.Sprintf("open loop, %g req/s", l.Rate)
+		if l.Arrival != "" {
+			p += " " + l.Arrival
+		}
+		parts = append(parts, p)
+	case "closed":
+		parts = append(parts, fmt.Sprintf("closed loop, %d streams", l.Concurrency))
+	case "":
+	default:
+		parts = append(parts, l.Mode)
+	}
+	if l.PromptTokens != "" {
+		parts = append(parts, "prompt "+l.PromptTokens+" tokens")
+	}
+	if l.OutputTokens != "" {
+		parts = append(parts, "output "+l.OutputTokens+" tokens")
+	}
+	if l.Duration > 0 {
+		parts = append(parts, "for "+l.Duration.String())
+	}
+	if l.Requests > 0 {
+		parts = append(parts, fmt.Sprintf("%d requests", l.Requests))
+	}
+	if l.Warmup > 0 {
+		parts = append(parts, fmt.Sprintf("%d warm-up", l.Warmup))
+	}
+	if l.SLO != "" {
+		parts = append(parts, "SLO "+l.SLO)
+	}
+	return strings.Join(parts, ", ")
+}
+
+var statColumns = []string{"count", "mean", "p50", "p90", "p99", "max"}
+
+func statCells(st aggregate.Stats) []string {
+	return []string{strconv.FormatInt(st.Count, 10), num(st.Mean, 2), num(st.P50, 2), num(st.P90, 2), num(st.P99, 2), num(st.Max, 2)}
+}
+
+// sections are a recording's tables, in the order a report shows them.
+func sections(rec *Recording) []table {
+	s := &rec.Summary
+	out := []table{requestsTable(s), latencyTable(s)}
+	if len(s.Stages) > 0 {
+		out = append(out, clientStagesTable(s))
+	}
+	out = append(out, breakdownTable(s, &rec.Bands))
+	out = append(out, errorTables(s)...)
+	out = append(out, serverTables(s)...)
+	out = append(out, gpuTable(s.GPU))
+	out = append(out, markerTables(s)...)
+	return out
+}
+
+func requestsTable(s *aggregate.Summary) table {
+	r := s.Requests
+	errRate := "-"
+	if r.Sent > 0 {
+		errRate = num(percent(r.Errors, r.Sent), 2) + "%"
+	}
+	t := table{
+		Title:   "Requests and throughput",
+		Columns: []string{"sent", "ok", "errors", "error rate", "warm-up (excluded)", "req/s finished", "req/s ok", "output tok/s", "output tokens"},
+		Rows: [][]string{{
+			strconv.FormatInt(r.Sent, 10), strconv.FormatInt(r.OK, 10), strconv.FormatInt(r.Errors, 10), errRate,
+			strconv.FormatInt(r.Warmup, 10), num(r.ReqPerSec, 2), num(r.OKPerSec, 2), num(r.TokPerSec, 2), strconv.FormatInt(r.TokensOut, 10),
+		}},
+	}
+	if len(r.Flags) > 0 {
+		var parts []string
+		for _, f := range slices.Sorted(maps.Keys(r.Flags)) {
+			parts = append(parts, fmt.Sprintf("%s %d", f, r.Flags[f]))
+		}
+		t.Notes = append(t.Notes, "Flags: "+strings.Join(parts, ", "))
+	}
+	if r.Clamped > 0 || r.DroppedStages > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d values clamped into 0..10 min, %d stage values dropped (too many stage names)", r.Clamped, r.DroppedStages))
+	}
+	return t
+}
+
+func latencyTable(s *aggregate.Summary) table {
+	t := table{Title: "Latency (ms)", Columns: append([]string{"metric"}, statColumns...)}
+	row := func(name string, st aggregate.Stats) {
+		t.Rows = append(t.Rows, append([]string{name}, statCells(st)...))
+	}
+	row("ttft", s.TTFT)
+	row("itl", s.ITL)
+	row("tpot", s.TPOT)
+	row("e2e", s.E2E)
+	row("sched_lag", s.SchedLag)
+	row("tok/s per request *", s.TokensPerSec)
+	t.Notes = []string{"* in output tokens per second, not ms. Latencies come from successful requests; TTFT and E2E count from the intended send time."}
+	return t
+}
+
+func clientStagesTable(s *aggregate.Summary) table {
+	t := table{Title: "Client stages (ms, measured)", Columns: append([]string{"stage"}, statColumns...)}
+	for _, st := range orderedStages(clientStages, maps.Keys(s.Stages)) {
+		t.Rows = append(t.Rows, append([]string{string(st)}, statCells(s.Stages[st])...))
+	}
+	return t
+}
+
+func breakdownTable(s *aggregate.Summary, bands *[aggregate.NumBands]aggregate.Band) table {
+	b := s.Breakdown
+	if b.Requests == 0 {
+		return table{Title: "TTFT breakdown", Notes: []string{"No breakdown: no server data was joined to the requests."}}
+	}
+	mean, slow := bands[aggregate.BandMean], bands[aggregate.BandP99]
+	t := table{
+		Title:   fmt.Sprintf("TTFT breakdown (ms, %d requests)", b.Requests),
+		Columns: []string{"stage", "provenance", "count", "mean", "p50", "p90", "p99", "share", "mean band", "slowest 1% band"},
+	}
+	for _, st := range orderedStages(breakdownStages, maps.Keys(b.Stages), maps.Keys(mean.Stages), maps.Keys(slow.Stages)) {
+		bs := b.Stages[st]
+		t.Rows = append(t.Rows, []string{
+			string(st), provenanceText(bs.Provenance), strconv.FormatInt(bs.Count, 10), num(bs.Mean, 2), num(bs.P50, 2),
+			num(bs.P90, 2), num(bs.P99, 2), num(100*bs.Share, 1) + "%", num(mean.Stages[st], 2), num(slow.Stages[st], 2),
+		})
+	}
+	t.Rows = append(t.Rows, []string{"TTFT (band total)", "", "", "", "", "", "", "", num(mean.TTFT, 2), num(slow.TTFT, 2)})
+	t.Notes = []string{
+		fmt.Sprintf("Unattributed: %.1f%% of TTFT (time no source accounts for; negative means the sources disagree).", 100*b.UnattributedShare),
+		fmt.Sprintf("Bands: the mean breakdown of every request (%d) and of the slowest 1%% by TTFT (%d requests, TTFT %.2f-%.2f ms); a band's stages add up to its TTFT, unlike per-stage percentiles.",
+			mean.Requests, slow.Requests, slow.MinTTFT, slow.MaxTTFT),
+		"Provenance: measured (latscope's clock), server (reported by the server), estimated (derived by latscope).",
+	}
+	return t
+}
+
+func provenanceText(ps []event.Provenance) string {
+	words := make([]string, len(ps))
+	for i, p := range ps {
+		words[i] = string(p)
+	}
+	return strings.Join(words, ", ")
+}
+
+func errorTables(s *aggregate.Summary) []table {
+	r := s.Requests
+	if r.Errors == 0 {
+		return []table{{Title: "Errors", Notes: []string{"No request failed."}}}
+	}
+	kinds := table{Title: "Errors by kind", Columns: []string{"outcome", "count", "share of sent"}}
+	for _, k := range slices.Sorted(maps.Keys(r.ByOutcome)) {
+		kinds.Rows = append(kinds.Rows, []string{string(k), strconv.FormatInt(r.ByOutcome[k], 10), num(percent(r.ByOutcome[k], r.Sent), 2) + "%"})
+	}
+	out := []table{kinds}
+	if len(r.ByStatus) > 0 {
+		st := table{Title: "Errors by HTTP status", Columns: []string{"status", "count"}}
+		for _, k := range slices.Sorted(maps.Keys(r.ByStatus)) {
+			st.Rows = append(st.Rows, []string{strconv.Itoa(k), strconv.FormatInt(r.ByStatus[k], 10)})
+		}
+		out = append(out, st)
+	}
+	if len(r.TopErrors) > 0 {
+		top := table{Title: "Top error messages", Columns: []string{"count", "outcome", "message"}}
+		for _, e := range r.TopErrors {
+			top.Rows = append(top.Rows, []string{strconv.FormatInt(e.Count, 10), string(e.Outcome), e.Message})
+		}
+		out = append(out, top)
+	}
+	return out
+}
+
+func serverTables(s *aggregate.Summary) []table {
+	sv := s.Server
+	if sv.Samples == 0 {
+		return []table{{Title: "Server", Notes: []string{"No server metrics were collected."}}}
+	}
+	g := table{
+		Title:   fmt.Sprintf("Server (%s, %s): %d samples", orDash(sv.Dialect), orDash(sv.Source), sv.Samples),
+		Columns: []string{"gauge", "mean (time-weighted)", "peak", "last"},
+	}
+	gauge := func(name string, v aggregate.Gauge, scale float64, unit string) {
+		if v.Seen {
+			g.Rows = append(g.Rows, []string{name, num(v.Mean*scale, 2) + unit, num(v.Peak*scale, 2) + unit, num(v.Last*scale, 2) + unit})
+		}
+	}
+	gauge("queue depth (waiting)", sv.QueueDepth, 1, "")
+	gauge("running", sv.Running, 1, "")
+	gauge("KV cache", sv.KVCache, 100, "%")
+	if sv.QueueDepth.Seen {
+		g.Notes = append(g.Notes, fmt.Sprintf("Queue depth trend over the last minute: %+.2f requests/s.", sv.QueueSlope))
+	}
+	if sv.Stale > 0 {
+		g.Notes = append(g.Notes, fmt.Sprintf("%d samples were stale (a scrape failed and the last values were repeated).", sv.Stale))
+	}
+	if sv.LastError != "" {
+		g.Notes = append(g.Notes, "Last scrape error: "+sv.LastError)
+	}
+	out := []table{g}
+	if len(sv.StageMeans) > 0 {
+		st := table{Title: "Server stage means (ms, server-reported, count-weighted)", Columns: []string{"stage", "mean"}}
+		for _, k := range slices.Sorted(maps.Keys(sv.StageMeans)) {
+			st.Rows = append(st.Rows, []string{k, num(sv.StageMeans[k], 2)})
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func gpuTable(g *event.GPUSample) table {
+	t := table{Title: "GPU (latest sample)"}
+	switch {
+	case g == nil:
+		t.Notes = []string{"No GPU samples."}
+		return t
+	case !g.Available:
+		t.Notes = []string{"GPU unavailable: " + orDash(g.Reason)}
+		return t
+	}
+	if g.Simulated {
+		t.Title = "GPU (latest sample) - SIMULATED"
+		t.Notes = []string{"SIMULATED: this GPU was invented by latscope's demo from the simulator's batch; it is not a real device."}
+	}
+	t.Columns = []string{"index", "name", "util", "memory", "power", "temperature", "SM clock", "throttle"}
+	for _, d := range g.Devices {
+		t.Rows = append(t.Rows, []string{
+			strconv.Itoa(d.Index), d.Name, fmt.Sprintf("%d%%", d.UtilGPU),
+			fmt.Sprintf("%.1f / %.1f GiB", gib(d.MemUsed), gib(d.MemTotal)),
+			fmt.Sprintf("%.0f W", float64(d.PowerMilliW)/1000), fmt.Sprintf("%d C", d.TempC),
+			fmt.Sprintf("%d MHz", d.SMClockMHz), strings.Join(d.ThrottleReason, ", "),
+		})
+	}
+	return t
+}
+
+func gib(b uint64) float64 { return float64(b) / (1 << 30) }
+
+// maxMarkers bounds the markers a report lists.
+const maxMarkers = 20
+
+func markerTables(s *aggregate.Summary) []table {
+	m := s.Markers
+	var out []table
+	if len(m.Counts) > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(m.Counts)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, m.Counts[k]))
+		}
+		t := table{Title: "Markers", Columns: []string{"time", "kind", "source", "message"},
+			Notes: []string{"Counts: " + strings.Join(parts, ", ")}}
+		recent := m.Recent[max(0, len(m.Recent)-maxMarkers):]
+		for _, x := range recent {
+			t.Rows = append(t.Rows, []string{markerTime(x.Time, s), string(x.Kind), x.Source, x.Message})
+		}
+		if len(recent) < len(m.Recent) || int64(len(m.Recent)) < sum(m.Counts) {
+			t.Notes = append(t.Notes, fmt.Sprintf("Showing the latest %d.", len(recent)))
+		}
+		out = append(out, t)
+	}
+	ins := table{Title: "Insights"}
+	for _, x := range s.Insights {
+		ins.Items = append(ins.Items, x.Message)
+	}
+	if len(ins.Items) == 0 {
+		ins.Notes = []string{"None: no insight's threshold was crossed (or too few requests to say)."}
+	}
+	return append(out, ins)
+}
+
+// markerTime shows a marker's time of day and its offset into the session.
+func markerTime(t time.Time, s *aggregate.Summary) string {
+	at := t.UTC().Format("15:04:05.000")
+	if h := s.Session; h != nil && !h.Time.IsZero() {
+		at += fmt.Sprintf(" (+%.1f s)", t.Sub(h.Time).Seconds())
+	}
+	return at
+}
+
+func sum[K comparable](m map[K]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

@@ -1,0 +1,128 @@
+package report
+
+import (
+	"math"
+	"sort"
+)
+
+// welch is Welch's two-sided t-test for a difference between the means of
+// xs and ys, which need not have equal variances. It returns the p-value,
+// and false when either sample has fewer than two values (no spread to
+// judge a difference by).
+func welch(xs, ys []float64) (p float64, ok bool) {
+	if len(xs) < 2 || len(ys) < 2 {
+		return math.NaN(), false
+	}
+	mx, vx := meanVar(xs)
+	my, vy := meanVar(ys)
+	nx, ny := float64(len(xs)), float64(len(ys))
+	sx, sy := vx/nx, vy/ny
+	se2 := sx + sy
+	if se2 == 0 {
+		// Neither run varies at all: any difference is beyond its noise.
+		if mx == my {
+			return 1, true
+		}
+		return 0, true
+	}
+	t := (mx - my) / math.Sqrt(se2)
+	df := se2 * se2 / (sx*sx/(nx-1) + sy*sy/(ny-1))
+	return studentTwoSided(t, df), true
+}
+
+func meanVar(xs []float64) (mean, variance float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	for _, x := range xs {
+		variance += (x - mean) * (x - mean)
+	}
+	return mean, variance / float64(len(xs)-1)
+}
+
+// studentTwoSided is P(|T| ≥ |t|) for Student's t with df degrees of
+// freedom: the regularized incomplete beta I_{df/(df+t²)}(df/2, 1/2).
+func studentTwoSided(t, df float64) float64 {
+	if math.IsInf(t, 0) {
+		return 0
+	}
+	return regIncBeta(df/2, 0.5, df/(df+t*t))
+}
+
+// regIncBeta is the regularized incomplete beta function I_x(a, b),
+// evaluated with its continued fraction (Numerical Recipes, 6.4) on the side
+// of x where that converges quickly.
+func regIncBeta(a, b, x float64) float64 {
+	switch {
+	case x <= 0:
+		return 0
+	case x >= 1:
+		return 1
+	}
+	la, _ := math.Lgamma(a)
+	lb, _ := math.Lgamma(b)
+	lab, _ := math.Lgamma(a + b)
+	front := math.Exp(lab - la - lb + a*math.Log(x) + b*math.Log1p(-x))
+	if x < (a+1)/(a+b+2) {
+		return front * betaFraction(a, b, x) / a
+	}
+	return 1 - front*betaFraction(b, a, 1-x)/b
+}
+
+// betaFraction evaluates the continued fraction of the incomplete beta
+// function by the modified Lentz method.
+func betaFraction(a, b, x float64) float64 {
+	const (
+		maxIter = 300
+		eps     = 1e-15
+		tiny    = 1e-300
+	)
+	clampTiny := func(v float64) float64 {
+		if math.Abs(v) < tiny {
+			return tiny
+		}
+		return v
+	}
+	c, d := 1.0, 1/clampTiny(1-(a+b)*x/(a+1))
+	h := d
+	for m := 1.0; m <= maxIter; m++ {
+		// The even step, then the odd one.
+		num := m * (b - m) * x / ((a + 2*m - 1) * (a + 2*m))
+		d = 1 / clampTiny(1+num*d)
+		c = clampTiny(1 + num/c)
+		h *= d * c
+		num = -(a + m) * (a + b + m) * x / ((a + 2*m) * (a + 2*m + 1))
+		d = 1 / clampTiny(1+num*d)
+		c = clampTiny(1 + num/c)
+		step := d * c
+		h *= step
+		if math.Abs(step-1) < eps {
+			break
+		}
+	}
+	return h
+}
+
+// holm marks which of the p-values are significant at a family-wise error
+// rate alpha (Holm–Bonferroni): sorted ascending, the k-th smallest (from 0)
+// must be at most alpha/(m−k), and the first that is not ends the rejections.
+// NaN p-values are not tested and never significant.
+func holm(ps []float64, alpha float64) []bool {
+	idx := make([]int, 0, len(ps))
+	for i, p := range ps {
+		if !math.IsNaN(p) {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return ps[idx[a]] < ps[idx[b]] })
+	out := make([]bool, len(ps))
+	m := len(idx)
+	for k, i := range idx {
+		if ps[i] > alpha/float64(m-k) {
+			break
+		}
+		out[i] = true
+	}
+	return out
+}
