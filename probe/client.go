@@ -138,8 +138,8 @@ const (
 // no goroutine behind.
 func (c *Client) Do(ctx context.Context, spec RequestSpec) *event.Request {
 	start := time.Now()
-	r := &run{c: c, spec: spec, start: start}
-	r.rec = &event.Request{
+	x := &exchange{c: c, spec: spec, start: start}
+	x.rec = &event.Request{
 		ID: spec.ID, TraceID: spec.TraceID, Seq: spec.Seq, Worker: spec.Worker,
 		Target: c.target, Dialect: c.d.name(), Model: c.model, Warmup: spec.Warmup,
 		PromptTokens: spec.PromptTokens, TargetOutputTokens: spec.OutputTokens,
@@ -148,10 +148,10 @@ func (c *Client) Do(ctx context.Context, spec RequestSpec) *event.Request {
 	// A request that starts before its schedule (the pacer never does this)
 	// counts from its real start, so the stages still cover the TTFT.
 	if spec.Intended.IsZero() || start.Before(spec.Intended) {
-		r.rec.Intended = start
+		x.rec.Intended = start
 	}
-	r.lag = start.Sub(r.rec.Intended)
-	r.rec.SchedLag = r.lag
+	x.lag = start.Sub(x.rec.Intended)
+	x.rec.SchedLag = x.lag
 
 	var reqCtx context.Context
 	var cancel context.CancelFunc
@@ -161,13 +161,13 @@ func (c *Client) Do(ctx context.Context, spec RequestSpec) *event.Request {
 		reqCtx, cancel = context.WithCancel(ctx)
 	}
 	defer cancel()
-	r.execute(ctx, reqCtx, cancel)
-	r.finish()
-	return r.rec
+	x.execute(ctx, reqCtx, cancel)
+	x.finish()
+	return x.rec
 }
 
-// run is the state of one request.
-type run struct {
+// exchange is the state of one request: what was sent and what came back.
+type exchange struct {
 	c     *Client
 	spec  RequestSpec
 	rec   *event.Request
@@ -196,51 +196,51 @@ type run struct {
 }
 
 // fail sets the outcome once.
-func (r *run) fail(out event.Outcome, msg string) {
-	r.failed = true
-	r.rec.Outcome = out
-	r.rec.Error = msg
+func (x *exchange) fail(out event.Outcome, msg string) {
+	x.failed = true
+	x.rec.Outcome = out
+	x.rec.Error = msg
 }
 
-func (r *run) execute(parent, reqCtx context.Context, cancel context.CancelFunc) {
-	c := r.c
-	body, err := c.d.body(c.model, r.spec)
+func (x *exchange) execute(parent, reqCtx context.Context, cancel context.CancelFunc) {
+	c := x.c
+	body, err := c.d.body(c.model, x.spec)
 	if err != nil {
-		r.fail(event.OutcomeMalformed, fmt.Sprintf("build request body: %v", err))
+		x.fail(event.OutcomeMalformed, fmt.Sprintf("build request body: %v", err))
 		return
 	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, r.trace.clientTrace()),
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, x.trace.clientTrace()),
 		http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		r.fail(event.OutcomeConnect, fmt.Sprintf("build request: %v", err))
+		x.fail(event.OutcomeConnect, fmt.Sprintf("build request: %v", err))
 		return
 	}
-	c.setHeaders(req.Header, r.spec)
-	r.bodyReady = time.Now()
+	c.setHeaders(req.Header, x.spec)
+	x.bodyReady = time.Now()
 
 	resp, err := c.hc.Do(req)
-	r.headers = time.Now()
-	r.phases = r.trace.snapshot()
+	x.headers = time.Now()
+	x.phases = x.trace.snapshot()
 	if err != nil {
 		if out, msg, ok := contextOutcome(parent, reqCtx); ok {
-			r.fail(out, msg)
+			x.fail(out, msg)
 			return
 		}
-		r.fail(sendOutcome(err, !r.phases.gotConn.IsZero()))
+		x.fail(sendOutcome(err, !x.phases.gotConn.IsZero()))
 		return
 	}
 	defer resp.Body.Close()
-	r.rec.Status = resp.StatusCode
+	x.rec.Status = resp.StatusCode
 	if st := tgiHeaderTiming(resp.Header); st != nil {
-		r.addTiming(st)
+		x.addTiming(st)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		r.fail(event.OutcomeHTTPStatus, statusError(resp))
+		x.fail(event.OutcomeHTTPStatus, statusError(resp))
 		return
 	}
 	if !c.d.ndjson() && isJSON(resp.Header.Get("Content-Type")) {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		r.fail(event.OutcomeMalformed, fmt.Sprintf("server answered application/json, not an event stream: %s", excerpt(snippet, 200)))
+		x.fail(event.OutcomeMalformed, fmt.Sprintf("server answered application/json, not an event stream: %s", excerpt(snippet, 200)))
 		return
 	}
 
@@ -255,15 +255,15 @@ func (r *run) execute(parent, reqCtx context.Context, cancel context.CancelFunc)
 	} else {
 		rd = newSSEReader(br, clock, c.limit)
 	}
-	if err := r.stream(rd); err != nil {
+	if err := x.stream(rd); err != nil {
 		if out, msg, ok := contextOutcome(parent, reqCtx); ok {
-			r.fail(out, msg)
+			x.fail(out, msg)
 			return
 		}
-		r.fail(streamOutcome(err, c.d.endMarker()))
+		x.fail(streamOutcome(err, c.d.endMarker()))
 		return
 	}
-	r.rec.Outcome = event.OutcomeOK
+	x.rec.Outcome = event.OutcomeOK
 	// Read what follows the end marker (normally just the chunked-encoding
 	// terminator) so the connection goes back to the pool, but never wait
 	// long for a server that keeps the stream open.
@@ -275,15 +275,15 @@ func (r *run) execute(parent, reqCtx context.Context, cancel context.CancelFunc)
 // stream reads events until the end marker. A nil return is a complete
 // stream; otherwise a read error, a parse error wrapping errMalformed, or a
 // *serverEventError.
-func (r *run) stream(rd eventReader) error {
-	chunks := make([]event.Chunk, 0, max(r.spec.OutputTokens, 0))
+func (x *exchange) stream(rd eventReader) error {
+	chunks := make([]event.Chunk, 0, max(x.spec.OutputTokens, 0))
 	defer func() {
-		r.closeBatch(chunks)
-		r.rec.Chunks = chunks
+		x.closeBatch(chunks)
+		x.rec.Chunks = chunks
 	}()
 	// The OpenAI dialects are called directly, with the stream's chunk
 	// shape; the others through the interface.
-	oa, isOA := r.c.d.(openAIDialect)
+	oa, isOA := x.c.d.(openAIDialect)
 	for {
 		ev, err := rd.Next()
 		if err != nil {
@@ -291,27 +291,27 @@ func (r *run) stream(rd eventReader) error {
 		}
 		// The arrival time is the read's, the same for all the events of
 		// one read; take it before any parsing.
-		if ev.Read != r.batchRead {
-			r.closeBatch(chunks)
-			r.batchRead, r.batchCount, r.batchFrom = ev.Read, 0, len(chunks)
-			r.batchAt = ev.At.Sub(r.start)
+		if ev.Read != x.batchRead {
+			x.closeBatch(chunks)
+			x.batchRead, x.batchCount, x.batchFrom = ev.Read, 0, len(chunks)
+			x.batchAt = ev.At.Sub(x.start)
 		}
-		at := r.batchAt
-		r.batchCount++
+		at := x.batchAt
+		x.batchCount++
 
-		r.ci = chunkInfo{}
-		ci := &r.ci // a field, not a local: through the interface call a local would escape
+		x.ci = chunkInfo{}
+		ci := &x.ci // a field, not a local: through the interface call a local would escape
 		var perr error
 		if isOA {
-			perr = oa.parseStream(ev.Data, ci, &r.shape)
+			perr = oa.parseStream(ev.Data, ci, &x.shape)
 		} else {
-			perr = r.c.d.parse(ev.Data, ci)
+			perr = x.c.d.parse(ev.Data, ci)
 		}
-		if !r.sawEvent {
-			r.sawEvent = true
-			r.rec.FirstEvent = r.lag + at
+		if !x.sawEvent {
+			x.sawEvent = true
+			x.rec.FirstEvent = x.lag + at
 			if ci.tokens == 0 && !ci.end && perr == nil && ci.serverErr == "" {
-				r.rec.Flags = append(r.rec.Flags, event.FlagRoleOnlyFirst)
+				x.rec.Flags = append(x.rec.Flags, event.FlagRoleOnlyFirst)
 			}
 		}
 		if perr != nil {
@@ -322,33 +322,33 @@ func (r *run) stream(rd eventReader) error {
 		}
 		if ci.tokens > 0 {
 			if len(chunks) == 0 {
-				r.firstAt = at
+				x.firstAt = at
 			}
 			chunks = append(chunks, event.Chunk{At: at, Tokens: int32(ci.tokens)})
-			r.tokens += ci.tokens
-			r.rec.ReplacementChars += ci.replacements
+			x.tokens += ci.tokens
+			x.rec.ReplacementChars += ci.replacements
 		}
 		if ci.usage {
-			r.usage = true
-			r.usageOut = ci.outputTokens
+			x.usage = true
+			x.usageOut = ci.outputTokens
 			if ci.promptTokens > 0 {
-				r.rec.PromptTokens = ci.promptTokens
+				x.rec.PromptTokens = ci.promptTokens
 			}
 		}
 		if ci.timing != nil {
-			r.addTiming(ci.timing)
+			x.addTiming(ci.timing)
 		}
 		if ci.end {
-			r.endAt = at
+			x.endAt = at
 			return nil
 		}
 	}
 }
 
 // closeBatch writes the size of the finished coalesced group into its chunks.
-func (r *run) closeBatch(chunks []event.Chunk) {
-	for i := r.batchFrom; i < len(chunks); i++ {
-		chunks[i].Batch = r.batchCount
+func (x *exchange) closeBatch(chunks []event.Chunk) {
+	for i := x.batchFrom; i < len(chunks); i++ {
+		chunks[i].Batch = x.batchCount
 	}
 }
 
@@ -358,12 +358,12 @@ type serverEventError struct{ msg string }
 func (e *serverEventError) Error() string { return "server error event: " + e.msg }
 
 // addTiming merges a server timing into the record.
-func (r *run) addTiming(st *event.ServerTiming) {
-	if r.rec.Server == nil {
-		r.rec.Server = st
+func (x *exchange) addTiming(st *event.ServerTiming) {
+	if x.rec.Server == nil {
+		x.rec.Server = st
 		return
 	}
-	cur := r.rec.Server
+	cur := x.rec.Server
 	if !strings.Contains(cur.Source, st.Source) {
 		cur.Source += "+" + st.Source
 	}
@@ -387,25 +387,25 @@ const (
 )
 
 // finish fills the derived fields once the outcome is known.
-func (r *run) finish() {
-	rec := r.rec
+func (x *exchange) finish() {
+	rec := x.rec
 	if rec.Outcome == "" {
 		rec.Outcome = event.OutcomeStreamReset // unreachable: every path sets one
 	}
-	rec.Stages = r.stages()
-	if !r.failed {
-		rec.E2E = r.lag + r.endAt
+	rec.Stages = x.stages()
+	if !x.failed {
+		rec.E2E = x.lag + x.endAt
 	} else {
-		rec.E2E = r.lag + time.Since(r.start)
+		rec.E2E = x.lag + time.Since(x.start)
 	}
 	if len(rec.Chunks) > 0 {
-		rec.TTFT = r.lag + r.firstAt
+		rec.TTFT = x.lag + x.firstAt
 	}
-	rec.OutputTokens = r.tokens
-	if r.usage && r.usageOut > 0 {
-		rec.OutputTokens = r.usageOut
+	rec.OutputTokens = x.tokens
+	if x.usage && x.usageOut > 0 {
+		rec.OutputTokens = x.usageOut
 	}
-	if rec.OK() && r.c.d.asksUsage() && !r.usage {
+	if rec.OK() && x.c.d.asksUsage() && !x.usage {
 		rec.Flags = append(rec.Flags, event.FlagMissingUsage)
 	}
 	if rec.ReplacementChars > 0 {
@@ -414,9 +414,9 @@ func (r *run) finish() {
 	if nagleSuspect(rec.Chunks) {
 		rec.Flags = append(rec.Flags, event.FlagNagleSuspect)
 	}
-	if !r.phases.gotConn.IsZero() {
-		rec.ReusedConn = r.phases.reused
-		rec.ConnectRTT = r.phases.connect
+	if !x.phases.gotConn.IsZero() {
+		rec.ReusedConn = x.phases.reused
+		rec.ConnectRTT = x.phases.connect
 	}
 }
 
@@ -437,26 +437,26 @@ func nagleSuspect(chunks []event.Chunk) bool {
 // the end of the previous one. They are built from boundaries measured
 // from start on the monotonic clock, forced to be non-decreasing, so they
 // add up exactly to TTFT (lag + first content offset).
-func (r *run) stages() []event.StageTiming {
+func (x *exchange) stages() []event.StageTiming {
 	out := make([]event.StageTiming, 0, 9)
 	add := func(s event.Stage, d time.Duration) {
 		out = append(out, event.StageTiming{Stage: s, Duration: d, Provenance: event.Measured})
 	}
-	if r.lag > 0 {
-		add(event.StageSchedLag, r.lag)
+	if x.lag > 0 {
+		add(event.StageSchedLag, x.lag)
 	}
-	if r.bodyReady.IsZero() {
+	if x.bodyReady.IsZero() {
 		return out
 	}
 	prev := time.Duration(0)
 	next := func(t time.Time) time.Duration {
-		d := max(t.Sub(r.start), prev)
+		d := max(t.Sub(x.start), prev)
 		step := d - prev
 		prev = d
 		return step
 	}
-	add(event.StageSerialize, next(r.bodyReady))
-	p := r.phases
+	add(event.StageSerialize, next(x.bodyReady))
+	p := x.phases
 	if p.gotConn.IsZero() {
 		return out
 	}
@@ -474,17 +474,17 @@ func (r *run) stages() []event.StageTiming {
 		return out
 	}
 	add(event.StageWrite, next(p.wrote))
-	if r.rec.Status == 0 {
+	if x.rec.Status == 0 {
 		return out
 	}
-	add(event.StageWaitHeaders, next(r.headers))
-	if len(r.rec.Chunks) == 0 {
+	add(event.StageWaitHeaders, next(x.headers))
+	if len(x.rec.Chunks) == 0 {
 		return out
 	}
-	add(event.StageFirstToken, next(r.start.Add(r.firstAt)))
+	add(event.StageFirstToken, next(x.start.Add(x.firstAt)))
 	// Clipping can only push boundaries later; the first token is the last
 	// boundary, so keep TTFT equal to the sum.
-	r.firstAt = prev
+	x.firstAt = prev
 	return out
 }
 

@@ -31,7 +31,7 @@ const detectTimeout = 2 * time.Second
 const detectBodyLimit = 1 << 20
 
 // Detect finds which server runs at baseURL by asking the endpoints each
-// server has of its own (servers.md): /v1/models for the model list; vLLM
+// server has of its own: /v1/models for the model list; vLLM
 // /version and owned_by "vllm"; SGLang /get_model_info and
 // /get_server_info; TGI /info; llama.cpp /props and /slots; Ollama
 // /api/version and /api/tags. hc nil means http.DefaultClient. It never

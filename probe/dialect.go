@@ -8,7 +8,7 @@ import (
 )
 
 // The dialects a Client speaks: each is one server API's request body,
-// stream format and chunk fields (shared/reference/servers.md §1-§6).
+// stream format and chunk fields.
 const (
 	DialectOpenAIChat        = "openai-chat"        // /v1/chat/completions, SSE, ends with [DONE]
 	DialectOpenAICompletions = "openai-completions" // /v1/completions, SSE, ends with [DONE]
