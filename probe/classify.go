@@ -57,7 +57,10 @@ func sendOutcome(err error, gotConn bool) (event.Outcome, string) {
 func streamOutcome(err error, end string) (event.Outcome, string) {
 	var tooLarge *eventTooLargeError
 	var serverErr *serverEventError
+	var tooMany *tooManyTokensError
 	switch {
+	case errors.As(err, &tooMany):
+		return event.OutcomeMalformed, err.Error()
 	case errors.As(err, &serverErr):
 		return event.OutcomeServerError, err.Error()
 	case errors.As(err, &tooLarge):

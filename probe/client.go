@@ -272,11 +272,33 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 	_, _ = io.Copy(io.Discard, io.LimitReader(br, drainLimit))
 }
 
+// minTokenLimit and tokenLimitFactor bound the tokens one stream may carry:
+// tokenLimitFactor times what was asked for, and at least minTokenLimit,
+// far above any sane output. A server that streams forever without its end
+// marker would otherwise make the request keep every chunk until --timeout.
+const (
+	minTokenLimit    = 1 << 16
+	tokenLimitFactor = 4
+)
+
+// tokenLimit is the most tokens a stream asked for asked tokens may carry.
+func tokenLimit(asked int) int {
+	return max(tokenLimitFactor*min(max(asked, 0), maxTokenLength), minTokenLimit)
+}
+
+// tooManyTokensError ends a stream that went past its token limit.
+type tooManyTokensError struct{ limit int }
+
+func (e *tooManyTokensError) Error() string {
+	return fmt.Sprintf("server sent more than %d tokens without ending the stream", e.limit)
+}
+
 // stream reads events until the end marker. A nil return is a complete
-// stream; otherwise a read error, a parse error wrapping errMalformed, or a
-// *serverEventError.
+// stream; otherwise a read error, a parse error wrapping errMalformed, a
+// *serverEventError or a *tooManyTokensError.
 func (x *exchange) stream(rd eventReader) error {
-	chunks := make([]event.Chunk, 0, max(x.spec.OutputTokens, 0))
+	limit := tokenLimit(x.spec.OutputTokens)
+	chunks := make([]event.Chunk, 0, min(max(x.spec.OutputTokens, 0), minTokenLimit))
 	defer func() {
 		x.closeBatch(chunks)
 		x.rec.Chunks = chunks
@@ -321,6 +343,9 @@ func (x *exchange) stream(rd eventReader) error {
 			return &serverEventError{msg: ci.serverErr}
 		}
 		if ci.tokens > 0 {
+			if x.tokens+ci.tokens > limit {
+				return &tooManyTokensError{limit: limit}
+			}
 			if len(chunks) == 0 {
 				x.firstAt = at
 			}

@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -554,5 +555,43 @@ func BenchmarkDoLoopback(b *testing.B) {
 			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/token")
 			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/token")
 		})
+	}
+}
+
+// TestEndlessStreamIsBounded: a server that streams content forever without
+// its end marker ends the request once the stream passes its token limit,
+// long before the request timeout, and the record keeps no more chunks
+// than that limit.
+func TestEndlessStreamIsBounded(t *testing.T) {
+	t.Parallel()
+	batch := strings.Repeat("data: "+vllmContentChunk+"\n\n", 512)
+	srv := newWireServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		for r.Context().Err() == nil {
+			if _, err := io.WriteString(w, batch); err != nil {
+				return
+			}
+			fl.Flush()
+		}
+	})
+	c := newWireClient(t, srv.URL, DialectOpenAIChat, func(cfg *ClientConfig) { cfg.Timeout = time.Minute })
+	rec := c.Do(t.Context(), wireSpec("endless", 8))
+	limit := tokenLimit(8)
+	if rec.Outcome != event.OutcomeMalformed || !strings.Contains(rec.Error, fmt.Sprintf("more than %d tokens without ending the stream", limit)) {
+		t.Fatalf("outcome %s (%s), want malformed: more than %d tokens", rec.Outcome, rec.Error, limit)
+	}
+	if len(rec.Chunks) > limit || cap(rec.Chunks) > 2*limit || rec.OutputTokens > limit {
+		t.Errorf("record holds %d chunks (capacity %d) and %d tokens, want at most %d", len(rec.Chunks), cap(rec.Chunks), rec.OutputTokens, limit)
+	}
+	checkWireTimeline(t, rec)
+}
+
+func TestTokenLimit(t *testing.T) {
+	t.Parallel()
+	for asked, want := range map[int]int{-1: minTokenLimit, 0: minTokenLimit, 128: minTokenLimit, 100_000: 400_000, 1 << 40: 4 * maxTokenLength} {
+		if got := tokenLimit(asked); got != want {
+			t.Errorf("tokenLimit(%d) = %d, want %d", asked, got, want)
+		}
 	}
 }
