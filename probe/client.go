@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -38,14 +36,18 @@ type ClientConfig struct {
 	Timeout time.Duration
 }
 
+// MaxEventBytesLimit is the largest MaxEventBytes a Client accepts: far
+// above any real event, and small enough that sums of sizes cannot wrap.
+const MaxEventBytesLimit = 1 << 30
+
 // Client executes probe requests in one dialect against one server. It is
 // safe for concurrent use.
 type Client struct {
-	target  string // BaseURL as given, for the record
+	target  string // BaseURL without credentials, for the record
 	url     string // full request URL
 	model   string
-	apiKey  string
-	headers http.Header
+	header  http.Header // sent with every request: Headers and Authorization
+	secrets redactor    // header values to keep out of error messages
 	limit   int
 	timeout time.Duration
 	d       dialect
@@ -59,42 +61,43 @@ var _ Doer = (*Client)(nil)
 func NewClient(cfg ClientConfig) (*Client, error) {
 	d, err := dialectByName(cfg.Dialect)
 	if err != nil {
-		return nil, fmt.Errorf("new client: %w", err)
+		return nil, err
 	}
-	u, err := url.Parse(cfg.BaseURL)
+	u, err := ParseBaseURL(cfg.BaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("new client: base url: %w", err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("new client: base url %q: want http(s)://host[:port]", cfg.BaseURL)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("new client: base url %q: no query or fragment allowed", cfg.BaseURL)
+		return nil, err
 	}
 	base := strings.TrimSuffix(u.String(), "/")
 	if _, ok := d.(openAIDialect); ok {
 		base = strings.TrimSuffix(base, "/v1") // the dialect's path has it
 	}
 	if _, ok := d.(ollamaDialect); ok && cfg.Model == "" {
-		return nil, fmt.Errorf("new client: dialect %s needs a model", cfg.Dialect)
+		return nil, fmt.Errorf("dialect %s needs a model name", cfg.Dialect)
 	}
-	if cfg.MaxEventBytes < 0 || cfg.Timeout < 0 {
-		return nil, errors.New("new client: negative MaxEventBytes or Timeout")
+	switch {
+	case cfg.MaxEventBytes < 0 || cfg.MaxEventBytes > MaxEventBytesLimit:
+		return nil, fmt.Errorf("max event bytes %d: want 1 to %d (0 for the default)", cfg.MaxEventBytes, MaxEventBytesLimit)
+	case cfg.Timeout < 0:
+		return nil, fmt.Errorf("request timeout %s: want 0 (none) or more", cfg.Timeout)
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Transport: NewTransport()}
+	header, err := AuthHeader(cfg.APIKey, cfg.Headers)
+	if err != nil {
+		return nil, err
+	}
+	hc := NewHTTPClient(nil)
+	if cfg.HTTPClient != nil {
+		hc = withRedirectPolicy(cfg.HTTPClient)
 	}
 	limit := cfg.MaxEventBytes
 	if limit == 0 {
 		limit = DefaultMaxEventBytes
 	}
 	return &Client{
-		target:  cfg.BaseURL,
+		target:  event.RedactURL(cfg.BaseURL),
 		url:     base + d.path(),
 		model:   cfg.Model,
-		apiKey:  cfg.APIKey,
-		headers: cfg.Headers.Clone(),
+		header:  header,
+		secrets: newRedactor(header),
 		limit:   limit,
 		timeout: cfg.Timeout,
 		d:       d,
@@ -103,21 +106,26 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}, nil
 }
 
-// NewTransport returns the probe's default transport: enough idle
-// connections per host for hundreds of concurrent streams, HTTP/1.1 only,
-// no proxy (it would add its own latency to every number), and no
-// compression (gzip would buffer the stream and hide token timing).
-func NewTransport() *http.Transport {
-	return &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   1024,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-		ForceAttemptHTTP2:     false,
+// AuthHeader returns the headers every call to the server carries: extra,
+// plus Authorization: Bearer apiKey when apiKey is set. It checks that each
+// can be sent, without ever showing a value in its errors.
+func AuthHeader(apiKey string, extra http.Header) (http.Header, error) {
+	h := make(http.Header, len(extra)+1)
+	for name, values := range extra {
+		for _, v := range values {
+			if err := CheckHeader(name, v); err != nil {
+				return nil, err
+			}
+			h.Add(name, v)
+		}
 	}
+	if apiKey != "" {
+		if err := CheckHeader("Authorization", apiKey); err != nil {
+			return nil, errors.New("the API key holds a control character; it is not shown")
+		}
+		h.Set("Authorization", "Bearer "+apiKey)
+	}
+	return h, nil
 }
 
 // CloseIdleConnections closes the client's idle connections.
@@ -212,7 +220,7 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, x.trace.clientTrace()),
 		http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		x.fail(event.OutcomeConnect, fmt.Sprintf("build request: %v", err))
+		x.fail(event.OutcomeConnect, "build request: "+describeError(err))
 		return
 	}
 	c.setHeaders(req.Header, x.spec)
@@ -226,7 +234,14 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 			x.fail(out, msg)
 			return
 		}
-		x.fail(sendOutcome(err, !x.phases.gotConn.IsZero()))
+		if resp != nil {
+			// Only a refused redirect returns both: the answer was a 3xx.
+			x.rec.Status = resp.StatusCode
+			x.fail(event.OutcomeHTTPStatus, fmt.Sprintf("http %d: %s", resp.StatusCode, describeError(err)))
+			return
+		}
+		out, msg := sendOutcome(err, !x.phases.gotConn.IsZero())
+		x.fail(out, c.secrets.clean(msg))
 		return
 	}
 	defer resp.Body.Close()
@@ -235,12 +250,11 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 		x.addTiming(st)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		x.fail(event.OutcomeHTTPStatus, statusError(resp))
+		x.fail(event.OutcomeHTTPStatus, c.secrets.clean(statusError(resp)))
 		return
 	}
-	if !c.d.ndjson() && isJSON(resp.Header.Get("Content-Type")) {
-		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		x.fail(event.OutcomeMalformed, fmt.Sprintf("server answered application/json, not an event stream: %s", excerpt(snippet, 200)))
+	if problem := notAStream(resp, c.d.ndjson()); problem != "" {
+		x.fail(event.OutcomeMalformed, c.secrets.clean(problem))
 		return
 	}
 
@@ -260,7 +274,14 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 			x.fail(out, msg)
 			return
 		}
-		x.fail(streamOutcome(err, c.d.endMarker()))
+		if !x.sawEvent && errors.Is(err, io.EOF) {
+			// An empty body, or one without a single event (a page served
+			// as text/plain): an answer, but not a stream.
+			x.fail(event.OutcomeMalformed, fmt.Sprintf("server answered %d without a single stream event (%d bytes of body)", resp.StatusCode, clock.bytes))
+			return
+		}
+		out, msg := streamOutcome(err, c.d.endMarker())
+		x.fail(out, c.secrets.clean(msg))
 		return
 	}
 	x.rec.Outcome = event.OutcomeOK
@@ -433,6 +454,9 @@ func (x *exchange) finish() {
 	if rec.OK() && x.c.d.asksUsage() && !x.usage {
 		rec.Flags = append(rec.Flags, event.FlagMissingUsage)
 	}
+	if rec.OK() && len(rec.Chunks) == 0 {
+		rec.Flags = append(rec.Flags, event.FlagNoContent)
+	}
 	if rec.ReplacementChars > 0 {
 		rec.Flags = append(rec.Flags, event.FlagUTF8Defect)
 	}
@@ -514,8 +538,8 @@ func (x *exchange) stages() []event.StageTiming {
 }
 
 func (c *Client) setHeaders(h http.Header, spec RequestSpec) {
-	for k, vs := range c.headers {
-		h[k] = append([]string(nil), vs...)
+	for k, vs := range c.header {
+		h[k] = vs[:len(vs):len(vs)] // shared and read-only: an append elsewhere must copy
 	}
 	h.Set("Content-Type", "application/json")
 	if c.d.ndjson() {
@@ -528,9 +552,6 @@ func (c *Client) setHeaders(h http.Header, spec RequestSpec) {
 	}
 	if spec.TraceID != "" && spec.SpanID != "" {
 		h.Set("Traceparent", "00-"+spec.TraceID+"-"+spec.SpanID+"-01")
-	}
-	if c.apiKey != "" {
-		h.Set("Authorization", "Bearer "+c.apiKey)
 	}
 }
 
@@ -564,7 +585,27 @@ func bodyErrorMessage(raw []byte) string {
 	return body.Message
 }
 
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "application/json"
+// notAStream says why a 2xx response cannot be the stream asked for, or ""
+// when it may be one: a compressed body (latscope asks for none, since
+// compression buffers the stream and hides token timing), an HTML page, or
+// a JSON document where an event stream was asked for.
+func notAStream(resp *http.Response, ndjson bool) string {
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		return fmt.Sprintf("server compressed the stream (Content-Encoding: %s) though latscope asked for none; compression hides token timing",
+			excerpt([]byte(enc), 40))
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case mt == "text/html" || mt == "application/xhtml+xml":
+		return "server answered an HTML page, not a stream (a proxy, login or error page?): " + bodySnippet(resp.Body)
+	case mt == "application/json" && !ndjson:
+		return "server answered application/json, not an event stream: " + bodySnippet(resp.Body)
+	}
+	return ""
+}
+
+// bodySnippet returns the start of a body on one line, for a message.
+func bodySnippet(body io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(body, 512))
+	return excerpt([]byte(strings.Join(strings.Fields(string(b)), " ")), 200)
 }

@@ -334,10 +334,20 @@ func TestNewClientValidates(t *testing.T) {
 		{BaseURL: "http://x?q=1", Dialect: DialectOpenAIChat},
 		{BaseURL: "http://x", Dialect: DialectOllamaChat}, // no model
 		{BaseURL: "http://x", Dialect: DialectTGI, Timeout: -1},
+		{BaseURL: "http://x", Dialect: DialectTGI, MaxEventBytes: MaxEventBytesLimit + 1},
+		{BaseURL: "http://x", Dialect: DialectTGI, Headers: http.Header{"X-Api-Key": {"sk-bad\nsecret"}}},
+		{BaseURL: "http://x", Dialect: DialectTGI, Headers: http.Header{"Bad Name": {"v"}}},
+		{BaseURL: "http://x", Dialect: DialectTGI, APIKey: "sk-bad\rsecret"},
+		{BaseURL: "http://user:pw-secret@[::1", Dialect: DialectTGI},
 	}
 	for _, cfg := range bad {
-		if _, err := NewClient(cfg); err == nil {
+		_, err := NewClient(cfg)
+		if err == nil {
 			t.Errorf("%+v: no error", cfg)
+			continue
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("error %q shows a secret", err)
 		}
 	}
 	c, err := NewClient(ClientConfig{BaseURL: "http://127.0.0.1:8000/v1/", Dialect: DialectOpenAIChat})
@@ -367,7 +377,7 @@ func wireOutcomeCases() []wireOutcomeCase {
 	content := "data: " + vllmContentChunk + "\n\n"
 	big := `{"choices":[{"delta":{"content":"` + strings.Repeat("x", DefaultMaxEventBytes) + `"}}]}`
 	return []wireOutcomeCase{
-		{name: "refused", want: event.OutcomeConnect, errHas: "refused"},
+		{name: "refused", want: event.OutcomeConnect, errHas: "connection refused by 127.0.0.1:"},
 		{name: "tls untrusted", tls: true, handler: wireStream("text/event-stream", sseFrames("[DONE]")),
 			want: event.OutcomeConnect, errHas: "certificate"},
 		{name: "429", handler: func(w http.ResponseWriter, r *http.Request) {
@@ -395,6 +405,24 @@ func wireOutcomeCases() []wireOutcomeCase {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"choices":[{"message":{"content":"hi"}}]}`))
 		}, want: event.OutcomeMalformed, errHas: "not an event stream"},
+		{name: "html page", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_, _ = w.Write([]byte("<html>\n<title>Sign in</title>\n</html>"))
+		}, want: event.OutcomeMalformed, errHas: "HTML page, not a stream (a proxy, login or error page?): <html> <title>Sign in"},
+		{name: "empty 200", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+		}, want: event.OutcomeMalformed, errHas: "server answered 200 without a single stream event (0 bytes of body)"},
+		{name: "plain text 200", handler: func(w http.ResponseWriter, r *http.Request) {
+			_, _ = w.Write([]byte("hello\n"))
+		}, want: event.OutcomeMalformed, errHas: "without a single stream event (6 bytes of body)"},
+		{name: "gzip stream", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Content-Encoding", "gzip")
+			_, _ = w.Write([]byte("\x1f\x8b\x08\x00\x00\x00\x00\x00"))
+		}, want: event.OutcomeMalformed, errHas: "compressed the stream (Content-Encoding: gzip)"},
+		{name: "key echoed in an error", mod: func(c *ClientConfig) { c.APIKey = "sk-secret-123" }, handler: func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "invalid key "+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), http.StatusUnauthorized)
+		}, want: event.OutcomeHTTPStatus, status: 401, errHas: "http 401: invalid key REDACTED"},
 		{name: "oversized event", handler: wireStream("text/event-stream", sseFrames(vllmContentChunk, big, "[DONE]")),
 			want: event.OutcomeOversized, errHas: "event exceeds 1048576 bytes", chunks: 1},
 		{name: "oversized with a small limit", mod: func(c *ClientConfig) { c.MaxEventBytes = 100 },
@@ -468,6 +496,9 @@ func TestOutcomes(t *testing.T) {
 			}
 			if !strings.Contains(rec.Error, tc.errHas) || rec.Error == "" {
 				t.Errorf("error %q, want it to mention %q", rec.Error, tc.errHas)
+			}
+			if strings.Contains(rec.Error, "://") {
+				t.Errorf("error %q names a URL: it may carry credentials, and the cause is what matters", rec.Error)
 			}
 			if len(rec.Chunks) != tc.chunks {
 				t.Errorf("%d chunks, want %d", len(rec.Chunks), tc.chunks)
@@ -593,5 +624,83 @@ func TestTokenLimit(t *testing.T) {
 		if got := tokenLimit(asked); got != want {
 			t.Errorf("tokenLimit(%d) = %d, want %d", asked, got, want)
 		}
+	}
+}
+
+func TestStreamWithoutContentIsFlagged(t *testing.T) {
+	t.Parallel()
+	srv := newWireServer(t, wireStream("text/event-stream", sseFrames(vllmRoleChunk, vllmFinishChunk, vllmUsageChunk, "[DONE]")))
+	c := newWireClient(t, srv.URL, DialectOpenAIChat, nil)
+	rec := c.Do(t.Context(), wireSpec("empty", 8))
+	if !rec.OK() || !rec.HasFlag(event.FlagNoContent) || len(rec.Chunks) != 0 {
+		t.Fatalf("outcome %s, flags %v, %d chunks: want ok, flagged no_content", rec.Outcome, rec.Flags, len(rec.Chunks))
+	}
+	full := newWireServer(t, wireStream("text/event-stream", sseFrames(vllmContentChunk, vllmUsageChunk, "[DONE]")))
+	if rec := newWireClient(t, full.URL, DialectOpenAIChat, nil).Do(t.Context(), wireSpec("full", 1)); rec.HasFlag(event.FlagNoContent) {
+		t.Fatalf("a stream with content flagged %v", rec.Flags)
+	}
+}
+
+// TestRedirectStaysOnTheHost: credentials never follow a redirect to another
+// host; a redirect within the host is followed.
+func TestRedirectStaysOnTheHost(t *testing.T) {
+	t.Parallel()
+	elsewhere := newWireServer(t, wireStream("text/event-stream", sseFrames(vllmContentChunk, "[DONE]")))
+	srv := newWireServer(t, func(w http.ResponseWriter, r *http.Request) {
+		target := elsewhere.URL + r.URL.Path
+		if r.URL.Path == "/v1/chat/completions" && r.URL.Query().Get("here") == "" {
+			target = "/v1/chat/completions?here=1"
+			if r.Header.Get("X-Go") == "away" {
+				target = elsewhere.URL + r.URL.Path
+			}
+			http.Redirect(w, r, target, http.StatusTemporaryRedirect)
+			return
+		}
+		wireStream("text/event-stream", sseFrames(vllmContentChunk, "[DONE]"))(w, r)
+	})
+	for _, tc := range []struct {
+		name    string
+		away    bool
+		want    event.Outcome
+		wantErr string
+	}{
+		{"same host", false, event.OutcomeOK, ""},
+		{"another host", true, event.OutcomeHTTPStatus, "http 307: the server redirected to " + elsewhere.URL},
+	} {
+		h := http.Header{"X-Api-Key": {"hdr-secret-1"}}
+		if tc.away {
+			h.Set("X-Go", "away")
+		}
+		c := newWireClient(t, srv.URL, DialectOpenAIChat, func(cfg *ClientConfig) { cfg.APIKey, cfg.Headers = "sk-secret-2", h })
+		rec := c.Do(t.Context(), wireSpec(tc.name, 1))
+		if rec.Outcome != tc.want || !strings.Contains(rec.Error, tc.wantErr) {
+			t.Errorf("%s: outcome %s (%s), want %s %q", tc.name, rec.Outcome, rec.Error, tc.want, tc.wantErr)
+		}
+	}
+	if got := elsewhere.requests(); len(got) != 0 {
+		t.Fatalf("the other host received %d requests (headers %v): credentials followed the redirect", len(got), got[0].header)
+	}
+}
+
+func TestCredentialsInTheURLStayOutOfTheRecord(t *testing.T) {
+	t.Parallel()
+	srv := newWireServer(t, wireStream("text/event-stream", sseFrames(vllmContentChunk, "[DONE]")))
+	withCreds := strings.Replace(srv.URL, "://", "://user:pw-secret-3@", 1)
+	rec := newWireClient(t, withCreds, DialectOpenAIChat, nil).Do(t.Context(), wireSpec("creds", 1))
+	if !rec.OK() || strings.Contains(rec.Target, "pw-secret-3") {
+		t.Fatalf("outcome %s (%s), target %q: want ok and no password", rec.Outcome, rec.Error, rec.Target)
+	}
+	if got := srv.requests()[0].header.Get("Authorization"); !strings.HasPrefix(got, "Basic ") {
+		t.Errorf("Authorization %q: the URL's credentials should still be sent, as basic auth", got)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://user:pw-secret-3@" + ln.Addr().String()
+	_ = ln.Close()
+	rec = newWireClient(t, refused, DialectOpenAIChat, nil).Do(t.Context(), wireSpec("refused", 1))
+	if rec.Outcome != event.OutcomeConnect || strings.Contains(rec.Error+rec.Target, "pw-secret-3") || strings.Contains(rec.Error+rec.Target, "user") {
+		t.Fatalf("outcome %s, error %q, target %q: want connect with no credentials shown", rec.Outcome, rec.Error, rec.Target)
 	}
 }

@@ -58,6 +58,7 @@ type eventReader interface {
 type readClock struct {
 	r     io.Reader
 	reads uint64
+	bytes int64
 	at    time.Time
 }
 
@@ -66,6 +67,7 @@ func (c *readClock) Read(p []byte) (int, error) {
 	if n > 0 {
 		c.at = time.Now()
 		c.reads++
+		c.bytes += int64(n)
 	}
 	return n, err
 }
