@@ -100,7 +100,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run", "--url", "http://127.0.0.1:1", "--header", "nocolon"}, `--header "nocolon"`},
 		{[]string{"run", "--url", "http://127.0.0.1:1", "--gpu", "x"}, "--gpu"},
 		{[]string{"run", "--url", "http://127.0.0.1:1", "--bogus"}, "unknown flag: --bogus"},
-		{[]string{"run", "--url", "http://127.0.0.1:1", "--no-tui", "-n", "1", "--no-gpu"}, "no known LLM server answered"},
+		{[]string{"run", "--url", "http://127.0.0.1:1", "--no-tui", "-n", "1", "--no-gpu"}, "GET /v1/models: connection refused by 127.0.0.1:1"},
 		{[]string{"demo", "--profile", "nope"}, "--profile"},
 	}
 	for _, tc := range tests {

@@ -96,7 +96,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	dialect, model := f.dialect, f.model
 	server := "unknown"
 	if dialect == "auto" || model == "" {
-		det, err := probe.Detect(ctx, setup, target)
+		det, err := probe.Detect(ctx, probe.Endpoint{BaseURL: target, HTTPClient: setup})
 		if err != nil {
 			if dialect == "auto" {
 				return nil, fmt.Errorf("find out what server runs at %s: %w (name one with --dialect)", event.RedactURL(target), err)
@@ -114,7 +114,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	fmt.Fprintf(stderr, "latscope: target %s (server %s, dialect %s, model %q)\n", event.RedactURL(target), server, dialect, model)
 
 	var tok probe.Tokenizer
-	if t, err := probe.DetectTokenizer(ctx, target, model, setup); err == nil {
+	if t, err := probe.DetectTokenizer(ctx, probe.Endpoint{BaseURL: target, HTTPClient: setup}, model); err == nil {
 		tok = t
 	} else {
 		first, _, _ := strings.Cut(err.Error(), "\n")
