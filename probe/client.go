@@ -145,6 +145,15 @@ const (
 // nil, always sets exactly one Outcome, always closes the body and leaves
 // no goroutine behind.
 func (c *Client) Do(ctx context.Context, spec RequestSpec) *event.Request {
+	rec, _ := c.doWithRetryAfter(ctx, spec)
+	return rec
+}
+
+var _ retryAfterDoer = (*Client)(nil)
+
+// doWithRetryAfter is Do that also returns the Retry-After of a 429 or 503
+// answer (0 when there was none).
+func (c *Client) doWithRetryAfter(ctx context.Context, spec RequestSpec) (*event.Request, time.Duration) {
 	start := time.Now()
 	x := &exchange{c: c, spec: spec, start: start}
 	x.rec = &event.Request{
@@ -171,7 +180,7 @@ func (c *Client) Do(ctx context.Context, spec RequestSpec) *event.Request {
 	defer cancel()
 	x.execute(ctx, reqCtx, cancel)
 	x.finish()
-	return x.rec
+	return x.rec, x.retryAfter
 }
 
 // exchange is the state of one request: what was sent and what came back.
@@ -181,6 +190,8 @@ type exchange struct {
 	rec   *event.Request
 	start time.Time
 	lag   time.Duration // Intended → start
+
+	retryAfter time.Duration // a 429's or 503's Retry-After
 
 	bodyReady time.Time
 	trace     connTrace
@@ -250,6 +261,9 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 		x.addTiming(st)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			x.retryAfter = parseRetryAfter(resp.Header, x.headers)
+		}
 		x.fail(event.OutcomeHTTPStatus, c.secrets.clean(statusError(resp)))
 		return
 	}

@@ -76,6 +76,7 @@ type RunStats struct {
 
 	Stalls      int  // stall markers emitted
 	ProbeLimits int  // probe_limit markers emitted
+	Backoffs    int  // pauses closed-loop workers took (see BackoffFirst)
 	Interrupted bool // the context ended the run (Ctrl-C)
 	Elapsed     time.Duration
 }
@@ -91,9 +92,13 @@ type Runner struct {
 	self    *selfMonitor
 	gate    *markerGate
 
+	// pause waits between a worker's requests (sleepCtx; tests replace it).
+	pause func(ctx context.Context, d time.Duration) bool
+
 	started  atomic.Bool
 	inFlight atomic.Int64
 	peak     atomic.Int64
+	backoffs atomic.Int64
 	stats    RunStats // set when Run returns
 }
 
@@ -116,7 +121,7 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 	case cfg.MaxInFlight < 0:
 		return nil, fmt.Errorf("new runner: max in flight %d: want 0 or more", cfg.MaxInFlight)
 	}
-	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer}
+	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer, pause: sleepCtx}
 	if r.cfg.Concurrency == 0 {
 		r.cfg.Concurrency = 1
 	}
@@ -240,6 +245,7 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 
 	st := em.stats
 	st.InFlightPeak = int(r.peak.Load())
+	st.Backoffs = int(r.backoffs.Load())
 	st.Interrupted = ctx.Err() != nil
 	st.Elapsed = time.Since(began)
 	r.stats = st
@@ -247,18 +253,29 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 }
 
 // closedLoop runs Concurrency workers, each sending its next request when
-// its previous one has ended.
+// its previous one has ended, after a pause if it must back off.
 func (r *Runner) closedLoop(sendCtx, reqCtx context.Context, out chan<- emitItem) {
 	var next atomic.Uint64
 	var wg sync.WaitGroup
 	for w := range r.cfg.Concurrency {
 		wg.Go(func() {
+			bo := newBackoff(r.cfg.Seed, w)
+			var wait time.Duration
 			for !stopped(sendCtx, reqCtx) {
 				seq := next.Add(1) - 1
 				if r.total > 0 && seq >= r.total {
 					return
 				}
-				r.send(reqCtx, seq, w, time.Time{}, out)
+				// The pause comes after claiming a request, so a run that
+				// has sent all it should never waits for nothing.
+				if wait > 0 {
+					r.backoffs.Add(1)
+					if !r.pause(sendCtx, wait) {
+						return
+					}
+				}
+				outcome, retryAfter := r.send(reqCtx, seq, w, time.Time{}, out)
+				wait = bo.pauseAfter(outcome, retryAfter)
 			}
 		})
 	}
@@ -342,8 +359,10 @@ func stopped(sendCtx, reqCtx context.Context) bool {
 	return sendCtx.Err() != nil || reqCtx.Err() != nil
 }
 
-// send makes one request and queues its record for the emitter.
-func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time.Time, out chan<- emitItem) {
+// send makes one request and queues its record for the emitter. It
+// returns how the request ended and the Retry-After the server sent with a
+// 429 or 503 (0 when none), read before the record leaves this goroutine.
+func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time.Time, out chan<- emitItem) (event.Outcome, time.Duration) {
 	spec := r.spec(seq, worker, intended)
 	if !intended.IsZero() {
 		now := time.Now()
@@ -352,10 +371,18 @@ func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time
 	n := r.inFlight.Add(1)
 	for p := r.peak.Load(); n > p && !r.peak.CompareAndSwap(p, n); p = r.peak.Load() {
 	}
-	rec := r.doer.Do(ctx, spec)
+	var rec *event.Request
+	var retryAfter time.Duration
+	if rd, ok := r.doer.(retryAfterDoer); ok {
+		rec, retryAfter = rd.doWithRetryAfter(ctx, spec)
+	} else {
+		rec = r.doer.Do(ctx, spec)
+	}
 	r.inFlight.Add(-1)
 	rec = completeRecord(rec, spec, ctx.Err() != nil)
+	outcome := rec.Outcome
 	out <- emitItem{rec: rec, target: spec.PromptTokens}
+	return outcome, retryAfter
 }
 
 // spec builds the request for seq: ids, trace context and prompt.
@@ -467,7 +494,7 @@ func (r *Runner) probeSample(now time.Time, findings []limitFinding) *event.Prob
 	st := r.SelfStats()
 	ps := &event.ProbeSample{
 		Time: now, InFlight: st.InFlight, MaxInFlight: st.MaxInFlight, CPUPercent: st.CPUPercent,
-		SchedLagP99: st.SchedLagP99, LagSamples: st.LagSamples,
+		SchedLagP99: st.SchedLagP99, LagSamples: st.LagSamples, Backoffs: r.backoffs.Load(),
 	}
 	if r.pacer == nil {
 		ps.Concurrency = r.cfg.Concurrency
