@@ -390,8 +390,10 @@ func (x *exchange) stream(rd eventReader) error {
 		}
 		if ci.usage {
 			x.usage = true
-			x.usageOut = ci.outputTokens
-			if ci.promptTokens > 0 {
+			if plausibleTokens(ci.outputTokens, limit) {
+				x.usageOut = ci.outputTokens
+			}
+			if plausibleTokens(ci.promptTokens, maxTokenLength) {
 				x.rec.PromptTokens = ci.promptTokens
 			}
 		}
@@ -417,8 +419,10 @@ type serverEventError struct{ msg string }
 
 func (e *serverEventError) Error() string { return "server error event: " + e.msg }
 
-// addTiming merges a server timing into the record.
+// addTiming merges a server timing into the record, without the figures
+// that cannot be true.
 func (x *exchange) addTiming(st *event.ServerTiming) {
+	sanitizeTiming(st, tokenLimit(x.spec.OutputTokens))
 	if x.rec.Server == nil {
 		x.rec.Server = st
 		return

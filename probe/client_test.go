@@ -704,3 +704,23 @@ func TestCredentialsInTheURLStayOutOfTheRecord(t *testing.T) {
 		t.Fatalf("outcome %s, error %q, target %q: want connect with no credentials shown", rec.Outcome, rec.Error, rec.Target)
 	}
 }
+
+// TestImplausibleServerNumbersAreDropped: a usage count of 2^63-1 (which
+// made throughput negative), a negative prompt count and absurd server
+// timings are ignored; the probe's own counts stand.
+func TestImplausibleServerNumbersAreDropped(t *testing.T) {
+	t.Parallel()
+	usage := `{"choices":[],"usage":{"prompt_tokens":-5,"completion_tokens":9223372036854775807},` +
+		`"metrics":{"queue_time_ms":1e300,"time_to_first_token_ms":-3,"generation_time_ms":12.5}}`
+	srv := newWireServer(t, wireStream("text/event-stream", sseFrames(vllmContentChunk, vllmContentChunk, vllmContentChunk, usage, "[DONE]")))
+	rec := newWireClient(t, srv.URL, DialectOpenAIChat, nil).Do(t.Context(), wireSpec("bogus", 3))
+	if !rec.OK() || rec.OutputTokens != 3 || rec.PromptTokens != 9 {
+		t.Fatalf("outcome %s, output %d, prompt %d: want ok with the counted 3 and the target 9", rec.Outcome, rec.OutputTokens, rec.PromptTokens)
+	}
+	if tps := rec.TokensPerSecond(); !(tps > 0) {
+		t.Errorf("tokens per second %v, want positive", tps)
+	}
+	if st := rec.Server; st == nil || len(st.Stages) != 1 || st.Stages[event.StageDecode] != 12500*time.Microsecond {
+		t.Errorf("server timing %+v: want only the plausible decode stage", st)
+	}
+}

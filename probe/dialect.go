@@ -86,5 +86,38 @@ type usageCounts struct {
 	CompletionTokens int `json:"completion_tokens"`
 }
 
-// msDuration converts float milliseconds to a Duration.
-func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+// maxServerStage is the longest stage a server may report for one
+// request; anything longer (or negative) is a bogus figure and dropped.
+const maxServerStage = 24 * time.Hour
+
+// msDuration converts float milliseconds to a Duration. A value that is
+// not a number, negative or past maxServerStage gives -1, which
+// sanitizeTiming drops.
+func msDuration(ms float64) time.Duration {
+	if !(ms >= 0 && ms <= float64(maxServerStage/time.Millisecond)) {
+		return -1
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// plausibleTokens reports whether a token count a server reported can be
+// true: positive and at most limit. Anything else (a negative count, or
+// 2^63-1 that would make throughput negative) is ignored.
+func plausibleTokens(n, limit int) bool { return n > 0 && n <= limit }
+
+// sanitizeTiming drops the stages a server cannot have meant (negative, or
+// longer than maxServerStage) and token counts that cannot be true, so one
+// bogus field cannot turn into a negative or absurd figure downstream.
+func sanitizeTiming(st *event.ServerTiming, outputLimit int) {
+	for k, d := range st.Stages {
+		if d < 0 || d > maxServerStage {
+			delete(st.Stages, k)
+		}
+	}
+	if !plausibleTokens(st.PromptTokens, maxTokenLength) {
+		st.PromptTokens = 0
+	}
+	if !plausibleTokens(st.OutputTokens, outputLimit) {
+		st.OutputTokens = 0
+	}
+}

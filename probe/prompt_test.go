@@ -287,6 +287,14 @@ func TestPromptFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "prompt file") || !os.IsNotExist(unwrapPromptErr(err)) {
 		t.Fatalf("missing file: error %v", err)
 	}
+	binary := filepath.Join(dir, "weights.bin")
+	if err := os.WriteFile(binary, []byte("fine\nalso fine\n\x7fELF\x02\x01\x00\x00\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewPromptSource(t.Context(), PromptConfig{File: binary, OutputTokens: Length{Mean: 32}})
+	if err == nil || !strings.Contains(err.Error(), "line 3: binary data") {
+		t.Fatalf("binary file: error %v, want one naming line 3 as binary", err)
+	}
 	empty := filepath.Join(dir, "empty.txt")
 	if err := os.WriteFile(empty, []byte("\n\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -107,6 +107,7 @@ func newSSEReader(br *bufio.Reader, clock *readClock, limit int) *sseReader {
 	if limit <= 0 {
 		limit = DefaultMaxEventBytes
 	}
+	limit = min(limit, MaxEventBytesLimit) // sizes plus the limit must not wrap
 	return &sseReader{br: br, clock: clock, limit: limit, crPos: -1}
 }
 
