@@ -36,7 +36,8 @@ var detectPaths = []string{"/v1/models", "/version", "/get_model_info", "/get_se
 // parallel, each bounded by ep's timeout, so Detect takes about that long
 // at most. When no server is recognised the error says why: the network
 // cause, a refused key (wrapping ErrUnauthorized), silence (wrapping
-// ErrNoAnswer), or what each endpoint answered.
+// ErrNoAnswer), or what each endpoint answered (wrapping ErrUnknownServer). The errors name the
+// endpoints, not the base URL, which the caller knows.
 func Detect(ctx context.Context, ep Endpoint) (Detected, error) {
 	e, err := ep.check()
 	if err != nil {
@@ -49,8 +50,8 @@ func Detect(ctx context.Context, ep Endpoint) (Detected, error) {
 		wg.Go(func() { answers[i], errs[i] = e.call(ctx, http.MethodGet, p, nil, detectBodyLimit) })
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return Detected{}, fmt.Errorf("detect the server at %s: %w", e.shown, context.Cause(ctx))
+	if ctx.Err() != nil {
+		return Detected{}, context.Cause(ctx)
 	}
 	bodies := make(map[string][]byte, len(detectPaths))
 	for i, a := range answers {
@@ -61,7 +62,7 @@ func Detect(ctx context.Context, ep Endpoint) (Detected, error) {
 	if d, ok := classifyServer(bodies); ok {
 		return d, nil
 	}
-	return Detected{}, fmt.Errorf("server at %s: %w", e.shown, e.detectFailure(answers, errs))
+	return Detected{}, e.detectFailure(answers, errs)
 }
 
 // detectFailure says why no endpoint identified a server: a refused key
@@ -93,7 +94,7 @@ func (e *endpoint) detectFailure(answers []answer, errs []error) error {
 			seen = append(seen, fmt.Sprintf("%s 200 but not JSON (%s)", detectPaths[i], a.contentType))
 		}
 	}
-	return fmt.Errorf("no known LLM server answered: %s", strings.Join(seen, ", "))
+	return fmt.Errorf("%w: %s", ErrUnknownServer, strings.Join(seen, ", "))
 }
 
 // classifyServer decides from the endpoint bodies, most specific first.

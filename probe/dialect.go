@@ -74,6 +74,18 @@ func dialectByName(name string) (dialect, error) {
 	return nil, fmt.Errorf("unknown dialect %q (known: %v)", name, Dialects())
 }
 
+// DialectNeedsModel reports whether requests in the dialect must name a
+// model: the OpenAI routes (a gateway or OpenAI itself refuses a request
+// without one) and Ollama's. llama.cpp's /completion and TGI's
+// /generate_stream serve the one model the server loaded.
+func DialectNeedsModel(name string) bool {
+	switch name {
+	case DialectLlamaCpp, DialectTGI:
+		return false
+	}
+	return true
+}
+
 // chatMessage is one message of a chat request.
 type chatMessage struct {
 	Role    string `json:"role"`

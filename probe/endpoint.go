@@ -37,6 +37,10 @@ var ErrNoAnswer = errors.New("no answer")
 // (401 or 403).
 var ErrUnauthorized = errors.New("credentials refused")
 
+// ErrUnknownServer marks a server that answered, but not as any server
+// Detect knows.
+var ErrUnknownServer = errors.New("no known LLM server answered")
+
 // endpoint is a checked Endpoint.
 type endpoint struct {
 	base    string // BaseURL without a trailing / or /v1

@@ -113,7 +113,9 @@ func CheckHeader(name, value string) error {
 	}
 	for i := 0; i < len(name); i++ {
 		if !isTokenChar(name[i]) {
-			return fmt.Errorf("header name %q: character %q is not allowed in a header name", name, name[i])
+			// The name is not shown either: "Key sk-..." with the colon
+			// forgotten would show the key.
+			return fmt.Errorf("header name: character %q at position %d is not allowed in a name", name[i], i+1)
 		}
 	}
 	for i := 0; i < len(value); i++ {
