@@ -269,6 +269,10 @@ func TestRunNamedDialectNeedsAModel(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--dialect openai-chat needs a model: none given with --model, and the server lists none") {
 		t.Fatalf("err %v, want a refusal naming --model", err)
 	}
+	_, _, err = execute(t, "run", "--url", empty.URL, "--no-tui", "-n", "1", "--no-gpu")
+	if err == nil || !strings.Contains(err.Error(), "the openai server at "+empty.URL+" lists no model; give one with --model") {
+		t.Fatalf("auto dialect: err %v, want a refusal naming --model", err)
+	}
 	_, stderr, err := execute(t, "run", "--url", serveTinySim(t), "--dialect", "openai-chat", "--no-tui", "-n", "1",
 		"--no-gpu", "--no-metrics", "--prompt-tokens", "16", "--output-tokens", "4")
 	if err != nil || !strings.Contains(stderr, `model "`+sim.DefaultModel+`"`) {

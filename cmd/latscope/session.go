@@ -218,6 +218,9 @@ func identify(ctx context.Context, conn *connection, ep probe.Endpoint, dialect,
 		return id, fmt.Errorf("--dialect %s needs a model: none given with --model, and the server's model list could not be read: %w%s",
 			id.dialect, err, detectHint(err))
 	}
+	if dialect == "auto" {
+		return id, fmt.Errorf("the %s server at %s lists no model; give one with --model", id.server, conn.shown)
+	}
 	return id, fmt.Errorf("--dialect %s needs a model: none given with --model, and the server lists none; give one with --model", id.dialect)
 }
 
