@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,19 +108,19 @@ type Runner struct {
 func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 	switch {
 	case d == nil:
-		return nil, errors.New("new runner: no doer")
+		return nil, errors.New("no doer")
 	case prompts == nil:
-		return nil, errors.New("new runner: no prompt source")
+		return nil, errors.New("no prompt source")
 	case cfg.Concurrency < 0:
-		return nil, fmt.Errorf("new runner: concurrency %d: want 0 or more", cfg.Concurrency)
-	case cfg.Rate < 0:
-		return nil, fmt.Errorf("new runner: rate %v: want 0 or more", cfg.Rate)
+		return nil, fmt.Errorf("concurrency %d: want 0 or more", cfg.Concurrency)
+	case !(cfg.Rate >= 0) || math.IsInf(cfg.Rate, 0):
+		return nil, fmt.Errorf("rate %v: want a number of requests per second, or 0 for closed loop", cfg.Rate)
 	case cfg.Requests < 0 || cfg.Warmup < 0:
-		return nil, fmt.Errorf("new runner: requests %d, warmup %d: want 0 or more", cfg.Requests, cfg.Warmup)
+		return nil, fmt.Errorf("requests %d, warmup %d: want 0 or more", cfg.Requests, cfg.Warmup)
 	case cfg.Duration < 0 || cfg.Drain < 0:
-		return nil, fmt.Errorf("new runner: duration %s, drain %s: want 0 or more", cfg.Duration, cfg.Drain)
+		return nil, fmt.Errorf("duration %s, drain %s: want 0 or more", cfg.Duration, cfg.Drain)
 	case cfg.MaxInFlight < 0:
-		return nil, fmt.Errorf("new runner: max in flight %d: want 0 or more", cfg.MaxInFlight)
+		return nil, fmt.Errorf("max in flight %d: want 0 or more", cfg.MaxInFlight)
 	}
 	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer, pause: sleepCtx}
 	if r.cfg.Concurrency == 0 {
@@ -138,7 +139,7 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 	if r.pacer == nil && cfg.Rate > 0 {
 		p, err := NewPacer(cfg.Arrival, cfg.Rate, cfg.Burstiness, cfg.Seed)
 		if err != nil {
-			return nil, fmt.Errorf("new runner: %w", err)
+			return nil, err
 		}
 		r.pacer = p
 	}

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"math"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -463,6 +464,7 @@ func TestNewRunnerErrors(t *testing.T) {
 		{"no prompts", d, LoadConfig{}, nil},
 		{"negative concurrency", d, LoadConfig{Concurrency: -1}, ps},
 		{"negative rate", d, LoadConfig{Rate: -1}, ps},
+		{"NaN rate", d, LoadConfig{Rate: math.NaN()}, ps},
 		{"negative requests", d, LoadConfig{Requests: -1}, ps},
 		{"bad arrival", d, LoadConfig{Rate: 1, Arrival: "weibull"}, ps},
 		{"bad burstiness", d, LoadConfig{Rate: 1, Arrival: "gamma", Burstiness: -2}, ps},
