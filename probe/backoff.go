@@ -32,10 +32,15 @@ const (
 	MaxRetryAfter = time.Minute           // longest Retry-After honoured
 )
 
-// retryAfterDoer is a Doer that also passes on how long the server asked
-// clients to wait (Retry-After on a 429 or 503). Client implements it.
-type retryAfterDoer interface {
-	doWithRetryAfter(ctx context.Context, spec RequestSpec) (*event.Request, time.Duration)
+// notes is what a request tells the load generator beyond its record.
+type notes struct {
+	retryAfter  time.Duration // the Retry-After of a 429 or 503; 0 when none
+	reconnected bool          // sent again on a fresh connection after a stale one
+}
+
+// notingDoer is a Doer that also returns its notes. Client implements it.
+type notingDoer interface {
+	doNoted(ctx context.Context, spec RequestSpec) (*event.Request, notes)
 }
 
 // backoff is one closed-loop worker's pause policy. It is not safe for

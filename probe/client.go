@@ -13,6 +13,7 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/latscope/latscope/event"
@@ -145,15 +146,15 @@ const (
 // nil, always sets exactly one Outcome, always closes the body and leaves
 // no goroutine behind.
 func (c *Client) Do(ctx context.Context, spec RequestSpec) *event.Request {
-	rec, _ := c.doWithRetryAfter(ctx, spec)
+	rec, _ := c.doNoted(ctx, spec)
 	return rec
 }
 
-var _ retryAfterDoer = (*Client)(nil)
+var _ notingDoer = (*Client)(nil)
 
-// doWithRetryAfter is Do that also returns the Retry-After of a 429 or 503
-// answer (0 when there was none).
-func (c *Client) doWithRetryAfter(ctx context.Context, spec RequestSpec) (*event.Request, time.Duration) {
+// doNoted is Do that also returns what the load generator should know
+// beyond the record.
+func (c *Client) doNoted(ctx context.Context, spec RequestSpec) (*event.Request, notes) {
 	start := time.Now()
 	x := &exchange{c: c, spec: spec, start: start}
 	x.rec = &event.Request{
@@ -180,7 +181,7 @@ func (c *Client) doWithRetryAfter(ctx context.Context, spec RequestSpec) (*event
 	defer cancel()
 	x.execute(ctx, reqCtx, cancel)
 	x.finish()
-	return x.rec, x.retryAfter
+	return x.rec, notes{retryAfter: x.retryAfter, reconnected: x.reconnected}
 }
 
 // exchange is the state of one request: what was sent and what came back.
@@ -191,10 +192,11 @@ type exchange struct {
 	start time.Time
 	lag   time.Duration // Intended → start
 
-	retryAfter time.Duration // a 429's or 503's Retry-After
+	retryAfter  time.Duration // a 429's or 503's Retry-After
+	reconnected bool          // sent again after a stale connection
 
 	bodyReady time.Time
-	trace     connTrace
+	trace     *connTrace // the last attempt's
 	phases    phases
 	headers   time.Time
 
@@ -228,16 +230,16 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 		x.fail(event.OutcomeMalformed, fmt.Sprintf("build request body: %v", err))
 		return
 	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, x.trace.clientTrace()),
-		http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		x.fail(event.OutcomeConnect, "build request: "+describeError(err))
-		return
-	}
-	c.setHeaders(req.Header, x.spec)
 	x.bodyReady = time.Now()
-
-	resp, err := c.hc.Do(req)
+	resp, err := x.send(reqCtx, body)
+	if err != nil && x.staleConnection(err, parent, reqCtx) {
+		// The server had closed the idle connection the request went out
+		// on, before reading it: net/http sends again only idempotent
+		// requests, and a completion is a POST. Send it once more, on
+		// another connection; the time lost stays in conn_wait.
+		x.reconnected = true
+		resp, err = x.send(reqCtx, body)
+	}
 	x.headers = time.Now()
 	x.phases = x.trace.snapshot()
 	if err != nil {
@@ -326,6 +328,30 @@ type tooManyTokensError struct{ limit int }
 
 func (e *tooManyTokensError) Error() string {
 	return fmt.Sprintf("server sent more than %d tokens without ending the stream", e.limit)
+}
+
+// send makes one attempt at the request, traced afresh.
+func (x *exchange) send(ctx context.Context, body []byte) (*http.Response, error) {
+	x.trace = &connTrace{}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, x.trace.clientTrace()),
+		http.MethodPost, x.c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	x.c.setHeaders(req.Header, x.spec)
+	return x.c.hc.Do(req)
+}
+
+// staleConnection reports whether a failed first attempt went out on a
+// reused connection that the server had closed before answering (its
+// keep-alive timeout passed as the request arrived): the request was not
+// refused, the connection was stale.
+func (x *exchange) staleConnection(err error, parent, req context.Context) bool {
+	if x.reconnected || parent.Err() != nil || req.Err() != nil || !x.trace.snapshot().reused {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "server closed idle connection")
 }
 
 // stream reads events until the end marker. A nil return is a complete

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -726,5 +728,72 @@ func TestImplausibleServerNumbersAreDropped(t *testing.T) {
 	}
 	if st := rec.Server; st == nil || len(st.Stages) != 1 || st.Stages[event.StageDecode] != 12500*time.Microsecond {
 		t.Errorf("server timing %+v: want only the plausible decode stage", st)
+	}
+}
+
+// staleKeepAliveServer answers the first request on each connection with a
+// whole stream and keeps the connection open, and closes the connection,
+// without answering, when a second request arrives on it: a keep-alive
+// timeout firing just as the request came.
+func staleKeepAliveServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "data: " + vllmContentChunk + "\n\ndata: [DONE]\n\n"
+	var wg sync.WaitGroup
+	serve := func(conn net.Conn) {
+		defer conn.Close()
+		br := bufio.NewReader(conn)
+		for i := 0; ; i++ {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			if i > 0 {
+				return // the stale connection
+			}
+			fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}
+	}
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { serve(conn) })
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// TestStaleConnectionIsReconnected: a request that went out on a keep-alive
+// connection the server had just closed is sent again, once, on a fresh
+// one, and the Runner counts it; the record stays whole.
+func TestStaleConnectionIsReconnected(t *testing.T) {
+	t.Parallel()
+	c := newWireClient(t, staleKeepAliveServer(t), DialectOpenAIChat, nil)
+	if rec := c.Do(t.Context(), wireSpec("first", 1)); !rec.OK() {
+		t.Fatalf("first request: %s (%s)", rec.Outcome, rec.Error)
+	}
+	rec, noted := c.doNoted(t.Context(), wireSpec("second", 1))
+	if !rec.OK() || !noted.reconnected || rec.ReusedConn || rec.ConnectRTT <= 0 {
+		t.Fatalf("second request: %s (%s), reconnected %v, reused %v, connect RTT %v: want ok on a fresh connection",
+			rec.Outcome, rec.Error, noted.reconnected, rec.ReusedConn, rec.ConnectRTT)
+	}
+	checkWireTimeline(t, rec)
+
+	// Through the Runner, one worker: every request after the first goes
+	// out on the connection the previous one left, which is stale.
+	st, _, _, r := runPaused(t, newWireClient(t, staleKeepAliveServer(t), DialectOpenAIChat, nil), LoadConfig{Concurrency: 1, Requests: 4})
+	if st.OK != 4 || st.Reconnects != 3 || r.probeSample(time.Now(), nil).Reconnects != 3 {
+		t.Fatalf("stats %+v: want 4 ok and 3 reconnects", st)
 	}
 }

@@ -78,6 +78,7 @@ type RunStats struct {
 	Stalls      int  // stall markers emitted
 	ProbeLimits int  // probe_limit markers emitted
 	Backoffs    int  // pauses closed-loop workers took (see BackoffFirst)
+	Reconnects  int  // requests sent again after a stale keep-alive connection
 	Interrupted bool // the context ended the run (Ctrl-C)
 	Elapsed     time.Duration
 }
@@ -96,11 +97,12 @@ type Runner struct {
 	// pause waits between a worker's requests (sleepCtx; tests replace it).
 	pause func(ctx context.Context, d time.Duration) bool
 
-	started  atomic.Bool
-	inFlight atomic.Int64
-	peak     atomic.Int64
-	backoffs atomic.Int64
-	stats    RunStats // set when Run returns
+	started    atomic.Bool
+	inFlight   atomic.Int64
+	peak       atomic.Int64
+	backoffs   atomic.Int64
+	reconnects atomic.Int64
+	stats      RunStats // set when Run returns
 }
 
 // NewRunner checks cfg and returns a Runner that sends prompts from prompts
@@ -247,6 +249,7 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 	st := em.stats
 	st.InFlightPeak = int(r.peak.Load())
 	st.Backoffs = int(r.backoffs.Load())
+	st.Reconnects = int(r.reconnects.Load())
 	st.Interrupted = ctx.Err() != nil
 	st.Elapsed = time.Since(began)
 	r.stats = st
@@ -373,17 +376,20 @@ func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time
 	for p := r.peak.Load(); n > p && !r.peak.CompareAndSwap(p, n); p = r.peak.Load() {
 	}
 	var rec *event.Request
-	var retryAfter time.Duration
-	if rd, ok := r.doer.(retryAfterDoer); ok {
-		rec, retryAfter = rd.doWithRetryAfter(ctx, spec)
+	var noted notes
+	if nd, ok := r.doer.(notingDoer); ok {
+		rec, noted = nd.doNoted(ctx, spec)
 	} else {
 		rec = r.doer.Do(ctx, spec)
+	}
+	if noted.reconnected {
+		r.reconnects.Add(1)
 	}
 	r.inFlight.Add(-1)
 	rec = completeRecord(rec, spec, ctx.Err() != nil)
 	outcome := rec.Outcome
 	out <- emitItem{rec: rec, target: spec.PromptTokens}
-	return outcome, retryAfter
+	return outcome, noted.retryAfter
 }
 
 // spec builds the request for seq: ids, trace context and prompt.
@@ -495,7 +501,8 @@ func (r *Runner) probeSample(now time.Time, findings []limitFinding) *event.Prob
 	st := r.SelfStats()
 	ps := &event.ProbeSample{
 		Time: now, InFlight: st.InFlight, MaxInFlight: st.MaxInFlight, CPUPercent: st.CPUPercent,
-		SchedLagP99: st.SchedLagP99, LagSamples: st.LagSamples, Backoffs: r.backoffs.Load(),
+		SchedLagP99: st.SchedLagP99, LagSamples: st.LagSamples,
+		Backoffs: r.backoffs.Load(), Reconnects: r.reconnects.Load(),
 	}
 	if r.pacer == nil {
 		ps.Concurrency = r.cfg.Concurrency
