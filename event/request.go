@@ -96,6 +96,7 @@ const (
 	FlagUTF8Defect    Flag = "utf8_defect"     // the server sent U+FFFD replacement characters (a split multi-byte character)
 	FlagNagleSuspect  Flag = "nagle_suspect"   // an inter-token gap near 40 ms, the signature of Nagle/delayed-ACK coalescing
 	FlagRoleOnlyFirst Flag = "role_only_first" // the first event carried no content (role-only or empty), as with chunked prefill
+	FlagNoContent     Flag = "no_content"      // the stream ended normally but carried no content chunk
 )
 
 // Request is the complete record of one probe request, written once when the

@@ -42,14 +42,15 @@ func sendOutcome(err error, gotConn bool) (event.Outcome, string) {
 	var verifyErr *tls.CertificateVerificationError
 	var unknownAuth x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
+	msg := describeError(err)
 	switch {
 	case errors.As(err, &dnsErr), errors.As(err, &recordErr), errors.As(err, &verifyErr),
 		errors.As(err, &unknownAuth), errors.As(err, &hostErr):
-		return event.OutcomeConnect, err.Error()
+		return event.OutcomeConnect, msg
 	case !gotConn:
-		return event.OutcomeConnect, err.Error()
+		return event.OutcomeConnect, msg
 	}
-	return event.OutcomeStreamReset, "connection closed before response headers: " + err.Error()
+	return event.OutcomeStreamReset, "connection closed before response headers: " + msg
 }
 
 // streamOutcome classifies an error from reading the stream. end names the
@@ -57,7 +58,10 @@ func sendOutcome(err error, gotConn bool) (event.Outcome, string) {
 func streamOutcome(err error, end string) (event.Outcome, string) {
 	var tooLarge *eventTooLargeError
 	var serverErr *serverEventError
+	var tooMany *tooManyTokensError
 	switch {
+	case errors.As(err, &tooMany):
+		return event.OutcomeMalformed, err.Error()
 	case errors.As(err, &serverErr):
 		return event.OutcomeServerError, err.Error()
 	case errors.As(err, &tooLarge):

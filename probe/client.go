@@ -9,12 +9,11 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/latscope/latscope/event"
@@ -38,14 +37,18 @@ type ClientConfig struct {
 	Timeout time.Duration
 }
 
+// MaxEventBytesLimit is the largest MaxEventBytes a Client accepts: far
+// above any real event, and small enough that sums of sizes cannot wrap.
+const MaxEventBytesLimit = 1 << 30
+
 // Client executes probe requests in one dialect against one server. It is
 // safe for concurrent use.
 type Client struct {
-	target  string // BaseURL as given, for the record
+	target  string // BaseURL without credentials, for the record
 	url     string // full request URL
 	model   string
-	apiKey  string
-	headers http.Header
+	header  http.Header // sent with every request: Headers and Authorization
+	secrets redactor    // header values to keep out of error messages
 	limit   int
 	timeout time.Duration
 	d       dialect
@@ -59,42 +62,43 @@ var _ Doer = (*Client)(nil)
 func NewClient(cfg ClientConfig) (*Client, error) {
 	d, err := dialectByName(cfg.Dialect)
 	if err != nil {
-		return nil, fmt.Errorf("new client: %w", err)
+		return nil, err
 	}
-	u, err := url.Parse(cfg.BaseURL)
+	u, err := ParseBaseURL(cfg.BaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("new client: base url: %w", err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("new client: base url %q: want http(s)://host[:port]", cfg.BaseURL)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("new client: base url %q: no query or fragment allowed", cfg.BaseURL)
+		return nil, err
 	}
 	base := strings.TrimSuffix(u.String(), "/")
 	if _, ok := d.(openAIDialect); ok {
 		base = strings.TrimSuffix(base, "/v1") // the dialect's path has it
 	}
 	if _, ok := d.(ollamaDialect); ok && cfg.Model == "" {
-		return nil, fmt.Errorf("new client: dialect %s needs a model", cfg.Dialect)
+		return nil, fmt.Errorf("dialect %s needs a model name", cfg.Dialect)
 	}
-	if cfg.MaxEventBytes < 0 || cfg.Timeout < 0 {
-		return nil, errors.New("new client: negative MaxEventBytes or Timeout")
+	switch {
+	case cfg.MaxEventBytes < 0 || cfg.MaxEventBytes > MaxEventBytesLimit:
+		return nil, fmt.Errorf("max event bytes %d: want 1 to %d (0 for the default)", cfg.MaxEventBytes, MaxEventBytesLimit)
+	case cfg.Timeout < 0:
+		return nil, fmt.Errorf("request timeout %s: want 0 (none) or more", cfg.Timeout)
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Transport: NewTransport()}
+	header, err := AuthHeader(cfg.APIKey, cfg.Headers)
+	if err != nil {
+		return nil, err
+	}
+	hc := NewHTTPClient(nil)
+	if cfg.HTTPClient != nil {
+		hc = withRedirectPolicy(cfg.HTTPClient)
 	}
 	limit := cfg.MaxEventBytes
 	if limit == 0 {
 		limit = DefaultMaxEventBytes
 	}
 	return &Client{
-		target:  cfg.BaseURL,
+		target:  event.RedactURL(cfg.BaseURL),
 		url:     base + d.path(),
 		model:   cfg.Model,
-		apiKey:  cfg.APIKey,
-		headers: cfg.Headers.Clone(),
+		header:  header,
+		secrets: newRedactor(header),
 		limit:   limit,
 		timeout: cfg.Timeout,
 		d:       d,
@@ -103,21 +107,26 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}, nil
 }
 
-// NewTransport returns the probe's default transport: enough idle
-// connections per host for hundreds of concurrent streams, HTTP/1.1 only,
-// no proxy (it would add its own latency to every number), and no
-// compression (gzip would buffer the stream and hide token timing).
-func NewTransport() *http.Transport {
-	return &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   1024,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-		ForceAttemptHTTP2:     false,
+// AuthHeader returns the headers every call to the server carries: extra,
+// plus Authorization: Bearer apiKey when apiKey is set. It checks that each
+// can be sent, without ever showing a value in its errors.
+func AuthHeader(apiKey string, extra http.Header) (http.Header, error) {
+	h := make(http.Header, len(extra)+1)
+	for name, values := range extra {
+		for _, v := range values {
+			if err := CheckHeader(name, v); err != nil {
+				return nil, err
+			}
+			h.Add(name, v)
+		}
 	}
+	if apiKey != "" {
+		if err := CheckHeader("Authorization", apiKey); err != nil {
+			return nil, errors.New("the API key holds a control character; it is not shown")
+		}
+		h.Set("Authorization", "Bearer "+apiKey)
+	}
+	return h, nil
 }
 
 // CloseIdleConnections closes the client's idle connections.
@@ -137,9 +146,18 @@ const (
 // nil, always sets exactly one Outcome, always closes the body and leaves
 // no goroutine behind.
 func (c *Client) Do(ctx context.Context, spec RequestSpec) *event.Request {
+	rec, _ := c.doNoted(ctx, spec)
+	return rec
+}
+
+var _ notingDoer = (*Client)(nil)
+
+// doNoted is Do that also returns what the load generator should know
+// beyond the record.
+func (c *Client) doNoted(ctx context.Context, spec RequestSpec) (*event.Request, notes) {
 	start := time.Now()
-	r := &run{c: c, spec: spec, start: start}
-	r.rec = &event.Request{
+	x := &exchange{c: c, spec: spec, start: start}
+	x.rec = &event.Request{
 		ID: spec.ID, TraceID: spec.TraceID, Seq: spec.Seq, Worker: spec.Worker,
 		Target: c.target, Dialect: c.d.name(), Model: c.model, Warmup: spec.Warmup,
 		PromptTokens: spec.PromptTokens, TargetOutputTokens: spec.OutputTokens,
@@ -148,10 +166,10 @@ func (c *Client) Do(ctx context.Context, spec RequestSpec) *event.Request {
 	// A request that starts before its schedule (the pacer never does this)
 	// counts from its real start, so the stages still cover the TTFT.
 	if spec.Intended.IsZero() || start.Before(spec.Intended) {
-		r.rec.Intended = start
+		x.rec.Intended = start
 	}
-	r.lag = start.Sub(r.rec.Intended)
-	r.rec.SchedLag = r.lag
+	x.lag = start.Sub(x.rec.Intended)
+	x.rec.SchedLag = x.lag
 
 	var reqCtx context.Context
 	var cancel context.CancelFunc
@@ -161,21 +179,24 @@ func (c *Client) Do(ctx context.Context, spec RequestSpec) *event.Request {
 		reqCtx, cancel = context.WithCancel(ctx)
 	}
 	defer cancel()
-	r.execute(ctx, reqCtx, cancel)
-	r.finish()
-	return r.rec
+	x.execute(ctx, reqCtx, cancel)
+	x.finish()
+	return x.rec, notes{retryAfter: x.retryAfter, reconnected: x.reconnected}
 }
 
-// run is the state of one request.
-type run struct {
+// exchange is the state of one request: what was sent and what came back.
+type exchange struct {
 	c     *Client
 	spec  RequestSpec
 	rec   *event.Request
 	start time.Time
 	lag   time.Duration // Intended → start
 
+	retryAfter  time.Duration // a 429's or 503's Retry-After
+	reconnected bool          // sent again after a stale connection
+
 	bodyReady time.Time
-	trace     connTrace
+	trace     *connTrace // the last attempt's
 	phases    phases
 	headers   time.Time
 
@@ -196,51 +217,60 @@ type run struct {
 }
 
 // fail sets the outcome once.
-func (r *run) fail(out event.Outcome, msg string) {
-	r.failed = true
-	r.rec.Outcome = out
-	r.rec.Error = msg
+func (x *exchange) fail(out event.Outcome, msg string) {
+	x.failed = true
+	x.rec.Outcome = out
+	x.rec.Error = msg
 }
 
-func (r *run) execute(parent, reqCtx context.Context, cancel context.CancelFunc) {
-	c := r.c
-	body, err := c.d.body(c.model, r.spec)
+func (x *exchange) execute(parent, reqCtx context.Context, cancel context.CancelFunc) {
+	c := x.c
+	body, err := c.d.body(c.model, x.spec)
 	if err != nil {
-		r.fail(event.OutcomeMalformed, fmt.Sprintf("build request body: %v", err))
+		x.fail(event.OutcomeMalformed, fmt.Sprintf("build request body: %v", err))
 		return
 	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, r.trace.clientTrace()),
-		http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		r.fail(event.OutcomeConnect, fmt.Sprintf("build request: %v", err))
-		return
+	x.bodyReady = time.Now()
+	resp, err := x.send(reqCtx, body)
+	if err != nil && x.staleConnection(err, parent, reqCtx) {
+		// The server had closed the idle connection the request went out
+		// on, before reading it: net/http sends again only idempotent
+		// requests, and a completion is a POST. Send it once more, on
+		// another connection; the time lost stays in conn_wait.
+		x.reconnected = true
+		resp, err = x.send(reqCtx, body)
 	}
-	c.setHeaders(req.Header, r.spec)
-	r.bodyReady = time.Now()
-
-	resp, err := c.hc.Do(req)
-	r.headers = time.Now()
-	r.phases = r.trace.snapshot()
+	x.headers = time.Now()
+	x.phases = x.trace.snapshot()
 	if err != nil {
 		if out, msg, ok := contextOutcome(parent, reqCtx); ok {
-			r.fail(out, msg)
+			x.fail(out, msg)
 			return
 		}
-		r.fail(sendOutcome(err, !r.phases.gotConn.IsZero()))
+		if resp != nil {
+			// Only a refused redirect returns both: the answer was a 3xx.
+			x.rec.Status = resp.StatusCode
+			x.fail(event.OutcomeHTTPStatus, fmt.Sprintf("http %d: %s", resp.StatusCode, describeError(err)))
+			return
+		}
+		out, msg := sendOutcome(err, !x.phases.gotConn.IsZero())
+		x.fail(out, c.secrets.clean(msg))
 		return
 	}
 	defer resp.Body.Close()
-	r.rec.Status = resp.StatusCode
+	x.rec.Status = resp.StatusCode
 	if st := tgiHeaderTiming(resp.Header); st != nil {
-		r.addTiming(st)
+		x.addTiming(st)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		r.fail(event.OutcomeHTTPStatus, statusError(resp))
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			x.retryAfter = parseRetryAfter(resp.Header, x.headers)
+		}
+		x.fail(event.OutcomeHTTPStatus, c.secrets.clean(statusError(resp)))
 		return
 	}
-	if !c.d.ndjson() && isJSON(resp.Header.Get("Content-Type")) {
-		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		r.fail(event.OutcomeMalformed, fmt.Sprintf("server answered application/json, not an event stream: %s", excerpt(snippet, 200)))
+	if problem := notAStream(resp, c.d.ndjson()); problem != "" {
+		x.fail(event.OutcomeMalformed, c.secrets.clean(problem))
 		return
 	}
 
@@ -255,15 +285,22 @@ func (r *run) execute(parent, reqCtx context.Context, cancel context.CancelFunc)
 	} else {
 		rd = newSSEReader(br, clock, c.limit)
 	}
-	if err := r.stream(rd); err != nil {
+	if err := x.stream(rd); err != nil {
 		if out, msg, ok := contextOutcome(parent, reqCtx); ok {
-			r.fail(out, msg)
+			x.fail(out, msg)
 			return
 		}
-		r.fail(streamOutcome(err, c.d.endMarker()))
+		if !x.sawEvent && errors.Is(err, io.EOF) {
+			// An empty body, or one without a single event (a page served
+			// as text/plain): an answer, but not a stream.
+			x.fail(event.OutcomeMalformed, fmt.Sprintf("server answered %d without a single stream event (%d bytes of body)", resp.StatusCode, clock.bytes))
+			return
+		}
+		out, msg := streamOutcome(err, c.d.endMarker())
+		x.fail(out, c.secrets.clean(msg))
 		return
 	}
-	r.rec.Outcome = event.OutcomeOK
+	x.rec.Outcome = event.OutcomeOK
 	// Read what follows the end marker (normally just the chunked-encoding
 	// terminator) so the connection goes back to the pool, but never wait
 	// long for a server that keeps the stream open.
@@ -272,18 +309,64 @@ func (r *run) execute(parent, reqCtx context.Context, cancel context.CancelFunc)
 	_, _ = io.Copy(io.Discard, io.LimitReader(br, drainLimit))
 }
 
+// minTokenLimit and tokenLimitFactor bound the tokens one stream may carry:
+// tokenLimitFactor times what was asked for, and at least minTokenLimit,
+// far above any sane output. A server that streams forever without its end
+// marker would otherwise make the request keep every chunk until --timeout.
+const (
+	minTokenLimit    = 1 << 16
+	tokenLimitFactor = 4
+)
+
+// tokenLimit is the most tokens a stream asked for asked tokens may carry.
+func tokenLimit(asked int) int {
+	return max(tokenLimitFactor*min(max(asked, 0), maxTokenLength), minTokenLimit)
+}
+
+// tooManyTokensError ends a stream that went past its token limit.
+type tooManyTokensError struct{ limit int }
+
+func (e *tooManyTokensError) Error() string {
+	return fmt.Sprintf("server sent more than %d tokens without ending the stream", e.limit)
+}
+
+// send makes one attempt at the request, traced afresh.
+func (x *exchange) send(ctx context.Context, body []byte) (*http.Response, error) {
+	x.trace = &connTrace{}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, x.trace.clientTrace()),
+		http.MethodPost, x.c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	x.c.setHeaders(req.Header, x.spec)
+	return x.c.hc.Do(req)
+}
+
+// staleConnection reports whether a failed first attempt went out on a
+// reused connection that the server had closed before answering (its
+// keep-alive timeout passed as the request arrived): the request was not
+// refused, the connection was stale.
+func (x *exchange) staleConnection(err error, parent, req context.Context) bool {
+	if x.reconnected || parent.Err() != nil || req.Err() != nil || !x.trace.snapshot().reused {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "server closed idle connection")
+}
+
 // stream reads events until the end marker. A nil return is a complete
-// stream; otherwise a read error, a parse error wrapping errMalformed, or a
-// *serverEventError.
-func (r *run) stream(rd eventReader) error {
-	chunks := make([]event.Chunk, 0, max(r.spec.OutputTokens, 0))
+// stream; otherwise a read error, a parse error wrapping errMalformed, a
+// *serverEventError or a *tooManyTokensError.
+func (x *exchange) stream(rd eventReader) error {
+	limit := tokenLimit(x.spec.OutputTokens)
+	chunks := make([]event.Chunk, 0, min(max(x.spec.OutputTokens, 0), minTokenLimit))
 	defer func() {
-		r.closeBatch(chunks)
-		r.rec.Chunks = chunks
+		x.closeBatch(chunks)
+		x.rec.Chunks = chunks
 	}()
 	// The OpenAI dialects are called directly, with the stream's chunk
 	// shape; the others through the interface.
-	oa, isOA := r.c.d.(openAIDialect)
+	oa, isOA := x.c.d.(openAIDialect)
 	for {
 		ev, err := rd.Next()
 		if err != nil {
@@ -291,27 +374,27 @@ func (r *run) stream(rd eventReader) error {
 		}
 		// The arrival time is the read's, the same for all the events of
 		// one read; take it before any parsing.
-		if ev.Read != r.batchRead {
-			r.closeBatch(chunks)
-			r.batchRead, r.batchCount, r.batchFrom = ev.Read, 0, len(chunks)
-			r.batchAt = ev.At.Sub(r.start)
+		if ev.Read != x.batchRead {
+			x.closeBatch(chunks)
+			x.batchRead, x.batchCount, x.batchFrom = ev.Read, 0, len(chunks)
+			x.batchAt = ev.At.Sub(x.start)
 		}
-		at := r.batchAt
-		r.batchCount++
+		at := x.batchAt
+		x.batchCount++
 
-		r.ci = chunkInfo{}
-		ci := &r.ci // a field, not a local: through the interface call a local would escape
+		x.ci = chunkInfo{}
+		ci := &x.ci // a field, not a local: through the interface call a local would escape
 		var perr error
 		if isOA {
-			perr = oa.parseStream(ev.Data, ci, &r.shape)
+			perr = oa.parseStream(ev.Data, ci, &x.shape)
 		} else {
-			perr = r.c.d.parse(ev.Data, ci)
+			perr = x.c.d.parse(ev.Data, ci)
 		}
-		if !r.sawEvent {
-			r.sawEvent = true
-			r.rec.FirstEvent = r.lag + at
+		if !x.sawEvent {
+			x.sawEvent = true
+			x.rec.FirstEvent = x.lag + at
 			if ci.tokens == 0 && !ci.end && perr == nil && ci.serverErr == "" {
-				r.rec.Flags = append(r.rec.Flags, event.FlagRoleOnlyFirst)
+				x.rec.Flags = append(x.rec.Flags, event.FlagRoleOnlyFirst)
 			}
 		}
 		if perr != nil {
@@ -321,34 +404,39 @@ func (r *run) stream(rd eventReader) error {
 			return &serverEventError{msg: ci.serverErr}
 		}
 		if ci.tokens > 0 {
+			if x.tokens+ci.tokens > limit {
+				return &tooManyTokensError{limit: limit}
+			}
 			if len(chunks) == 0 {
-				r.firstAt = at
+				x.firstAt = at
 			}
 			chunks = append(chunks, event.Chunk{At: at, Tokens: int32(ci.tokens)})
-			r.tokens += ci.tokens
-			r.rec.ReplacementChars += ci.replacements
+			x.tokens += ci.tokens
+			x.rec.ReplacementChars += ci.replacements
 		}
 		if ci.usage {
-			r.usage = true
-			r.usageOut = ci.outputTokens
-			if ci.promptTokens > 0 {
-				r.rec.PromptTokens = ci.promptTokens
+			x.usage = true
+			if plausibleTokens(ci.outputTokens, limit) {
+				x.usageOut = ci.outputTokens
+			}
+			if plausibleTokens(ci.promptTokens, maxTokenLength) {
+				x.rec.PromptTokens = ci.promptTokens
 			}
 		}
 		if ci.timing != nil {
-			r.addTiming(ci.timing)
+			x.addTiming(ci.timing)
 		}
 		if ci.end {
-			r.endAt = at
+			x.endAt = at
 			return nil
 		}
 	}
 }
 
 // closeBatch writes the size of the finished coalesced group into its chunks.
-func (r *run) closeBatch(chunks []event.Chunk) {
-	for i := r.batchFrom; i < len(chunks); i++ {
-		chunks[i].Batch = r.batchCount
+func (x *exchange) closeBatch(chunks []event.Chunk) {
+	for i := x.batchFrom; i < len(chunks); i++ {
+		chunks[i].Batch = x.batchCount
 	}
 }
 
@@ -357,13 +445,15 @@ type serverEventError struct{ msg string }
 
 func (e *serverEventError) Error() string { return "server error event: " + e.msg }
 
-// addTiming merges a server timing into the record.
-func (r *run) addTiming(st *event.ServerTiming) {
-	if r.rec.Server == nil {
-		r.rec.Server = st
+// addTiming merges a server timing into the record, without the figures
+// that cannot be true.
+func (x *exchange) addTiming(st *event.ServerTiming) {
+	sanitizeTiming(st, tokenLimit(x.spec.OutputTokens))
+	if x.rec.Server == nil {
+		x.rec.Server = st
 		return
 	}
-	cur := r.rec.Server
+	cur := x.rec.Server
 	if !strings.Contains(cur.Source, st.Source) {
 		cur.Source += "+" + st.Source
 	}
@@ -387,26 +477,29 @@ const (
 )
 
 // finish fills the derived fields once the outcome is known.
-func (r *run) finish() {
-	rec := r.rec
+func (x *exchange) finish() {
+	rec := x.rec
 	if rec.Outcome == "" {
 		rec.Outcome = event.OutcomeStreamReset // unreachable: every path sets one
 	}
-	rec.Stages = r.stages()
-	if !r.failed {
-		rec.E2E = r.lag + r.endAt
+	rec.Stages = x.stages()
+	if !x.failed {
+		rec.E2E = x.lag + x.endAt
 	} else {
-		rec.E2E = r.lag + time.Since(r.start)
+		rec.E2E = x.lag + time.Since(x.start)
 	}
 	if len(rec.Chunks) > 0 {
-		rec.TTFT = r.lag + r.firstAt
+		rec.TTFT = x.lag + x.firstAt
 	}
-	rec.OutputTokens = r.tokens
-	if r.usage && r.usageOut > 0 {
-		rec.OutputTokens = r.usageOut
+	rec.OutputTokens = x.tokens
+	if x.usage && x.usageOut > 0 {
+		rec.OutputTokens = x.usageOut
 	}
-	if rec.OK() && r.c.d.asksUsage() && !r.usage {
+	if rec.OK() && x.c.d.asksUsage() && !x.usage {
 		rec.Flags = append(rec.Flags, event.FlagMissingUsage)
+	}
+	if rec.OK() && len(rec.Chunks) == 0 {
+		rec.Flags = append(rec.Flags, event.FlagNoContent)
 	}
 	if rec.ReplacementChars > 0 {
 		rec.Flags = append(rec.Flags, event.FlagUTF8Defect)
@@ -414,9 +507,9 @@ func (r *run) finish() {
 	if nagleSuspect(rec.Chunks) {
 		rec.Flags = append(rec.Flags, event.FlagNagleSuspect)
 	}
-	if !r.phases.gotConn.IsZero() {
-		rec.ReusedConn = r.phases.reused
-		rec.ConnectRTT = r.phases.connect
+	if !x.phases.gotConn.IsZero() {
+		rec.ReusedConn = x.phases.reused
+		rec.ConnectRTT = x.phases.connect
 	}
 }
 
@@ -437,26 +530,26 @@ func nagleSuspect(chunks []event.Chunk) bool {
 // the end of the previous one. They are built from boundaries measured
 // from start on the monotonic clock, forced to be non-decreasing, so they
 // add up exactly to TTFT (lag + first content offset).
-func (r *run) stages() []event.StageTiming {
+func (x *exchange) stages() []event.StageTiming {
 	out := make([]event.StageTiming, 0, 9)
 	add := func(s event.Stage, d time.Duration) {
 		out = append(out, event.StageTiming{Stage: s, Duration: d, Provenance: event.Measured})
 	}
-	if r.lag > 0 {
-		add(event.StageSchedLag, r.lag)
+	if x.lag > 0 {
+		add(event.StageSchedLag, x.lag)
 	}
-	if r.bodyReady.IsZero() {
+	if x.bodyReady.IsZero() {
 		return out
 	}
 	prev := time.Duration(0)
 	next := func(t time.Time) time.Duration {
-		d := max(t.Sub(r.start), prev)
+		d := max(t.Sub(x.start), prev)
 		step := d - prev
 		prev = d
 		return step
 	}
-	add(event.StageSerialize, next(r.bodyReady))
-	p := r.phases
+	add(event.StageSerialize, next(x.bodyReady))
+	p := x.phases
 	if p.gotConn.IsZero() {
 		return out
 	}
@@ -474,23 +567,23 @@ func (r *run) stages() []event.StageTiming {
 		return out
 	}
 	add(event.StageWrite, next(p.wrote))
-	if r.rec.Status == 0 {
+	if x.rec.Status == 0 {
 		return out
 	}
-	add(event.StageWaitHeaders, next(r.headers))
-	if len(r.rec.Chunks) == 0 {
+	add(event.StageWaitHeaders, next(x.headers))
+	if len(x.rec.Chunks) == 0 {
 		return out
 	}
-	add(event.StageFirstToken, next(r.start.Add(r.firstAt)))
+	add(event.StageFirstToken, next(x.start.Add(x.firstAt)))
 	// Clipping can only push boundaries later; the first token is the last
 	// boundary, so keep TTFT equal to the sum.
-	r.firstAt = prev
+	x.firstAt = prev
 	return out
 }
 
 func (c *Client) setHeaders(h http.Header, spec RequestSpec) {
-	for k, vs := range c.headers {
-		h[k] = append([]string(nil), vs...)
+	for k, vs := range c.header {
+		h[k] = vs[:len(vs):len(vs)] // shared and read-only: an append elsewhere must copy
 	}
 	h.Set("Content-Type", "application/json")
 	if c.d.ndjson() {
@@ -503,9 +596,6 @@ func (c *Client) setHeaders(h http.Header, spec RequestSpec) {
 	}
 	if spec.TraceID != "" && spec.SpanID != "" {
 		h.Set("Traceparent", "00-"+spec.TraceID+"-"+spec.SpanID+"-01")
-	}
-	if c.apiKey != "" {
-		h.Set("Authorization", "Bearer "+c.apiKey)
 	}
 }
 
@@ -539,7 +629,27 @@ func bodyErrorMessage(raw []byte) string {
 	return body.Message
 }
 
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "application/json"
+// notAStream says why a 2xx response cannot be the stream asked for, or ""
+// when it may be one: a compressed body (latscope asks for none, since
+// compression buffers the stream and hides token timing), an HTML page, or
+// a JSON document where an event stream was asked for.
+func notAStream(resp *http.Response, ndjson bool) string {
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		return fmt.Sprintf("server compressed the stream (Content-Encoding: %s) though latscope asked for none; compression hides token timing",
+			excerpt([]byte(enc), 40))
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case mt == "text/html" || mt == "application/xhtml+xml":
+		return "server answered an HTML page, not a stream (a proxy, login or error page?): " + bodySnippet(resp.Body)
+	case mt == "application/json" && !ndjson:
+		return "server answered application/json, not an event stream: " + bodySnippet(resp.Body)
+	}
+	return ""
+}
+
+// bodySnippet returns the start of a body on one line, for a message.
+func bodySnippet(body io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(body, 512))
+	return excerpt([]byte(strings.Join(strings.Fields(string(b)), " ")), 200)
 }

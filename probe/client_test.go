@@ -1,8 +1,10 @@
 package probe
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -10,6 +12,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -333,10 +336,20 @@ func TestNewClientValidates(t *testing.T) {
 		{BaseURL: "http://x?q=1", Dialect: DialectOpenAIChat},
 		{BaseURL: "http://x", Dialect: DialectOllamaChat}, // no model
 		{BaseURL: "http://x", Dialect: DialectTGI, Timeout: -1},
+		{BaseURL: "http://x", Dialect: DialectTGI, MaxEventBytes: MaxEventBytesLimit + 1},
+		{BaseURL: "http://x", Dialect: DialectTGI, Headers: http.Header{"X-Api-Key": {"sk-bad\nsecret"}}},
+		{BaseURL: "http://x", Dialect: DialectTGI, Headers: http.Header{"Bad Name": {"v"}}},
+		{BaseURL: "http://x", Dialect: DialectTGI, APIKey: "sk-bad\rsecret"},
+		{BaseURL: "http://user:pw-secret@[::1", Dialect: DialectTGI},
 	}
 	for _, cfg := range bad {
-		if _, err := NewClient(cfg); err == nil {
+		_, err := NewClient(cfg)
+		if err == nil {
 			t.Errorf("%+v: no error", cfg)
+			continue
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("error %q shows a secret", err)
 		}
 	}
 	c, err := NewClient(ClientConfig{BaseURL: "http://127.0.0.1:8000/v1/", Dialect: DialectOpenAIChat})
@@ -359,14 +372,18 @@ type wireOutcomeCase struct {
 	want    event.Outcome
 	status  int
 	errHas  string
-	chunks  int
+	chunks  int // content chunks in the record; -1: 0 or 1
 }
 
 func wireOutcomeCases() []wireOutcomeCase {
 	content := "data: " + vllmContentChunk + "\n\n"
 	big := `{"choices":[{"delta":{"content":"` + strings.Repeat("x", DefaultMaxEventBytes) + `"}}]}`
+	// The reset and the cancellation happen once the client holds the
+	// first event, so it is always in the record, however busy the machine.
+	read := make(chan struct{})
+	cancelled, cancel := context.WithCancel(context.Background())
 	return []wireOutcomeCase{
-		{name: "refused", want: event.OutcomeConnect, errHas: "refused"},
+		{name: "refused", want: event.OutcomeConnect, errHas: "connection refused by 127.0.0.1:"},
 		{name: "tls untrusted", tls: true, handler: wireStream("text/event-stream", sseFrames("[DONE]")),
 			want: event.OutcomeConnect, errHas: "certificate"},
 		{name: "429", handler: func(w http.ResponseWriter, r *http.Request) {
@@ -381,7 +398,8 @@ func wireOutcomeCases() []wireOutcomeCase {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte(`{"error":"server busy, please try again.  maximum pending requests exceeded"}`))
 		}, want: event.OutcomeHTTPStatus, status: 503, errHas: "server busy"},
-		{name: "reset mid-stream", handler: wireHijackReset(content), want: event.OutcomeStreamReset, chunks: 1},
+		{name: "reset mid-stream", handler: wireHijackReset(content, read), mod: onFirstRead(func() { close(read) }),
+			want: event.OutcomeStreamReset, chunks: 1},
 		{name: "closed without [DONE]", handler: wireStream("text/event-stream", sseFrames(vllmContentChunk, vllmContentChunk)),
 			want: event.OutcomeStreamReset, errHas: "before data: [DONE]", chunks: 2},
 		{name: "llama.cpp closed without stop", dialect: DialectLlamaCpp, handler: wireStream("text/event-stream", sseFrames(llamaPartial)),
@@ -394,6 +412,24 @@ func wireOutcomeCases() []wireOutcomeCase {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"choices":[{"message":{"content":"hi"}}]}`))
 		}, want: event.OutcomeMalformed, errHas: "not an event stream"},
+		{name: "html page", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_, _ = w.Write([]byte("<html>\n<title>Sign in</title>\n</html>"))
+		}, want: event.OutcomeMalformed, errHas: "HTML page, not a stream (a proxy, login or error page?): <html> <title>Sign in"},
+		{name: "empty 200", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+		}, want: event.OutcomeMalformed, errHas: "server answered 200 without a single stream event (0 bytes of body)"},
+		{name: "plain text 200", handler: func(w http.ResponseWriter, r *http.Request) {
+			_, _ = w.Write([]byte("hello\n"))
+		}, want: event.OutcomeMalformed, errHas: "without a single stream event (6 bytes of body)"},
+		{name: "gzip stream", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Content-Encoding", "gzip")
+			_, _ = w.Write([]byte("\x1f\x8b\x08\x00\x00\x00\x00\x00"))
+		}, want: event.OutcomeMalformed, errHas: "compressed the stream (Content-Encoding: gzip)"},
+		{name: "key echoed in an error", mod: func(c *ClientConfig) { c.APIKey = "sk-secret-123" }, handler: func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "invalid key "+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), http.StatusUnauthorized)
+		}, want: event.OutcomeHTTPStatus, status: 401, errHas: "http 401: invalid key REDACTED"},
 		{name: "oversized event", handler: wireStream("text/event-stream", sseFrames(vllmContentChunk, big, "[DONE]")),
 			want: event.OutcomeOversized, errHas: "event exceeds 1048576 bytes", chunks: 1},
 		{name: "oversized with a small limit", mod: func(c *ClientConfig) { c.MaxEventBytes = 100 },
@@ -401,16 +437,15 @@ func wireOutcomeCases() []wireOutcomeCase {
 		{name: "error event", handler: wireStream("text/event-stream", sseFrames(vllmContentChunk,
 			`{"error":{"message":"CUDA out of memory","type":"InternalServerError","code":500}}`)),
 			want: event.OutcomeServerError, errHas: "CUDA out of memory", chunks: 1},
-		{name: "cancelled", handler: wireBlockUntilGone(content), ctx: func() (context.Context, context.CancelFunc) {
-			ctx, cancel := context.WithCancel(context.Background())
-			time.AfterFunc(150*time.Millisecond, cancel)
-			return ctx, cancel
-		}, want: event.OutcomeCancelled, chunks: 1},
+		{name: "cancelled", handler: wireBlockUntilGone(content), mod: onFirstRead(cancel),
+			ctx: func() (context.Context, context.CancelFunc) { return cancelled, cancel }, want: event.OutcomeCancelled, chunks: 1},
+		// Whether the first event beats a timer depends on the machine:
+		// these cases hold at most it (chunks -1).
 		{name: "request timeout", handler: wireBlockUntilGone(content), mod: func(c *ClientConfig) { c.Timeout = 150 * time.Millisecond },
-			want: event.OutcomeTimeout, errHas: "request timeout", chunks: 1},
+			want: event.OutcomeTimeout, errHas: "request timeout", chunks: -1},
 		{name: "caller deadline", handler: wireBlockUntilGone(content), ctx: func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), 150*time.Millisecond)
-		}, want: event.OutcomeTimeout, chunks: 1},
+		}, want: event.OutcomeTimeout, chunks: -1},
 		{name: "timeout before headers", handler: func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-r.Context().Done():
@@ -468,7 +503,10 @@ func TestOutcomes(t *testing.T) {
 			if !strings.Contains(rec.Error, tc.errHas) || rec.Error == "" {
 				t.Errorf("error %q, want it to mention %q", rec.Error, tc.errHas)
 			}
-			if len(rec.Chunks) != tc.chunks {
+			if strings.Contains(rec.Error, "://") {
+				t.Errorf("error %q names a URL: it may carry credentials, and the cause is what matters", rec.Error)
+			}
+			if len(rec.Chunks) != tc.chunks && !(tc.chunks == -1 && len(rec.Chunks) <= 1) {
 				t.Errorf("%d chunks, want %d", len(rec.Chunks), tc.chunks)
 			}
 			if rec.E2E <= 0 {
@@ -554,5 +592,208 @@ func BenchmarkDoLoopback(b *testing.B) {
 			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/token")
 			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/token")
 		})
+	}
+}
+
+// TestEndlessStreamIsBounded: a server that streams content forever without
+// its end marker ends the request once the stream passes its token limit,
+// long before the request timeout, and the record keeps no more chunks
+// than that limit.
+func TestEndlessStreamIsBounded(t *testing.T) {
+	t.Parallel()
+	batch := strings.Repeat("data: "+vllmContentChunk+"\n\n", 512)
+	srv := newWireServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		for r.Context().Err() == nil {
+			if _, err := io.WriteString(w, batch); err != nil {
+				return
+			}
+			fl.Flush()
+		}
+	})
+	c := newWireClient(t, srv.URL, DialectOpenAIChat, func(cfg *ClientConfig) { cfg.Timeout = time.Minute })
+	rec := c.Do(t.Context(), wireSpec("endless", 8))
+	limit := tokenLimit(8)
+	if rec.Outcome != event.OutcomeMalformed || !strings.Contains(rec.Error, fmt.Sprintf("more than %d tokens without ending the stream", limit)) {
+		t.Fatalf("outcome %s (%s), want malformed: more than %d tokens", rec.Outcome, rec.Error, limit)
+	}
+	if len(rec.Chunks) > limit || cap(rec.Chunks) > 2*limit || rec.OutputTokens > limit {
+		t.Errorf("record holds %d chunks (capacity %d) and %d tokens, want at most %d", len(rec.Chunks), cap(rec.Chunks), rec.OutputTokens, limit)
+	}
+	checkWireTimeline(t, rec)
+}
+
+func TestTokenLimit(t *testing.T) {
+	t.Parallel()
+	for asked, want := range map[int]int{-1: minTokenLimit, 0: minTokenLimit, 128: minTokenLimit, 100_000: 400_000, 1 << 40: 4 * maxTokenLength} {
+		if got := tokenLimit(asked); got != want {
+			t.Errorf("tokenLimit(%d) = %d, want %d", asked, got, want)
+		}
+	}
+}
+
+func TestStreamWithoutContentIsFlagged(t *testing.T) {
+	t.Parallel()
+	srv := newWireServer(t, wireStream("text/event-stream", sseFrames(vllmRoleChunk, vllmFinishChunk, vllmUsageChunk, "[DONE]")))
+	c := newWireClient(t, srv.URL, DialectOpenAIChat, nil)
+	rec := c.Do(t.Context(), wireSpec("empty", 8))
+	if !rec.OK() || !rec.HasFlag(event.FlagNoContent) || len(rec.Chunks) != 0 {
+		t.Fatalf("outcome %s, flags %v, %d chunks: want ok, flagged no_content", rec.Outcome, rec.Flags, len(rec.Chunks))
+	}
+	full := newWireServer(t, wireStream("text/event-stream", sseFrames(vllmContentChunk, vllmUsageChunk, "[DONE]")))
+	if rec := newWireClient(t, full.URL, DialectOpenAIChat, nil).Do(t.Context(), wireSpec("full", 1)); rec.HasFlag(event.FlagNoContent) {
+		t.Fatalf("a stream with content flagged %v", rec.Flags)
+	}
+}
+
+// TestRedirectStaysOnTheHost: credentials never follow a redirect to another
+// host; a redirect within the host is followed.
+func TestRedirectStaysOnTheHost(t *testing.T) {
+	t.Parallel()
+	elsewhere := newWireServer(t, wireStream("text/event-stream", sseFrames(vllmContentChunk, "[DONE]")))
+	srv := newWireServer(t, func(w http.ResponseWriter, r *http.Request) {
+		target := elsewhere.URL + r.URL.Path
+		if r.URL.Path == "/v1/chat/completions" && r.URL.Query().Get("here") == "" {
+			target = "/v1/chat/completions?here=1"
+			if r.Header.Get("X-Go") == "away" {
+				target = elsewhere.URL + r.URL.Path
+			}
+			http.Redirect(w, r, target, http.StatusTemporaryRedirect)
+			return
+		}
+		wireStream("text/event-stream", sseFrames(vllmContentChunk, "[DONE]"))(w, r)
+	})
+	for _, tc := range []struct {
+		name    string
+		away    bool
+		want    event.Outcome
+		wantErr string
+	}{
+		{"same host", false, event.OutcomeOK, ""},
+		{"another host", true, event.OutcomeHTTPStatus, "http 307: the server redirected to " + elsewhere.URL},
+	} {
+		h := http.Header{"X-Api-Key": {"hdr-secret-1"}}
+		if tc.away {
+			h.Set("X-Go", "away")
+		}
+		c := newWireClient(t, srv.URL, DialectOpenAIChat, func(cfg *ClientConfig) { cfg.APIKey, cfg.Headers = "sk-secret-2", h })
+		rec := c.Do(t.Context(), wireSpec(tc.name, 1))
+		if rec.Outcome != tc.want || !strings.Contains(rec.Error, tc.wantErr) {
+			t.Errorf("%s: outcome %s (%s), want %s %q", tc.name, rec.Outcome, rec.Error, tc.want, tc.wantErr)
+		}
+	}
+	if got := elsewhere.requests(); len(got) != 0 {
+		t.Fatalf("the other host received %d requests (headers %v): credentials followed the redirect", len(got), got[0].header)
+	}
+}
+
+func TestCredentialsInTheURLStayOutOfTheRecord(t *testing.T) {
+	t.Parallel()
+	srv := newWireServer(t, wireStream("text/event-stream", sseFrames(vllmContentChunk, "[DONE]")))
+	withCreds := strings.Replace(srv.URL, "://", "://user:pw-secret-3@", 1)
+	rec := newWireClient(t, withCreds, DialectOpenAIChat, nil).Do(t.Context(), wireSpec("creds", 1))
+	if !rec.OK() || strings.Contains(rec.Target, "pw-secret-3") {
+		t.Fatalf("outcome %s (%s), target %q: want ok and no password", rec.Outcome, rec.Error, rec.Target)
+	}
+	if got := srv.requests()[0].header.Get("Authorization"); !strings.HasPrefix(got, "Basic ") {
+		t.Errorf("Authorization %q: the URL's credentials should still be sent, as basic auth", got)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://user:pw-secret-3@" + ln.Addr().String()
+	_ = ln.Close()
+	rec = newWireClient(t, refused, DialectOpenAIChat, nil).Do(t.Context(), wireSpec("refused", 1))
+	if rec.Outcome != event.OutcomeConnect || strings.Contains(rec.Error+rec.Target, "pw-secret-3") || strings.Contains(rec.Error+rec.Target, "user") {
+		t.Fatalf("outcome %s, error %q, target %q: want connect with no credentials shown", rec.Outcome, rec.Error, rec.Target)
+	}
+}
+
+// TestImplausibleServerNumbersAreDropped: a usage count of 2^63-1 (which
+// made throughput negative), a negative prompt count and absurd server
+// timings are ignored; the probe's own counts stand.
+func TestImplausibleServerNumbersAreDropped(t *testing.T) {
+	t.Parallel()
+	usage := `{"choices":[],"usage":{"prompt_tokens":-5,"completion_tokens":9223372036854775807},` +
+		`"metrics":{"queue_time_ms":1e300,"time_to_first_token_ms":-3,"generation_time_ms":12.5}}`
+	srv := newWireServer(t, wireStream("text/event-stream", sseFrames(vllmContentChunk, vllmContentChunk, vllmContentChunk, usage, "[DONE]")))
+	rec := newWireClient(t, srv.URL, DialectOpenAIChat, nil).Do(t.Context(), wireSpec("bogus", 3))
+	if !rec.OK() || rec.OutputTokens != 3 || rec.PromptTokens != 9 {
+		t.Fatalf("outcome %s, output %d, prompt %d: want ok with the counted 3 and the target 9", rec.Outcome, rec.OutputTokens, rec.PromptTokens)
+	}
+	if tps := rec.TokensPerSecond(); !(tps > 0) {
+		t.Errorf("tokens per second %v, want positive", tps)
+	}
+	if st := rec.Server; st == nil || len(st.Stages) != 1 || st.Stages[event.StageDecode] != 12500*time.Microsecond {
+		t.Errorf("server timing %+v: want only the plausible decode stage", st)
+	}
+}
+
+// staleKeepAliveServer answers the first request on each connection with a
+// whole stream and keeps the connection open, and closes the connection,
+// without answering, when a second request arrives on it: a keep-alive
+// timeout firing just as the request came.
+func staleKeepAliveServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "data: " + vllmContentChunk + "\n\ndata: [DONE]\n\n"
+	var wg sync.WaitGroup
+	serve := func(conn net.Conn) {
+		defer conn.Close()
+		br := bufio.NewReader(conn)
+		for i := 0; ; i++ {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			if i > 0 {
+				return // the stale connection
+			}
+			fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}
+	}
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { serve(conn) })
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// TestStaleConnectionIsReconnected: a request that went out on a keep-alive
+// connection the server had just closed is sent again, once, on a fresh
+// one, and the Runner counts it; the record stays whole.
+func TestStaleConnectionIsReconnected(t *testing.T) {
+	t.Parallel()
+	c := newWireClient(t, staleKeepAliveServer(t), DialectOpenAIChat, nil)
+	if rec := c.Do(t.Context(), wireSpec("first", 1)); !rec.OK() {
+		t.Fatalf("first request: %s (%s)", rec.Outcome, rec.Error)
+	}
+	rec, noted := c.doNoted(t.Context(), wireSpec("second", 1))
+	if !rec.OK() || !noted.reconnected || rec.ReusedConn || rec.ConnectRTT <= 0 {
+		t.Fatalf("second request: %s (%s), reconnected %v, reused %v, connect RTT %v: want ok on a fresh connection",
+			rec.Outcome, rec.Error, noted.reconnected, rec.ReusedConn, rec.ConnectRTT)
+	}
+	checkWireTimeline(t, rec)
+
+	// Through the Runner, one worker: every request after the first goes
+	// out on the connection the previous one left, which is stale.
+	st, _, _, r := runPaused(t, newWireClient(t, staleKeepAliveServer(t), DialectOpenAIChat, nil), LoadConfig{Concurrency: 1, Requests: 4})
+	if st.OK != 4 || st.Reconnects != 3 || r.probeSample(time.Now(), nil).Reconnects != 3 {
+		t.Fatalf("stats %+v: want 4 ok and 3 reconnects", st)
 	}
 }

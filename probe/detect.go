@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path"
 	"strings"
 	"sync"
-	"time"
 )
 
 // Detected is what Detect learned about a server.
@@ -23,70 +21,80 @@ type Detected struct {
 // simulator: everything measured against it describes the simulator.
 const ServerLatscopeSim = "latscope-sim"
 
-// detectTimeout bounds each endpoint probe; they run in parallel, so
-// Detect takes at most about this long.
-const detectTimeout = 2 * time.Second
-
 // detectBodyLimit bounds the body read from each endpoint.
 const detectBodyLimit = 1 << 20
 
-// Detect finds which server runs at baseURL by asking the endpoints each
-// server has of its own (servers.md): /v1/models for the model list; vLLM
-// /version and owned_by "vllm"; SGLang /get_model_info and
-// /get_server_info; TGI /info; llama.cpp /props and /slots; Ollama
-// /api/version and /api/tags. hc nil means http.DefaultClient. It never
-// takes much longer than detectTimeout.
-func Detect(ctx context.Context, hc *http.Client, baseURL string) (Detected, error) {
-	if hc == nil {
-		hc = http.DefaultClient
+// detectPaths are the endpoints Detect asks, in the order its errors name
+// them.
+var detectPaths = []string{"/v1/models", "/version", "/get_model_info", "/get_server_info",
+	"/info", "/props", "/slots", "/api/version", "/api/tags"}
+
+// Detect finds which server runs at ep by asking the endpoints each server
+// has of its own: /v1/models for the model list; vLLM /version and owned_by
+// "vllm"; SGLang /get_model_info and /get_server_info; TGI /info; llama.cpp
+// /props and /slots; Ollama /api/version and /api/tags. The calls run in
+// parallel, each bounded by ep's timeout, so Detect takes about that long
+// at most. When no server is recognised the error says why: the network
+// cause, a refused key (wrapping ErrUnauthorized), silence (wrapping
+// ErrNoAnswer), or what each endpoint answered (wrapping ErrUnknownServer). The errors name the
+// endpoints, not the base URL, which the caller knows.
+func Detect(ctx context.Context, ep Endpoint) (Detected, error) {
+	e, err := ep.check()
+	if err != nil {
+		return Detected{}, err
 	}
-	base := strings.TrimSuffix(strings.TrimSuffix(baseURL, "/"), "/v1")
-	paths := []string{"/v1/models", "/version", "/get_model_info", "/get_server_info",
-		"/info", "/props", "/slots", "/api/version", "/api/tags"}
-	bodies := make(map[string][]byte, len(paths))
-	var mu sync.Mutex
+	answers := make([]answer, len(detectPaths))
+	errs := make([]error, len(detectPaths))
 	var wg sync.WaitGroup
-	for _, p := range paths {
-		wg.Go(func() {
-			b, ok := fetchJSON(ctx, hc, base+p)
-			if ok {
-				mu.Lock()
-				bodies[p] = b
-				mu.Unlock()
-			}
-		})
+	for i, p := range detectPaths {
+		wg.Go(func() { answers[i], errs[i] = e.call(ctx, http.MethodGet, p, nil, detectBodyLimit) })
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return Detected{}, fmt.Errorf("detect %s: %w", baseURL, err)
+	if ctx.Err() != nil {
+		return Detected{}, context.Cause(ctx)
 	}
-	d, ok := classifyServer(bodies)
-	if !ok {
-		return Detected{}, fmt.Errorf("detect %s: no known LLM server answered (tried %s)", baseURL, strings.Join(paths, ", "))
+	bodies := make(map[string][]byte, len(detectPaths))
+	for i, a := range answers {
+		if errs[i] == nil && a.status == http.StatusOK && json.Valid(a.body) {
+			bodies[detectPaths[i]] = a.body
+		}
 	}
-	return d, nil
+	if d, ok := classifyServer(bodies); ok {
+		return d, nil
+	}
+	return Detected{}, e.detectFailure(answers, errs)
 }
 
-// fetchJSON GETs url and returns its body when the status is 200 and the
-// body is JSON.
-func fetchJSON(ctx context.Context, hc *http.Client, url string) ([]byte, bool) {
-	ctx, cancel := context.WithTimeout(ctx, detectTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, false
+// detectFailure says why no endpoint identified a server: a refused key
+// first, then a network failure that every call shared, then what each
+// endpoint answered.
+func (e *endpoint) detectFailure(answers []answer, errs []error) error {
+	for i, a := range answers {
+		if errs[i] == nil && (a.status == http.StatusUnauthorized || a.status == http.StatusForbidden) {
+			return e.statusError("GET "+detectPaths[i], a)
+		}
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, false
+	var failed int
+	for _, err := range errs {
+		if err != nil {
+			failed++
+		}
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, detectBodyLimit))
-	if err != nil || resp.StatusCode != http.StatusOK || !json.Valid(b) {
-		return nil, false
+	if failed == len(errs) {
+		return errs[0] // the same cause for all, as a rule; the first names the model list
 	}
-	return b, true
+	var seen []string
+	for i, a := range answers {
+		switch {
+		case errs[i] != nil:
+			seen = append(seen, errs[i].Error())
+		case a.status != http.StatusOK:
+			seen = append(seen, fmt.Sprintf("%s %d", detectPaths[i], a.status))
+		default:
+			seen = append(seen, fmt.Sprintf("%s 200 but not JSON (%s)", detectPaths[i], a.contentType))
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrUnknownServer, strings.Join(seen, ", "))
 }
 
 // classifyServer decides from the endpoint bodies, most specific first.

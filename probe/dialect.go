@@ -8,7 +8,7 @@ import (
 )
 
 // The dialects a Client speaks: each is one server API's request body,
-// stream format and chunk fields (shared/reference/servers.md §1-§6).
+// stream format and chunk fields.
 const (
 	DialectOpenAIChat        = "openai-chat"        // /v1/chat/completions, SSE, ends with [DONE]
 	DialectOpenAICompletions = "openai-completions" // /v1/completions, SSE, ends with [DONE]
@@ -74,6 +74,18 @@ func dialectByName(name string) (dialect, error) {
 	return nil, fmt.Errorf("unknown dialect %q (known: %v)", name, Dialects())
 }
 
+// DialectNeedsModel reports whether requests in the dialect must name a
+// model: the OpenAI routes (a gateway or OpenAI itself refuses a request
+// without one) and Ollama's. llama.cpp's /completion and TGI's
+// /generate_stream serve the one model the server loaded.
+func DialectNeedsModel(name string) bool {
+	switch name {
+	case DialectLlamaCpp, DialectTGI:
+		return false
+	}
+	return true
+}
+
 // chatMessage is one message of a chat request.
 type chatMessage struct {
 	Role    string `json:"role"`
@@ -86,5 +98,38 @@ type usageCounts struct {
 	CompletionTokens int `json:"completion_tokens"`
 }
 
-// msDuration converts float milliseconds to a Duration.
-func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+// maxServerStage is the longest stage a server may report for one
+// request; anything longer (or negative) is a bogus figure and dropped.
+const maxServerStage = 24 * time.Hour
+
+// msDuration converts float milliseconds to a Duration. A value that is
+// not a number, negative or past maxServerStage gives -1, which
+// sanitizeTiming drops.
+func msDuration(ms float64) time.Duration {
+	if !(ms >= 0 && ms <= float64(maxServerStage/time.Millisecond)) {
+		return -1
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// plausibleTokens reports whether a token count a server reported can be
+// true: positive and at most limit. Anything else (a negative count, or
+// 2^63-1 that would make throughput negative) is ignored.
+func plausibleTokens(n, limit int) bool { return n > 0 && n <= limit }
+
+// sanitizeTiming drops the stages a server cannot have meant (negative, or
+// longer than maxServerStage) and token counts that cannot be true, so one
+// bogus field cannot turn into a negative or absurd figure downstream.
+func sanitizeTiming(st *event.ServerTiming, outputLimit int) {
+	for k, d := range st.Stages {
+		if d < 0 || d > maxServerStage {
+			delete(st.Stages, k)
+		}
+	}
+	if !plausibleTokens(st.PromptTokens, maxTokenLength) {
+		st.PromptTokens = 0
+	}
+	if !plausibleTokens(st.OutputTokens, outputLimit) {
+		st.OutputTokens = 0
+	}
+}

@@ -10,7 +10,7 @@ import (
 
 // llamaCppDialect speaks llama.cpp's native POST /completion: SSE events
 // with "content" and "tokens", the last one "stop": true with counts and
-// timings, and no [DONE] (servers.md §5.1).
+// timings, and no [DONE].
 type llamaCppDialect struct{}
 
 func (llamaCppDialect) name() string      { return DialectLlamaCpp }
@@ -125,8 +125,8 @@ func (d llamaCppDialect) parseFull(data []byte, c *chunkInfo) error {
 	return nil
 }
 
-// llamaTimings is llama.cpp's per-request "timings" object (servers.md §5.2),
-// in milliseconds. It has no queue or tokenization time.
+// llamaTimings is llama.cpp's per-request "timings" object, in
+// milliseconds. It has no queue or tokenization time.
 type llamaTimings struct {
 	CacheN      int     `json:"cache_n"`
 	PromptN     int     `json:"prompt_n"`

@@ -9,7 +9,7 @@ import (
 )
 
 // ollamaDialect speaks Ollama's native API: NDJSON lines, the last one
-// "done": true with counts and durations in nanoseconds (servers.md §6.1).
+// "done": true with counts and durations in nanoseconds.
 // chat selects /api/chat (message.content) over /api/generate (response).
 // Ollama has no ignore_eos: a model may stop before num_predict.
 type ollamaDialect struct{ chat bool }
@@ -111,7 +111,8 @@ func (d ollamaDialect) parse(data []byte, c *chunkInfo) error {
 // StageLoad is the key under which Ollama's load_duration is kept in
 // event.ServerTiming.Stages. It runs from the handler's start until a runner
 // is scheduled and loaded, so it holds the scheduler queue wait and any model
-// load together (servers.md §6.2); calling it queue would hide a cold load.
+// load together (Ollama takes its load timestamp after scheduling the
+// runner); calling it queue would hide a cold load.
 const StageLoad event.Stage = "load"
 
 type ollamaChunk struct {

@@ -9,8 +9,8 @@ import (
 )
 
 // openAIDialect speaks the OpenAI streaming API (vLLM, SGLang, llama.cpp,
-// TGI and Ollama OpenAI routes): SSE chunks ending with data: [DONE]
-// (servers.md §2.1). chat selects /v1/chat/completions over /v1/completions.
+// TGI and Ollama OpenAI routes): SSE chunks ending with data: [DONE]. chat
+// selects /v1/chat/completions over /v1/completions.
 type openAIDialect struct{ chat bool }
 
 func (d openAIDialect) name() string {
@@ -40,7 +40,7 @@ type openAIRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	// Fixed output length: max_tokens plus the vLLM/SGLang extras that stop
-	// an early end-of-sequence (servers.md §1.2). Others ignore them.
+	// an early end-of-sequence. Others ignore them.
 	MaxTokens int  `json:"max_tokens,omitempty"`
 	MinTokens int  `json:"min_tokens,omitempty"`
 	IgnoreEOS bool `json:"ignore_eos,omitempty"`
@@ -223,8 +223,8 @@ func (d openAIDialect) parseFull(data []byte, c *chunkInfo) error {
 			c.replacements += countRunesFFFD(text)
 		}
 	}
-	// Ollama puts a zeroed usage object on every /v1/completions chunk
-	// (servers.md §6.3): only non-zero counts are usage.
+	// Ollama puts a zeroed usage object on every /v1/completions chunk:
+	// only non-zero counts are usage.
 	if u := ch.Usage; u != nil && (u.PromptTokens > 0 || u.CompletionTokens > 0) {
 		c.usage = true
 		c.promptTokens = u.PromptTokens
@@ -253,7 +253,7 @@ func firstNonEmpty(ss ...*string) string {
 }
 
 // vllmMetrics is vLLM's per-request metrics object on the usage chunk
-// (--enable-per-request-metrics, servers.md §2.5), in milliseconds.
+// (--enable-per-request-metrics), in milliseconds.
 type vllmMetrics struct {
 	QueueTimeMs      *float64 `json:"queue_time_ms"`
 	TTFTMs           *float64 `json:"time_to_first_token_ms"`
@@ -273,7 +273,7 @@ func (m *vllmMetrics) serverTiming() *event.ServerTiming {
 	}
 	// vLLM's per-request time_to_first_token_ms runs from scheduling, not
 	// arrival: it is the interval vLLM calls prefill (first_token_ts -
-	// scheduled_ts, servers.md §2.4), not the server TTFT.
+	// scheduled_ts), not the server TTFT.
 	if m.TTFTMs != nil {
 		st.Stages[event.StagePrefill] = msDuration(*m.TTFTMs)
 	}

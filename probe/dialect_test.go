@@ -10,7 +10,8 @@ import (
 	"github.com/latscope/latscope/event"
 )
 
-// Chunks as the servers write them (servers.md §2.1, §4.1, §5.1, §6.1, §6.3).
+// Chunks as the servers write them: vLLM, Ollama's OpenAI route, llama.cpp,
+// TGI and Ollama's native API.
 const (
 	vllmRoleChunk    = `{"id":"chatcmpl-probe-0001","object":"chat.completion.chunk","created":1767000000,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`
 	vllmContentChunk = `{"id":"chatcmpl-probe-0001","object":"chat.completion.chunk","created":1767000000,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"delta":{"content":" Paris"},"logprobs":null,"finish_reason":null}]}`

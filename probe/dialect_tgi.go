@@ -14,7 +14,7 @@ import (
 // tgiDialect speaks Hugging Face TGI's POST /generate_stream: SSE events
 // written data:{...} without a space, one token each, the last one with a
 // non-null generated_text and (as we ask for details) the token counts, and
-// no [DONE] (servers.md §4.1). TGI has no ignore_eos: a model may stop early.
+// no [DONE]. TGI has no ignore_eos: a model may stop early.
 type tgiDialect struct{}
 
 func (tgiDialect) name() string      { return DialectTGI }
@@ -116,7 +116,8 @@ func (d tgiDialect) parseFull(data []byte, c *chunkInfo) error {
 	return nil
 }
 
-// tgiHeaderTiming reads TGI's per-request timing headers (servers.md §4.2).
+// tgiHeaderTiming reads TGI's per-request timing headers (X-Queue-Time and
+// the like, in milliseconds).
 // TGI sends them only on non-streaming responses, so a stream normally has
 // none; they are recorded whenever present, whatever the dialect.
 func tgiHeaderTiming(h http.Header) *event.ServerTiming {

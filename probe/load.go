@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,8 @@ type RunStats struct {
 
 	Stalls      int  // stall markers emitted
 	ProbeLimits int  // probe_limit markers emitted
+	Backoffs    int  // pauses closed-loop workers took (see BackoffFirst)
+	Reconnects  int  // requests sent again after a stale keep-alive connection
 	Interrupted bool // the context ended the run (Ctrl-C)
 	Elapsed     time.Duration
 }
@@ -91,10 +94,15 @@ type Runner struct {
 	self    *selfMonitor
 	gate    *markerGate
 
-	started  atomic.Bool
-	inFlight atomic.Int64
-	peak     atomic.Int64
-	stats    RunStats // set when Run returns
+	// pause waits between a worker's requests (sleepCtx; tests replace it).
+	pause func(ctx context.Context, d time.Duration) bool
+
+	started    atomic.Bool
+	inFlight   atomic.Int64
+	peak       atomic.Int64
+	backoffs   atomic.Int64
+	reconnects atomic.Int64
+	stats      RunStats // set when Run returns
 }
 
 // NewRunner checks cfg and returns a Runner that sends prompts from prompts
@@ -102,21 +110,21 @@ type Runner struct {
 func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 	switch {
 	case d == nil:
-		return nil, errors.New("new runner: no doer")
+		return nil, errors.New("no doer")
 	case prompts == nil:
-		return nil, errors.New("new runner: no prompt source")
+		return nil, errors.New("no prompt source")
 	case cfg.Concurrency < 0:
-		return nil, fmt.Errorf("new runner: concurrency %d: want 0 or more", cfg.Concurrency)
-	case cfg.Rate < 0:
-		return nil, fmt.Errorf("new runner: rate %v: want 0 or more", cfg.Rate)
+		return nil, fmt.Errorf("concurrency %d: want 0 or more", cfg.Concurrency)
+	case !(cfg.Rate >= 0) || math.IsInf(cfg.Rate, 0):
+		return nil, fmt.Errorf("rate %v: want a number of requests per second, or 0 for closed loop", cfg.Rate)
 	case cfg.Requests < 0 || cfg.Warmup < 0:
-		return nil, fmt.Errorf("new runner: requests %d, warmup %d: want 0 or more", cfg.Requests, cfg.Warmup)
+		return nil, fmt.Errorf("requests %d, warmup %d: want 0 or more", cfg.Requests, cfg.Warmup)
 	case cfg.Duration < 0 || cfg.Drain < 0:
-		return nil, fmt.Errorf("new runner: duration %s, drain %s: want 0 or more", cfg.Duration, cfg.Drain)
+		return nil, fmt.Errorf("duration %s, drain %s: want 0 or more", cfg.Duration, cfg.Drain)
 	case cfg.MaxInFlight < 0:
-		return nil, fmt.Errorf("new runner: max in flight %d: want 0 or more", cfg.MaxInFlight)
+		return nil, fmt.Errorf("max in flight %d: want 0 or more", cfg.MaxInFlight)
 	}
-	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer}
+	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer, pause: sleepCtx}
 	if r.cfg.Concurrency == 0 {
 		r.cfg.Concurrency = 1
 	}
@@ -133,7 +141,7 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 	if r.pacer == nil && cfg.Rate > 0 {
 		p, err := NewPacer(cfg.Arrival, cfg.Rate, cfg.Burstiness, cfg.Seed)
 		if err != nil {
-			return nil, fmt.Errorf("new runner: %w", err)
+			return nil, err
 		}
 		r.pacer = p
 	}
@@ -240,6 +248,8 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 
 	st := em.stats
 	st.InFlightPeak = int(r.peak.Load())
+	st.Backoffs = int(r.backoffs.Load())
+	st.Reconnects = int(r.reconnects.Load())
 	st.Interrupted = ctx.Err() != nil
 	st.Elapsed = time.Since(began)
 	r.stats = st
@@ -247,18 +257,29 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 }
 
 // closedLoop runs Concurrency workers, each sending its next request when
-// its previous one has ended.
+// its previous one has ended, after a pause if it must back off.
 func (r *Runner) closedLoop(sendCtx, reqCtx context.Context, out chan<- emitItem) {
 	var next atomic.Uint64
 	var wg sync.WaitGroup
 	for w := range r.cfg.Concurrency {
 		wg.Go(func() {
+			bo := newBackoff(r.cfg.Seed, w)
+			var wait time.Duration
 			for !stopped(sendCtx, reqCtx) {
 				seq := next.Add(1) - 1
 				if r.total > 0 && seq >= r.total {
 					return
 				}
-				r.send(reqCtx, seq, w, time.Time{}, out)
+				// The pause comes after claiming a request, so a run that
+				// has sent all it should never waits for nothing.
+				if wait > 0 {
+					r.backoffs.Add(1)
+					if !r.pause(sendCtx, wait) {
+						return
+					}
+				}
+				outcome, retryAfter := r.send(reqCtx, seq, w, time.Time{}, out)
+				wait = bo.pauseAfter(outcome, retryAfter)
 			}
 		})
 	}
@@ -342,8 +363,10 @@ func stopped(sendCtx, reqCtx context.Context) bool {
 	return sendCtx.Err() != nil || reqCtx.Err() != nil
 }
 
-// send makes one request and queues its record for the emitter.
-func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time.Time, out chan<- emitItem) {
+// send makes one request and queues its record for the emitter. It
+// returns how the request ended and the Retry-After the server sent with a
+// 429 or 503 (0 when none), read before the record leaves this goroutine.
+func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time.Time, out chan<- emitItem) (event.Outcome, time.Duration) {
 	spec := r.spec(seq, worker, intended)
 	if !intended.IsZero() {
 		now := time.Now()
@@ -352,10 +375,21 @@ func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time
 	n := r.inFlight.Add(1)
 	for p := r.peak.Load(); n > p && !r.peak.CompareAndSwap(p, n); p = r.peak.Load() {
 	}
-	rec := r.doer.Do(ctx, spec)
+	var rec *event.Request
+	var noted notes
+	if nd, ok := r.doer.(notingDoer); ok {
+		rec, noted = nd.doNoted(ctx, spec)
+	} else {
+		rec = r.doer.Do(ctx, spec)
+	}
+	if noted.reconnected {
+		r.reconnects.Add(1)
+	}
 	r.inFlight.Add(-1)
 	rec = completeRecord(rec, spec, ctx.Err() != nil)
+	outcome := rec.Outcome
 	out <- emitItem{rec: rec, target: spec.PromptTokens}
+	return outcome, noted.retryAfter
 }
 
 // spec builds the request for seq: ids, trace context and prompt.
@@ -471,6 +505,7 @@ func (r *Runner) probeSample(now time.Time, findings []limitFinding) *event.Prob
 	ps := &event.ProbeSample{
 		Time: now, InFlight: st.InFlight, MaxInFlight: st.MaxInFlight, CPUPercent: st.CPUPercent,
 		SchedLagP99: st.SchedLagP99, LagSamples: st.LagSamples,
+		Backoffs: r.backoffs.Load(), Reconnects: r.reconnects.Load(),
 	}
 	if r.pacer == nil {
 		ps.Concurrency = r.cfg.Concurrency

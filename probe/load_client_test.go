@@ -25,11 +25,15 @@ type loadSSEServer struct {
 	mu          sync.Mutex
 	requestIDs  map[string]bool
 	traceparent map[string]string // request id → traceparent
+	streaming   map[string]bool   // request ids that have had a token
+	// onStreaming, when set, is called with the number of requests that
+	// have had a token, each time one more has.
+	onStreaming func(n int)
 }
 
 func newLoadSSEServer(t *testing.T, itl time.Duration) *loadSSEServer {
 	t.Helper()
-	s := &loadSSEServer{itl: itl, requestIDs: map[string]bool{}, traceparent: map[string]string{}}
+	s := &loadSSEServer{itl: itl, requestIDs: map[string]bool{}, traceparent: map[string]string{}, streaming: map[string]bool{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -73,12 +77,26 @@ func (s *loadSSEServer) serve(w http.ResponseWriter, r *http.Request) {
 		case <-tick.C:
 		}
 		send(map[string]any{"id": id, "choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": fmt.Sprintf("t%d ", i)}}}})
+		if i == 0 {
+			s.started(id)
+		}
 	}
 	promptTokens := 2 * len(strings.Fields(body.Messages[0].Content))
 	send(map[string]any{"id": id, "choices": []any{}, "usage": map[string]any{
 		"prompt_tokens": promptTokens, "completion_tokens": body.MaxTokens, "total_tokens": promptTokens + body.MaxTokens}})
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	fl.Flush()
+}
+
+// started notes that request id has had its first token.
+func (s *loadSSEServer) started(id string) {
+	s.mu.Lock()
+	s.streaming[id] = true
+	n, hook := len(s.streaming), s.onStreaming
+	s.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
 }
 
 func newLoadTestClient(t *testing.T, url string) *Client {
@@ -183,13 +201,13 @@ func TestRunnerWithClientOpenLoopAndCancel(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	go func() {
-		for r2.InFlight() < 4 && ctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond)
+	slow.mu.Lock()
+	slow.onStreaming = func(n int) {
+		if n == 4 {
+			cancel() // Ctrl-C once all four streams are under way
 		}
-		time.Sleep(300 * time.Millisecond) // let the streams start
-		cancel()
-	}()
+	}
+	slow.mu.Unlock()
 	c2 := &runCollector{t: t}
 	st2 := runLoadBounded(t, ctx, r2, c2)
 	checkLoadAccounting(t, st2, c2)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxPromptLine bounds one prompt-file line.
@@ -79,11 +80,15 @@ func readPromptLine(br *bufio.Reader) ([]byte, error) {
 
 // parsePromptLine turns one line into a prompt; "" (no error) for a blank
 // line. A line starting with '{' must be a JSON object with a non-empty
-// "prompt" string or "messages" list.
+// "prompt" string or "messages" list; a line that is not UTF-8 text (a
+// binary file given by mistake) is an error.
 func parsePromptLine(line []byte) (string, error) {
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 {
 		return "", nil
+	}
+	if i := bytes.IndexByte(trimmed, 0); i >= 0 || !utf8.Valid(trimmed) {
+		return "", errors.New("binary data (a NUL byte or invalid UTF-8), not text: a prompt file holds one prompt per line")
 	}
 	if trimmed[0] != '{' {
 		return string(trimmed), nil

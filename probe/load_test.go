@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"math"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -22,6 +23,9 @@ type sleepDoer struct {
 	peak     atomic.Int64
 	// chunks, when set, fills the record's chunks from its start time.
 	chunks func(start time.Time) []event.Chunk
+	// onStart, when set, is called with the number in flight as each
+	// request starts: tests act on that event instead of polling.
+	onStart func(inFlight int64)
 }
 
 func (d *sleepDoer) Do(ctx context.Context, spec RequestSpec) *event.Request {
@@ -38,6 +42,9 @@ func (d *sleepDoer) Do(ctx context.Context, spec RequestSpec) *event.Request {
 	n := d.inFlight.Add(1)
 	defer d.inFlight.Add(-1)
 	for p := d.peak.Load(); n > p && !d.peak.CompareAndSwap(p, n); p = d.peak.Load() {
+	}
+	if d.onStart != nil {
+		d.onStart(n)
 	}
 	timer := time.NewTimer(d.delay)
 	defer timer.Stop()
@@ -353,19 +360,17 @@ func TestCancelMidRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := runtime.NumGoroutine()
-			d := &sleepDoer{delay: time.Minute}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			d := &sleepDoer{delay: time.Minute, onStart: func(inFlight int64) {
+				if inFlight == 5 {
+					cancel() // Ctrl-C once all five are in flight
+				}
+			}}
 			r, err := NewRunner(d, tc.cfg, loadTestPrompts(t))
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			go func() {
-				for r.InFlight() < 5 && ctx.Err() == nil {
-					time.Sleep(5 * time.Millisecond)
-				}
-				cancel() // Ctrl-C
-			}()
 			c := &runCollector{t: t}
 			st := runLoadBounded(t, ctx, r, c)
 			checkLoadAccounting(t, st, c)
@@ -408,26 +413,32 @@ func TestCancelledOutcomeWhateverTheDoerSays(t *testing.T) {
 	}
 }
 
+// stallTimelineDoer answers every request with a record on a fixed
+// synthetic timeline: request seq starts seq ms after base, and sends a
+// chunk every 5 ms except for a 100 ms pause at base+500ms, the same
+// instant for all. The records do not depend on when the test runs.
+type stallTimelineDoer struct{ base time.Time }
+
+func (d stallTimelineDoer) Do(_ context.Context, spec RequestSpec) *event.Request {
+	start := d.base.Add(time.Duration(spec.Seq) * time.Millisecond)
+	pauseAt := d.base.Add(500 * time.Millisecond)
+	rec := &event.Request{ID: spec.ID, Seq: spec.Seq, Start: start, Intended: start, Outcome: event.OutcomeOK, OutputTokens: 300}
+	at := start
+	for range 300 {
+		rec.Chunks = append(rec.Chunks, event.Chunk{At: at.Sub(start), Tokens: 1})
+		at = at.Add(5 * time.Millisecond)
+		if !at.Before(pauseAt) && at.Before(pauseAt.Add(5*time.Millisecond)) {
+			at = at.Add(100 * time.Millisecond)
+		}
+	}
+	rec.E2E = at.Sub(start)
+	return rec
+}
+
 func TestRunnerEmitsStalls(t *testing.T) {
 	// Six streams whose chunks pause together for 100 ms at the same
 	// absolute time: the runner's stall detector must report it once.
-	var once sync.Once
-	var pauseAt time.Time
-	d := &sleepDoer{delay: 5 * time.Millisecond, chunks: func(start time.Time) []event.Chunk {
-		// Generous: streams starting up to 500 ms apart still share it.
-		once.Do(func() { pauseAt = start.Add(500 * time.Millisecond) })
-		var out []event.Chunk
-		at := start
-		for i := 0; i < 300; i++ {
-			out = append(out, event.Chunk{At: at.Sub(start), Tokens: 1})
-			at = at.Add(5 * time.Millisecond)
-			if !at.Before(pauseAt) && at.Before(pauseAt.Add(5*time.Millisecond)) {
-				at = at.Add(100 * time.Millisecond)
-			}
-		}
-		return out
-	}}
-	r, err := NewRunner(d, LoadConfig{Concurrency: 6, Requests: 6}, loadTestPrompts(t))
+	r, err := NewRunner(stallTimelineDoer{base: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, LoadConfig{Concurrency: 6, Requests: 6}, loadTestPrompts(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,8 +446,8 @@ func TestRunnerEmitsStalls(t *testing.T) {
 	st := runLoadBounded(t, t.Context(), r, c)
 	checkLoadAccounting(t, st, c)
 	stalls := c.markersOf(event.MarkerStall)
-	if len(stalls) != 1 || st.Stalls != 1 || stalls[0].Values["streams"] < 3 {
-		t.Fatalf("got %d stall markers %+v, want one of at least 3 streams", len(stalls), stalls)
+	if len(stalls) != 1 || st.Stalls != 1 || stalls[0].Values["streams"] != 6 {
+		t.Fatalf("got %d stall markers %+v, want one of 6 streams", len(stalls), stalls)
 	}
 }
 
@@ -453,6 +464,7 @@ func TestNewRunnerErrors(t *testing.T) {
 		{"no prompts", d, LoadConfig{}, nil},
 		{"negative concurrency", d, LoadConfig{Concurrency: -1}, ps},
 		{"negative rate", d, LoadConfig{Rate: -1}, ps},
+		{"NaN rate", d, LoadConfig{Rate: math.NaN()}, ps},
 		{"negative requests", d, LoadConfig{Requests: -1}, ps},
 		{"bad arrival", d, LoadConfig{Rate: 1, Arrival: "weibull"}, ps},
 		{"bad burstiness", d, LoadConfig{Rate: 1, Arrival: "gamma", Burstiness: -2}, ps},

@@ -27,6 +27,7 @@ func newNDJSONReader(br *bufio.Reader, clock *readClock, limit int) *ndjsonReade
 	if limit <= 0 {
 		limit = DefaultMaxEventBytes
 	}
+	limit = min(limit, MaxEventBytesLimit) // sizes plus the limit must not wrap
 	return &ndjsonReader{br: br, clock: clock, limit: limit}
 }
 

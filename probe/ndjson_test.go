@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -63,6 +64,10 @@ func TestNDJSONReader(t *testing.T) {
 
 func TestNDJSONReaderLimit(t *testing.T) {
 	t.Parallel()
+	long := "{\"x\":\"" + strings.Repeat("x", 3*streamBufferBytes) + "\"}"
+	if got, err := readAllWireNDJSON(strings.NewReader(long+"\n"), math.MaxInt); err != nil || len(got) != 1 {
+		t.Fatalf("limit near the int limit: %d lines, err %v", len(got), err)
+	}
 	input := "{\"a\":1}\n{\"x\":\"" + strings.Repeat("x", 2000) + "\"}\n{\"b\":2}\n"
 	got, err := readAllWireNDJSON(strings.NewReader(input), 1024)
 	var tooLarge *eventTooLargeError

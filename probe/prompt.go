@@ -44,6 +44,10 @@ type Calibration struct {
 	Observations            int
 }
 
+// ErrTokenizer marks a prompt source that could not be built because the
+// tokenizer failed: the caller may build one without it.
+var ErrTokenizer = errors.New("tokenizer failed")
+
 // usageSamples is how many responses' usage the correction is learned from.
 // Every one of them was built with the uncorrected model, which keeps the
 // fit unambiguous; later observations are not used.
@@ -92,8 +96,8 @@ type filePrompt struct {
 
 // NewPromptSource builds the word list and blocks, calibrates them with the
 // tokenizer when there is one, and reads the prompt file when one is named.
-// A tokenizer that fails is an error: the caller decides whether to retry
-// without one.
+// A tokenizer that fails is an error wrapping ErrTokenizer: the caller
+// decides whether to build one without it.
 func NewPromptSource(ctx context.Context, cfg PromptConfig) (*PromptSource, error) {
 	if cfg.File == "" && cfg.PromptTokens.Mean < 1 {
 		return nil, errors.New("prompt tokens: want at least 1")
@@ -297,7 +301,7 @@ func (p *PromptSource) calibrate(ctx context.Context, tok Tokenizer) error {
 	for i, blk := range p.blocks {
 		n, err := tok.Count(ctx, blk.text)
 		if err != nil {
-			return fmt.Errorf("calibrate prompts: %w", err)
+			return fmt.Errorf("calibrate prompts: %w: %w", ErrTokenizer, err)
 		}
 		counts[i] = n
 	}
@@ -305,7 +309,7 @@ func (p *PromptSource) calibrate(ctx context.Context, tok Tokenizer) error {
 	// call (BOS and the like), including any effect of the join.
 	both, err := tok.Count(ctx, p.blocks[0].text+" "+p.blocks[1].text)
 	if err != nil {
-		return fmt.Errorf("calibrate prompts: %w", err)
+		return fmt.Errorf("calibrate prompts: %w: %w", ErrTokenizer, err)
 	}
 	overhead := float64(max(counts[0]+counts[1]-both, 0))
 	for i := range p.blocks {
@@ -324,7 +328,7 @@ func (p *PromptSource) calibrate(ctx context.Context, tok Tokenizer) error {
 	text, est := p.build(rand.New(rand.NewPCG(0, 0)), checkTokens, true)
 	n, err := tok.Count(ctx, text)
 	if err != nil {
-		return fmt.Errorf("calibrate prompts: %w", err)
+		return fmt.Errorf("calibrate prompts: %w: %w", ErrTokenizer, err)
 	}
 	if scale := (float64(n) - overhead) / est; scale > 0.2 && scale < 5 {
 		for i := range p.blocks {
@@ -345,7 +349,7 @@ func (p *PromptSource) countFilePrompts(ctx context.Context, texts []string) ([]
 		if p.cfg.Tokenizer != nil && i < maxCountedFilePrompts {
 			n, err := p.cfg.Tokenizer.Count(ctx, t)
 			if err != nil {
-				return nil, fmt.Errorf("count prompt-file line %d: %w", i+1, err)
+				return nil, fmt.Errorf("count prompt-file line %d: %w: %w", i+1, ErrTokenizer, err)
 			}
 			out[i].tokens = n
 			continue

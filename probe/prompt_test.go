@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -99,7 +100,7 @@ func TestPromptCalibrationWithTokenizer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv, _ := newFakeTokenizeServer(t, tc.api, tc.tok)
-			tokenizer, err := DetectTokenizer(t.Context(), srv.URL+"/v1", "m", srv.Client())
+			tokenizer, err := DetectTokenizer(t.Context(), Endpoint{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}, "m")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +161,7 @@ func TestPromptsVaryFromFirstWord(t *testing.T) {
 func TestSharedPrefix(t *testing.T) {
 	t.Parallel()
 	srv, _ := newFakeTokenizeServer(t, TokenizeVLLM, oneTokenPerWord)
-	tokenizer, err := NewHTTPTokenizer(srv.URL, "m", TokenizeVLLM, srv.Client())
+	tokenizer, err := NewHTTPTokenizer(Endpoint{BaseURL: srv.URL, HTTPClient: srv.Client()}, "m", TokenizeVLLM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,20 +227,20 @@ func TestTokenizerErrors(t *testing.T) {
 		http.Error(w, "nope", http.StatusNotFound)
 	}))
 	t.Cleanup(srv.Close)
-	if _, err := DetectTokenizer(t.Context(), srv.URL, "m", srv.Client()); err == nil || !strings.Contains(err.Error(), "no tokenize endpoint") {
+	if _, err := DetectTokenizer(t.Context(), Endpoint{BaseURL: srv.URL, HTTPClient: srv.Client()}, "m"); err == nil || !strings.Contains(err.Error(), "no tokenize endpoint") {
 		t.Fatalf("DetectTokenizer on a server without one: %v", err)
 	}
-	tok, err := NewHTTPTokenizer(srv.URL, "m", TokenizeVLLM, srv.Client())
+	tok, err := NewHTTPTokenizer(Endpoint{BaseURL: srv.URL, HTTPClient: srv.Client()}, "m", TokenizeVLLM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewPromptSource(t.Context(), PromptConfig{PromptTokens: Length{Mean: 8}, OutputTokens: Length{Mean: 8}, Tokenizer: tok}); err == nil || !strings.Contains(err.Error(), "status 404") {
+	if _, err := NewPromptSource(t.Context(), PromptConfig{PromptTokens: Length{Mean: 8}, OutputTokens: Length{Mean: 8}, Tokenizer: tok}); !errors.Is(err, ErrTokenizer) || !strings.Contains(err.Error(), "POST /tokenize answered 404 Not Found: nope") {
 		t.Fatalf("NewPromptSource with a failing tokenizer: %v", err)
 	}
-	if _, err := NewHTTPTokenizer("localhost:1", "m", TokenizeVLLM, nil); err == nil {
+	if _, err := NewHTTPTokenizer(Endpoint{BaseURL: "localhost:1"}, "m", TokenizeVLLM); err == nil {
 		t.Fatalf("NewHTTPTokenizer accepted a URL without a scheme")
 	}
-	if _, err := NewHTTPTokenizer(srv.URL, "m", "sglang", nil); err == nil {
+	if _, err := NewHTTPTokenizer(Endpoint{BaseURL: srv.URL}, "m", "sglang"); err == nil {
 		t.Fatalf("NewHTTPTokenizer accepted an unknown api")
 	}
 	for _, body := range []string{`{}`, `nope`, `[1,`} {
@@ -286,6 +287,14 @@ func TestPromptFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "prompt file") || !os.IsNotExist(unwrapPromptErr(err)) {
 		t.Fatalf("missing file: error %v", err)
 	}
+	binary := filepath.Join(dir, "weights.bin")
+	if err := os.WriteFile(binary, []byte("fine\nalso fine\n\x7fELF\x02\x01\x00\x00\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewPromptSource(t.Context(), PromptConfig{File: binary, OutputTokens: Length{Mean: 32}})
+	if err == nil || !strings.Contains(err.Error(), "line 3: binary data") {
+		t.Fatalf("binary file: error %v, want one naming line 3 as binary", err)
+	}
 	empty := filepath.Join(dir, "empty.txt")
 	if err := os.WriteFile(empty, []byte("\n\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -308,7 +317,7 @@ func unwrapPromptErr(err error) error {
 func TestPromptFileCountedByTokenizer(t *testing.T) {
 	t.Parallel()
 	srv, calls := newFakeTokenizeServer(t, TokenizeVLLM, oneTokenPerWord)
-	tok, _ := NewHTTPTokenizer(srv.URL, "m", TokenizeVLLM, srv.Client())
+	tok, _ := NewHTTPTokenizer(Endpoint{BaseURL: srv.URL, HTTPClient: srv.Client()}, "m", TokenizeVLLM)
 	path := filepath.Join(t.TempDir(), "p.txt")
 	if err := os.WriteFile(path, []byte("one two three\nfour five\n"), 0o600); err != nil {
 		t.Fatal(err)

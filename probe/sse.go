@@ -2,11 +2,10 @@ package probe
 
 // A server-sent events reader written for the probe's hot loop.
 //
-// Why not r3labs/sse/v2 (the suggested library; see shared/reference/libs.md §2):
-// its client only sends GET (a completion is a POST), it splits events with a
-// bufio.Scanner capped at 64 KiB by default, its field parser is unexported,
-// and its subscribe loop leaks goroutines and retries (re-POSTing a new
-// generation) after errors. What we need is small: parse the WHATWG
+// Why not a library such as r3labs/sse/v2: its client only sends GET (a
+// completion is a POST), it splits events with a bufio.Scanner capped at 64
+// KiB by default, its field parser is unexported, and its subscribe loop
+// leaks goroutines and retries (re-POSTing a new generation) after errors. What we need is small: parse the WHATWG
 // event-stream format over a bufio.Reader on byte slices, reuse every buffer,
 // and tell the caller which socket read delivered each event.
 
@@ -59,6 +58,7 @@ type eventReader interface {
 type readClock struct {
 	r     io.Reader
 	reads uint64
+	bytes int64
 	at    time.Time
 }
 
@@ -67,6 +67,7 @@ func (c *readClock) Read(p []byte) (int, error) {
 	if n > 0 {
 		c.at = time.Now()
 		c.reads++
+		c.bytes += int64(n)
 	}
 	return n, err
 }
@@ -106,6 +107,7 @@ func newSSEReader(br *bufio.Reader, clock *readClock, limit int) *sseReader {
 	if limit <= 0 {
 		limit = DefaultMaxEventBytes
 	}
+	limit = min(limit, MaxEventBytesLimit) // sizes plus the limit must not wrap
 	return &sseReader{br: br, clock: clock, limit: limit, crPos: -1}
 }
 

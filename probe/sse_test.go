@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -114,6 +115,14 @@ func TestSSEReaderLimit(t *testing.T) {
 		_, err := readAllWireSSE(strings.NewReader(input), 0)
 		if err == nil || err.Error() != "event exceeds 1048576 bytes" {
 			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("limit near the int limit", func(t *testing.T) {
+		// A line spanning buffer refills once made limit+slack wrap.
+		data := strings.Repeat("v", 3*streamBufferBytes)
+		got, err := readAllWireSSE(strings.NewReader("data: "+data+"\n\n"), math.MaxInt)
+		if err != nil || len(got) != 1 || got[0].data != data {
+			t.Fatalf("got %d events, err %v", len(got), err)
 		}
 	})
 	t.Run("just under the limit", func(t *testing.T) {

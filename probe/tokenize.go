@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
+
+	"github.com/latscope/latscope/event"
 )
 
 // A Tokenizer counts tokens the way the server under test does. Prompt
@@ -35,40 +36,39 @@ const maxTokenizeResponse = 32 << 20
 
 // HTTPTokenizer counts tokens with a server's tokenize endpoint.
 type HTTPTokenizer struct {
-	url   string
+	ep    *endpoint
 	model string
 	api   TokenizeAPI
-	hc    *http.Client
 }
 
 var _ Tokenizer = (*HTTPTokenizer)(nil)
 
-// NewHTTPTokenizer returns a tokenizer for the server at baseURL (with or
-// without a trailing /v1). model is sent where the API wants one. A nil hc
-// means http.DefaultClient.
-func NewHTTPTokenizer(baseURL, model string, api TokenizeAPI, hc *http.Client) (*HTTPTokenizer, error) {
+// tokenizePath is the tokenize endpoint of every known API.
+const tokenizePath = "/tokenize"
+
+// NewHTTPTokenizer returns a tokenizer for the server at ep. model is sent
+// where the API wants one.
+func NewHTTPTokenizer(ep Endpoint, model string, api TokenizeAPI) (*HTTPTokenizer, error) {
 	switch api {
 	case TokenizeVLLM, TokenizeLlamaCpp, TokenizeTGI:
 	default:
 		return nil, fmt.Errorf("unknown tokenize api %q: want vllm, llamacpp or tgi", api)
 	}
-	if !strings.HasPrefix(baseURL, "http://") && !strings.HasPrefix(baseURL, "https://") {
-		return nil, fmt.Errorf("tokenizer base url %q: want http:// or https://", baseURL)
+	e, err := ep.check()
+	if err != nil {
+		return nil, err
 	}
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	base := strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1")
-	return &HTTPTokenizer{url: base + "/tokenize", model: model, api: api, hc: hc}, nil
+	return &HTTPTokenizer{ep: e, model: model, api: api}, nil
 }
 
-// DetectTokenizer tries each known tokenize API at baseURL and returns the
-// first that answers with a plausible count, or an error saying none did.
-func DetectTokenizer(ctx context.Context, baseURL, model string, hc *http.Client) (*HTTPTokenizer, error) {
+// DetectTokenizer tries each known tokenize API at ep and returns the first
+// that answers with a plausible count, or an error saying why none did. A
+// server that does not answer at all is asked once, not once per API.
+func DetectTokenizer(ctx context.Context, ep Endpoint, model string) (*HTTPTokenizer, error) {
 	const probeText = "latscope tokenizer probe: one two three"
 	var errs []error
 	for _, api := range []TokenizeAPI{TokenizeVLLM, TokenizeLlamaCpp, TokenizeTGI} {
-		t, err := NewHTTPTokenizer(baseURL, model, api, hc)
+		t, err := NewHTTPTokenizer(ep, model, api)
 		if err != nil {
 			return nil, err
 		}
@@ -81,12 +81,12 @@ func DetectTokenizer(ctx context.Context, baseURL, model string, hc *http.Client
 		if err == nil {
 			return t, nil
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", api, err))
-		if ctx.Err() != nil {
-			break
+		if ctx.Err() != nil || errors.Is(err, ErrNoAnswer) {
+			return nil, fmt.Errorf("no tokenize endpoint at %s: %w", t.ep.shown, err)
 		}
+		errs = append(errs, fmt.Errorf("%s: %w", api, err))
 	}
-	return nil, fmt.Errorf("no tokenize endpoint at %s: %w", baseURL, errors.Join(errs...))
+	return nil, fmt.Errorf("no tokenize endpoint at %s: %w", event.RedactURL(ep.BaseURL), errors.Join(errs...))
 }
 
 // API returns the tokenize API in use.
@@ -107,29 +107,19 @@ func (t *HTTPTokenizer) Count(ctx context.Context, text string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("tokenize: encode body: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(b))
+	const name = "POST " + tokenizePath
+	a, err := t.ep.call(ctx, http.MethodPost, tokenizePath, b, maxTokenizeResponse+1)
+	switch {
+	case err != nil:
+		return 0, err
+	case a.status/100 != 2:
+		return 0, t.ep.statusError(name, a)
+	case len(a.body) > maxTokenizeResponse:
+		return 0, fmt.Errorf("%s: answer larger than %d bytes", name, maxTokenizeResponse)
+	}
+	n, err := parseTokenCount(a.body)
 	if err != nil {
-		return 0, fmt.Errorf("tokenize %s: %w", t.url, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := t.hc.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("tokenize %s: %w", t.url, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenizeResponse+1))
-	if err != nil {
-		return 0, fmt.Errorf("tokenize %s: read response: %w", t.url, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return 0, fmt.Errorf("tokenize %s: status %d: %s", t.url, resp.StatusCode, tokenizeBodySnippet(data))
-	}
-	if len(data) > maxTokenizeResponse {
-		return 0, fmt.Errorf("tokenize %s: response larger than %d bytes", t.url, maxTokenizeResponse)
-	}
-	n, err := parseTokenCount(data)
-	if err != nil {
-		return 0, fmt.Errorf("tokenize %s: %w", t.url, err)
+		return 0, fmt.Errorf("%s: %w", name, err)
 	}
 	return n, nil
 }

@@ -117,8 +117,9 @@ func repeatStr(s string, n int) []string {
 }
 
 // wireHijackReset answers with stream headers and the given raw chunked
-// body bytes, then resets the connection (SO_LINGER 0 sends an RST).
-func wireHijackReset(body string) http.HandlerFunc {
+// body bytes, then, once the client has read them (read is closed),
+// resets the connection (SO_LINGER 0 sends an RST).
+func wireHijackReset(body string, read <-chan struct{}) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		conn, buf, err := w.(http.Hijacker).Hijack()
 		if err != nil {
@@ -127,7 +128,12 @@ func wireHijackReset(body string) http.HandlerFunc {
 		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
 		fmt.Fprintf(buf, "%x\r\n%s\r\n", len(body), body)
 		_ = buf.Flush()
-		time.Sleep(20 * time.Millisecond) // let the client read what was sent
+		// An RST discards what the client has not read yet: wait until it
+		// has (bounded, so a broken client cannot hang the test).
+		select {
+		case <-read:
+		case <-time.After(10 * time.Second):
+		}
 		if tc, ok := conn.(*net.TCPConn); ok {
 			_ = tc.SetLinger(0)
 		}
@@ -148,6 +154,45 @@ func wireBlockUntilGone(first string) http.HandlerFunc {
 		case <-time.After(10 * time.Second):
 		}
 	}
+}
+
+// onFirstRead makes the client call fn once, the first time a response body
+// hands it data: the moment it holds the first event, for tests that act
+// on that event rather than on a timer.
+func onFirstRead(fn func()) func(*ClientConfig) {
+	return func(cfg *ClientConfig) {
+		var once sync.Once
+		cfg.HTTPClient = &http.Client{Transport: hookTransport{next: NewTransport(), hook: func() { once.Do(fn) }}}
+	}
+}
+
+// hookTransport calls hook when a response body first returns data.
+type hookTransport struct {
+	next *http.Transport
+	hook func()
+}
+
+func (h hookTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := h.next.RoundTrip(req)
+	if err == nil {
+		resp.Body = &hookBody{ReadCloser: resp.Body, hook: h.hook}
+	}
+	return resp, err
+}
+
+func (h hookTransport) CloseIdleConnections() { h.next.CloseIdleConnections() }
+
+type hookBody struct {
+	io.ReadCloser
+	hook func()
+}
+
+func (b *hookBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.hook()
+	}
+	return n, err
 }
 
 // newWireClient builds a client for srv.

@@ -34,6 +34,9 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	}
 	dashboard := useDashboard(stdout, f.noTUI)
 	s, err := openSession(ctx, stderr, target, f, extra)
+	if errors.Is(err, errSetupInterrupted) {
+		return &exitError{code: exitInterrupted, err: err}
+	}
 	if err != nil {
 		return err
 	}
@@ -89,9 +92,12 @@ func outcome(stderr io.Writer, s aggregate.Summary, objectives []aggregate.Objec
 	return nil
 }
 
-// topErrorHint names the most common way requests failed, for the one line
-// a user reads when nothing worked.
+// topErrorHint names the most common way requests failed, with its
+// message, for the one line a user reads when nothing worked.
 func topErrorHint(s aggregate.Summary) string {
+	if errs := s.Requests.TopErrors; len(errs) > 0 && errs[0].Message != "" {
+		return fmt.Sprintf(" (most as %s: %s)", errs[0].Outcome, errs[0].Message)
+	}
 	var top string
 	var n int64
 	for outcome, c := range s.Requests.ByOutcome {

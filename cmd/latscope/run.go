@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +48,8 @@ type loadFlags struct {
 	timeout                time.Duration
 	maxEventBytes          int
 	seed                   int64
+	caCert                 string
+	insecure               bool
 
 	noTUI        bool
 	noColor      bool
@@ -74,7 +76,9 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.dialect, "dialect", "auto", "request format: auto, "+strings.Join(probe.Dialects(), ", "))
 	fl.StringVar(&f.model, "model", "", "model name (default: the first one the server lists)")
 	fl.StringVar(&f.apiKey, "api-key", "", "bearer token (default: $OPENAI_API_KEY)")
-	fl.StringArrayVar(&f.headers, "header", nil, `extra request header "Name: value" (repeatable)`)
+	fl.StringArrayVar(&f.headers, "header", nil, `extra request header "Name: value" (repeatable); sent with every call to the server, never to another host`)
+	fl.StringVar(&f.caCert, "ca-cert", "", "PEM file of certificate authorities to trust for an https server, besides the system's")
+	fl.BoolVar(&f.insecure, "insecure", false, "do not verify the https server's certificate (said loudly on stderr)")
 	fl.IntVarP(&f.concurrency, "concurrency", "c", 1, "closed loop: concurrent streams, each waiting for its own response")
 	fl.Float64VarP(&f.rate, "rate", "r", 0, "open loop: requests per second (overrides closed loop)")
 	fl.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: poisson, constant or gamma")
@@ -87,8 +91,8 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.outputTokens, "output-tokens", "128", "output length in tokens: N or MEAN:STDDEV")
 	fl.StringVar(&f.promptFile, "prompt-file", "", "real prompts, one per line (JSON {\"prompt\"|\"messages\"} or plain text)")
 	fl.IntVar(&f.sharedPrefix, "shared-prefix", 0, "identical leading tokens in every prompt (to measure a prefix cache on purpose)")
-	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "limit for one request, send to end of stream")
-	fl.IntVar(&f.maxEventBytes, "max-event-bytes", probe.DefaultMaxEventBytes, "largest stream event accepted; a larger one fails that request")
+	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "limit for one request, send to end of stream (0: none); also bounds each call before the run, to at most 10s")
+	fl.IntVar(&f.maxEventBytes, "max-event-bytes", probe.DefaultMaxEventBytes, "largest stream event accepted (at most 1 GiB); a larger one fails that request")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for prompts and arrivals")
 	fl.BoolVar(&f.noTUI, "no-tui", false, "headless: a status line a second on stderr, the final table on stdout (also when stdout is not a terminal)")
 	fl.BoolVar(&f.noColor, "no-color", false, "dashboard without colour: stages told apart by letters (also NO_COLOR=1)")
@@ -108,22 +112,51 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.noGPU, "no-gpu", false, "do not read GPU stats")
 }
 
-// validate checks what flag parsing alone cannot.
+// validate checks what flag parsing alone cannot, so that every error a
+// user sees names the flag to change.
 func (f *loadFlags) validate() error {
+	if err := f.validateLoad(); err != nil {
+		return err
+	}
+	switch {
+	case f.timeout < 0:
+		return fmt.Errorf("--timeout %s: want 0 (no limit) or more", f.timeout)
+	case f.maxEventBytes < 1 || f.maxEventBytes > probe.MaxEventBytesLimit:
+		return fmt.Errorf("--max-event-bytes %d: want 1 to %d", f.maxEventBytes, probe.MaxEventBytesLimit)
+	case f.sharedPrefix < 0:
+		return fmt.Errorf("--shared-prefix %d: want 0 or more tokens", f.sharedPrefix)
+	case f.joinWait < 0:
+		return fmt.Errorf("--otlp-join-wait %s: want 0 or more", f.joinWait)
+	case !f.noMetrics && f.scrapeInterval <= 0:
+		return fmt.Errorf("--scrape-interval %s: want more than 0", f.scrapeInterval)
+	case !f.noGPU && f.gpuInterval <= 0:
+		return fmt.Errorf("--gpu-interval %s: want more than 0", f.gpuInterval)
+	}
+	if f.duration == 0 && f.requests == 0 && !f.untilStopped {
+		f.duration = 30 * time.Second
+	}
+	return nil
+}
+
+// validateLoad checks the flags that shape the load.
+func (f *loadFlags) validateLoad() error {
 	switch {
 	case f.concurrency < 1:
 		return fmt.Errorf("--concurrency %d: want 1 or more", f.concurrency)
-	case f.rate < 0:
-		return fmt.Errorf("--rate %g: want 0 (closed loop) or more", f.rate)
+	case math.IsNaN(f.rate) || math.IsInf(f.rate, 0) || f.rate < 0:
+		return fmt.Errorf("--rate %g: want a number of requests per second (0: closed loop)", f.rate)
+	case f.arrival != probe.ArrivalPoisson && f.arrival != probe.ArrivalConstant && f.arrival != probe.ArrivalGamma:
+		return fmt.Errorf("--arrival %q: want poisson, constant or gamma", f.arrival)
+	case !(f.burstiness > 0) || math.IsInf(f.burstiness, 0):
+		return fmt.Errorf("--burstiness %g: want a positive number (1 = poisson, below 1 burstier, above 1 smoother)", f.burstiness)
+	case f.burstiness != 1 && f.arrival != probe.ArrivalGamma:
+		return fmt.Errorf("--burstiness %g: applies to --arrival gamma only", f.burstiness)
 	case f.duration < 0:
 		return fmt.Errorf("--duration %s: want a positive duration", f.duration)
 	case f.drain < 0:
 		return fmt.Errorf("--drain %s: want 0 or more", f.drain)
 	case f.requests < 0 || f.warmup < 0:
 		return errors.New("--requests and --warmup must not be negative")
-	}
-	if f.duration == 0 && f.requests == 0 && !f.untilStopped {
-		f.duration = 30 * time.Second
 	}
 	return nil
 }
@@ -174,19 +207,6 @@ func checkSLO(w io.Writer, s aggregate.Summary, objectives []aggregate.Objective
 		return &exitError{code: exitSLOMissed, err: fmt.Errorf("%d of %d objectives missed", failed, len(objectives))}
 	}
 	return nil
-}
-
-func parseHeaders(raw []string) (http.Header, error) {
-	h := http.Header{}
-	for _, kv := range raw {
-		name, value, ok := strings.Cut(kv, ":")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" {
-			return nil, fmt.Errorf("--header %q: want \"Name: value\"", kv)
-		}
-		h.Add(name, strings.TrimSpace(value))
-	}
-	return h, nil
 }
 
 func parseIndices(s string) ([]int, error) {

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -49,13 +49,11 @@ type sessionExtras struct {
 }
 
 // openSession checks the flags, finds out what runs at target, calibrates
-// the prompts and builds every source. Progress goes to stderr.
+// the prompts and builds every source. Progress goes to stderr. Every call
+// it makes to the server has a deadline (see setupCallTimeout), and
+// cancelling ctx ends it with an error wrapping errSetupInterrupted.
 func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFlags, extra *sessionExtras) (_ *session, err error) {
 	if err := f.validate(); err != nil {
-		return nil, err
-	}
-	headers, err := parseHeaders(f.headers)
-	if err != nil {
 		return nil, err
 	}
 	promptLen, err := probe.ParseLength(f.promptTokens)
@@ -70,9 +68,9 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	if err != nil {
 		return nil, fmt.Errorf("--gpu: %w", err)
 	}
-	apiKey := f.apiKey
-	if apiKey == "" {
-		apiKey = os.Getenv("OPENAI_API_KEY")
+	conn, err := f.connect(stderr, target)
+	if err != nil {
+		return nil, err
 	}
 	if extra != nil && extra.label != "" {
 		fmt.Fprintln(stderr, extra.label)
@@ -87,78 +85,59 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	// Detection and prompt calibration get their own connections, so the
 	// probe's requests open theirs and time the TCP handshake: the connect
 	// RTT is the network estimate in the breakdown.
-	setup := &http.Client{Transport: probe.NewTransport()}
+	setup := probe.NewHTTPClient(conn.tls)
 	s.closers = append(s.closers, setup.CloseIdleConnections)
-	hc := &http.Client{Transport: probe.NewTransport()}
+	hc := probe.NewHTTPClient(conn.tls)
 	s.closers = append(s.closers, hc.CloseIdleConnections)
+	ep := conn.endpoint(setup)
 
-	dialect, model := f.dialect, f.model
-	server := "unknown"
-	if dialect == "auto" || model == "" {
-		det, err := probe.Detect(ctx, setup, target)
-		if err != nil {
-			if dialect == "auto" {
-				return nil, fmt.Errorf("find out what server runs at %s: %w (name one with --dialect)", event.RedactURL(target), err)
-			}
-		} else {
-			server = det.Server
-			if dialect == "auto" {
-				dialect = det.Dialect
-			}
-			if model == "" && len(det.Models) > 0 {
-				model = det.Models[0]
-			}
-		}
-	}
-	fmt.Fprintf(stderr, "latscope: target %s (server %s, dialect %s, model %q)\n", event.RedactURL(target), server, dialect, model)
-
-	var tok probe.Tokenizer
-	if t, err := probe.DetectTokenizer(ctx, target, model, setup); err == nil {
-		tok = t
-	} else {
-		first, _, _ := strings.Cut(err.Error(), "\n")
-		fmt.Fprintf(stderr, "latscope: no usable tokenize endpoint (%s); prompt lengths are assumed ~1 token/word and corrected from usage\n", first)
-	}
-	prompts, err := probe.NewPromptSource(ctx, probe.PromptConfig{
-		PromptTokens: promptLen, OutputTokens: outputLen, SharedPrefix: f.sharedPrefix,
-		Seed: f.seed, File: f.promptFile, Tokenizer: tok,
-	})
+	id, err := identify(ctx, conn, ep, f.dialect, f.model)
 	if err != nil {
-		return nil, fmt.Errorf("prepare prompts: %w", err)
+		return nil, err
 	}
-	client, err := probe.NewClient(probe.ClientConfig{
-		BaseURL: target, Dialect: dialect, Model: model, APIKey: apiKey, Headers: headers,
-		HTTPClient: hc, MaxEventBytes: f.maxEventBytes, Timeout: f.timeout,
+	fmt.Fprintf(stderr, "latscope: target %s (server %s, dialect %s, model %q)\n", conn.shown, id.server, id.dialect, id.model)
+
+	prompts, err := preparePrompts(ctx, stderr, ep, id.model, probe.PromptConfig{
+		PromptTokens: promptLen, OutputTokens: outputLen, SharedPrefix: f.sharedPrefix,
+		Seed: f.seed, File: f.promptFile,
 	})
 	if err != nil {
 		return nil, err
+	}
+	client, err := probe.NewClient(probe.ClientConfig{
+		BaseURL: target, Dialect: id.dialect, Model: id.model, APIKey: conn.apiKey, Headers: conn.headers,
+		HTTPClient: hc, MaxEventBytes: f.maxEventBytes, Timeout: f.timeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set up the probe: %w", err)
 	}
 	runner, err := probe.NewRunner(client, probe.LoadConfig{
 		Concurrency: f.concurrency, Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness,
 		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: f.seed,
 	}, prompts)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("set up the load: %w", err)
 	}
 	s.primary = append(s.primary, runner)
 
 	metricsURL := ""
-	if !f.noMetrics && !strings.HasPrefix(dialect, "ollama") {
+	if !f.noMetrics && !strings.HasPrefix(id.dialect, "ollama") {
 		metricsURL = f.metricsURL
 		if metricsURL == "" {
 			if metricsURL, err = collector.MetricsURLFor(target); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("--url: %w", err)
 			}
 		}
-		// The scrape carries the same credentials as the requests (a gateway
-		// may guard /metrics too) and knows the probe's requests in flight,
-		// to tell a busy server from one that was busy before the run.
-		scrapeHeader := headers.Clone()
-		if apiKey != "" {
-			scrapeHeader.Set("Authorization", "Bearer "+apiKey)
+		// The scrape carries the request credentials (a gateway may guard
+		// /metrics too) and knows the probe's requests in flight, to tell a
+		// busy server from one that was busy before the run.
+		scrape, err := conn.scrape(metricsURL)
+		if err != nil {
+			return nil, err
 		}
-		prom, err := collector.NewProm(collector.PromConfig{URL: metricsURL, Interval: f.scrapeInterval, Model: model,
-			Header: scrapeHeader, OwnInFlight: runner.InFlight})
+		s.closers = append(s.closers, scrape.client.CloseIdleConnections)
+		prom, err := collector.NewProm(collector.PromConfig{URL: scrape.url, HTTPClient: scrape.client, Interval: f.scrapeInterval,
+			Model: id.model, OwnInFlight: runner.InFlight})
 		if err != nil {
 			return nil, fmt.Errorf("--metrics-url: %w", err)
 		}
@@ -181,17 +160,116 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	if spans != nil {
 		s.aux = append(s.aux, spans)
 	}
-	s.attributor = collector.NewAttributor(collector.AttributorConfig{JoinSpans: spans != nil, JoinWait: f.joinWait, Server: server})
+	s.attributor = collector.NewAttributor(collector.AttributorConfig{JoinSpans: spans != nil, JoinWait: f.joinWait, Server: id.server})
 
 	host, _ := os.Hostname()
 	s.header = &event.Session{
 		Time: time.Now(), Latscope: version, RunID: runner.RunID(), Name: host, Host: host,
-		Target: event.RedactURL(target), MetricsURL: event.RedactURL(metricsURL),
-		Server: server, Dialect: dialect, Model: model,
-		Simulated: server == probe.ServerLatscopeSim || extra != nil && extra.simulated,
+		Target: conn.shown, MetricsURL: event.RedactURL(metricsURL),
+		Server: id.server, Dialect: id.dialect, Model: id.model,
+		Simulated: id.server == probe.ServerLatscopeSim || extra != nil && extra.simulated,
 		Load:      f.load(),
 	}
 	return s, nil
+}
+
+// errSetupInterrupted ends a session that Ctrl-C stopped before its run began.
+var errSetupInterrupted = errors.New("interrupted before the run started")
+
+// interrupted reports ctx's end as errSetupInterrupted, saying what was under way.
+func interrupted(ctx context.Context, doing string) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return fmt.Errorf("%w (while %s)", errSetupInterrupted, doing)
+}
+
+// identity is what the session measures: the server kind, the dialect and
+// the model.
+type identity struct {
+	server, dialect, model string
+}
+
+// identify settles the dialect and model: as given, or asked of the server.
+// With --dialect auto, a server that cannot be identified is an error that
+// says why; with a named dialect that needs a model and no --model, so is a
+// server that lists none.
+func identify(ctx context.Context, conn *connection, ep probe.Endpoint, dialect, model string) (identity, error) {
+	id := identity{server: "unknown", dialect: dialect, model: model}
+	if dialect != "auto" && model != "" {
+		return id, nil
+	}
+	det, err := probe.Detect(ctx, ep)
+	if ierr := interrupted(ctx, "finding out what server runs at "+conn.shown); ierr != nil {
+		return id, ierr
+	}
+	if err == nil {
+		id.server = det.Server
+		if id.dialect == "auto" {
+			id.dialect = det.Dialect
+		}
+		if id.model == "" && len(det.Models) > 0 {
+			id.model = det.Models[0]
+		}
+	}
+	switch {
+	case err != nil && dialect == "auto":
+		return id, fmt.Errorf("find out what server runs at %s: %w%s", conn.shown, err, detectHint(err))
+	case id.model != "" || !probe.DialectNeedsModel(id.dialect):
+		return id, nil
+	case err != nil:
+		return id, fmt.Errorf("--dialect %s needs a model: none given with --model, and the server's model list could not be read: %w%s",
+			id.dialect, err, detectHint(err))
+	}
+	if dialect == "auto" {
+		return id, fmt.Errorf("the %s server at %s lists no model; give one with --model", id.server, conn.shown)
+	}
+	return id, fmt.Errorf("--dialect %s needs a model: none given with --model, and the server lists none; give one with --model", id.dialect)
+}
+
+// detectHint says what the user can do about a failed detection, where a
+// flag can help.
+func detectHint(err error) string {
+	switch {
+	case errors.Is(err, probe.ErrUnauthorized):
+		return " (give the key with --api-key or --header)"
+	case errors.Is(err, probe.ErrNoAnswer):
+		return " (raise --timeout if the server is only slow)"
+	case errors.Is(err, probe.ErrUnknownServer):
+		return " (name the API with --dialect, and --model)"
+	}
+	return ""
+}
+
+// preparePrompts builds the prompt source, calibrated with the server's
+// tokenize endpoint when it has one. A tokenizer that fails, before or
+// during calibration, is not fatal: lengths are then assumed (~1 token per
+// word) and corrected from the usage the server reports, and a line says so.
+func preparePrompts(ctx context.Context, stderr io.Writer, ep probe.Endpoint, model string, cfg probe.PromptConfig) (*probe.PromptSource, error) {
+	const assumed = "prompt lengths are assumed ~1 token/word and corrected from usage"
+	tok, err := probe.DetectTokenizer(ctx, ep, model)
+	if ierr := interrupted(ctx, "looking for a tokenize endpoint"); ierr != nil {
+		return nil, ierr
+	}
+	if err != nil {
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		fmt.Fprintf(stderr, "latscope: no usable tokenize endpoint (%s); %s\n", first, assumed)
+	} else {
+		cfg.Tokenizer = tok
+	}
+	prompts, err := probe.NewPromptSource(ctx, cfg)
+	if ierr := interrupted(ctx, "calibrating the prompts"); ierr != nil {
+		return nil, ierr
+	}
+	if errors.Is(err, probe.ErrTokenizer) {
+		fmt.Fprintf(stderr, "latscope: the tokenize endpoint failed during calibration (%v); %s\n", err, assumed)
+		cfg.Tokenizer = nil
+		prompts, err = probe.NewPromptSource(ctx, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("prepare prompts: %w", err)
+	}
+	return prompts, nil
 }
 
 // load describes the asked-for load for the session header.

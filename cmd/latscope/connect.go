@@ -1,0 +1,186 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/probe"
+)
+
+// maxSetupCall bounds one call before the run (detection, /tokenize) when
+// --timeout is longer or zero: a server that takes longer than this to
+// list its models is not going to be measured usefully.
+const maxSetupCall = 10 * time.Second
+
+// connection is how every part of a session reaches the server: the
+// target, the credentials every call carries and the TLS settings.
+type connection struct {
+	target  string      // --url as given (it may hold credentials: print event.RedactURL(target))
+	shown   string      // target without credentials
+	apiKey  string      // --api-key or $OPENAI_API_KEY
+	headers http.Header // --header values
+	auth    http.Header // headers plus Authorization: what every call to the target sends
+	tls     *tls.Config // nil: the system's roots
+	timeout time.Duration
+}
+
+// connect checks the target and the credential and TLS flags. --insecure is
+// announced on stderr: it is never silently in effect.
+func (f *loadFlags) connect(stderr io.Writer, target string) (*connection, error) {
+	if _, err := probe.ParseBaseURL(target); err != nil {
+		return nil, fmt.Errorf("--url: %w", err)
+	}
+	headers, err := parseHeaders(f.headers)
+	if err != nil {
+		return nil, err
+	}
+	apiKey := f.apiKey
+	if apiKey == "" {
+		apiKey = os.Getenv("OPENAI_API_KEY")
+	}
+	auth, err := probe.AuthHeader(apiKey, headers)
+	if err != nil {
+		return nil, fmt.Errorf("--api-key (or $OPENAI_API_KEY): %w", err)
+	}
+	tlsConfig, err := loadTLS(f.caCert, f.insecure)
+	if err != nil {
+		return nil, err
+	}
+	if f.insecure {
+		fmt.Fprintln(stderr, "latscope: WARNING: --insecure: TLS certificates are NOT verified; anyone on the path can read the prompts and the API key")
+	}
+	return &connection{
+		target: target, shown: event.RedactURL(target), apiKey: apiKey, headers: headers, auth: auth,
+		tls: tlsConfig, timeout: setupCallTimeout(f.timeout),
+	}, nil
+}
+
+// setupCallTimeout bounds each call before the run: --timeout, the limit
+// for one request, but no more than maxSetupCall.
+func setupCallTimeout(requestTimeout time.Duration) time.Duration {
+	if requestTimeout <= 0 {
+		return maxSetupCall
+	}
+	return min(requestTimeout, maxSetupCall)
+}
+
+// endpoint is how the calls before the run reach the target, on hc.
+func (c *connection) endpoint(hc *http.Client) probe.Endpoint {
+	return probe.Endpoint{BaseURL: c.target, Header: c.auth, HTTPClient: hc, Timeout: c.timeout}
+}
+
+// loadTLS builds the TLS settings of --ca-cert and --insecure; nil means the
+// system's roots.
+func loadTLS(caFile string, insecure bool) (*tls.Config, error) {
+	switch {
+	case caFile != "" && insecure:
+		return nil, errors.New("--ca-cert and --insecure: give one or the other (--insecure skips the verification --ca-cert is for)")
+	case insecure:
+		return &tls.Config{InsecureSkipVerify: true}, nil //nolint:gosec // asked for, and announced on stderr
+	case caFile == "":
+		return nil, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--ca-cert: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--ca-cert %s: no PEM certificate in it", caFile)
+	}
+	return &tls.Config{RootCAs: pool}, nil
+}
+
+// parseHeaders reads the --header values ("Name: value"). Its errors
+// number the flag instead of quoting it: the text may hold a credential.
+func parseHeaders(raw []string) (http.Header, error) {
+	h := http.Header{}
+	for i, kv := range raw {
+		name, value, ok := strings.Cut(kv, ":")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if !ok || name == "" {
+			return nil, fmt.Errorf(`--header number %d: want "Name: value" (not shown: it may hold a credential)`, i+1)
+		}
+		if err := probe.CheckHeader(name, value); err != nil {
+			return nil, fmt.Errorf("--header number %d: %w", i+1, err)
+		}
+		h.Add(name, value)
+	}
+	return h, nil
+}
+
+// metricsScrape is what the Prometheus collector needs to reach the
+// metrics page: its URL without credentials (the collector prints it) and a
+// client that adds them.
+type metricsScrape struct {
+	url    string
+	client *http.Client
+}
+
+// scrape prepares the scrape of metricsURL: the page's own user:password
+// as basic auth, and the target's credentials (--api-key, --header, the
+// URL's user:password) only when the page is on the target's host, so that
+// they never reach another host.
+func (c *connection) scrape(metricsURL string) (metricsScrape, error) {
+	m, err := url.Parse(metricsURL)
+	if err != nil || (m.Scheme != "http" && m.Scheme != "https") || m.Host == "" {
+		return metricsScrape{}, fmt.Errorf("--metrics-url %s: want http(s)://host[:port]/path", event.RedactURL(metricsURL))
+	}
+	t, _ := url.Parse(c.target) // checked in connect
+	header := http.Header{}
+	user := m.User
+	if m.Scheme == t.Scheme && m.Host == t.Host {
+		header = c.auth.Clone()
+		if user == nil {
+			user = t.User
+		}
+	}
+	if user != nil {
+		pw, _ := user.Password()
+		req := &http.Request{Header: http.Header{}}
+		req.SetBasicAuth(user.Username(), pw)
+		if header.Get("Authorization") == "" {
+			header.Set("Authorization", req.Header.Get("Authorization"))
+		}
+	}
+	m.User = nil
+	hc := probe.NewHTTPClient(c.tls)
+	if len(header) > 0 {
+		hc.Transport = &headerTransport{header: header, next: hc.Transport}
+	}
+	return metricsScrape{url: m.String(), client: hc}, nil
+}
+
+// headerTransport adds fixed headers to every request.
+type headerTransport struct {
+	header http.Header
+	next   http.RoundTripper
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context()) // a RoundTripper must not change the caller's request
+	for k, vs := range t.header {
+		req.Header[k] = vs[:len(vs):len(vs)] // shared and read-only: an append elsewhere must copy
+	}
+	return t.next.RoundTrip(req)
+}
+
+// CloseIdleConnections passes the call on, so http.Client's reaches the
+// transport underneath.
+func (t *headerTransport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
