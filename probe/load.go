@@ -47,6 +47,12 @@ type LoadConfig struct {
 	// recorded either way.
 	Drain time.Duration
 
+	// Steps, when set, make a stepped closed loop: the number of streams
+	// follows the steps (each step's Concurrency for its Duration), and
+	// RepeatSteps starts them over at the end. Concurrency is then ignored.
+	Steps       []LoadStep
+	RepeatSteps bool
+
 	// MaxInFlight bounds open-loop requests in flight (default 10000).
 	MaxInFlight int
 	Seed        int64  // the schedule's seed (prompts have their own)
@@ -93,6 +99,7 @@ type Runner struct {
 	runID   string
 	self    *selfMonitor
 	gate    *markerGate
+	level   *level // the closed loop's current concurrency (stepped load changes it)
 
 	// pause waits between a worker's requests (sleepCtx; tests replace it).
 	pause func(ctx context.Context, d time.Duration) bool
@@ -123,11 +130,22 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 		return nil, fmt.Errorf("duration %s, drain %s: want 0 or more", cfg.Duration, cfg.Drain)
 	case cfg.MaxInFlight < 0:
 		return nil, fmt.Errorf("max in flight %d: want 0 or more", cfg.MaxInFlight)
+	case len(cfg.Steps) > 0 && (cfg.Rate > 0 || cfg.Pacer != nil):
+		return nil, errors.New("load steps are for the closed loop: give steps or a rate, not both")
 	}
 	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer, pause: sleepCtx}
+	for i, st := range cfg.Steps {
+		if st.Concurrency < 1 || st.Duration <= 0 {
+			return nil, fmt.Errorf("load step %d: %d streams for %s: want 1 or more streams for a positive time", i+1, st.Concurrency, st.Duration)
+		}
+	}
+	if len(cfg.Steps) > 0 {
+		r.cfg.Concurrency = maxSteps(cfg.Steps)
+	}
 	if r.cfg.Concurrency == 0 {
 		r.cfg.Concurrency = 1
 	}
+	r.level = newLevel(r.cfg.Concurrency)
 	if r.cfg.MaxInFlight == 0 {
 		r.cfg.MaxInFlight = DefaultMaxInFlight
 	}
@@ -168,7 +186,7 @@ func (r *Runner) InFlight() int { return int(r.inFlight.Load()) }
 func (r *Runner) SelfStats() SelfStats {
 	s := r.self.stats(time.Now())
 	s.InFlight = r.InFlight()
-	s.MaxInFlight = r.cfg.Concurrency
+	s.MaxInFlight = r.level.get()
 	if r.pacer != nil {
 		s.MaxInFlight = r.cfg.MaxInFlight
 	}
@@ -261,11 +279,14 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 func (r *Runner) closedLoop(sendCtx, reqCtx context.Context, out chan<- emitItem) {
 	var next atomic.Uint64
 	var wg sync.WaitGroup
+	if len(r.cfg.Steps) > 0 {
+		wg.Go(func() { r.stepLoad(sendCtx, out) })
+	}
 	for w := range r.cfg.Concurrency {
 		wg.Go(func() {
 			bo := newBackoff(r.cfg.Seed, w)
 			var wait time.Duration
-			for !stopped(sendCtx, reqCtx) {
+			for !stopped(sendCtx, reqCtx) && r.level.admit(sendCtx, w) {
 				seq := next.Add(1) - 1
 				if r.total > 0 && seq >= r.total {
 					return
@@ -508,7 +529,7 @@ func (r *Runner) probeSample(now time.Time, findings []limitFinding) *event.Prob
 		Backoffs: r.backoffs.Load(), Reconnects: r.reconnects.Load(),
 	}
 	if r.pacer == nil {
-		ps.Concurrency = r.cfg.Concurrency
+		ps.Concurrency = r.level.get()
 	}
 	if len(findings) > 0 {
 		ps.Limited, ps.Reason = true, findings[0].marker.Message

@@ -478,3 +478,107 @@ func TestNewRunnerErrors(t *testing.T) {
 		t.Errorf("Run accepted a nil emit")
 	}
 }
+
+func TestSteppedClosedLoopFollowsItsSteps(t *testing.T) {
+	d := &gateDoer{release: make(chan struct{})}
+	r, err := NewRunner(d, LoadConfig{Steps: []LoadStep{{Concurrency: 2, Duration: time.Hour}, {Concurrency: 5, Duration: time.Hour}}}, loadTestPrompts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	c := &runCollector{t: t}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, c.emit) }()
+	// Two streams are admitted; the other workers wait for a higher step.
+	d.waitInFlight(t, 2)
+	if got := r.level.get(); got != 2 {
+		t.Fatalf("level %d, want 2", got)
+	}
+	r.level.set(5)
+	d.waitInFlight(t, 5)
+	r.level.set(1)
+	close(d.release) // let everything finish: now one stream sends at a time
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if p := d.peak.Load(); p != 5 {
+		t.Errorf("peak in flight %d, want 5 (the highest level set)", p)
+	}
+	var steps int
+	for _, m := range c.markers {
+		if strings.HasPrefix(m.Message, "load step: 2 concurrent streams") {
+			steps++
+		}
+	}
+	if steps != 1 {
+		t.Errorf("markers %v: want one saying the step began", c.markers)
+	}
+}
+
+func TestSteppedLoadIsValidated(t *testing.T) {
+	for _, cfg := range []LoadConfig{
+		{Steps: []LoadStep{{Concurrency: 0, Duration: time.Second}}},
+		{Steps: []LoadStep{{Concurrency: 4}}},
+		{Steps: []LoadStep{{Concurrency: 4, Duration: time.Second}}, Rate: 3},
+	} {
+		if _, err := NewRunner(&sleepDoer{}, cfg, loadTestPrompts(t)); err == nil {
+			t.Errorf("NewRunner(%+v) accepted it", cfg)
+		}
+	}
+}
+
+// gateDoer holds every request until release is closed, and counts the
+// requests in flight.
+type gateDoer struct {
+	release  chan struct{}
+	inFlight atomic.Int64
+	peak     atomic.Int64
+	mu       sync.Mutex
+	changed  chan struct{}
+}
+
+func (d *gateDoer) Do(ctx context.Context, spec RequestSpec) *event.Request {
+	n := d.inFlight.Add(1)
+	for p := d.peak.Load(); n > p && !d.peak.CompareAndSwap(p, n); p = d.peak.Load() {
+	}
+	d.notify()
+	defer func() { d.inFlight.Add(-1); d.notify() }()
+	select {
+	case <-d.release:
+	case <-ctx.Done():
+	}
+	now := time.Now()
+	return &event.Request{Start: now, Intended: now, Outcome: event.OutcomeOK}
+}
+
+func (d *gateDoer) notify() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.changed != nil {
+		close(d.changed)
+		d.changed = nil
+	}
+}
+
+// waitInFlight waits until exactly n requests are in flight.
+func (d *gateDoer) waitInFlight(t *testing.T, n int64) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		d.mu.Lock()
+		if d.changed == nil {
+			d.changed = make(chan struct{})
+		}
+		ch := d.changed
+		d.mu.Unlock()
+		if d.inFlight.Load() == n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("%d in flight, want %d", d.inFlight.Load(), n)
+		}
+	}
+}

@@ -44,9 +44,15 @@ describes the SIMULATOR, not a real model.
 	f.register(cmd.Flags())
 	// Demo defaults: enough load to queue behind 8 slots; headless, short
 	// enough to wait for (the dashboard runs until quit).
-	_ = cmd.Flags().Set("concurrency", "12")
+	// (through the flag's own value, so the flag does not count as given).
+	c := cmd.Flags().Lookup("concurrency")
+	_ = c.Value.Set("12")
+	c.DefValue = "12"
 	return cmd
 }
+
+// demoSteps is the demo's stepped load on the dashboard, 20 s a step.
+const demoSteps = "4,8,16,24,8"
 
 func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, pool int) error {
 	ctx := cmd.Context()
@@ -56,6 +62,13 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 		} else {
 			f.duration = 20 * time.Second
 		}
+	}
+	// On the dashboard the demo tells its story by itself: the load steps
+	// past the 8 batch slots, so the queue fills, takes over the TTFT, and
+	// drains again.
+	fixedLoad := cmd.Flags().Changed("concurrency") || cmd.Flags().Changed("rate") || cmd.Flags().Changed("steps")
+	if f.untilStopped && !fixedLoad {
+		f.steps, f.repeatSteps = demoSteps, true
 	}
 	prof, err := sim.ProfileByName(profileName)
 	if err != nil {

@@ -51,6 +51,11 @@ type loadFlags struct {
 	caCert                 string
 	insecure               bool
 
+	steps        string
+	stepDuration time.Duration
+	repeatSteps  bool
+	loadSteps    []probe.LoadStep // parsed from steps
+
 	noTUI        bool
 	noColor      bool
 	window       string
@@ -80,6 +85,9 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.caCert, "ca-cert", "", "PEM file of certificate authorities to trust for an https server, besides the system's")
 	fl.BoolVar(&f.insecure, "insecure", false, "do not verify the https server's certificate (said loudly on stderr)")
 	fl.IntVarP(&f.concurrency, "concurrency", "c", 1, "closed loop: concurrent streams, each waiting for its own response")
+	fl.StringVar(&f.steps, "steps", "", "stepped closed loop: concurrencies one after another, e.g. 4,8,16,24 (each for --step-duration)")
+	fl.DurationVar(&f.stepDuration, "step-duration", 20*time.Second, "how long each of --steps lasts")
+	fl.BoolVar(&f.repeatSteps, "repeat-steps", false, "start --steps over when they end (until --duration or Ctrl-C)")
 	fl.Float64VarP(&f.rate, "rate", "r", 0, "open loop: requests per second (overrides closed loop)")
 	fl.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: poisson, constant or gamma")
 	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape: 1 = poisson, <1 burstier, >1 smoother")
@@ -118,6 +126,14 @@ func (f *loadFlags) validate() error {
 	if err := f.validateLoad(); err != nil {
 		return err
 	}
+	steps, err := parseSteps(f.steps, f.stepDuration)
+	if err != nil {
+		return err
+	}
+	if len(steps) > 0 && f.rate > 0 {
+		return errors.New("--steps is a stepped closed loop: give --steps or --rate, not both")
+	}
+	f.loadSteps = steps
 	switch {
 	case f.timeout < 0:
 		return fmt.Errorf("--timeout %s: want 0 (no limit) or more", f.timeout)
@@ -222,4 +238,23 @@ func parseIndices(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// parseSteps reads --steps: comma-separated concurrencies, each for d.
+func parseSteps(spec string, d time.Duration) ([]probe.LoadStep, error) {
+	if strings.TrimSpace(spec) == "" {
+		return nil, nil
+	}
+	if d <= 0 {
+		return nil, fmt.Errorf("--step-duration %s: want a positive duration", d)
+	}
+	var steps []probe.LoadStep
+	for _, part := range strings.Split(spec, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 1 || n > 100000 {
+			return nil, fmt.Errorf("--steps %q: want concurrencies from 1 up, e.g. 4,8,16", spec)
+		}
+		steps = append(steps, probe.LoadStep{Concurrency: n, Duration: d})
+	}
+	return steps, nil
 }

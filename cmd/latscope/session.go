@@ -114,6 +114,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	runner, err := probe.NewRunner(client, probe.LoadConfig{
 		Concurrency: f.concurrency, Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness,
 		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: f.seed,
+		Steps: f.loadSteps, RepeatSteps: f.repeatSteps,
 	}, prompts)
 	if err != nil {
 		return nil, fmt.Errorf("set up the load: %w", err)
@@ -279,8 +280,14 @@ func (f *loadFlags) load() event.Load {
 		PromptTokens: f.promptTokens, OutputTokens: f.outputTokens,
 		Duration: f.duration, Requests: f.requests, Warmup: f.warmup, SLO: f.slo,
 	}
-	if f.rate > 0 {
+	switch {
+	case f.rate > 0:
 		l.Mode, l.Concurrency, l.Rate, l.Arrival, l.Burstiness = "open", 0, f.rate, f.arrival, f.burstiness
+	case len(f.loadSteps) > 0:
+		l.Mode, l.Concurrency, l.Steps = "steps", 0, f.steps+" every "+f.stepDuration.String()
+		if f.repeatSteps {
+			l.Steps += ", repeated"
+		}
 	}
 	return l
 }
