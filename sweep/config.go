@@ -72,9 +72,10 @@ type Config struct {
 	StopErrors float64
 
 	// Progress, when set, is called with the steps so far and the running
-	// step's live statistics, every Interval of event time and at each
-	// step's end. It runs on the sweep's goroutine: hand the value off
-	// quickly (a pipeline.Latest).
+	// step's live statistics, every Interval of event time, at each step's
+	// end and once when the sweep is done (Done set). Calls come one at a
+	// time, from the goroutine that reads the stream, which waits for
+	// them: hand the value off quickly (a pipeline.Latest).
 	Progress func(Progress)
 	// Now stamps the step markers; time.Now when nil. The markers' times
 	// bound each step, so they must come from the clock the sources use.

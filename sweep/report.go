@@ -40,7 +40,7 @@ func WriteTable(w io.Writer, r Result) error {
 	}
 	b.WriteString("\nSteps, in the order they ran:\n")
 	for _, s := range r.Steps {
-		fmt.Fprintf(b, "  %d  %s: %s\n", s.Index, s.Load, s.Reason)
+		fmt.Fprintf(b, "  %d  %s, measured %.1f s: %s\n", s.Index, s.Load, s.Measured.Seconds(), s.Reason)
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write sweep table: %w", err)

@@ -174,7 +174,7 @@ func TestWriteTable(t *testing.T) {
 		"Max load: 109 req/s (step 7): 107.0 ok/s, 1712 tok/s",
 		"Knee: 118.9 req/s (step 6)",
 		"Saturation: 200 req/s (step 4): 112.0 ok/s",
-		"  5  141.4 req/s: synthetic",
+		"  5  141.4 req/s, measured 0.0 s: synthetic",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

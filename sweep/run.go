@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,10 +52,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	<-judged
 
 	res := NewResult(j.steps, set.SLO)
-	res.Stopped, res.Interrupted = st.stopped, ctx.Err() != nil
-	if res.Interrupted && res.Stopped == "" {
-		res.Stopped = "interrupted"
-	}
+	res.Stopped, res.Interrupted = st.stopped, st.interrupted
 	j.publish(res, nil, true)
 	return res, runErr
 }
@@ -64,10 +62,14 @@ type stepper struct {
 	set      *settings
 	verdicts chan Step // from the judge, one per step; buffered so it never waits
 
-	mu      sync.Mutex
-	index   int // the running step, 0 between steps
-	cancel  context.CancelCauseFunc
-	stopped string // why the sweep ended; read after the pipeline returns
+	mu     sync.Mutex
+	index  int // the running step, 0 between steps
+	cancel context.CancelCauseFunc
+
+	// Why the sweep ended, and whether ctx ended it; read after the
+	// pipeline has returned.
+	stopped     string
+	interrupted bool
 }
 
 // errWallClock ends a step whose events stopped coming: the rules run on
@@ -82,6 +84,10 @@ func (d decision) Error() string { return d.reason }
 func (s *stepper) run(ctx context.Context, emit func(event.Event)) error {
 	var steps []Step
 	for {
+		if ctx.Err() != nil {
+			s.stopped, s.interrupted = "interrupted before step "+strconv.Itoa(len(steps)+1), true
+			return nil
+		}
 		spec, ok, why := s.set.Plan.next(steps)
 		if !ok {
 			s.stopped = why
@@ -97,7 +103,7 @@ func (s *stepper) run(ctx context.Context, emit func(event.Event)) error {
 			return err
 		}
 		if ctx.Err() != nil {
-			s.stopped = fmt.Sprintf("interrupted during step %d (%s)", spec.Index, spec.Load)
+			s.stopped, s.interrupted = fmt.Sprintf("interrupted during step %d (%s)", spec.Index, spec.Load), true
 			return nil
 		}
 		steps = append(steps, step)

@@ -379,6 +379,12 @@ func TestRunInterrupted(t *testing.T) {
 	if res.MaxLoad == nil || res.MaxLoad.Step != 1 {
 		t.Errorf("max load %+v, want step 1, the only one finished", res.MaxLoad)
 	}
+
+	// Stopped before it began.
+	res, err = Run(ctx, synthConfig(clock, server, Plan{Mode: OpenLoop, Start: 10, Factor: 2, Max: 320}))
+	if err != nil || !res.Interrupted || len(res.Steps) != 0 || res.Stopped != "interrupted before step 1" {
+		t.Errorf("cancelled sweep: %v, %+v", err, res)
+	}
 }
 
 func TestRunErrors(t *testing.T) {
