@@ -1,0 +1,128 @@
+package sweep
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// MarkerSource is the Source of the markers a sweep puts into its stream,
+// three per step (a note each), so a recording carries the steps:
+//
+//	start:  "step 3: 12 req/s"                       values step, phase 1, rate or concurrency, refine
+//	end:    "step 3 ended: steady (...)"             values step, phase 2, requests, interrupted
+//	result: "step 3: 11.9 ok/s, TTFT p99 241 ms, …"  values step, phase 3, ok_per_s, ttft_p99_ms, pass
+//
+// The end marker's requests is how many request records the step's source
+// emitted: a reader has the whole step once it has seen that many.
+const MarkerSource = "sweep"
+
+// Marker value keys and phases.
+const (
+	keyStep        = "step"
+	keyPhase       = "phase"
+	keyRefine      = "refine"
+	keyRequests    = "requests"
+	keyInterrupted = "interrupted"
+
+	phaseStart  = 1
+	phaseEnd    = 2
+	phaseResult = 3
+)
+
+func note(t time.Time, msg string, values map[string]float64) event.Event {
+	return event.NewMarker(&event.Marker{Time: t, Kind: event.MarkerNote, Source: MarkerSource, Message: msg, Values: values})
+}
+
+func flag(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func startMarker(t time.Time, spec StepSpec) event.Event {
+	msg := fmt.Sprintf("step %d: %s", spec.Index, spec.Load)
+	if spec.Refine {
+		msg += " (refining)"
+	}
+	return note(t, msg, map[string]float64{
+		keyStep: float64(spec.Index), keyPhase: phaseStart, keyRefine: flag(spec.Refine),
+		string(spec.Load.Mode): spec.Load.Value,
+	})
+}
+
+func endMarker(t time.Time, spec StepSpec, records int64, cause string, interrupted bool) event.Event {
+	return note(t, fmt.Sprintf("step %d ended: %s", spec.Index, cause), map[string]float64{
+		keyStep: float64(spec.Index), keyPhase: phaseEnd, keyRequests: float64(records), keyInterrupted: flag(interrupted),
+	})
+}
+
+func resultMarker(t time.Time, s Step) event.Event {
+	verdict := "not steady"
+	switch {
+	case s.Saturated:
+		verdict = "saturated"
+	case s.ErrorsOver:
+		verdict = "too many errors"
+	case s.Steady:
+		verdict = "steady"
+	}
+	pass := "failed"
+	if s.Pass {
+		pass = "passed"
+	}
+	return note(t, fmt.Sprintf("step %d: %s offered, %.1f ok/s, TTFT p99 %.1f ms, %s, %s", s.Index, s.Load, s.Throughput, s.TTFT.P99, verdict, pass),
+		map[string]float64{
+			keyStep: float64(s.Index), keyPhase: phaseResult,
+			"ok_per_s": s.Throughput, "ttft_p99_ms": s.TTFT.P99, "pass": flag(s.Pass),
+		})
+}
+
+// stepMarker is a sweep marker as read back from the stream.
+type stepMarker struct {
+	phase       int
+	spec        StepSpec
+	requests    int64
+	interrupted bool
+	cause       string
+}
+
+// parseMarker reads a sweep marker; false for any other event.
+func parseMarker(ev event.Event) (stepMarker, bool) {
+	m := ev.Marker
+	if m == nil || m.Source != MarkerSource || m.Values == nil {
+		return stepMarker{}, false
+	}
+	step, phase := m.Values[keyStep], m.Values[keyPhase]
+	if step < 1 || step != math.Trunc(step) {
+		return stepMarker{}, false
+	}
+	out := stepMarker{phase: int(phase), spec: StepSpec{Index: int(step)}}
+	switch out.phase {
+	case phaseStart:
+		out.spec.Refine = m.Values[keyRefine] == 1
+		for _, mode := range []Mode{OpenLoop, ClosedLoop} {
+			if v, ok := m.Values[string(mode)]; ok {
+				out.spec.Load = Load{Mode: mode, Value: v}
+			}
+		}
+		if out.spec.Load.Mode == "" {
+			return stepMarker{}, false
+		}
+	case phaseEnd:
+		out.requests = int64(m.Values[keyRequests])
+		out.interrupted = m.Values[keyInterrupted] == 1
+		out.cause = m.Message
+		if _, cause, ok := strings.Cut(m.Message, "ended: "); ok {
+			out.cause = cause
+		}
+	case phaseResult:
+	default:
+		return stepMarker{}, false
+	}
+	return out, true
+}

@@ -1,0 +1,124 @@
+package sweep
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable prints r for a person: one line per step by load (latencies in
+// milliseconds), the max load, knee and saturation, and why each step ended.
+func WriteTable(w io.Writer, r Result) error {
+	b := &strings.Builder{}
+	fmt.Fprintf(b, "Sweep: %s, %d steps", modeText(r.Mode), len(r.Steps))
+	if r.SLO != "" {
+		fmt.Fprintf(b, ", SLO %s", r.SLO)
+	}
+	fmt.Fprintf(b, "\nStopped: %s\n\n", r.Stopped)
+
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "step\tload\toffered/s\tok/s\ttok/s\tTTFT p50\tp90\tp99\tITL p99\tTPOT p50\tE2E p99\tqueue share\tqueue depth\terrors\tsteady\tresult\t")
+	for _, i := range r.byLoad() {
+		s := &r.Steps[i]
+		fmt.Fprintf(tw, "%d\t%s\t%.1f\t%.1f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.1f%%\t%s\t%s\t\n",
+			s.Index, s.Load, s.Offered, s.Throughput, s.TokPerSec,
+			s.TTFT.P50, s.TTFT.P90, s.TTFT.P99, s.ITL.P99, s.TPOT.P50, s.E2E.P99,
+			queueShareText(s), queueDepthText(s), 100*s.ErrorRate, yesNo(s.Steady), verdictText(s))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write sweep table: %w", err)
+	}
+
+	b.WriteString("\n")
+	writeFinding(b, "Max load", r.MaxLoad)
+	writeFinding(b, "Knee", r.Knee)
+	writeFinding(b, "Saturation", r.Saturation)
+	for _, n := range r.Notes {
+		fmt.Fprintf(b, "Note: %s\n", n)
+	}
+	b.WriteString("\nSteps, in the order they ran:\n")
+	for _, s := range r.Steps {
+		fmt.Fprintf(b, "  %d  %s, measured %.1f s: %s\n", s.Index, s.Load, s.Measured.Seconds(), s.Reason)
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write sweep table: %w", err)
+	}
+	return nil
+}
+
+func modeText(m Mode) string {
+	if m == ClosedLoop {
+		return "closed loop (concurrency)"
+	}
+	return "open loop (rate)"
+}
+
+func writeFinding(b *strings.Builder, name string, f *Finding) {
+	if f == nil {
+		fmt.Fprintf(b, "%s: none\n", name)
+		return
+	}
+	fmt.Fprintf(b, "%s: %s (step %d): %.1f ok/s, %.0f tok/s - %s\n", name, f.Load, f.Step, f.Throughput, f.TokPerSec, f.Why)
+}
+
+func queueShareText(s *Step) string {
+	if !s.HasBreakdown {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*s.QueueShare)
+}
+
+func queueDepthText(s *Step) string {
+	if !s.HasQueueDepth {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", s.QueueDepth)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func verdictText(s *Step) string {
+	switch {
+	case s.Interrupted:
+		return "interrupted"
+	case s.Pass:
+		return "pass"
+	case s.Saturated:
+		return "saturated"
+	case s.ErrorsOver:
+		return "errors"
+	}
+	return "fail"
+}
+
+// WriteJSON prints r as one JSON object: mode, slo, steps (each with its
+// statistics, signals and verdict; latencies in milliseconds), max_load,
+// knee, saturation (null when none), stopped, notes, and curve (throughput
+// against latency, by load).
+func WriteJSON(w io.Writer, r Result) error {
+	out := struct {
+		Result
+		Curve []CurvePoint `json:"curve"`
+	}{r, r.Curve()}
+	if out.Steps == nil {
+		out.Steps = []Step{}
+	}
+	if out.Curve == nil {
+		out.Curve = []CurvePoint{}
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode the sweep as JSON: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write the sweep as JSON: %w", err)
+	}
+	return nil
+}

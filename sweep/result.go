@@ -1,0 +1,211 @@
+package sweep
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
+)
+
+// Result is a sweep: its steps and what they say about the server.
+type Result struct {
+	Mode  Mode   `json:"mode"`
+	SLO   string `json:"slo,omitempty"` // the objectives, as written
+	Steps []Step `json:"steps"`         // in the order they ran
+
+	// MaxLoad is the highest load that passed (met the SLO, or without one
+	// ran without saturating) with every lower load passing too: the load
+	// the server can take. Knee is the lowest load at which queue wait
+	// became the largest stage of TTFT. Saturation is the step with the
+	// highest throughput. Each is nil when no step qualifies.
+	MaxLoad    *Finding `json:"max_load"`
+	Knee       *Finding `json:"knee"`
+	Saturation *Finding `json:"saturation"`
+
+	// Stopped says why the sweep ended; Interrupted is set when it was
+	// stopped (Ctrl-C) rather than finished.
+	Stopped     string `json:"stopped"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+	// Notes explain a missing finding or a caveat, in words.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Finding names one step and says why it was picked.
+type Finding struct {
+	Step       int     `json:"step"` // the step's Index
+	Load       Load    `json:"load"`
+	Throughput float64 `json:"ok_per_s"`
+	TokPerSec  float64 `json:"tok_per_s"`
+	Why        string  `json:"why"`
+}
+
+// NewResult draws the findings from steps (in the order they ran) checked
+// against objectives.
+func NewResult(steps []Step, objectives []aggregate.Objective) Result {
+	r := Result{Steps: slices.Clone(steps), SLO: sloText(objectives)}
+	if len(steps) > 0 {
+		r.Mode = steps[0].Load.Mode
+	}
+	r.MaxLoad = r.maxLoad(len(objectives) > 0)
+	r.Knee = r.knee()
+	r.Saturation = r.saturation()
+	return r
+}
+
+func sloText(objectives []aggregate.Objective) string {
+	parts := make([]string, 0, len(objectives))
+	for _, o := range objectives {
+		parts = append(parts, o.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+func finding(s *Step, why string) *Finding {
+	return &Finding{Step: s.Index, Load: s.Load, Throughput: s.Throughput, TokPerSec: s.TokPerSec, Why: why}
+}
+
+func (r *Result) maxLoad(withSLO bool) *Finding {
+	best, fail := boundary(r.Steps)
+	if best < 0 {
+		switch {
+		case len(r.Steps) == 0:
+		case withSLO:
+			r.Notes = append(r.Notes, "no load met the SLO with every lower load meeting it too: start the sweep lower")
+		default:
+			r.Notes = append(r.Notes, "no load ran without saturating the server: start the sweep lower")
+		}
+		return nil
+	}
+	s := &r.Steps[best]
+	why := "the highest load that ran without saturating the server"
+	if withSLO {
+		why = "the highest load that met " + r.SLO
+	}
+	if fail >= 0 {
+		why += fmt.Sprintf(" (%s at step %d did not)", r.Steps[fail].Load, r.Steps[fail].Index)
+	}
+	return finding(s, why)
+}
+
+// byLoad returns the indices of the steps that were not interrupted, by
+// load, lowest first (ties in the order they ran).
+func (r *Result) byLoad() []int {
+	var idx []int
+	for i := range r.Steps {
+		if !r.Steps[i].Interrupted {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(r.Steps[a].Load.Value, r.Steps[b].Load.Value) })
+	return idx
+}
+
+func (r *Result) knee() *Finding {
+	seen := false
+	for _, i := range r.byLoad() {
+		s := &r.Steps[i]
+		if !s.HasBreakdown {
+			continue
+		}
+		seen = true
+		if s.LargestStage == event.StageQueue {
+			return finding(s, fmt.Sprintf("the lowest load where queue wait is the largest stage of TTFT (%.0f%% of the mean)", 100*s.QueueShare))
+		}
+	}
+	switch {
+	case len(r.Steps) == 0:
+	case !seen:
+		r.Notes = append(r.Notes, "no knee: no step had a TTFT breakdown (it needs the server's per-request timings or metrics)")
+	default:
+		r.Notes = append(r.Notes, "no knee: queue wait never became the largest stage of TTFT")
+	}
+	return nil
+}
+
+func (r *Result) saturation() *Finding {
+	top := -1
+	for _, i := range r.byLoad() {
+		if top < 0 || r.Steps[i].Throughput > r.Steps[top].Throughput {
+			top = i
+		}
+	}
+	if top < 0 {
+		return nil
+	}
+	for _, s := range r.Steps {
+		if s.Saturated {
+			return finding(&r.Steps[top], fmt.Sprintf("the highest throughput; step %d saturated the server", s.Index))
+		}
+	}
+	r.Notes = append(r.Notes, "no step saturated the server: its capacity may be higher than the saturation throughput shown")
+	return finding(&r.Steps[top], "the highest throughput seen (the server did not saturate)")
+}
+
+// Step returns the step with the given Index, or nil.
+func (r *Result) Step(index int) *Step {
+	for i := range r.Steps {
+		if r.Steps[i].Index == index {
+			return &r.Steps[i]
+		}
+	}
+	return nil
+}
+
+// CurvePoint is one step on the throughput–latency curve. Latencies are in
+// milliseconds.
+type CurvePoint struct {
+	Step       int     `json:"step"`
+	Load       Load    `json:"load"`
+	Throughput float64 `json:"ok_per_s"`
+	TokPerSec  float64 `json:"tok_per_s"`
+	TTFTP50    float64 `json:"ttft_p50"`
+	TTFTP99    float64 `json:"ttft_p99"`
+	ITLP99     float64 `json:"itl_p99"`
+	TPOTP50    float64 `json:"tpot_p50"`
+	Pass       bool    `json:"pass"`
+	Saturated  bool    `json:"saturated"`
+}
+
+// Curve returns throughput against latency, one point per step that was
+// not interrupted, by load.
+func (r Result) Curve() []CurvePoint {
+	var out []CurvePoint
+	for _, i := range r.byLoad() {
+		s := &r.Steps[i]
+		out = append(out, CurvePoint{
+			Step: s.Index, Load: s.Load, Throughput: s.Throughput, TokPerSec: s.TokPerSec,
+			TTFTP50: s.TTFT.P50, TTFTP99: s.TTFT.P99, ITLP99: s.ITL.P99, TPOTP50: s.TPOT.P50,
+			Pass: s.Pass, Saturated: s.Saturated,
+		})
+	}
+	return out
+}
+
+// markFlatThroughput marks a closed-loop step saturated when it added too
+// little throughput over the best of the lower loads: past capacity, more
+// streams only wait longer. (In open loop saturation shows as a growing
+// backlog instead.)
+func markFlatThroughput(s *Step, earlier []Step, tolerance float64) {
+	if s.Load.Mode != ClosedLoop || s.Saturated || s.Interrupted {
+		return
+	}
+	var best *Step
+	for i := range earlier {
+		e := &earlier[i]
+		if e.Interrupted || e.Load.Value >= s.Load.Value {
+			continue
+		}
+		if best == nil || e.Throughput > best.Throughput {
+			best = e
+		}
+	}
+	if best == nil || best.Throughput <= 0 || s.Throughput >= best.Throughput*(1+tolerance) {
+		return
+	}
+	s.Saturated, s.Pass = true, false
+	s.Reason += fmt.Sprintf("; saturated: %.1f ok/s is less than %.0f%% above the %.1f ok/s of %s, so more streams only wait longer",
+		s.Throughput, 100*tolerance, best.Throughput, best.Load)
+}

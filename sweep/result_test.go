@@ -1,0 +1,217 @@
+package sweep
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
+)
+
+// synthStep is a finished open-loop step for the selection tests: its load,
+// throughput, p99 TTFT, largest stage and verdict.
+func synthStep(index int, load, ok, ttftP99 float64, largest event.Stage, pass, saturated bool) Step {
+	s := Step{
+		StepSpec:   StepSpec{Index: index, Load: Load{OpenLoop, load}},
+		Throughput: ok, TokPerSec: 16 * ok,
+		TTFT: aggregate.Stats{Count: 100, P50: ttftP99 / 2, P99: ttftP99}, ITL: aggregate.Stats{Count: 1000, P99: 10},
+		Steady: !saturated, Saturated: saturated, Pass: pass,
+		Reason: "synthetic",
+	}
+	if largest != "" {
+		s.HasBreakdown, s.LargestStage = true, largest
+		if largest == event.StageQueue {
+			s.QueueShare = 0.7
+		}
+	}
+	return s
+}
+
+func sloOf(t *testing.T, spec string) []aggregate.Objective {
+	t.Helper()
+	o, err := aggregate.ParseSLO(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// sweepSteps is a sweep as it ran: coarse steps to saturation, then three
+// refinements, one of which (109) failed the SLO without saturating.
+func sweepSteps() []Step {
+	return []Step{
+		synthStep(1, 25, 25, 14, event.StagePrefill, true, false),
+		synthStep(2, 50, 50, 15, event.StagePrefill, true, false),
+		synthStep(3, 100, 100, 40, event.StagePrefill, true, false),
+		synthStep(4, 200, 112, 1300, event.StageQueue, false, true),
+		synthStep(5, 141.4, 110, 650, event.StageQueue, false, true),
+		synthStep(6, 118.9, 108, 260, event.StageQueue, false, false),
+		synthStep(7, 109, 107, 90, event.StagePrefill, true, false),
+	}
+}
+
+func TestResultFindings(t *testing.T) {
+	r := NewResult(sweepSteps(), sloOf(t, "ttft.p99<100ms"))
+	if r.MaxLoad == nil || r.MaxLoad.Step != 7 || !strings.Contains(r.MaxLoad.Why, "118.9 req/s at step 6 did not") {
+		t.Errorf("max load %+v, want step 7 (109 req/s), bounded by step 6", r.MaxLoad)
+	}
+	if r.Knee == nil || r.Knee.Step != 6 || !strings.Contains(r.Knee.Why, "70%") {
+		t.Errorf("knee %+v, want step 6: the lowest load where queue is the largest stage", r.Knee)
+	}
+	if r.Saturation == nil || r.Saturation.Step != 4 || r.Saturation.Throughput != 112 || !strings.Contains(r.Saturation.Why, "saturated") {
+		t.Errorf("saturation %+v, want step 4 with 112 ok/s", r.Saturation)
+	}
+	if len(r.Notes) != 0 {
+		t.Errorf("notes %q, want none", r.Notes)
+	}
+	if r.Mode != OpenLoop || r.SLO != "ttft.p99<100ms" {
+		t.Errorf("mode %q, slo %q", r.Mode, r.SLO)
+	}
+}
+
+func TestResultWithoutSLOTakesTheLastSustainableLoad(t *testing.T) {
+	steps := sweepSteps()
+	for i := range steps {
+		steps[i].Pass = !steps[i].Saturated
+	}
+	r := NewResult(steps, nil)
+	if r.MaxLoad == nil || r.MaxLoad.Step != 6 || !strings.Contains(r.MaxLoad.Why, "without saturating") {
+		t.Errorf("max load %+v, want step 6 (118.9 req/s), the highest below the first saturated", r.MaxLoad)
+	}
+}
+
+func TestResultNotes(t *testing.T) {
+	t.Run("no breakdown, nothing saturated, first step fails", func(t *testing.T) {
+		steps := []Step{
+			synthStep(1, 10, 10, 500, "", false, false),
+			synthStep(2, 20, 20, 600, "", false, false),
+		}
+		r := NewResult(steps, sloOf(t, "ttft.p99<100ms"))
+		if r.MaxLoad != nil || r.Knee != nil || r.Saturation == nil || r.Saturation.Step != 2 {
+			t.Errorf("findings %+v %+v %+v: want no max load, no knee, saturation at the highest throughput", r.MaxLoad, r.Knee, r.Saturation)
+		}
+		text := strings.Join(r.Notes, "\n")
+		for _, want := range []string{"start the sweep lower", "no step had a TTFT breakdown", "did not saturate", "capacity may be higher"} {
+			if !strings.Contains(text, want) && !strings.Contains(r.Saturation.Why, want) {
+				t.Errorf("notes %q, saturation %q: want %q", r.Notes, r.Saturation.Why, want)
+			}
+		}
+	})
+	t.Run("queue never dominates", func(t *testing.T) {
+		r := NewResult([]Step{synthStep(1, 10, 10, 50, event.StagePrefill, true, false)}, nil)
+		if r.Knee != nil || !strings.Contains(strings.Join(r.Notes, "\n"), "never became the largest stage") {
+			t.Errorf("knee %+v, notes %q", r.Knee, r.Notes)
+		}
+	})
+	t.Run("interrupted steps count for nothing", func(t *testing.T) {
+		s := synthStep(1, 10, 500, 50, event.StageQueue, false, false)
+		s.Interrupted = true
+		r := NewResult([]Step{s}, nil)
+		if r.Knee != nil || r.Saturation != nil || len(r.Curve()) != 0 {
+			t.Errorf("knee %+v, saturation %+v, curve %v: want nothing from an interrupted step", r.Knee, r.Saturation, r.Curve())
+		}
+	})
+	if r := NewResult(nil, nil); r.MaxLoad != nil || r.Knee != nil || r.Saturation != nil || len(r.Notes) != 0 {
+		t.Errorf("empty sweep: %+v", r)
+	}
+}
+
+func TestCurveIsByLoad(t *testing.T) {
+	r := NewResult(sweepSteps(), nil)
+	c := r.Curve()
+	if len(c) != 7 {
+		t.Fatalf("%d points, want 7", len(c))
+	}
+	for i := 1; i < len(c); i++ {
+		if c[i].Load.Value <= c[i-1].Load.Value {
+			t.Errorf("curve not by load: %v before %v", c[i-1].Load, c[i].Load)
+		}
+	}
+	if p := c[3]; p.Step != 7 || p.Throughput != 107 || p.TTFTP99 != 90 || p.TTFTP50 != 45 || p.ITLP99 != 10 {
+		t.Errorf("fourth point %+v, want step 7", p)
+	}
+	if r.Step(5) == nil || r.Step(5).Load.Value != 141.4 || r.Step(99) != nil {
+		t.Error("Step looks steps up by index")
+	}
+}
+
+func TestMarkFlatThroughput(t *testing.T) {
+	closed := func(c, ok float64) Step {
+		return Step{StepSpec: StepSpec{Load: Load{ClosedLoop, c}}, Throughput: ok, Pass: true, Reason: "steady"}
+	}
+	earlier := []Step{closed(1, 10), closed(2, 19.5), closed(4, 36)}
+	s := closed(8, 38)
+	markFlatThroughput(&s, earlier, 0.1)
+	if !s.Saturated || s.Pass || !strings.Contains(s.Reason, "more streams only wait longer") {
+		t.Errorf("8 streams adding 6%% over 4: %+v, want saturated", s)
+	}
+	s = closed(8, 60)
+	markFlatThroughput(&s, earlier, 0.1)
+	if s.Saturated || !s.Pass {
+		t.Errorf("8 streams adding 67%%: %+v, want not saturated", s)
+	}
+	open := synthStep(9, 500, 1, 10, "", true, false)
+	markFlatThroughput(&open, []Step{synthStep(1, 10, 10, 10, "", true, false)}, 0.1)
+	if open.Saturated {
+		t.Error("open loop saturation is the backlog's call, not throughput's")
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	r := NewResult(sweepSteps(), sloOf(t, "ttft.p99<100ms"))
+	r.Stopped = "step 4 (200 req/s) saturated the server"
+	var b bytes.Buffer
+	if err := WriteTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"Sweep: open loop (rate), 7 steps, SLO ttft.p99<100ms",
+		"Stopped: step 4 (200 req/s) saturated the server",
+		"TTFT p50", "queue share",
+		"Max load: 109 req/s (step 7): 107.0 ok/s, 1712 tok/s",
+		"Knee: 118.9 req/s (step 6)",
+		"Saturation: 200 req/s (step 4): 112.0 ok/s",
+		"  5  141.4 req/s, measured 0.0 s: synthetic",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	// Rows go by load: 109 (step 7) before 118.9 (step 6).
+	if strings.Index(out, "109 req/s  ") > strings.Index(out, "118.9 req/s  ") {
+		t.Errorf("rows not by load:\n%s", out)
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	r := NewResult(sweepSteps(), sloOf(t, "ttft.p99<100ms"))
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Mode    string           `json:"mode"`
+		MaxLoad *Finding         `json:"max_load"`
+		Knee    *Finding         `json:"knee"`
+		Steps   []map[string]any `json:"steps"`
+		Curve   []CurvePoint     `json:"curve"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	if got.Mode != "rate" || got.MaxLoad == nil || got.MaxLoad.Step != 7 || got.Knee == nil || got.Knee.Step != 6 || len(got.Steps) != 7 || len(got.Curve) != 7 {
+		t.Errorf("decoded %+v", got)
+	}
+	for _, key := range []string{"index", "load", "ok_per_s", "ttft", "queue_share", "signals", "steady", "reason", "pass"} {
+		if _, ok := got.Steps[0][key]; !ok {
+			t.Errorf("step JSON lacks %q: %v", key, got.Steps[0])
+		}
+	}
+	b.Reset()
+	if err := WriteJSON(&b, Result{}); err != nil || !strings.Contains(b.String(), `"steps": []`) || !strings.Contains(b.String(), `"curve": []`) {
+		t.Errorf("empty result: %v\n%s", err, b.String())
+	}
+}

@@ -1,0 +1,123 @@
+package sweep
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
+)
+
+// StepSpec is one step as the caller's Step function is asked to build it.
+type StepSpec struct {
+	Index  int  `json:"index"` // 1-based, in the order the steps run
+	Load   Load `json:"load"`
+	Refine bool `json:"refine,omitempty"` // a bisection step after the coarse ones
+}
+
+// Step is one step's result. Latencies are in milliseconds, rates per
+// second. Only the measured part counts: requests sent during the warm-up
+// and requests cut off when the step ended are counted apart.
+type Step struct {
+	StepSpec
+	Start time.Time `json:"start"` // the step's start marker
+	End   time.Time `json:"end"`   // the step's end marker (its source stopped)
+	// Measured is the measured part: from the end of the warm-up until the
+	// step was decided (steady, saturated, errors or its maximum time).
+	Measured time.Duration `json:"measured_ns"`
+
+	// Offered is the rate requests were sent at and Throughput the rate
+	// they finished successfully, both over the measured part (a
+	// completion counts when it lands in it, whenever it was sent).
+	Offered    float64 `json:"offered_per_s"`
+	Throughput float64 `json:"ok_per_s"`
+	TokPerSec  float64 `json:"tok_per_s"`
+	// Goodput is the rate of measured requests that met every latency
+	// objective (absent without an SLO).
+	Goodput *float64 `json:"goodput_per_s,omitempty"`
+
+	// Sent, OK and Errors count the measured requests (sent after the
+	// warm-up, before the step was decided, and not cut off).
+	Sent   int64 `json:"sent"`
+	OK     int64 `json:"ok"`
+	Errors int64 `json:"errors"`
+	// ErrorRate is Errors over Sent.
+	ErrorRate float64 `json:"error_rate"`
+	// Warmup counts requests sent during the warm-up, Cooldown those sent
+	// after the step was decided, and Cut those still in flight when the
+	// step ended (cancelled): none of them are in the statistics.
+	Warmup   int64 `json:"warmup"`
+	Cooldown int64 `json:"cooldown"`
+	Cut      int64 `json:"cut"`
+
+	TTFT aggregate.Stats `json:"ttft"`
+	ITL  aggregate.Stats `json:"itl"`
+	TPOT aggregate.Stats `json:"tpot"`
+	E2E  aggregate.Stats `json:"e2e"`
+
+	// QueueShare is the queue's share of the mean TTFT breakdown (0..1) and
+	// LargestStage the breakdown's largest stage; both only with a
+	// breakdown (server timings joined onto the requests).
+	HasBreakdown bool        `json:"has_breakdown"`
+	QueueShare   float64     `json:"queue_share"`
+	LargestStage event.Stage `json:"largest_stage,omitempty"`
+	// QueueDepth is the server's mean queue depth over the measured part.
+	HasQueueDepth bool    `json:"has_queue_depth"`
+	QueueDepth    float64 `json:"queue_depth"`
+
+	// Signals are the trends the step was judged on.
+	Signals Signals `json:"signals"`
+	// Steady: TTFT and the backlog stopped trending. Saturated: the
+	// backlog grew without bound (open loop), or more streams no longer
+	// added throughput (closed loop). ErrorsOver: the error rate passed the
+	// limit. Interrupted: the sweep was stopped during the step.
+	Steady      bool   `json:"steady"`
+	Saturated   bool   `json:"saturated"`
+	ErrorsOver  bool   `json:"errors_over_limit"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+	Reason      string `json:"reason"` // why the step ended, in words
+
+	// SLO holds each objective checked against the measured requests.
+	SLO []Check `json:"slo,omitempty"`
+	// Pass: the step was sustainable (not saturated, errors within the
+	// limit, not interrupted, some requests succeeded) and met every
+	// objective.
+	Pass bool `json:"pass"`
+}
+
+// Check is one objective checked against a step.
+type Check struct {
+	Objective string `json:"objective"` // as written: ttft.p99<300ms
+	Got       string `json:"got"`       // "241.30ms", "no data"
+	Pass      bool   `json:"pass"`
+}
+
+// stopsSweep reports whether no higher load is worth trying after s.
+func (s *Step) stopsSweep() bool { return s.Saturated || s.ErrorsOver || s.Interrupted }
+
+// checks converts the aggregator's SLO results.
+func checks(results []aggregate.SLOResult) []Check {
+	out := make([]Check, 0, len(results))
+	for _, r := range results {
+		out = append(out, Check{Objective: r.Objective.String(), Got: r.GotText, Pass: r.Pass})
+	}
+	return out
+}
+
+// breakdownOf fills the queue share and the largest stage from the mean
+// band of the step's TTFT breakdown: the band's stages add up to its TTFT.
+func breakdownOf(s *Step, band aggregate.Band) {
+	if band.Requests == 0 || band.TTFT <= 0 || len(band.Stages) == 0 {
+		return
+	}
+	s.HasBreakdown = true
+	s.QueueShare = band.Stages[event.StageQueue] / band.TTFT
+	var top float64
+	// Sorted, so a tie between two stages is broken the same way every time.
+	for _, stage := range slices.Sorted(maps.Keys(band.Stages)) {
+		if v := band.Stages[stage]; v > top {
+			top, s.LargestStage = v, stage
+		}
+	}
+}
