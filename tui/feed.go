@@ -8,6 +8,7 @@ import (
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/sweep"
 )
 
 // Feed is the dashboard's one input. A live run, a replayed recording and a
@@ -35,6 +36,9 @@ type Frame struct {
 	// Status lists extra states of the sources to show in the header, e.g.
 	// "agent eu-1: reconnecting (attempt 3)" or "recorder 2.1 s behind".
 	Status []string
+	// Sweep is the running sweep (nil outside `latscope sweep`): its panel
+	// takes the charts' place.
+	Sweep *sweep.Progress
 }
 
 // Pauser is implemented by a feed that can pause its playback (a replay):

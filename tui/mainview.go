@@ -91,6 +91,9 @@ func (m *model) renderMain() []string {
 		for k := range l.charts {
 			right = append(right, pad(m.charts.views[k], chartH)...)
 		}
+		if m.frame.Sweep != nil {
+			right = renderSweep(st, m.frame.Sweep, m.objectives, l.chartW, l.midH)
+		}
 		lines = append(lines, beside(st, l.midH, column{table, tableWidth}, column{right, l.chartW})...)
 	} else {
 		lines = append(lines, pad(table, l.midH)...)

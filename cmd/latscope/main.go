@@ -67,6 +67,7 @@ client can see, joins what the server and GPU report, and shows the result.`,
 		newAttachCmd(),
 		newReplayCmd(),
 		newReportCmd(),
+		newSweepCmd(),
 	)
 	return root
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/latscope/latscope/collector"
@@ -25,6 +26,9 @@ import (
 //	otlp receiver ───┘                      └─► (dashboard, recorder, agent)
 type session struct {
 	header     *event.Session
+	client     *probe.Client
+	promptCfg  probe.PromptConfig // as calibrated (with the tokenizer), for more runners
+	current    atomic.Pointer[probe.Runner]
 	primary    []pipeline.Source
 	aux        []pipeline.Source
 	attributor *collector.Attributor
@@ -97,13 +101,14 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	}
 	fmt.Fprintf(stderr, "latscope: target %s (server %s, dialect %s, model %q)\n", conn.shown, id.server, id.dialect, id.model)
 
-	prompts, err := preparePrompts(ctx, stderr, ep, id.model, probe.PromptConfig{
+	prompts, promptCfg, err := preparePrompts(ctx, stderr, ep, id.model, probe.PromptConfig{
 		PromptTokens: promptLen, OutputTokens: outputLen, SharedPrefix: f.sharedPrefix,
 		Seed: f.seed, File: f.promptFile,
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.promptCfg = promptCfg
 	client, err := probe.NewClient(probe.ClientConfig{
 		BaseURL: target, Dialect: id.dialect, Model: id.model, APIKey: conn.apiKey, Headers: conn.headers,
 		HTTPClient: hc, MaxEventBytes: f.maxEventBytes, Timeout: f.timeout,
@@ -111,6 +116,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	if err != nil {
 		return nil, fmt.Errorf("set up the probe: %w", err)
 	}
+	s.client = client
 	runner, err := probe.NewRunner(client, probe.LoadConfig{
 		Concurrency: f.concurrency, Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness,
 		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: f.seed,
@@ -120,6 +126,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 		return nil, fmt.Errorf("set up the load: %w", err)
 	}
 	s.primary = append(s.primary, runner)
+	s.current.Store(runner)
 
 	metricsURL := ""
 	if !f.noMetrics && !strings.HasPrefix(id.dialect, "ollama") {
@@ -138,7 +145,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 		}
 		s.closers = append(s.closers, scrape.client.CloseIdleConnections)
 		prom, err := collector.NewProm(collector.PromConfig{URL: scrape.url, HTTPClient: scrape.client, Interval: f.scrapeInterval,
-			Model: id.model, OwnInFlight: runner.InFlight})
+			Model: id.model, OwnInFlight: s.inFlight})
 		if err != nil {
 			return nil, fmt.Errorf("--metrics-url: %w", err)
 		}
@@ -246,11 +253,11 @@ func detectHint(err error) string {
 // tokenize endpoint when it has one. A tokenizer that fails, before or
 // during calibration, is not fatal: lengths are then assumed (~1 token per
 // word) and corrected from the usage the server reports, and a line says so.
-func preparePrompts(ctx context.Context, stderr io.Writer, ep probe.Endpoint, model string, cfg probe.PromptConfig) (*probe.PromptSource, error) {
+func preparePrompts(ctx context.Context, stderr io.Writer, ep probe.Endpoint, model string, cfg probe.PromptConfig) (*probe.PromptSource, probe.PromptConfig, error) {
 	const assumed = "prompt lengths are assumed ~1 token/word and corrected from usage"
 	tok, err := probe.DetectTokenizer(ctx, ep, model)
 	if ierr := interrupted(ctx, "looking for a tokenize endpoint"); ierr != nil {
-		return nil, ierr
+		return nil, cfg, ierr
 	}
 	if err != nil {
 		first, _, _ := strings.Cut(err.Error(), "\n")
@@ -260,7 +267,7 @@ func preparePrompts(ctx context.Context, stderr io.Writer, ep probe.Endpoint, mo
 	}
 	prompts, err := probe.NewPromptSource(ctx, cfg)
 	if ierr := interrupted(ctx, "calibrating the prompts"); ierr != nil {
-		return nil, ierr
+		return nil, cfg, ierr
 	}
 	if errors.Is(err, probe.ErrTokenizer) {
 		fmt.Fprintf(stderr, "latscope: the tokenize endpoint failed during calibration (%v); %s\n", err, assumed)
@@ -268,9 +275,9 @@ func preparePrompts(ctx context.Context, stderr io.Writer, ep probe.Endpoint, mo
 		prompts, err = probe.NewPromptSource(ctx, cfg)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("prepare prompts: %w", err)
+		return nil, cfg, fmt.Errorf("prepare prompts: %w", err)
 	}
-	return prompts, nil
+	return prompts, cfg, nil
 }
 
 // load describes the asked-for load for the session header.
@@ -290,6 +297,15 @@ func (f *loadFlags) load() event.Load {
 		}
 	}
 	return l
+}
+
+// inFlight is how many requests the session's current runner has in
+// flight (a sweep changes runners from step to step).
+func (s *session) inFlight() int {
+	if r := s.current.Load(); r != nil {
+		return r.InFlight()
+	}
+	return 0
 }
 
 // pipelineConfig is the session's wiring for pipeline.Run.

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/sweep"
+	"github.com/latscope/latscope/tui"
+)
+
+// sweepFlags are sweep's own settings; the target, prompts, scrape and
+// recording come from the shared load flags.
+type sweepFlags struct {
+	rates, streams                string
+	rateStart, rateFactor, rateMx float64
+	refine                        int
+	warmup, window, stepMax       time.Duration
+	stopErrors                    string
+}
+
+func newSweepCmd() *cobra.Command {
+	var (
+		f      loadFlags
+		sf     sweepFlags
+		target string
+	)
+	cmd := &cobra.Command{
+		Use:   "sweep --url URL",
+		Short: "Find the load a server can take: step the load up until it saturates",
+		Long: `sweep steps the load from low to past capacity: open-loop rates (the default:
+--rate-start, doubling up to --rate-max, or --rates) or closed-loop
+concurrencies (--streams). Each step runs until it is steady (TTFT, the
+server's queue depth and the probe's requests in flight stop trending over
+--steady-window) or for --step-max; its first --step-warmup and the requests
+still in flight when it ends are kept out of its statistics. The sweep stops
+climbing once the queue grows without bound (arrivals exceed completions),
+throughput stops rising, or errors pass --stop-errors, then bisects between
+the last load that passed and the first that failed (--refine).
+
+It reports the highest load that meets the --slo objectives (with every lower
+load meeting them too), the knee (the lowest load at which queue wait is the
+largest stage of TTFT), and the saturation throughput, per step with TTFT,
+ITL, TPOT and E2E percentiles, the queue's share of TTFT, goodput and errors.
+Constant arrivals (--arrival constant) measure raw capacity; Poisson arrivals
+queue earlier, as real traffic does.`,
+		Example: `  latscope sweep --url http://127.0.0.1:8000 --slo 'ttft.p99<300ms' --no-tui
+  latscope sweep --url http://127.0.0.1:8000 --rates 2,4,8,12,16 --arrival constant --json > sweep.json
+  latscope sweep --url http://127.0.0.1:8000 --streams 1,2,4,8,16,32 --record sweep.lsr`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if target == "" {
+				return errors.New("--url is required: the server to sweep, e.g. --url http://127.0.0.1:8000")
+			}
+			return runSweep(cmd, target, &f, &sf)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&target, "url", "", "the server's base URL, e.g. http://127.0.0.1:8000")
+	fl.StringVar(&sf.rates, "rates", "", "open-loop rates to step through, req/s, e.g. 2,4,8,16 (instead of --rate-start/--rate-max)")
+	fl.Float64Var(&sf.rateStart, "rate-start", 1, "first open-loop rate, req/s")
+	fl.Float64Var(&sf.rateFactor, "rate-factor", 2, "each next rate is this times the last")
+	fl.Float64Var(&sf.rateMx, "rate-max", 256, "highest open-loop rate, req/s")
+	fl.StringVar(&sf.streams, "streams", "", "closed loop instead: concurrencies to step through, e.g. 1,2,4,8,16")
+	fl.IntVar(&sf.refine, "refine", 3, "bisection steps between the last load that passed and the first that failed")
+	fl.DurationVar(&sf.warmup, "step-warmup", 5*time.Second, "the first part of each step, kept out of its statistics")
+	fl.DurationVar(&sf.window, "steady-window", 10*time.Second, "a step is steady once its TTFT and queues hold still this long")
+	fl.DurationVar(&sf.stepMax, "step-max", 60*time.Second, "the longest a step runs when it does not settle")
+	fl.StringVar(&sf.stopErrors, "stop-errors", "5%", "error rate that fails a step and stops the sweep")
+	f.register(fl)
+	return cmd
+}
+
+// plan turns the flags into a sweep plan.
+func (sf *sweepFlags) plan() (sweep.Plan, error) {
+	switch {
+	case sf.streams != "" && sf.rates != "":
+		return sweep.Plan{}, errors.New("--streams (closed loop) and --rates (open loop): give one")
+	case sf.streams != "":
+		loads, err := sweep.ParseLoads(sf.streams)
+		if err != nil {
+			return sweep.Plan{}, fmt.Errorf("--streams: %w", err)
+		}
+		return sweep.Plan{Mode: sweep.ClosedLoop, Loads: loads, Refine: sf.refine}, nil
+	case sf.rates != "":
+		loads, err := sweep.ParseLoads(sf.rates)
+		if err != nil {
+			return sweep.Plan{}, fmt.Errorf("--rates: %w", err)
+		}
+		return sweep.Plan{Mode: sweep.OpenLoop, Loads: loads, Refine: sf.refine}, nil
+	}
+	return sweep.Plan{Mode: sweep.OpenLoop, Start: sf.rateStart, Factor: sf.rateFactor, Max: sf.rateMx, Refine: sf.refine}, nil
+}
+
+func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) error {
+	ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+	plan, err := sf.plan()
+	if err != nil {
+		return err
+	}
+	if err := plan.Validate(); err != nil {
+		return err
+	}
+	stopErrors, err := sweep.ParseFraction(sf.stopErrors)
+	if err != nil {
+		return fmt.Errorf("--stop-errors: %w", err)
+	}
+	objectives, err := aggregate.ParseSLO(f.slo)
+	if err != nil {
+		return err
+	}
+	// The steps set the load; the session's own runner is never run.
+	f.untilStopped = true
+	dashboard := useDashboard(stdout, f.noTUI)
+	s, err := openSession(ctx, stderr, target, f, nil)
+	if errors.Is(err, errSetupInterrupted) {
+		return &exitError{code: exitInterrupted, err: err}
+	}
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	s.header.Load.Mode, s.header.Load.Concurrency = "sweep", 0
+
+	fan := pipeline.NewFanout()
+	progress := pipeline.NewLatest[sweep.Progress]()
+	var notices *noticeBoard
+	out := stderr
+	if dashboard {
+		notices = &noticeBoard{}
+		out = notices
+	}
+	m := measurement{} // only for its consumers: the sweep runs the pipeline
+	if err := addRecorderAndExport(ctx, out, f, s, &m); err != nil {
+		return err
+	}
+	drainCtx := context.WithoutCancel(ctx)
+	var waits []func() error
+	for _, c := range m.consumers {
+		waits = append(waits, c.start(drainCtx, fan))
+	}
+	var feed *sweepFeed
+	if dashboard {
+		feed = &sweepFeed{progress: progress, sampler: tui.NewSampler(0)}
+		sub := fan.Subscribe("dashboard", 1024, pipeline.Lossy)
+		waits = append(waits, feed.follow(drainCtx, sub))
+	}
+	cfg := sweep.Config{
+		Plan: plan, Aux: s.aux, Stage: s.attributor, Header: s.header, Fanout: fan,
+		SLO: objectives, Warmup: sf.warmup, Window: sf.window, StepMax: sf.stepMax, StopErrors: stopErrors,
+		Step:     s.sweepStep(f),
+		Progress: progress.Put,
+	}
+	if !dashboard {
+		cfg.Progress = sweepProgressLines(stderr, progress.Put)
+	}
+
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	type result struct {
+		res sweep.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := sweep.Run(sweepCtx, cfg)
+		done <- result{res, err}
+	}()
+	var uiErr error
+	if dashboard {
+		uiErr = tui.Run(ctx, feed, tui.Options{Objectives: objectives, NoColor: f.noColor})
+		stopSweep()
+	}
+	r := <-done
+	for _, wait := range waits {
+		r.err = errors.Join(r.err, wait())
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if uiErr != nil {
+		return uiErr
+	}
+	if f.jsonOut {
+		err = sweep.WriteJSON(stdout, r.res)
+	} else {
+		err = sweep.WriteTable(stdout, r.res)
+	}
+	if err != nil {
+		return fmt.Errorf("write the sweep: %w", err)
+	}
+	switch {
+	case r.res.Interrupted && !dashboard:
+		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the table covers the steps run until then")}
+	case len(objectives) > 0 && r.res.MaxLoad == nil:
+		return &exitError{code: exitSLOMissed, err: errors.New("no load met the objectives")}
+	}
+	return nil
+}
+
+// sweepStep builds each step's runner: the step's rate or concurrency, and
+// prompts of their own (another seed), so a prefix cache cannot make later
+// steps cheaper than earlier ones.
+func (s *session) sweepStep(f *loadFlags) func(sweep.StepSpec) (pipeline.Source, error) {
+	return func(spec sweep.StepSpec) (pipeline.Source, error) {
+		cfg := s.promptCfg
+		cfg.Seed = f.seed + int64(spec.Index)*7919
+		prompts, err := probe.NewPromptSource(context.Background(), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("step %d prompts: %w", spec.Index, err)
+		}
+		r, err := probe.NewRunner(s.client, probe.LoadConfig{
+			Rate: spec.Load.Rate(), Concurrency: spec.Load.Concurrency(),
+			Arrival: f.arrival, Burstiness: f.burstiness, Seed: cfg.Seed,
+		}, prompts)
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", spec.Index, err)
+		}
+		s.current.Store(r)
+		return r, nil
+	}
+}
+
+// sweepProgressLines prints a line per finished step on w, headless.
+func sweepProgressLines(w io.Writer, next func(sweep.Progress)) func(sweep.Progress) {
+	printed := 0
+	return func(p sweep.Progress) {
+		for ; printed < len(p.Result.Steps); printed++ {
+			st := p.Result.Steps[printed]
+			fmt.Fprintf(w, "latscope sweep: step %d  %s  %s\n", st.Index, st.Load, stepLine(&st))
+		}
+		next(p)
+	}
+}
+
+// stepLine is one step in a few words.
+func stepLine(st *sweep.Step) string {
+	verdict := "fail"
+	switch {
+	case st.Interrupted:
+		verdict = "interrupted"
+	case st.Pass:
+		verdict = "pass"
+	case st.Saturated:
+		verdict = "saturated"
+	case st.ErrorsOver:
+		verdict = "errors"
+	}
+	return fmt.Sprintf("%.2f ok/s  TTFT p99 %.1f ms  %s", st.Throughput, st.TTFT.P99, verdict)
+}
+
+// sweepFeed shows a sweep on the dashboard: the running step's snapshot in
+// the main panels, the sweep's curve in place of the charts.
+type sweepFeed struct {
+	progress *pipeline.Latest[sweep.Progress]
+	sampler  *tui.Sampler
+}
+
+func (f *sweepFeed) follow(ctx context.Context, sub *pipeline.Subscription) func() error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range sub.Events() {
+			if ev.Request != nil {
+				f.sampler.Add(ev.Request)
+			}
+		}
+	}()
+	return func() error { <-done; return nil }
+}
+
+func (f *sweepFeed) Frame() (tui.Frame, uint64) {
+	p, v := f.progress.Get()
+	fr := tui.Frame{Sweep: &p}
+	if p.Current != nil {
+		fr.Snapshot = p.Current.Snapshot
+	}
+	fr.Requests = f.sampler.Sample(fr.Snapshot.Now)
+	return fr, v + f.sampler.Version()
+}
