@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/sweep"
@@ -148,7 +150,7 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	}
 	var feed *sweepFeed
 	if dashboard {
-		feed = &sweepFeed{progress: progress, sampler: tui.NewSampler(0)}
+		feed = &sweepFeed{progress: progress, sampler: tui.NewSampler(0), header: s.header}
 		sub := fan.Subscribe("dashboard", 1024, pipeline.Lossy)
 		waits = append(waits, feed.follow(drainCtx, sub))
 	}
@@ -261,6 +263,10 @@ func stepLine(st *sweep.Step) string {
 type sweepFeed struct {
 	progress *pipeline.Latest[sweep.Progress]
 	sampler  *tui.Sampler
+	header   *event.Session
+
+	mu   sync.Mutex
+	last aggregate.Snapshot // the latest step's, kept once the sweep is done
 }
 
 func (f *sweepFeed) follow(ctx context.Context, sub *pipeline.Subscription) func() error {
@@ -279,8 +285,14 @@ func (f *sweepFeed) follow(ctx context.Context, sub *pipeline.Subscription) func
 func (f *sweepFeed) Frame() (tui.Frame, uint64) {
 	p, v := f.progress.Get()
 	fr := tui.Frame{Sweep: &p}
+	f.mu.Lock()
 	if p.Current != nil {
-		fr.Snapshot = p.Current.Snapshot
+		f.last = p.Current.Snapshot
+	}
+	fr.Snapshot = f.last
+	f.mu.Unlock()
+	if fr.Snapshot.Session == nil {
+		fr.Snapshot.Session = f.header
 	}
 	fr.Requests = f.sampler.Sample(fr.Snapshot.Now)
 	return fr, v + f.sampler.Version()
