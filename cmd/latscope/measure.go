@@ -41,7 +41,7 @@ func withoutInterrupted(err error) error {
 }
 
 // dropErrors returns err without the errors drop matches: err itself, or
-// any of the errors it joins.
+// any of the errors it joins, however deep.
 func dropErrors(err error, drop func(error) bool) error {
 	if err == nil || drop(err) {
 		return nil
@@ -52,7 +52,7 @@ func dropErrors(err error, drop func(error) bool) error {
 	}
 	var rest []error
 	for _, e := range joined.Unwrap() {
-		if !drop(e) {
+		if e = dropErrors(e, drop); e != nil {
 			rest = append(rest, e)
 		}
 	}

@@ -105,3 +105,15 @@ func TestKilledRecordingReplays(t *testing.T) {
 		t.Errorf("replay of a killed recording has no requests:\n%s", out)
 	}
 }
+
+func TestDropErrorsLooksIntoNestedJoins(t *testing.T) {
+	other := errors.New("disk full")
+	err := errors.Join(errors.Join(nil, errInterrupted), nil, other)
+	got := withoutInterrupted(err)
+	if errors.Is(got, errInterrupted) || !errors.Is(got, other) {
+		t.Fatalf("withoutInterrupted(%v) = %v: want only the other error", err, got)
+	}
+	if withoutInterrupted(errors.Join(errors.Join(errInterrupted))) != nil {
+		t.Fatal("a nested errInterrupted alone must leave nothing")
+	}
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/tui"
+)
+
+// TestQuittingTheDashboardIsNotAnInterruption drives the live dashboard with
+// a "q" on its input: measuring stops, every request still ends in one
+// outcome, and the run's exit is a normal one.
+func TestQuittingTheDashboardIsNotAnInterruption(t *testing.T) {
+	url := serveTinySim(t)
+	f := &loadFlags{dialect: "auto", concurrency: 2, duration: time.Minute, promptTokens: "16", outputTokens: "4",
+		timeout: time.Minute, maxEventBytes: 1 << 20, noGPU: true, noMetrics: true, arrival: "poisson", burstiness: 1,
+		stepDuration: time.Second, seed: 1}
+	ctx := context.Background()
+	s, err := openSession(ctx, io.Discard, url, f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m := measurement{pipe: s.pipelineConfig(), agg: aggregate.Config{Now: time.Now}}
+	summary, err := runWithDashboard(ctx, m, &noticeBoard{}, tui.Options{Input: strings.NewReader("q"), Output: io.Discard})
+	if err != nil {
+		t.Fatalf("quitting the dashboard: %v", err)
+	}
+	if got := outcome(io.Discard, summary, nil, err); got != nil {
+		t.Fatalf("exit after q: %v, want a normal one", got)
+	}
+	if r := summary.Requests; r.Sent != r.OK+r.Errors {
+		t.Fatalf("requests %+v: sent != ok + errors", r)
+	}
+}
