@@ -32,12 +32,11 @@ const (
 	growthMinPoints = 5
 	growthMinSpan   = 20 * time.Second
 
-	// "the probe is the limit": scheduling-lag p99 of 10 ms or more.
-	probeLagP99MS = 10.0
-	// "the server, not the probe, is the limit": scheduling-lag p99 under
-	// 2 ms while TTFT tracks queue depth (Pearson r of at least 0.7 between
-	// their 10 s means, over at least 4 slots of the last 5 minutes).
-	serverLagP99MS  = probeLagP99MS
+	// "the server, not the probe, is the limit": the probe kept its schedule
+	// (scheduling-lag p99 under event.ProbeLagLimit, the one threshold the
+	// probe judges itself by too) while TTFT tracks queue depth (Pearson r of
+	// at least 0.7 between their 10 s means, over at least 3 slots of the last
+	// 5 minutes).
 	queueTTFTCorr   = 0.7
 	queueTTFTMinCnt = 3
 )
@@ -166,12 +165,10 @@ func (a *Aggregator) limitInsight(s *Snapshot, add addInsight) {
 	if lag.Count < insightMinRequests {
 		return
 	}
-	if lag.P99 >= probeLagP99MS {
-		add(fmt.Sprintf("the probe is the limit: it started requests up to %.2f ms late (scheduling-lag p99)", lag.P99),
-			map[string]float64{"sched_lag_p99_ms": lag.P99, "sched_lag_max_ms": lag.Max})
-		return
-	}
-	if lag.P99 >= serverLagP99MS {
+	limitMS := float64(event.ProbeLagLimit) / float64(time.Millisecond)
+	if lag.P99 >= limitMS {
+		add(fmt.Sprintf("the probe is the limit: it started requests up to %.2f ms late (scheduling-lag p99, limit %.0f ms)", lag.P99, limitMS),
+			map[string]float64{"sched_lag_p99_ms": lag.P99, "sched_lag_max_ms": lag.Max, "limit_ms": limitMS})
 		return
 	}
 	r, n := a.queueTTFTCorrelation(s.Now)

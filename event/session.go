@@ -48,6 +48,13 @@ type Load struct {
 	SLO          string        `json:"slo,omitempty"`
 }
 
+// ProbeLagLimit is the open loop's scheduling-lag p99 past which the probe,
+// not the server, is the limit: the probe's own check and the summary's
+// insight use this one figure. On a small shared machine the Go scheduler
+// alone delays a timer by a few ms now and then; only a sustained lag past
+// this means the probe cannot keep its schedule.
+const ProbeLagLimit = 20 * time.Millisecond
+
 // ProbeSample is the probe's view of itself at one moment: how many requests
 // it has in flight and whether it, rather than the server, is the limit.
 type ProbeSample struct {

@@ -31,7 +31,7 @@ type SelfStats struct {
 // ProbeLimits are the thresholds past which the probe reports itself as the
 // bottleneck. Zero fields take the defaults.
 type ProbeLimits struct {
-	SchedLagP99 time.Duration // default 20 ms (open loop only)
+	SchedLagP99 time.Duration // default event.ProbeLagLimit (open loop only)
 	CPUShare    float64       // share of all cores, default 0.9
 	// Cooldown is the least time between two markers for the same reason
 	// (default 10 s), so a struggling probe does not flood the stream.
@@ -40,10 +40,7 @@ type ProbeLimits struct {
 
 func (l ProbeLimits) withDefaults() ProbeLimits {
 	if l.SchedLagP99 <= 0 {
-		// 20 ms: on a small shared machine the Go scheduler alone can
-		// delay a timer by several ms now and then; only a sustained lag
-		// past this means the probe cannot keep its schedule.
-		l.SchedLagP99 = 20 * time.Millisecond
+		l.SchedLagP99 = event.ProbeLagLimit
 	}
 	if l.CPUShare <= 0 {
 		l.CPUShare = 0.9
