@@ -104,6 +104,12 @@ func TestKilledRecordingReplays(t *testing.T) {
 	if !strings.Contains(out, "Requests:") || strings.Contains(out, "Requests: 0 sent") {
 		t.Errorf("replay of a killed recording has no requests:\n%s", out)
 	}
+	for _, format := range []string{"md", "html"} {
+		rep, stderr, err := execute(t, "report", file, "--format", format)
+		if err != nil || len(rep) < 500 {
+			t.Errorf("report --format %s of a killed recording: %v (%d bytes)\n%s", format, err, len(rep), stderr)
+		}
+	}
 }
 
 func TestDropErrorsLooksIntoNestedJoins(t *testing.T) {
