@@ -84,7 +84,9 @@ func outcome(stderr io.Writer, s aggregate.Summary, objectives []aggregate.Objec
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the requests sent until then")}
 	case runErr != nil:
 		return runErr
-	case s.Requests.Sent > 0 && s.Requests.OK == 0:
+	case s.Requests.Sent-s.Requests.ByOutcome[event.OutcomeCancelled] > 0 && s.Requests.OK == 0:
+		// Requests the run's own end cancelled (quitting, --duration)
+		// did not fail; all the others did.
 		return &exitError{code: exitAllFailed, err: fmt.Errorf("all %d requests failed%s", s.Requests.Sent, topErrorHint(s))}
 	case len(objectives) > 0:
 		return checkSLO(stderr, s, objectives)
