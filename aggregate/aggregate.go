@@ -201,32 +201,12 @@ func (a *Aggregator) see(t time.Time) {
 	}
 }
 
-// intended returns when r should have been sent, falling back to Start.
-func intended(r *event.Request) time.Time {
-	if !r.Intended.IsZero() {
-		return r.Intended
-	}
-	return r.Start
-}
-
-// completion returns when r ended: intended send + E2E (E2E counts from the
-// intended time), or its start when it has no E2E (e.g. it failed to connect).
-func completion(r *event.Request) time.Time {
-	if r.E2E > 0 {
-		return intended(r).Add(r.E2E)
-	}
-	if !r.Start.IsZero() {
-		return r.Start
-	}
-	return r.Intended
-}
-
 func (a *Aggregator) addRequest(r *event.Request) {
 	if r.Warmup {
 		a.counts.warmup++
 		return
 	}
-	sent, end := intended(r), completion(r)
+	sent, end := r.SentAt(), r.EndedAt()
 	if !sent.IsZero() && (a.reqStart.IsZero() || sent.Before(a.reqStart)) {
 		a.reqStart = sent
 	}

@@ -86,7 +86,7 @@ const (
 
 // bandStages are the stages kept per bucket, in breakdown order; any other
 // stage name is summed under the last index and shown as "other".
-var bandStages = breakdownStageOrder()
+var bandStages = event.BreakdownStages()
 
 const stageOther event.Stage = "other"
 

@@ -21,10 +21,10 @@ func realisticRequest(rng *rand.Rand, at time.Time) *event.Request {
 		at2 += jit(20 * time.Millisecond)
 	}
 	r.E2E = r.Chunks[127].At
-	for _, st := range clientStageOrder() {
+	for _, st := range event.ClientStages() {
 		r.Stages = append(r.Stages, event.StageTiming{Stage: st, Duration: jit(5 * time.Millisecond), Provenance: event.Measured})
 	}
-	for _, st := range breakdownStageOrder() {
+	for _, st := range event.BreakdownStages() {
 		r.Breakdown = append(r.Breakdown, event.StageTiming{Stage: st, Duration: jit(20 * time.Millisecond), Provenance: event.ServerReported})
 	}
 	return r

@@ -10,26 +10,6 @@ import (
 	"github.com/latscope/latscope/event"
 )
 
-// clientStageOrder is the order the probe measures client stages in.
-func clientStageOrder() []event.Stage {
-	return []event.Stage{
-		event.StageSchedLag, event.StageSerialize, event.StageDNS, event.StageConnect, event.StageTLS,
-		event.StageConnWait, event.StageWrite, event.StageWaitHeaders, event.StageFirstToken,
-	}
-}
-
-// breakdownStageOrder is the order a request's time passes through the breakdown stages.
-func breakdownStageOrder() []event.Stage {
-	return []event.Stage{
-		// The client's own stages before the request reaches the server...
-		event.StageSchedLag, event.StageSerialize, event.StageDNS, event.StageConnect, event.StageTLS,
-		event.StageConnWait, event.StageWrite,
-		// ...then the server window, in the order a request crosses it.
-		event.StageNetworkOut, event.StageHTTP, event.StageTokenize, event.StageQueue, event.StagePrefill,
-		event.StageFirstDecode, event.StageDetokenize, event.StageNetworkReturn, event.StageUnattributed,
-	}
-}
-
 // ordered returns m's keys: those in canonical first, in its order, then the
 // rest sorted.
 func ordered[V any](m map[event.Stage]V, canonical []event.Stage) []event.Stage {
@@ -153,7 +133,7 @@ func writeLatency(w *errWriter, s Summary) {
 	w.printf("\nClient stages (ms)\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "  %-*s\tcount\tmean\tp50\tp90\tp99\tmax\t\n", width, "stage")
-	for _, name := range ordered(s.Stages, clientStageOrder()) {
+	for _, name := range ordered(s.Stages, event.ClientStages()) {
 		statsRow(tw, width, string(name), s.Stages[name])
 	}
 	_ = tw.Flush()
@@ -167,7 +147,7 @@ func writeBreakdown(w *errWriter, b Breakdown) {
 	w.printf("\nTTFT breakdown (ms, %d requests)\n", b.Requests)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  stage\tcount\tmean\tp50\tp90\tp99\tshare\tprovenance\n")
-	for _, name := range ordered(b.Stages, breakdownStageOrder()) {
+	for _, name := range ordered(b.Stages, event.BreakdownStages()) {
 		st := b.Stages[name]
 		provs := make([]string, len(st.Provenance))
 		for i, p := range st.Provenance {

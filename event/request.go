@@ -47,6 +47,26 @@ const (
 	StageUnattributed  Stage = "unattributed"   // what no source accounts for; never spread over other stages
 )
 
+// ClientStages returns the client stages in the order the probe measures
+// them (a new slice each call).
+func ClientStages() []Stage {
+	return []Stage{
+		StageSchedLag, StageSerialize, StageDNS, StageConnect, StageTLS,
+		StageConnWait, StageWrite, StageWaitHeaders, StageFirstToken,
+	}
+}
+
+// BreakdownStages returns the breakdown stages in the order a request
+// crosses them: the client's own stages up to the write, then the server
+// window, then what no source accounts for (a new slice each call).
+func BreakdownStages() []Stage {
+	return []Stage{
+		StageSchedLag, StageSerialize, StageDNS, StageConnect, StageTLS, StageConnWait, StageWrite,
+		StageNetworkOut, StageHTTP, StageTokenize, StageQueue, StagePrefill,
+		StageFirstDecode, StageDetokenize, StageNetworkReturn, StageUnattributed,
+	}
+}
+
 // StageTiming is one stage's duration with where the number came from.
 type StageTiming struct {
 	Stage      Stage         `json:"stage"`
@@ -149,6 +169,28 @@ type Request struct {
 
 	// Server holds what the server reported about this request, if anything.
 	Server *ServerTiming `json:"server_timing,omitempty"`
+}
+
+// SentAt is when the request should have been sent (Intended), falling back
+// to when it started.
+func (r *Request) SentAt() time.Time {
+	if !r.Intended.IsZero() {
+		return r.Intended
+	}
+	return r.Start
+}
+
+// EndedAt is when the request ended: its intended send plus E2E (which
+// counts from the intended time), or its start when it has no E2E (it
+// failed to connect). Statistics file a request under this time.
+func (r *Request) EndedAt() time.Time {
+	if r.E2E > 0 {
+		return r.SentAt().Add(r.E2E)
+	}
+	if !r.Start.IsZero() {
+		return r.Start
+	}
+	return r.Intended
 }
 
 // OK reports whether the request succeeded.

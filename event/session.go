@@ -36,7 +36,7 @@ type Session struct {
 type Load struct {
 	Mode         string        `json:"mode"` // "closed" (concurrency), "open" (rate) or "steps" (the demo's stepped concurrency)
 	Concurrency  int           `json:"concurrency,omitempty"`
-	Steps        string        `json:"steps,omitempty"` // stepped closed loop, e.g. "4,8,16 every 20s, repeated"
+	Steps        string        `json:"steps,omitempty"`   // stepped closed loop, e.g. "4,8,16 every 20s, repeated"
 	Rate         float64       `json:"rate,omitempty"`    // requests per second, open loop
 	Arrival      string        `json:"arrival,omitempty"` // poisson, constant, gamma
 	Burstiness   float64       `json:"burstiness,omitempty"`

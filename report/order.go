@@ -22,21 +22,10 @@ import (
 // completion (intended send + E2E, or its start when it has no E2E), any
 // other event at its own time.
 func eventTime(ev event.Event) time.Time {
-	r := ev.Request
-	if r == nil {
-		return ev.Time()
+	if ev.Request != nil {
+		return ev.Request.EndedAt()
 	}
-	sent := r.Intended
-	if sent.IsZero() {
-		sent = r.Start
-	}
-	switch {
-	case r.E2E > 0:
-		return sent.Add(r.E2E)
-	case !r.Start.IsZero():
-		return r.Start
-	}
-	return r.Intended
+	return ev.Time()
 }
 
 // orderClock assigns each event, in file order, the time it is ordered by.

@@ -107,7 +107,7 @@ func (m *meter) see(t time.Time) {
 func (m *meter) addRequest(ev event.Event) {
 	r := ev.Request
 	m.records++
-	sent, end := intended(r), completion(r)
+	sent, end := r.SentAt(), r.EndedAt()
 	m.see(end)
 	if end.After(m.reqClock) {
 		m.reqClock = end
@@ -333,23 +333,6 @@ func (m *meter) result() (Step, aggregate.Snapshot) {
 		s.Pass = s.Pass && c.Pass
 	}
 	return s, snap
-}
-
-// intended returns when r should have been sent, falling back to Start.
-func intended(r *event.Request) time.Time {
-	if !r.Intended.IsZero() {
-		return r.Intended
-	}
-	return r.Start
-}
-
-// completion returns when r ended: its intended send plus E2E (which counts
-// from the intended time), or its start when it has no E2E.
-func completion(r *event.Request) time.Time {
-	if r.E2E > 0 {
-		return intended(r).Add(r.E2E)
-	}
-	return intended(r)
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

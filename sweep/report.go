@@ -25,7 +25,7 @@ func WriteTable(w io.Writer, r Result) error {
 		fmt.Fprintf(tw, "%d\t%s\t%.1f\t%.1f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.1f%%\t%s\t%s\t\n",
 			s.Index, s.Load, s.Offered, s.Throughput, s.TokPerSec,
 			s.TTFT.P50, s.TTFT.P90, s.TTFT.P99, s.ITL.P99, s.TPOT.P50, s.E2E.P99,
-			queueShareText(s), queueDepthText(s), 100*s.ErrorRate, yesNo(s.Steady), verdictText(s))
+			queueShareText(s), queueDepthText(s), 100*s.ErrorRate, yesNo(s.Steady), s.Verdict())
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write sweep table: %w", err)
@@ -84,7 +84,9 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-func verdictText(s *Step) string {
+// Verdict is the step's result in a word: pass, saturated, errors,
+// interrupted or fail.
+func (s *Step) Verdict() string {
 	switch {
 	case s.Interrupted:
 		return "interrupted"

@@ -92,7 +92,7 @@ func requestLine(st *styles, r *event.Request, begin time.Time, selected bool, w
 	if !r.OK() {
 		outcome = st.bad.Render(failure(r))
 	}
-	line := fmt.Sprintf(" %s%-16s %8s %9s %9s %7d  %s", mark, fit(r.ID, 16), clock(completion(r).Sub(begin)), ttft, e2e, r.OutputTokens, outcome)
+	line := fmt.Sprintf(" %s%-16s %8s %9s %9s %7d  %s", mark, fit(r.ID, 16), clock(r.EndedAt().Sub(begin)), ttft, e2e, r.OutputTokens, outcome)
 	if selected {
 		return st.selected.Render(fit(line, width))
 	}

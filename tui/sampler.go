@@ -62,7 +62,7 @@ func (s *Sampler) Add(r *event.Request) {
 	if r == nil || r.Warmup {
 		return
 	}
-	end, key := completion(r), rank(r)
+	end, key := r.EndedAt(), rank(r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.version++
@@ -133,22 +133,6 @@ func rank(r *event.Request) time.Duration {
 		return r.TTFT
 	}
 	return r.E2E
-}
-
-// completion is when r ended, as the aggregator counts it: intended send +
-// E2E, else its start.
-func completion(r *event.Request) time.Time {
-	sent := r.Intended
-	if sent.IsZero() {
-		sent = r.Start
-	}
-	if r.E2E > 0 {
-		return sent.Add(r.E2E)
-	}
-	if !r.Start.IsZero() {
-		return r.Start
-	}
-	return r.Intended
 }
 
 type ranked struct {

@@ -9,18 +9,10 @@ import (
 // stageOrder is the order a request crosses the breakdown stages: the
 // client's own stages, then the server window, then what is left over. The
 // bar, the legend, the table and the waterfall all follow it.
-var stageOrder = []event.Stage{
-	event.StageSchedLag, event.StageSerialize, event.StageDNS, event.StageConnect, event.StageTLS,
-	event.StageConnWait, event.StageWrite,
-	event.StageNetworkOut, event.StageHTTP, event.StageTokenize, event.StageQueue, event.StagePrefill,
-	event.StageFirstDecode, event.StageDetokenize, event.StageNetworkReturn, event.StageUnattributed,
-}
+var stageOrder = event.BreakdownStages()
 
 // clientStageOrder is the order the probe measures its client stages in.
-var clientStageOrder = []event.Stage{
-	event.StageSchedLag, event.StageSerialize, event.StageDNS, event.StageConnect, event.StageTLS,
-	event.StageConnWait, event.StageWrite, event.StageWaitHeaders, event.StageFirstToken,
-}
+var clientStageOrder = event.ClientStages()
 
 // stageOther is what the aggregator's bands call stage names it does not know.
 const stageOther event.Stage = "other"

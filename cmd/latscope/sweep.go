@@ -244,18 +244,7 @@ func sweepProgressLines(w io.Writer, next func(sweep.Progress)) func(sweep.Progr
 
 // stepLine is one step in a few words.
 func stepLine(st *sweep.Step) string {
-	verdict := "fail"
-	switch {
-	case st.Interrupted:
-		verdict = "interrupted"
-	case st.Pass:
-		verdict = "pass"
-	case st.Saturated:
-		verdict = "saturated"
-	case st.ErrorsOver:
-		verdict = "errors"
-	}
-	return fmt.Sprintf("%.2f ok/s  TTFT p99 %.1f ms  %s", st.Throughput, st.TTFT.P99, verdict)
+	return fmt.Sprintf("%.2f ok/s  TTFT p99 %.1f ms  %s", st.Throughput, st.TTFT.P99, st.Verdict())
 }
 
 // sweepFeed shows a sweep on the dashboard: the running step's snapshot in
