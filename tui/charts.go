@@ -69,6 +69,7 @@ type charts struct {
 	specs  [numCharts]chartSpec
 	models [numCharts]timeserieslinechart.Model
 	sized  [numCharts]bool
+	size   [numCharts][2]int // width and plot height last drawn at
 	views  [numCharts][]string
 	key    chartKey
 	draws  int // how many times the charts were drawn (tests, benchmarks)
@@ -143,7 +144,11 @@ func (c *charts) draw(st *styles, k chartKind, hist *history, w aggregate.Window
 		m.AxisStyle, m.LabelStyle = st.faint, st.faint
 		c.sized[k] = true
 	}
-	m.Resize(width, plotH)
+	// Resizing rebuilds the chart's canvas: only when the size changed.
+	if c.size[k] != [2]int{width, plotH} {
+		m.Resize(width, plotH)
+		c.size[k] = [2]int{width, plotH}
+	}
 	m.ClearAllData()
 	// Ranges always set from the data's own times: the library would
 	// otherwise start from the wall clock and only ever grow its range.
