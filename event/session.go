@@ -36,7 +36,7 @@ type Session struct {
 type Load struct {
 	Mode         string        `json:"mode"` // "closed" (concurrency), "open" (rate) or "steps" (the demo's stepped concurrency)
 	Concurrency  int           `json:"concurrency,omitempty"`
-	Steps        string        `json:"steps,omitempty"` // stepped closed loop, e.g. "4,8,16 every 20s, repeated"
+	Steps        string        `json:"steps,omitempty"`   // stepped closed loop, e.g. "4,8,16 every 20s, repeated"
 	Rate         float64       `json:"rate,omitempty"`    // requests per second, open loop
 	Arrival      string        `json:"arrival,omitempty"` // poisson, constant, gamma
 	Burstiness   float64       `json:"burstiness,omitempty"`
@@ -46,6 +46,11 @@ type Load struct {
 	Requests     int           `json:"requests,omitempty"`
 	Warmup       int           `json:"warmup,omitempty"`
 	SLO          string        `json:"slo,omitempty"`
+	// Seed is the seed of the prompts and arrivals: the same seed sends the
+	// same prompts. SeedDrawn says latscope drew it for this run (no --seed
+	// was given); --seed with it repeats the run's prompts.
+	Seed      int64 `json:"seed"`
+	SeedDrawn bool  `json:"seed_drawn,omitempty"`
 }
 
 // ProbeSample is the probe's view of itself at one moment: how many requests

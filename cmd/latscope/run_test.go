@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -146,5 +147,49 @@ func TestDemoIsLabelledSimulated(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "TTFT breakdown") || !strings.Contains(stdout, "server") {
 		t.Errorf("demo's report lacks the breakdown with server-reported stages:\n%s", stdout)
+	}
+}
+
+// runSeed runs a short run against url and returns the seed its JSON
+// summary's session header reports, and whether it was drawn.
+func runSeed(t *testing.T, url string, extra ...string) (seed int64, drawn bool, stderr string) {
+	t.Helper()
+	args := append([]string{"run", "--url", url, "--no-tui", "--json", "-n", "2", "--prompt-tokens", "16",
+		"--output-tokens", "2", "--no-gpu", "--no-metrics"}, extra...)
+	stdout, stderr, err := execute(t, args...)
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr)
+	}
+	var got struct {
+		Session struct {
+			Load struct {
+				Seed      int64 `json:"seed"`
+				SeedDrawn bool  `json:"seed_drawn"`
+			} `json:"load"`
+		} `json:"session"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+	}
+	return got.Session.Load.Seed, got.Session.Load.SeedDrawn, stderr
+}
+
+func TestRunSeedIsDrawnAndReported(t *testing.T) {
+	url := serveTinySim(t)
+	first, drawn, stderr := runSeed(t, url)
+	if !drawn || first == 0 {
+		t.Fatalf("without --seed: seed %d, drawn %t; want a drawn seed", first, drawn)
+	}
+	if want := fmt.Sprintf("--seed %d repeats them", first); !strings.Contains(stderr, want) {
+		t.Errorf("stderr does not say how to repeat the run (%q):\n%s", want, stderr)
+	}
+	if second, _, _ := runSeed(t, url); second == first {
+		t.Errorf("two runs without --seed both used seed %d", first)
+	}
+	if seed, drawn, stderr := runSeed(t, url, "--seed", "7"); seed != 7 || drawn || strings.Contains(stderr, "drawn") {
+		t.Errorf("--seed 7: seed %d, drawn %t; want 7, given", seed, drawn)
+	}
+	if _, _, err := execute(t, "run", "--url", url, "--seed", "x"); err == nil || !strings.Contains(err.Error(), "--seed") {
+		t.Errorf("--seed x: err = %v, want it refused", err)
 	}
 }

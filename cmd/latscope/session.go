@@ -96,10 +96,14 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 		return nil, err
 	}
 	fmt.Fprintf(stderr, "latscope: target %s (server %s, dialect %s, model %q)\n", conn.shown, id.server, id.dialect, id.model)
+	seed := f.seed.value()
+	if f.seed.drawn {
+		fmt.Fprintf(stderr, "latscope: seed %d, drawn for this run: its prompts differ from other runs' (--seed %d repeats them)\n", seed, seed)
+	}
 
 	prompts, err := preparePrompts(ctx, stderr, ep, id.model, probe.PromptConfig{
 		PromptTokens: promptLen, OutputTokens: outputLen, SharedPrefix: f.sharedPrefix,
-		Seed: f.seed, File: f.promptFile,
+		Seed: seed, File: f.promptFile,
 	})
 	if err != nil {
 		return nil, err
@@ -113,7 +117,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	}
 	runner, err := probe.NewRunner(client, probe.LoadConfig{
 		Concurrency: f.concurrency, Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness,
-		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: f.seed,
+		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: seed,
 		Steps: f.loadSteps, RepeatSteps: f.repeatSteps,
 	}, prompts)
 	if err != nil {
@@ -279,6 +283,7 @@ func (f *loadFlags) load() event.Load {
 		Mode: "closed", Concurrency: f.concurrency,
 		PromptTokens: f.promptTokens, OutputTokens: f.outputTokens,
 		Duration: f.duration, Requests: f.requests, Warmup: f.warmup, SLO: f.slo,
+		Seed: f.seed.value(), SeedDrawn: f.seed.drawn,
 	}
 	switch {
 	case f.rate > 0:
