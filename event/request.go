@@ -97,6 +97,10 @@ const (
 	FlagNagleSuspect  Flag = "nagle_suspect"   // an inter-token gap near 40 ms, the signature of Nagle/delayed-ACK coalescing
 	FlagRoleOnlyFirst Flag = "role_only_first" // the first event carried no content (role-only or empty), as with chunked prefill
 	FlagNoContent     Flag = "no_content"      // the stream ended normally but carried no content chunk
+	// FlagPromptCached: the server took at least half of the prompt's tokens
+	// from its prompt (prefix) cache (ServerTiming.CachedTokens), so the
+	// request's prefill is not a cold prefill.
+	FlagPromptCached Flag = "prompt_cached"
 )
 
 // Request is the complete record of one probe request, written once when the

@@ -3,6 +3,7 @@ package probe
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -207,6 +208,7 @@ type exchange struct {
 	tokens     int
 	usage      bool
 	usageOut   int
+	usageCache int // the usage's cached prompt tokens
 	failed     bool
 	batchRead  uint64        // socket read of the current coalesced group
 	batchCount int32         // events in that group
@@ -422,6 +424,9 @@ func (x *exchange) stream(rd eventReader) error {
 			if plausibleTokens(ci.promptTokens, maxTokenLength) {
 				x.rec.PromptTokens = ci.promptTokens
 			}
+			if plausibleTokens(ci.cachedTokens, maxTokenLength) {
+				x.usageCache = ci.cachedTokens
+			}
 		}
 		if ci.timing != nil {
 			x.addTiming(ci.timing)
@@ -466,6 +471,40 @@ func (x *exchange) addTiming(st *event.ServerTiming) {
 	if st.OutputTokens > 0 {
 		cur.OutputTokens = st.OutputTokens
 	}
+	if st.CachedTokens > 0 {
+		cur.CachedTokens = st.CachedTokens
+	}
+}
+
+// sourceUsage names a server timing that holds only what the usage said
+// about the prompt cache (no stage).
+const sourceUsage = "usage"
+
+// noteCachedPrompt records the cached prompt tokens the usage reported
+// (when no timing said so already) and flags a request whose prompt came
+// largely from the server's prompt cache.
+func (x *exchange) noteCachedPrompt() {
+	rec := x.rec
+	if x.usageCache > 0 {
+		if rec.Server == nil {
+			rec.Server = &event.ServerTiming{Source: sourceUsage}
+		}
+		if rec.Server.CachedTokens == 0 {
+			rec.Server.CachedTokens = x.usageCache
+		}
+	}
+	if rec.Server != nil && promptCached(rec.Server.CachedTokens, cmp.Or(rec.Server.PromptTokens, rec.PromptTokens)) {
+		rec.Flags = append(rec.Flags, event.FlagPromptCached)
+	}
+}
+
+// promptCached is the rule for event.FlagPromptCached: at least half of
+// the prompt's tokens came from the server's prompt cache. From there on the
+// prefill the server reports, and the TTFT, are mostly a cache lookup, not
+// a cold prefill; a few cached tokens (llama.cpp reuses the BOS token of
+// every prompt) are not.
+func promptCached(cached, promptTokens int) bool {
+	return cached > 0 && 2*cached >= promptTokens
 }
 
 // nagleGapMin and nagleGapMax bracket the 40 ms delayed-ACK timer that,
@@ -503,6 +542,9 @@ func (x *exchange) finish() {
 	}
 	if rec.ReplacementChars > 0 {
 		rec.Flags = append(rec.Flags, event.FlagUTF8Defect)
+	}
+	if rec.OK() {
+		x.noteCachedPrompt()
 	}
 	if nagleSuspect(rec.Chunks) {
 		rec.Flags = append(rec.Flags, event.FlagNagleSuspect)

@@ -797,3 +797,51 @@ func TestStaleConnectionIsReconnected(t *testing.T) {
 		t.Fatalf("stats %+v: want 4 ok and 3 reconnects", st)
 	}
 }
+
+// TestPromptCachedFlag checks that the cached prompt tokens a server reports
+// (OpenAI usage.prompt_tokens_details.cached_tokens, llama.cpp
+// timings.cache_n) reach the record, and that a request is flagged
+// prompt_cached from half of its prompt cached on.
+func TestPromptCachedFlag(t *testing.T) {
+	t.Parallel()
+	openAI := func(cached int) string {
+		return fmt.Sprintf(`{"choices":[],"usage":{"prompt_tokens":512,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":%d}}}`, cached)
+	}
+	llama := func(cached int) string {
+		return fmt.Sprintf(`{"content":"","stop":true,"tokens_predicted":1,"tokens_evaluated":512,"timings":{"cache_n":%d,"prompt_n":%d,"prompt_ms":5.1,"predicted_n":1,"predicted_ms":4}}`, cached, 512-cached)
+	}
+	for _, tc := range []struct {
+		name, dialect string
+		frames        []string
+		cached        int
+		flagged       bool
+		source        string
+	}{
+		{"openai mostly cached", DialectOpenAIChat, []string{vllmContentChunk, openAI(496), "[DONE]"}, 496, true, "usage"},
+		{"openai half cached", DialectOpenAIChat, []string{vllmContentChunk, openAI(256), "[DONE]"}, 256, true, "usage"},
+		{"openai little cached", DialectOpenAIChat, []string{vllmContentChunk, openAI(16), "[DONE]"}, 16, false, "usage"},
+		{"openai none cached", DialectOpenAIChat, []string{vllmContentChunk, openAI(0), "[DONE]"}, 0, false, ""},
+		{"llama.cpp mostly cached", DialectLlamaCpp, []string{llamaPartial, llama(511)}, 511, true, "llamacpp.timings"},
+		{"llama.cpp BOS only", DialectLlamaCpp, []string{llamaPartial, llama(1)}, 1, false, "llamacpp.timings"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newWireServer(t, wireStream("text/event-stream", sseFrames(tc.frames...)))
+			rec := newWireClient(t, srv.URL, tc.dialect, nil).Do(context.Background(), wireSpec("pc", 1))
+			if !rec.OK() {
+				t.Fatalf("outcome %s (%s)", rec.Outcome, rec.Error)
+			}
+			var cached int
+			var source string
+			if rec.Server != nil {
+				cached, source = rec.Server.CachedTokens, rec.Server.Source
+			}
+			if cached != tc.cached || source != tc.source {
+				t.Errorf("server timing %+v: cached %d from %q, want %d from %q", rec.Server, cached, source, tc.cached, tc.source)
+			}
+			if got := rec.HasFlag(event.FlagPromptCached); got != tc.flagged {
+				t.Errorf("flags %v: prompt_cached %t, want %t", rec.Flags, got, tc.flagged)
+			}
+		})
+	}
+}
