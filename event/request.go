@@ -84,7 +84,7 @@ const (
 	OutcomeMalformed   Outcome = "malformed"    // a chunk that does not parse
 	OutcomeOversized   Outcome = "oversized"    // one event larger than the probe's limit
 	OutcomeServerError Outcome = "server_error" // the server sent an error event mid-stream
-	OutcomeCancelled   Outcome = "cancelled"    // the run was stopped (Ctrl-C, duration over) mid-request
+	OutcomeCancelled   Outcome = "cancelled"    // the run was stopped (Ctrl-C, duration and drain over) mid-request; see Request.RunEnded
 )
 
 // Flag marks something noteworthy about one request that is not an error.
@@ -145,9 +145,13 @@ type Request struct {
 	Chunks     []Chunk       `json:"chunks,omitempty"`         // every content frame
 
 	Outcome Outcome `json:"outcome"`
-	Status  int     `json:"status,omitempty"` // HTTP status, when one arrived
-	Error   string  `json:"error,omitempty"`
-	Flags   []Flag  `json:"flags,omitempty"`
+	// RunEnded marks a cancelled request that the run's own end cut short
+	// (its duration and drain were over), not the server nor the user (a
+	// Ctrl-C leaves it unset): it is counted apart from the errors.
+	RunEnded bool   `json:"run_ended,omitempty"`
+	Status   int    `json:"status,omitempty"` // HTTP status, when one arrived
+	Error    string `json:"error,omitempty"`
+	Flags    []Flag `json:"flags,omitempty"`
 	// ReplacementChars counts U+FFFD in the streamed text (see FlagUTF8Defect).
 	ReplacementChars int `json:"replacement_chars,omitempty"`
 

@@ -65,13 +65,16 @@ type LoadConfig struct {
 }
 
 // RunStats sums up a run. Warmup requests are counted apart; for the rest
-// Sent == OK + Errors always holds, also after Ctrl-C, because every request
-// sent yields exactly one record.
+// Sent == OK + Errors + RunEnded always holds, also after Ctrl-C, because
+// every request sent yields exactly one record.
 type RunStats struct {
 	Sent, OK, Errors int
-	ByOutcome        map[event.Outcome]int
-	WarmupSent       int
-	WarmupErrors     int
+	// RunEnded counts the requests the run's own end cancelled (its
+	// Duration and Drain were over): neither ok nor errors.
+	RunEnded     int
+	ByOutcome    map[event.Outcome]int // every request's outcome, RunEnded ones as cancelled
+	WarmupSent   int
+	WarmupErrors int
 
 	InFlightPeak int
 	// SendRate is the achieved rate: requests started per second between
@@ -218,22 +221,24 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 
 	// reqCtx cancels requests in flight; sendCtx, its child, ends
 	// dispatching. Both end on Ctrl-C; at Duration sending stops and, Drain
-	// later, requests are cancelled. Cancellation reaches a child a moment
+	// later, requests are cancelled with errRunEnded as the cause, which
+	// marks their records RunEnded. Cancellation reaches a child a moment
 	// after its parent, so loops check both (see stopped).
-	reqCtx, cancelRequests := context.WithCancel(ctx)
-	defer cancelRequests()
+	reqCtx, cancelRequests := context.WithCancelCause(ctx)
+	defer cancelRequests(nil)
 	sendCtx, stopSending := context.WithCancel(reqCtx)
 	defer stopSending()
+	endRun := func() { cancelRequests(errRunEnded) }
 	if d := r.cfg.Duration; d > 0 {
 		stopTimer := time.AfterFunc(d, func() {
 			stopSending()
 			if r.cfg.Drain == 0 {
-				cancelRequests()
+				endRun()
 			}
 		})
 		defer stopTimer.Stop()
 		if r.cfg.Drain > 0 {
-			cancelTimer := time.AfterFunc(d+r.cfg.Drain, cancelRequests)
+			cancelTimer := time.AfterFunc(d+r.cfg.Drain, endRun)
 			defer cancelTimer.Stop()
 		}
 	}
@@ -407,7 +412,7 @@ func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time
 		r.reconnects.Add(1)
 	}
 	r.inFlight.Add(-1)
-	rec = completeRecord(rec, spec, ctx.Err() != nil)
+	rec = completeRecord(rec, spec, ctx)
 	outcome := rec.Outcome
 	out <- emitItem{rec: rec, target: spec.PromptTokens}
 	return outcome, noted.retryAfter
@@ -431,11 +436,17 @@ func (r *Runner) spec(seq uint64, worker int, intended time.Time) RequestSpec {
 	}
 }
 
+// errRunEnded is the cause with which the run's own end (Duration and
+// Drain over) cancels the requests still in flight.
+var errRunEnded = errors.New("the run ended: its duration and drain were over")
+
 // completeRecord makes a Doer's record whole: the identifiers the spec
 // decided, and outcome cancelled for a request the run stopped (whatever
-// error the cancellation surfaced as), so every request sent has exactly one
-// record with exactly one outcome.
-func completeRecord(rec *event.Request, spec RequestSpec, cancelled bool) *event.Request {
+// error the cancellation surfaced as), marked RunEnded when the run's own
+// end stopped it, so every request sent has exactly one record with exactly
+// one outcome. ctx is the context the request was sent with.
+func completeRecord(rec *event.Request, spec RequestSpec, ctx context.Context) *event.Request {
+	cancelled := ctx.Err() != nil
 	if rec == nil {
 		rec = &event.Request{Outcome: event.OutcomeMalformed, Error: "probe: doer returned no record"}
 	}
@@ -468,6 +479,7 @@ func completeRecord(rec *event.Request, spec RequestSpec, cancelled bool) *event
 	switch {
 	case cancelled && rec.Outcome != event.OutcomeOK:
 		rec.Outcome = event.OutcomeCancelled
+		rec.RunEnded = errors.Is(context.Cause(ctx), errRunEnded)
 	case rec.Outcome == "":
 		rec.Outcome = event.OutcomeMalformed
 		if rec.Error == "" {

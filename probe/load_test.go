@@ -129,8 +129,8 @@ func runLoadBounded(t *testing.T, ctx context.Context, r *Runner, c *runCollecto
 // exactly one record.
 func checkLoadAccounting(t *testing.T, st RunStats, c *runCollector) {
 	t.Helper()
-	if st.Sent != st.OK+st.Errors || st.WarmupSent < st.WarmupErrors {
-		t.Fatalf("stats %+v: sent != ok + errors", st)
+	if st.Sent != st.OK+st.Errors+st.RunEnded || st.WarmupSent < st.WarmupErrors {
+		t.Fatalf("stats %+v: sent != ok + errors + cancelled at the run's end", st)
 	}
 	sum := 0
 	for _, n := range st.ByOutcome {
@@ -224,9 +224,15 @@ func TestClosedLoopDurationStop(t *testing.T) {
 	if st.Sent == 0 || st.Interrupted {
 		t.Fatalf("stats %+v: want some requests and not interrupted", st)
 	}
-	// Requests still running at the end were cancelled and recorded.
-	if st.OK+st.ByOutcome[event.OutcomeCancelled] != st.Sent {
-		t.Fatalf("outcomes %v: want only ok and cancelled", st.ByOutcome)
+	// Requests still running at the end were cancelled and recorded, as
+	// cut by the run's end, not as errors.
+	if st.OK+st.ByOutcome[event.OutcomeCancelled] != st.Sent || st.RunEnded != st.ByOutcome[event.OutcomeCancelled] || st.Errors != 0 {
+		t.Fatalf("stats %+v: want only ok and cancelled at the run's end", st)
+	}
+	for _, rec := range c.reqs {
+		if rec.Outcome == event.OutcomeCancelled && !rec.RunEnded {
+			t.Fatalf("seq %d cancelled by the run's end but not marked so: %+v", rec.Seq, rec)
+		}
 	}
 	checkNoLoadLeak(t, before)
 }
@@ -374,12 +380,12 @@ func TestCancelMidRun(t *testing.T) {
 			c := &runCollector{t: t}
 			st := runLoadBounded(t, ctx, r, c)
 			checkLoadAccounting(t, st, c)
-			if !st.Interrupted || st.Sent != 5 || st.ByOutcome[event.OutcomeCancelled] != 5 {
-				t.Fatalf("stats %+v: want 5 sent, all cancelled, interrupted", st)
+			if !st.Interrupted || st.Sent != 5 || st.ByOutcome[event.OutcomeCancelled] != 5 || st.RunEnded != 0 {
+				t.Fatalf("stats %+v: want 5 sent, all cancelled by the interruption, interrupted", st)
 			}
 			for _, rec := range c.reqs {
-				if rec.Outcome != event.OutcomeCancelled {
-					t.Fatalf("seq %d outcome %s, want cancelled", rec.Seq, rec.Outcome)
+				if rec.Outcome != event.OutcomeCancelled || rec.RunEnded {
+					t.Fatalf("seq %d outcome %s (run ended %t), want cancelled by Ctrl-C", rec.Seq, rec.Outcome, rec.RunEnded)
 				}
 			}
 			checkNoLoadLeak(t, before)
@@ -408,8 +414,8 @@ func TestCancelledOutcomeWhateverTheDoerSays(t *testing.T) {
 	c := &runCollector{t: t}
 	st := runLoadBounded(t, t.Context(), r, c)
 	checkLoadAccounting(t, st, c)
-	if st.ByOutcome[event.OutcomeCancelled] != 2 || st.Sent != 2 {
-		t.Fatalf("by outcome %v, want 2 cancelled", st.ByOutcome)
+	if st.ByOutcome[event.OutcomeCancelled] != 2 || st.Sent != 2 || st.RunEnded != 2 {
+		t.Fatalf("stats %+v, want 2 cancelled at the run's end", st)
 	}
 }
 
