@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -355,5 +356,22 @@ func TestMaliciousStageNamesAreBounded(t *testing.T) {
 	}
 	if len(s.Requests.ByOutcome) > maxCountKeys+1 || len(s.Requests.ByStatus) > maxCountKeys+1 {
 		t.Errorf("outcome keys %d status keys %d", len(s.Requests.ByOutcome), len(s.Requests.ByStatus))
+	}
+}
+
+// TestMarkersInTimeOrder: markers that arrive out of time order (a stall is
+// reported once it is over, after later markers) are listed in time order.
+func TestMarkersInTimeOrder(t *testing.T) {
+	t.Parallel()
+	a := New(Config{RecentMarkers: 3})
+	for _, at := range []int{1, 4, 2, 3} {
+		a.Add(event.NewMarker(&event.Marker{Time: base().Add(time.Duration(at) * time.Second), Kind: event.MarkerNote, Message: fmt.Sprint(at)}))
+	}
+	var msgs string
+	for _, m := range a.Summary().Markers.Recent {
+		msgs += m.Message
+	}
+	if msgs != "234" {
+		t.Errorf("recent markers %q, want the last three to arrive, in time order: 234", msgs)
 	}
 }
