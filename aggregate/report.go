@@ -86,8 +86,11 @@ func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, 
 func writeRequests(w *errWriter, s Summary) {
 	r := s.Requests
 	w.printf("Requests: %d sent, %d ok, %d errors", r.Sent, r.OK, r.Errors)
-	if r.Sent > 0 {
-		w.printf(" (%.2f%%)", 100*float64(r.Errors)/float64(r.Sent))
+	if rate, ok := r.ErrorRate(); ok {
+		w.printf(" (%.2f%%)", 100*rate)
+	}
+	if r.CancelledAtEnd > 0 {
+		w.printf(", %d cancelled at the end of the run", r.CancelledAtEnd)
 	}
 	w.printf("; %d warm-up excluded\n", r.Warmup)
 	w.printf("Duration: %.2f s   Rate: %.2f req/s finished   Throughput: %.2f req/s ok, %.2f output tok/s (%d tokens)\n",

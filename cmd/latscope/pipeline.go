@@ -85,11 +85,24 @@ func outcome(stderr io.Writer, s aggregate.Summary, objectives []aggregate.Objec
 	case runErr != nil:
 		return runErr
 	case s.Requests.Sent > 0 && s.Requests.OK == 0:
-		return &exitError{code: exitAllFailed, err: fmt.Errorf("all %d requests failed%s", s.Requests.Sent, topErrorHint(s))}
+		return &exitError{code: exitAllFailed, err: noneSucceeded(s)}
 	case len(objectives) > 0:
 		return checkSLO(stderr, s, objectives)
 	}
 	return nil
+}
+
+// noneSucceeded says why a run without a successful request measured
+// nothing: its requests failed, or the run's end cancelled them all.
+func noneSucceeded(s aggregate.Summary) error {
+	r := s.Requests
+	switch {
+	case r.Errors == 0:
+		return fmt.Errorf("no request finished: all %d were cancelled at the end of the run (give them longer with --duration or --drain)", r.CancelledAtEnd)
+	case r.CancelledAtEnd > 0:
+		return fmt.Errorf("all %d finished requests failed%s; %d more were cancelled at the end of the run", r.Errors, topErrorHint(s), r.CancelledAtEnd)
+	}
+	return fmt.Errorf("all %d requests failed%s", r.Errors, topErrorHint(s))
 }
 
 // topErrorHint names the most common way requests failed, with its

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/sim"
 )
 
@@ -191,5 +192,46 @@ func TestRunSeedIsDrawnAndReported(t *testing.T) {
 	}
 	if _, _, err := execute(t, "run", "--url", url, "--seed", "x"); err == nil || !strings.Contains(err.Error(), "--seed") {
 		t.Errorf("--seed x: err = %v, want it refused", err)
+	}
+}
+
+// TestRunEndCancelsAreNotErrors: requests the run's own end cancels are
+// counted apart from the errors; a run in which none finished says so and
+// exits 3, naming the flags that give them longer.
+func TestRunEndCancelsAreNotErrors(t *testing.T) {
+	url := serveTinySim(t)
+	// 2000 tokens take the simulator seconds: none finishes in 300 ms.
+	stdout, stderr, err := execute(t, "run", "--url", url, "--no-tui", "--json", "-c", "2", "-d", "300ms", "--drain", "0s",
+		"--prompt-tokens", "16", "--output-tokens", "2000", "--no-gpu", "--no-metrics")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitAllFailed || !strings.Contains(err.Error(), "no request finished: all 2 were cancelled at the end of the run") {
+		t.Fatalf("err = %v, want exit 3 saying no request finished\nstderr:\n%s", err, stderr)
+	}
+	var got struct {
+		Requests struct {
+			Sent, OK, Errors int
+			CancelledAtEnd   int `json:"cancelled_at_end"`
+		} `json:"requests"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+	}
+	if r := got.Requests; r.Sent != 2 || r.OK != 0 || r.Errors != 0 || r.CancelledAtEnd != 2 {
+		t.Errorf("requests %+v, want 2 sent, both cancelled at the end, no error", r)
+	}
+}
+
+func TestNoneSucceeded(t *testing.T) {
+	for _, tc := range []struct {
+		r    aggregate.Requests
+		want string
+	}{
+		{aggregate.Requests{Sent: 3, Errors: 3}, "all 3 requests failed"},
+		{aggregate.Requests{Sent: 5, Errors: 3, CancelledAtEnd: 2}, "all 3 finished requests failed; 2 more were cancelled at the end of the run"},
+		{aggregate.Requests{Sent: 2, CancelledAtEnd: 2}, "no request finished: all 2 were cancelled at the end of the run (give them longer with --duration or --drain)"},
+	} {
+		if got := noneSucceeded(aggregate.Summary{Requests: tc.r}).Error(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.r, got, tc.want)
+		}
 	}
 }
