@@ -113,8 +113,9 @@ func HeaderTimings() []ServerHeaderTiming {
 		{Server: "latscope-sim", When: "at once, before the request is queued"},
 		// TGI's streaming routes send the headers before generation.
 		{Server: "tgi", When: "at once, before the request is queued"},
-		// llm-d-inference-sim holds the headers until the first token.
-		{Server: "llm-d-inference-sim", When: "with the first token"},
+		// llm-d-inference-sim (detected as llm-d-sim) holds the headers
+		// until the first token.
+		{Server: "llm-d-sim", When: "with the first token"},
 	}
 }
 

@@ -907,7 +907,7 @@ func TestAttributorServerKind(t *testing.T) {
 func TestHeadersAtSlot(t *testing.T) {
 	t.Parallel()
 	for server, want := range map[string]bool{
-		"llamacpp": true, "vllm": false, "latscope-sim": false, "llm-d-inference-sim": false,
+		"llamacpp": true, "vllm": false, "latscope-sim": false, "llm-d-sim": false,
 		"tgi": false, "openai": false, "unknown": false, "": false,
 	} {
 		if got := HeadersAtSlot(server); got != want {
