@@ -432,3 +432,30 @@ func TestCancelledAtEndOfRun(t *testing.T) {
 		t.Errorf("JSON lacks cancelled_at_end:\n%s", js.String())
 	}
 }
+
+// TestReconnectsFromTheProbe: the probe's latest counts of reconnects and
+// back-offs are in the summary, its table and its JSON.
+func TestReconnectsFromTheProbe(t *testing.T) {
+	t.Parallel()
+	a := New(Config{})
+	addAll(a, okReq(base(), 100*time.Millisecond, 0, 1))
+	a.Add(event.NewProbe(&event.ProbeSample{Time: base(), Reconnects: 2}))
+	a.Add(event.NewProbe(&event.ProbeSample{Time: base().Add(time.Second), Reconnects: 7, Backoffs: 1}))
+	s := a.Summary()
+	if s.Requests.Reconnects != 7 || s.Requests.Backoffs != 1 {
+		t.Fatalf("requests %+v: want the latest sample's 7 reconnects and 1 back-off", s.Requests)
+	}
+	var table, js bytes.Buffer
+	if err := WriteTable(&table, s); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Connections: 7 requests sent again on a fresh connection"; !strings.Contains(table.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, table.String())
+	}
+	if err := WriteJSON(&js, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"reconnects": 7`) {
+		t.Errorf("JSON lacks the reconnects:\n%s", js.String())
+	}
+}

@@ -95,6 +95,10 @@ func writeRequests(w *errWriter, s Summary) {
 	w.printf("; %d warm-up excluded\n", r.Warmup)
 	w.printf("Duration: %.2f s   Rate: %.2f req/s finished   Throughput: %.2f req/s ok, %.2f output tok/s (%d tokens)\n",
 		s.Duration.Seconds(), r.ReqPerSec, r.OKPerSec, r.TokPerSec, r.TokensOut)
+	if r.Reconnects > 0 || r.Backoffs > 0 {
+		w.printf("Connections: %d requests sent again on a fresh connection (the server had closed the kept-alive one; not errors), %d back-off pauses\n",
+			r.Reconnects, r.Backoffs)
+	}
 	if r.Good != nil && r.GoodPerSec != nil {
 		w.printf("Goodput: %.2f req/s met every latency objective (%d of %d requests)\n", *r.GoodPerSec, *r.Good, r.Sent)
 	}

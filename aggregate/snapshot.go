@@ -75,7 +75,15 @@ type Requests struct {
 	// own end (its duration and drain) cancelled them: not errors, and not
 	// in the error rate or the finished rate.
 	CancelledAtEnd int64 `json:"cancelled_at_end"`
-	Warmup         int64 `json:"warmup"` // warm-up requests, kept out of everything else
+	// Reconnects counts the requests the probe sent again on a fresh
+	// connection because the server had closed the kept-alive one they went
+	// out on, before answering (llama-server does after every stream); they
+	// are not errors. Backoffs counts the pauses closed-loop streams took
+	// after connection errors or a Retry-After. Both from the probe's
+	// latest sample.
+	Reconnects int64 `json:"reconnects"`
+	Backoffs   int64 `json:"backoffs"`
+	Warmup     int64 `json:"warmup"` // warm-up requests, kept out of everything else
 	// TokensOut counts the output tokens of every request, failed ones too.
 	TokensOut int64                   `json:"tokens_out"`
 	ByOutcome map[event.Outcome]int64 `json:"by_outcome"` // errors only
@@ -211,6 +219,9 @@ func (a *Aggregator) requests() Requests {
 		TopErrors:     topErrors(c.messages),
 		Clamped:       a.clamped,
 		DroppedStages: a.droppedStage,
+	}
+	if a.probe != nil {
+		r.Reconnects, r.Backoffs = a.probe.Reconnects, a.probe.Backoffs
 	}
 	if a.reqEnd.After(a.reqStart) && !a.reqStart.IsZero() {
 		r.Duration = a.reqEnd.Sub(a.reqStart)

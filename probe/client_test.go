@@ -792,9 +792,13 @@ func TestStaleConnectionIsReconnected(t *testing.T) {
 
 	// Through the Runner, one worker: every request after the first goes
 	// out on the connection the previous one left, which is stale.
-	st, _, _, r := runPaused(t, newWireClient(t, staleKeepAliveServer(t), DialectOpenAIChat, nil), LoadConfig{Concurrency: 1, Requests: 4})
+	st, col, _, r := runPaused(t, newWireClient(t, staleKeepAliveServer(t), DialectOpenAIChat, nil), LoadConfig{Concurrency: 1, Requests: 4})
 	if st.OK != 4 || st.Reconnects != 3 || r.probeSample(time.Now(), nil).Reconnects != 3 {
 		t.Fatalf("stats %+v: want 4 ok and 3 reconnects", st)
+	}
+	// The last probe sample, sent when the run ends, has the final count.
+	if col.probe == nil || col.probe.Reconnects != 3 {
+		t.Errorf("last probe sample %+v: want 3 reconnects", col.probe)
 	}
 }
 

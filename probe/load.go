@@ -263,9 +263,11 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 	} else {
 		r.closedLoop(sendCtx, reqCtx, out)
 	}
-	// Every worker has returned and sent its last record.
+	// Every worker has returned and sent its last record. A last probe
+	// sample carries the run's final counts (reconnects, back-offs).
 	stopMonitor()
 	<-monitored
+	out <- emitItem{probe: r.probeSample(time.Now(), nil)}
 	close(out)
 	<-emitted
 

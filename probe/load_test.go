@@ -71,6 +71,7 @@ type runCollector struct {
 	mu      sync.Mutex // only to read the results from the test goroutine
 	reqs    []*event.Request
 	markers []*event.Marker
+	probe   *event.ProbeSample // the last probe sample
 }
 
 func (c *runCollector) emit(e event.Event) {
@@ -88,6 +89,9 @@ func (c *runCollector) emit(e event.Event) {
 	}
 	if e.Marker != nil {
 		c.markers = append(c.markers, e.Marker)
+	}
+	if e.Probe != nil {
+		c.probe = e.Probe
 	}
 }
 
