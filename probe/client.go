@@ -54,7 +54,8 @@ type Client struct {
 	timeout time.Duration
 	d       dialect
 	hc      *http.Client
-	readers sync.Pool // *bufio.Reader, reused across requests
+	fresh   *http.Client // hc on a new connection every time, for a stale connection's retry
+	readers sync.Pool    // *bufio.Reader, reused across requests
 }
 
 var _ Doer = (*Client)(nil)
@@ -104,8 +105,32 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		timeout: cfg.Timeout,
 		d:       d,
 		hc:      hc,
+		fresh:   freshConnections(hc),
 		readers: sync.Pool{New: func() any { return bufio.NewReaderSize(nil, streamBufferBytes) }},
 	}, nil
+}
+
+// freshConnections returns hc as a client whose every request dials a new
+// connection, closed after its response, for the one retry of a request
+// that went out on a connection the server had closed: from hc's pool the
+// retry could take another such connection (llama-server leaves one behind
+// after every stream, so with several streams the pool holds several). A
+// transport that is not an *http.Transport cannot be told to dial; the
+// retry then takes its chances with hc.
+func freshConnections(hc *http.Client) *http.Client {
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	tr, ok := rt.(*http.Transport)
+	if !ok {
+		return hc
+	}
+	fresh := tr.Clone()
+	fresh.DisableKeepAlives = true
+	c := *hc
+	c.Transport = fresh
+	return &c
 }
 
 // AuthHeader returns the headers every call to the server carries: extra,
@@ -233,14 +258,14 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 		return
 	}
 	x.bodyReady = time.Now()
-	resp, err := x.send(reqCtx, body)
+	resp, err := x.send(reqCtx, c.hc, body)
 	if err != nil && x.staleConnection(err, parent, reqCtx) {
 		// The server had closed the idle connection the request went out
 		// on, before reading it: net/http sends again only idempotent
-		// requests, and a completion is a POST. Send it once more, on
-		// another connection; the time lost stays in conn_wait.
+		// requests, and a completion is a POST. Send it once more, on a
+		// new connection; the time lost stays in conn_wait.
 		x.reconnected = true
-		resp, err = x.send(reqCtx, body)
+		resp, err = x.send(reqCtx, c.fresh, body)
 	}
 	x.headers = time.Now()
 	x.phases = x.trace.snapshot()
@@ -332,8 +357,8 @@ func (e *tooManyTokensError) Error() string {
 	return fmt.Sprintf("server sent more than %d tokens without ending the stream", e.limit)
 }
 
-// send makes one attempt at the request, traced afresh.
-func (x *exchange) send(ctx context.Context, body []byte) (*http.Response, error) {
+// send makes one attempt at the request through hc, traced afresh.
+func (x *exchange) send(ctx context.Context, hc *http.Client, body []byte) (*http.Response, error) {
 	x.trace = &connTrace{}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, x.trace.clientTrace()),
 		http.MethodPost, x.c.url, bytes.NewReader(body))
@@ -341,7 +366,7 @@ func (x *exchange) send(ctx context.Context, body []byte) (*http.Response, error
 		return nil, err
 	}
 	x.c.setHeaders(req.Header, x.spec)
-	return x.c.hc.Do(req)
+	return hc.Do(req)
 }
 
 // staleConnection reports whether a failed first attempt went out on a

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -734,8 +735,10 @@ func TestImplausibleServerNumbersAreDropped(t *testing.T) {
 // staleKeepAliveServer answers the first request on each connection with a
 // whole stream and keeps the connection open, and closes the connection,
 // without answering, when a second request arrives on it: a keep-alive
-// timeout firing just as the request came.
-func staleKeepAliveServer(t *testing.T) string {
+// timeout firing just as the request came. The first `together`
+// connections' first requests are answered only once all of them have
+// arrived, so that many connections are open at once.
+func staleKeepAliveServer(t *testing.T, together int) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -743,6 +746,9 @@ func staleKeepAliveServer(t *testing.T) string {
 	}
 	body := "data: " + vllmContentChunk + "\n\ndata: [DONE]\n\n"
 	var wg sync.WaitGroup
+	var arrived sync.WaitGroup
+	arrived.Add(together)
+	var firsts atomic.Int64
 	serve := func(conn net.Conn) {
 		defer conn.Close()
 		br := bufio.NewReader(conn)
@@ -754,6 +760,10 @@ func staleKeepAliveServer(t *testing.T) string {
 			_, _ = io.Copy(io.Discard, req.Body)
 			if i > 0 {
 				return // the stale connection
+			}
+			if firsts.Add(1) <= int64(together) {
+				arrived.Done()
+				arrived.Wait()
 			}
 			fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		}
@@ -779,7 +789,7 @@ func staleKeepAliveServer(t *testing.T) string {
 // one, and the Runner counts it; the record stays whole.
 func TestStaleConnectionIsReconnected(t *testing.T) {
 	t.Parallel()
-	c := newWireClient(t, staleKeepAliveServer(t), DialectOpenAIChat, nil)
+	c := newWireClient(t, staleKeepAliveServer(t, 1), DialectOpenAIChat, nil)
 	if rec := c.Do(t.Context(), wireSpec("first", 1)); !rec.OK() {
 		t.Fatalf("first request: %s (%s)", rec.Outcome, rec.Error)
 	}
@@ -790,15 +800,39 @@ func TestStaleConnectionIsReconnected(t *testing.T) {
 	}
 	checkWireTimeline(t, rec)
 
-	// Through the Runner, one worker: every request after the first goes
-	// out on the connection the previous one left, which is stale.
-	st, col, _, r := runPaused(t, newWireClient(t, staleKeepAliveServer(t), DialectOpenAIChat, nil), LoadConfig{Concurrency: 1, Requests: 4})
-	if st.OK != 4 || st.Reconnects != 3 || r.probeSample(time.Now(), nil).Reconnects != 3 {
-		t.Fatalf("stats %+v: want 4 ok and 3 reconnects", st)
+	// Through the Runner, one worker: a request that goes out on the
+	// connection the previous one left finds it stale; a retry's new
+	// connection is closed after it, so the request after a retry dials.
+	// Of 4 requests, the 2nd and the 4th are sent again.
+	st, col, _, r := runPaused(t, newWireClient(t, staleKeepAliveServer(t, 1), DialectOpenAIChat, nil), LoadConfig{Concurrency: 1, Requests: 4})
+	if st.OK != 4 || st.Reconnects != 2 || r.probeSample(time.Now(), nil).Reconnects != 2 {
+		t.Fatalf("stats %+v: want 4 ok and 2 reconnects", st)
 	}
 	// The last probe sample, sent when the run ends, has the final count.
-	if col.probe == nil || col.probe.Reconnects != 3 {
-		t.Errorf("last probe sample %+v: want 3 reconnects", col.probe)
+	if col.probe == nil || col.probe.Reconnects != 2 {
+		t.Errorf("last probe sample %+v: want 2 reconnects", col.probe)
+	}
+}
+
+// TestStaleRetryTakesANewConnection: with two stale connections in the
+// pool, the one retry goes out on a new connection, not on the other stale
+// one (which would fail it as a false error).
+func TestStaleRetryTakesANewConnection(t *testing.T) {
+	t.Parallel()
+	c := newWireClient(t, staleKeepAliveServer(t, 2), DialectOpenAIChat, nil)
+	var wg sync.WaitGroup
+	for i := range 2 { // two connections, both answered once both requests arrived
+		wg.Go(func() {
+			if rec := c.Do(t.Context(), wireSpec(fmt.Sprintf("first-%d", i), 1)); !rec.OK() {
+				t.Errorf("first request %d: %s (%s)", i, rec.Outcome, rec.Error)
+			}
+		})
+	}
+	wg.Wait()
+	rec, noted := c.doNoted(t.Context(), wireSpec("third", 1))
+	if !rec.OK() || !noted.reconnected || rec.ReusedConn {
+		t.Fatalf("third request: %s (%s), reconnected %v, reused %v: want ok on a new connection after one stale one",
+			rec.Outcome, rec.Error, noted.reconnected, rec.ReusedConn)
 	}
 }
 
