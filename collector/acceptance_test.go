@@ -23,8 +23,7 @@ import (
 )
 
 // serveSim runs a simulator with the tiny profile and cfg's modes on a
-// loopback port until the test ends, and returns its URL. onFinish, when
-// set, gets every request's truth.
+// loopback port until the test ends, and returns its URL.
 func serveSim(t *testing.T, cfg sim.Config) string {
 	t.Helper()
 	profile, err := sim.ProfileByName("tiny")

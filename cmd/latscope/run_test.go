@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,11 +37,18 @@ func executeCtx(t *testing.T, ctx context.Context, args ...string) (string, stri
 // serveTinySim runs the simulator's fast profile on a loopback port.
 func serveTinySim(t *testing.T) string {
 	t.Helper()
+	return serveTinySimWith(t, sim.Config{MaxNumSeqs: 4})
+}
+
+// serveTinySimWith runs the simulator's fast profile with cfg's modes.
+func serveTinySimWith(t *testing.T, cfg sim.Config) string {
+	t.Helper()
 	prof, err := sim.ProfileByName("tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := sim.New(sim.Config{Profile: prof, MaxNumSeqs: 4})
+	cfg.Profile = prof
+	srv, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,5 +241,60 @@ func TestNoneSucceeded(t *testing.T) {
 		if got := noneSucceeded(aggregate.Summary{Requests: tc.r}).Error(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.r, got, tc.want)
 		}
+	}
+}
+
+// runCached runs a short run against url and returns its JSON summary's
+// prompt_cached count, its ok count and its insights.
+func runCached(t *testing.T, url string, extra ...string) (cached, ok int, insights []string) {
+	t.Helper()
+	args := append([]string{"run", "--url", url, "--no-tui", "--json", "-n", "16", "-c", "2", "--prompt-tokens", "128",
+		"--output-tokens", "4", "--no-gpu", "--no-metrics"}, extra...)
+	stdout, stderr, err := execute(t, args...)
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr)
+	}
+	var got struct {
+		Requests struct {
+			OK    int            `json:"ok"`
+			Flags map[string]int `json:"flags"`
+		} `json:"requests"`
+		Insights []struct {
+			Message string `json:"message"`
+		} `json:"insights"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+	}
+	for _, in := range got.Insights {
+		insights = append(insights, in.Message)
+	}
+	return got.Requests.Flags["prompt_cached"], got.Requests.OK, insights
+}
+
+// TestRepeatedRunAndThePromptCache: against a server with a prefix cache,
+// a second run with the same --seed sends the same prompts, which the cache
+// serves: every request is flagged prompt_cached and an insight says so.
+// By default each run draws its own seed, and a second run finds nothing
+// of the first in the cache.
+func TestRepeatedRunAndThePromptCache(t *testing.T) {
+	const insight = "of requests were served largely from the server's prompt cache"
+	hasInsight := func(ins []string) bool {
+		return slices.ContainsFunc(ins, func(m string) bool { return strings.Contains(m, insight) })
+	}
+
+	url := serveTinySimWith(t, sim.Config{MaxNumSeqs: 4, PrefixCacheBlocks: 1024})
+	if cached, ok, _ := runCached(t, url, "--seed", "5"); ok != 16 || cached != 0 {
+		t.Fatalf("first run with --seed 5: %d ok, %d flagged prompt_cached; want 16 and none (its prompts differ from the first token)", ok, cached)
+	}
+	cached, ok, ins := runCached(t, url, "--seed", "5")
+	if ok != 16 || cached != 16 || !hasInsight(ins) {
+		t.Errorf("the same run again: %d ok, %d flagged prompt_cached, insights %q; want all 16 flagged and the insight", ok, cached, ins)
+	}
+
+	url = serveTinySimWith(t, sim.Config{MaxNumSeqs: 4, PrefixCacheBlocks: 1024})
+	runCached(t, url)
+	if cached, ok, ins := runCached(t, url); ok != 16 || cached != 0 || hasInsight(ins) {
+		t.Errorf("a second run with a drawn seed: %d ok, %d flagged prompt_cached, insights %q; want none flagged", ok, cached, ins)
 	}
 }
