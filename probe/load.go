@@ -221,14 +221,14 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 
 	// reqCtx cancels requests in flight; sendCtx, its child, ends
 	// dispatching. Both end on Ctrl-C; at Duration sending stops and, Drain
-	// later, requests are cancelled with errRunEnded as the cause, which
+	// later, requests are cancelled with ErrRunEnded as the cause, which
 	// marks their records RunEnded. Cancellation reaches a child a moment
 	// after its parent, so loops check both (see stopped).
 	reqCtx, cancelRequests := context.WithCancelCause(ctx)
 	defer cancelRequests(nil)
 	sendCtx, stopSending := context.WithCancel(reqCtx)
 	defer stopSending()
-	endRun := func() { cancelRequests(errRunEnded) }
+	endRun := func() { cancelRequests(ErrRunEnded) }
 	if d := r.cfg.Duration; d > 0 {
 		stopTimer := time.AfterFunc(d, func() {
 			stopSending()
@@ -438,9 +438,12 @@ func (r *Runner) spec(seq uint64, worker int, intended time.Time) RequestSpec {
 	}
 }
 
-// errRunEnded is the cause with which the run's own end (Duration and
-// Drain over) cancels the requests still in flight.
-var errRunEnded = errors.New("the run ended: its duration and drain were over")
+// ErrRunEnded is the cause with which the run's own end (Duration and
+// Drain over) cancels the requests still in flight. Cancelling Run's
+// context with it as the cause (context.WithCancelCause) ends the run the
+// same way, for a run that ends when its user says so (quitting a
+// dashboard): the requests in flight are marked RunEnded, not errors.
+var ErrRunEnded = errors.New("the run ended")
 
 // completeRecord makes a Doer's record whole: the identifiers the spec
 // decided, and outcome cancelled for a request the run stopped (whatever
@@ -481,7 +484,7 @@ func completeRecord(rec *event.Request, spec RequestSpec, ctx context.Context) *
 	switch {
 	case cancelled && rec.Outcome != event.OutcomeOK:
 		rec.Outcome = event.OutcomeCancelled
-		rec.RunEnded = errors.Is(context.Cause(ctx), errRunEnded)
+		rec.RunEnded = errors.Is(context.Cause(ctx), ErrRunEnded)
 	case rec.Outcome == "":
 		rec.Outcome = event.OutcomeMalformed
 		if rec.Error == "" {

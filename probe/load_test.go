@@ -592,3 +592,26 @@ func (d *gateDoer) waitInFlight(t *testing.T, n int64) {
 		}
 	}
 }
+
+// TestRunEndedByItsUser: a run whose context is cancelled with ErrRunEnded
+// as the cause (a dashboard quit) ends as its own end would: the requests
+// in flight are cancelled at the end of the run, not errors.
+func TestRunEndedByItsUser(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	d := &sleepDoer{delay: time.Minute, onStart: func(inFlight int64) {
+		if inFlight == 3 {
+			cancel(ErrRunEnded)
+		}
+	}}
+	r, err := NewRunner(d, LoadConfig{Concurrency: 3}, loadTestPrompts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &runCollector{t: t}
+	st := runLoadBounded(t, ctx, r, c)
+	checkLoadAccounting(t, st, c)
+	if st.Sent != 3 || st.RunEnded != 3 || st.Errors != 0 {
+		t.Fatalf("stats %+v: want 3 sent, all cancelled at the run's end", st)
+	}
+}

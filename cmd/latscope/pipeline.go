@@ -84,22 +84,21 @@ func outcome(stderr io.Writer, s aggregate.Summary, objectives []aggregate.Objec
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the requests sent until then")}
 	case runErr != nil:
 		return runErr
-	case s.Requests.Sent > 0 && s.Requests.OK == 0:
-		return &exitError{code: exitAllFailed, err: noneSucceeded(s)}
+	case s.Requests.Errors > 0 && s.Requests.OK == 0:
+		// Requests the run's own end cancelled (quitting the dashboard,
+		// --duration and --drain) did not fail; all the others did.
+		return &exitError{code: exitAllFailed, err: allFailed(s)}
 	case len(objectives) > 0:
 		return checkSLO(stderr, s, objectives)
 	}
 	return nil
 }
 
-// noneSucceeded says why a run without a successful request measured
-// nothing: its requests failed, or the run's end cancelled them all.
-func noneSucceeded(s aggregate.Summary) error {
+// allFailed says that every request that finished failed, and how most
+// did; those the run's end cancelled are named apart.
+func allFailed(s aggregate.Summary) error {
 	r := s.Requests
-	switch {
-	case r.Errors == 0:
-		return fmt.Errorf("no request finished: all %d were cancelled at the end of the run (give them longer with --duration or --drain)", r.CancelledAtEnd)
-	case r.CancelledAtEnd > 0:
+	if r.CancelledAtEnd > 0 {
 		return fmt.Errorf("all %d finished requests failed%s; %d more were cancelled at the end of the run", r.Errors, topErrorHint(s), r.CancelledAtEnd)
 	}
 	return fmt.Errorf("all %d requests failed%s", r.Errors, topErrorHint(s))
