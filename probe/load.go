@@ -287,6 +287,11 @@ func (r *Runner) closedLoop(sendCtx, reqCtx context.Context, out chan<- emitItem
 	var next atomic.Uint64
 	var wg sync.WaitGroup
 	if len(r.cfg.Steps) > 0 {
+		// The first step begins before any worker starts, so none sends
+		// above its level.
+		if !r.beginStep(sendCtx, r.cfg.Steps[0], out) {
+			return
+		}
 		wg.Go(func() { r.stepLoad(sendCtx, out) })
 	}
 	for w := range r.cfg.Concurrency {
