@@ -527,7 +527,8 @@ func randomInputs(rng *rand.Rand) (*event.Request, AttributionInput) {
 	}
 	kinds := []string{"", "llamacpp", "vllm", "latscope-sim"}
 	return r, AttributionInput{Server: st, Interval: interval,
-		Network: NetworkEstimate{RTT: dur(), Samples: rng.IntN(20)}, ServerKind: kinds[rng.IntN(len(kinds))]}
+		Network: NetworkEstimate{RTT: dur(), Samples: rng.IntN(20)}, ServerKind: kinds[rng.IntN(len(kinds))],
+		Queue: QueueGauge(rng.IntN(3))}
 }
 
 func TestAttributeSumsToTTFT(t *testing.T) {
