@@ -419,7 +419,7 @@ func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time
 		r.reconnects.Add(1)
 	}
 	r.inFlight.Add(-1)
-	rec = completeRecord(rec, spec, ctx)
+	rec = completeRecord(ctx, rec, spec)
 	outcome := rec.Outcome
 	out <- emitItem{rec: rec, target: spec.PromptTokens}
 	return outcome, noted.retryAfter
@@ -455,7 +455,7 @@ var ErrRunEnded = errors.New("the run ended")
 // error the cancellation surfaced as), marked RunEnded when the run's own
 // end stopped it, so every request sent has exactly one record with exactly
 // one outcome. ctx is the context the request was sent with.
-func completeRecord(rec *event.Request, spec RequestSpec, ctx context.Context) *event.Request {
+func completeRecord(ctx context.Context, rec *event.Request, spec RequestSpec) *event.Request {
 	cancelled := ctx.Err() != nil
 	if rec == nil {
 		rec = &event.Request{Outcome: event.OutcomeMalformed, Error: "probe: doer returned no record"}
