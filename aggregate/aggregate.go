@@ -95,9 +95,10 @@ type Aggregator struct {
 	droppedStage int64 // stage values dropped because of maxStageKeys
 }
 
-// runCounts are whole-run request counters.
+// runCounts are whole-run request counters. sent = ok + errors + runEnded.
 type runCounts struct {
 	sent, ok, errors, warmup, tokens, good int64
+	runEnded                               int64 // cancelled by the run's own end (event.Request.RunEnded)
 	byOutcome                              map[event.Outcome]int64
 	byStatus                               map[int]int64
 	flags                                  map[event.Flag]int64
@@ -210,10 +211,18 @@ func (a *Aggregator) addRequest(r *event.Request) {
 	if !sent.IsZero() && (a.reqStart.IsZero() || sent.Before(a.reqStart)) {
 		a.reqStart = sent
 	}
+	a.see(end)
+	if cancelledAtEnd(r) {
+		// It never finished: it neither ends the run's span nor counts as
+		// an error, only as sent.
+		a.counts.sent++
+		a.counts.runEnded++
+		a.counts.tokens += int64(max(r.OutputTokens, 0))
+		return
+	}
 	if end.After(a.reqEnd) {
 		a.reqEnd = end
 	}
-	a.see(end)
 
 	a.countRequest(r, end)
 	if n := a.arrivals.slot(sent); n != nil {
@@ -226,6 +235,12 @@ func (a *Aggregator) addRequest(r *event.Request) {
 	a.recordLatencies(r, end)
 	a.recordStages(r, end)
 	a.recordBreakdown(r, end)
+}
+
+// cancelledAtEnd reports whether r was cut short by the run's own end (its
+// duration and drain over), rather than failing: see event.Request.RunEnded.
+func cancelledAtEnd(r *event.Request) bool {
+	return r.Outcome == event.OutcomeCancelled && r.RunEnded
 }
 
 func (a *Aggregator) countRequest(r *event.Request, end time.Time) {

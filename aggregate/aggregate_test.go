@@ -1,7 +1,10 @@
 package aggregate
 
 import (
+	"bytes"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -355,5 +358,104 @@ func TestMaliciousStageNamesAreBounded(t *testing.T) {
 	}
 	if len(s.Requests.ByOutcome) > maxCountKeys+1 || len(s.Requests.ByStatus) > maxCountKeys+1 {
 		t.Errorf("outcome keys %d status keys %d", len(s.Requests.ByOutcome), len(s.Requests.ByStatus))
+	}
+}
+
+// TestMarkersInTimeOrder: markers that arrive out of time order (a stall is
+// reported once it is over, after later markers) are listed in time order.
+func TestMarkersInTimeOrder(t *testing.T) {
+	t.Parallel()
+	a := New(Config{RecentMarkers: 3})
+	for _, at := range []int{1, 4, 2, 3} {
+		a.Add(event.NewMarker(&event.Marker{Time: base().Add(time.Duration(at) * time.Second), Kind: event.MarkerNote, Message: fmt.Sprint(at)}))
+	}
+	var msgs string
+	for _, m := range a.Summary().Markers.Recent {
+		msgs += m.Message
+	}
+	if msgs != "234" {
+		t.Errorf("recent markers %q, want the last three to arrive, in time order: 234", msgs)
+	}
+}
+
+// TestCancelledAtEndOfRun: requests the run's own end cancelled are sent
+// but neither ok nor errors; they are out of the error rate and the
+// finished rate, and do not stretch the run. A request Ctrl-C cancelled is
+// still an error.
+func TestCancelledAtEndOfRun(t *testing.T) {
+	t.Parallel()
+	a := New(Config{})
+	t0 := base()
+	for i := range 8 {
+		addAll(a, okReq(t0.Add(time.Duration(i)*time.Second), 100*time.Millisecond, 0, 1))
+	}
+	addAll(a, errReq(t0.Add(time.Second), event.OutcomeHTTPStatus, 500))
+	interrupted := errReq(t0.Add(2*time.Second), event.OutcomeCancelled, 0)
+	addAll(a, interrupted)
+	for range 2 {
+		cut := errReq(t0.Add(7*time.Second), event.OutcomeCancelled, 0)
+		cut.RunEnded, cut.E2E, cut.OutputTokens = true, time.Minute, 3 // cut when a long drain was over
+		addAll(a, cut)
+	}
+	s := a.Summary()
+	r := s.Requests
+	if r.Sent != 12 || r.OK != 8 || r.Errors != 2 || r.CancelledAtEnd != 2 || r.ByOutcome[event.OutcomeCancelled] != 1 {
+		t.Fatalf("requests %+v: want 12 sent, 8 ok, 2 errors (one of them Ctrl-C's), 2 cancelled at the end", r)
+	}
+	if rate, _ := r.ErrorRate(); rate != 0.2 {
+		t.Errorf("error rate %v, want 2 of 10 finished", rate)
+	}
+	if r.Duration != 7*time.Second+100*time.Millisecond || r.ReqPerSec != 10/r.Duration.Seconds() {
+		t.Errorf("duration %v, %v req/s: want the finished requests' span and rate", r.Duration, r.ReqPerSec)
+	}
+	if r.TokensOut != 8+6 {
+		t.Errorf("tokens out %d, want the cut requests' 6 too", r.TokensOut)
+	}
+	if w := a.Snapshot(a.Latest()).Windows[WinRun]; w.Sent != 10 || w.Errors != 2 {
+		t.Errorf("run window: %d sent, %d errors; want the 10 finished", w.Sent, w.Errors)
+	}
+	var table bytes.Buffer
+	if err := WriteTable(&table, s); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Requests: 12 sent, 8 ok, 2 errors (20.00%), 2 cancelled at the end of the run;"; !strings.Contains(table.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, table.String())
+	}
+	if line := StatusLine(a.Snapshot(a.Latest())); !strings.Contains(line, "errors 2 (20.0%)") {
+		t.Errorf("status line %q: want 2 errors, 20%% of the finished", line)
+	}
+	var js bytes.Buffer
+	if err := WriteJSON(&js, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"cancelled_at_end": 2`) {
+		t.Errorf("JSON lacks cancelled_at_end:\n%s", js.String())
+	}
+}
+
+// TestReconnectsFromTheProbe: the probe's latest counts of reconnects and
+// back-offs are in the summary, its table and its JSON.
+func TestReconnectsFromTheProbe(t *testing.T) {
+	t.Parallel()
+	a := New(Config{})
+	addAll(a, okReq(base(), 100*time.Millisecond, 0, 1))
+	a.Add(event.NewProbe(&event.ProbeSample{Time: base(), Reconnects: 2}))
+	a.Add(event.NewProbe(&event.ProbeSample{Time: base().Add(time.Second), Reconnects: 7, Backoffs: 1}))
+	s := a.Summary()
+	if s.Requests.Reconnects != 7 || s.Requests.Backoffs != 1 {
+		t.Fatalf("requests %+v: want the latest sample's 7 reconnects and 1 back-off", s.Requests)
+	}
+	var table, js bytes.Buffer
+	if err := WriteTable(&table, s); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Connections: 7 requests sent again on a fresh connection"; !strings.Contains(table.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, table.String())
+	}
+	if err := WriteJSON(&js, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"reconnects": 7`) {
+		t.Errorf("JSON lacks the reconnects:\n%s", js.String())
 	}
 }

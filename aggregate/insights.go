@@ -20,6 +20,10 @@ const (
 	queueShareMin = 0.25
 	// "tokenization is N% of prefill": at least 10%.
 	tokenizeShareMin = 0.10
+	// "N% of requests were served largely from the server's prompt cache":
+	// at least 5% of the successful requests flagged prompt_cached.
+	promptCachedMin = 0.05
+
 	// "non-model overhead is N% of TTFT": everything but queue, prefill and
 	// first decode at least 20% of TTFT.
 	overheadShareMin = 0.20
@@ -54,6 +58,7 @@ func (a *Aggregator) insights(s *Snapshot) []event.Marker {
 	a.queueShareInsight(s, add)
 	a.growthInsight(s, add)
 	a.tokenizeInsight(s, add)
+	a.promptCacheInsight(s, add)
 	a.overheadInsight(s, add)
 	a.limitInsight(s, add)
 	return out
@@ -136,6 +141,23 @@ func (a *Aggregator) tokenizeInsight(s *Snapshot, add addInsight) {
 		add(fmt.Sprintf("tokenization is %s of prefill", pct(ratio)),
 			map[string]float64{"ratio": ratio, "tokenize_mean_ms": tok.Mean, "prefill_mean_ms": pre.Mean})
 	}
+}
+
+// promptCacheInsight says how many requests the server answered largely
+// from its prompt cache (event.FlagPromptCached): their prefill, and the
+// TTFT that holds it, are not those of a cold prompt.
+func (a *Aggregator) promptCacheInsight(s *Snapshot, add addInsight) {
+	ok, cached := s.Requests.OK, s.Requests.Flags[event.FlagPromptCached]
+	if ok < insightMinRequests || cached == 0 {
+		return
+	}
+	share := float64(cached) / float64(ok)
+	if share < promptCachedMin {
+		return
+	}
+	add(fmt.Sprintf("%s of requests were served largely from the server's prompt cache: their prefill is not a cold prefill (%d of %d had at least half of the prompt cached)",
+		pct(share), cached, ok),
+		map[string]float64{"share": share, "requests": float64(cached), "ok": float64(ok)})
 }
 
 func (a *Aggregator) overheadInsight(s *Snapshot, add addInsight) {

@@ -190,3 +190,47 @@ func TestNoInsightsWithoutInputs(t *testing.T) {
 		t.Errorf("insights from one request: %v", ins)
 	}
 }
+
+func TestPromptCacheInsight(t *testing.T) {
+	t.Parallel()
+	const prefix = "50% of requests were served largely from the server's prompt cache: their prefill is not a cold prefill"
+	for _, tc := range []struct {
+		name          string
+		n, cached     int
+		want, wantNot string
+	}{
+		{"half cached", 20, 10, prefix, ""},
+		{"a few cached", 100, 4, "", "prompt cache"},
+		{"too few requests", insightMinRequests - 1, insightMinRequests - 1, "", "prompt cache"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := New(Config{})
+			for i := range tc.n {
+				r := okReq(base().Add(time.Duration(i)*time.Millisecond), 100*time.Millisecond, 0, 1)
+				if i < tc.cached {
+					r.Flags = append(r.Flags, event.FlagPromptCached)
+				}
+				addAll(a, r)
+			}
+			s := a.Summary()
+			if got := s.Requests.Flags[event.FlagPromptCached]; got != int64(tc.cached) {
+				t.Errorf("prompt_cached counted %d times, want %d", got, tc.cached)
+			}
+			if tc.want != "" {
+				m, ok := insightWith(s.Insights, tc.want)
+				if !ok {
+					t.Fatalf("no insight %q in %v", tc.want, s.Insights)
+				}
+				if m.Values["share"] != 0.5 || m.Values["requests"] != float64(tc.cached) {
+					t.Errorf("values %v", m.Values)
+				}
+			}
+			for _, m := range s.Insights {
+				if tc.wantNot != "" && strings.Contains(m.Message, tc.wantNot) {
+					t.Errorf("unexpected insight %q", m.Message)
+				}
+			}
+		})
+	}
+}

@@ -66,12 +66,19 @@ func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, 
 func writeRequests(w *errWriter, s Summary) {
 	r := s.Requests
 	w.printf("Requests: %d sent, %d ok, %d errors", r.Sent, r.OK, r.Errors)
-	if r.Sent > 0 {
-		w.printf(" (%.2f%%)", 100*float64(r.Errors)/float64(r.Sent))
+	if rate, ok := r.ErrorRate(); ok {
+		w.printf(" (%.2f%%)", 100*rate)
+	}
+	if r.CancelledAtEnd > 0 {
+		w.printf(", %d cancelled at the end of the run", r.CancelledAtEnd)
 	}
 	w.printf("; %d warm-up excluded\n", r.Warmup)
 	w.printf("Duration: %.2f s   Rate: %.2f req/s finished   Throughput: %.2f req/s ok, %.2f output tok/s (%d tokens)\n",
 		s.Duration.Seconds(), r.ReqPerSec, r.OKPerSec, r.TokPerSec, r.TokensOut)
+	if r.Reconnects > 0 || r.Backoffs > 0 {
+		w.printf("Connections: %d requests sent again on a fresh connection (the server had closed the kept-alive one; not errors), %d back-off pauses\n",
+			r.Reconnects, r.Backoffs)
+	}
 	if r.Good != nil && r.GoodPerSec != nil {
 		w.printf("Goodput: %.2f req/s met every latency objective (%d of %d requests)\n", *r.GoodPerSec, *r.Good, r.Sent)
 	}

@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/latscope/latscope/event"
@@ -337,7 +338,8 @@ func (m *markerState) add(x *event.Marker) {
 // Markers is the marker section of a snapshot.
 type Markers struct {
 	Counts map[event.MarkerKind]int64 `json:"counts"`
-	// Recent holds the latest markers, oldest first.
+	// Recent holds the latest markers to arrive, in time order: a marker
+	// can arrive after later ones (a stall is reported once it is over).
 	Recent []event.Marker `json:"recent"`
 }
 
@@ -351,5 +353,6 @@ func (m *markerState) stats() Markers {
 	}
 	out.Recent = append(out.Recent, m.recent[m.next:]...)
 	out.Recent = append(out.Recent, m.recent[:m.next]...)
+	slices.SortStableFunc(out.Recent, func(a, b event.Marker) int { return a.Time.Compare(b.Time) })
 	return out
 }

@@ -180,10 +180,10 @@ func compare(got float64, op string, want float64) bool {
 func sloValue(s Summary, metric string) (float64, string, bool) {
 	switch metric {
 	case "errors.rate":
-		if s.Requests.Sent == 0 {
+		v, ok := s.Requests.ErrorRate()
+		if !ok {
 			return 0, "", false
 		}
-		v := float64(s.Requests.Errors) / float64(s.Requests.Sent)
 		return v, fmt.Sprintf("%.2f%%", 100*v), true
 	case "requests.ok":
 		return float64(s.Requests.OK), strconv.FormatInt(s.Requests.OK, 10), true

@@ -68,10 +68,22 @@ type WindowStats struct {
 
 // Requests are the whole run's request counters.
 type Requests struct {
-	Sent   int64 `json:"sent"` // ok + errors; warm-up excluded
+	Sent   int64 `json:"sent"` // ok + errors + cancelled_at_end; warm-up excluded
 	OK     int64 `json:"ok"`
 	Errors int64 `json:"errors"`
-	Warmup int64 `json:"warmup"` // warm-up requests, kept out of everything else
+	// CancelledAtEnd counts the requests still in flight when the run's
+	// own end (its duration and drain) cancelled them: not errors, and not
+	// in the error rate or the finished rate.
+	CancelledAtEnd int64 `json:"cancelled_at_end"`
+	// Reconnects counts the requests the probe sent again on a fresh
+	// connection because the server had closed the kept-alive one they went
+	// out on, before answering (llama-server does after every stream); they
+	// are not errors. Backoffs counts the pauses closed-loop streams took
+	// after connection errors or a Retry-After. Both from the probe's
+	// latest sample.
+	Reconnects int64 `json:"reconnects"`
+	Backoffs   int64 `json:"backoffs"`
+	Warmup     int64 `json:"warmup"` // warm-up requests, kept out of everything else
 	// TokensOut counts the output tokens of every request, failed ones too.
 	TokensOut int64                   `json:"tokens_out"`
 	ByOutcome map[event.Outcome]int64 `json:"by_outcome"` // errors only
@@ -80,7 +92,7 @@ type Requests struct {
 	// TopErrors are the most frequent ways requests failed, most first.
 	TopErrors []ErrorCount  `json:"top_errors"`
 	Duration  time.Duration `json:"-"`         // first intended send → last completion
-	ReqPerSec float64       `json:"req_per_s"` // requests finished (ok or not) per second
+	ReqPerSec float64       `json:"req_per_s"` // requests finished (ok or errors) per second
 	OKPerSec  float64       `json:"ok_per_s"`  // successful requests per second: the throughput
 	TokPerSec float64       `json:"tok_per_s"` // output tokens per second over the run
 	// Good and GoodPerSec count the requests that met every latency
@@ -92,6 +104,19 @@ type Requests struct {
 	// DroppedStages counts stage values dropped because too many distinct
 	// stage names arrived.
 	DroppedStages int64 `json:"dropped_stage_values,omitempty"`
+}
+
+// Finished counts the requests that ended by themselves, ok or not: all
+// sent but those the run's end cancelled.
+func (r Requests) Finished() int64 { return r.OK + r.Errors }
+
+// ErrorRate is the share of the finished requests that failed (0..1), and
+// false when none finished.
+func (r Requests) ErrorRate() (float64, bool) {
+	if r.Finished() == 0 {
+		return 0, false
+	}
+	return float64(r.Errors) / float64(r.Finished()), true
 }
 
 // ErrorCount is how many failed requests ended with one outcome and message.
@@ -187,7 +212,7 @@ func (a *Aggregator) Latest() time.Time { return a.latest }
 func (a *Aggregator) requests() Requests {
 	c := &a.counts
 	r := Requests{
-		Sent: c.sent, OK: c.ok, Errors: c.errors, Warmup: c.warmup, TokensOut: c.tokens,
+		Sent: c.sent, OK: c.ok, Errors: c.errors, CancelledAtEnd: c.runEnded, Warmup: c.warmup, TokensOut: c.tokens,
 		ByOutcome:     copyMap(c.byOutcome),
 		ByStatus:      copyMap(c.byStatus),
 		Flags:         copyMap(c.flags),
@@ -195,9 +220,12 @@ func (a *Aggregator) requests() Requests {
 		Clamped:       a.clamped,
 		DroppedStages: a.droppedStage,
 	}
+	if a.probe != nil {
+		r.Reconnects, r.Backoffs = a.probe.Reconnects, a.probe.Backoffs
+	}
 	if a.reqEnd.After(a.reqStart) && !a.reqStart.IsZero() {
 		r.Duration = a.reqEnd.Sub(a.reqStart)
-		r.ReqPerSec = float64(c.sent) / r.Duration.Seconds()
+		r.ReqPerSec = float64(r.Finished()) / r.Duration.Seconds()
 		r.OKPerSec = float64(c.ok) / r.Duration.Seconds()
 		r.TokPerSec = float64(c.tokens) / r.Duration.Seconds()
 	}
@@ -293,7 +321,8 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 	ws.Bands = a.bands.bands(w, now)
 	if w == WinRun {
 		c := &a.counts
-		ws.Sent, ws.OK, ws.Errors, ws.Tokens, ws.Good = c.sent, c.ok, c.errors, c.tokens, c.good
+		// Like the time slots, the run counts the requests that finished.
+		ws.Sent, ws.OK, ws.Errors, ws.Tokens, ws.Good = c.ok+c.errors, c.ok, c.errors, c.tokens, c.good
 		if !a.reqStart.IsZero() && now.After(a.reqStart) {
 			ws.Span = now.Sub(a.reqStart)
 		}

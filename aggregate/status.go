@@ -17,8 +17,8 @@ func StatusLine(s Snapshot) string {
 		ttft = fmt.Sprintf("TTFT p50 %.2f ms p99 %.2f ms", w.TTFT.P50, w.TTFT.P99)
 	}
 	errs := fmt.Sprintf("errors %d", s.Requests.Errors)
-	if s.Requests.Sent > 0 {
-		errs += fmt.Sprintf(" (%.1f%%)", 100*float64(s.Requests.Errors)/float64(s.Requests.Sent))
+	if rate, ok := s.Requests.ErrorRate(); ok {
+		errs += fmt.Sprintf(" (%.1f%%)", 100*rate)
 	}
 	inFlight, self := "", ""
 	if p := s.Probe; p != nil {

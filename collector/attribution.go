@@ -20,6 +20,11 @@ const (
 	// response headers, from a server that sends them when a slot takes
 	// the request (HeadersAtSlot).
 	SourceWaitHeaders = "wait_headers"
+	// SourceWindowRest is a queue estimated as what is left of the server
+	// window once the server's own prefill and the round trip are placed,
+	// for a server that reports its prefill per request but no queue
+	// (llama.cpp), when its queue gauge showed requests waiting.
+	SourceWindowRest = "server_window_rest"
 )
 
 // PerTokenSuffix ends the interval stage keys whose means are per token,
@@ -47,7 +52,23 @@ type AttributionInput struct {
 	// ("llamacpp", "vllm", ...). It says whether the wait for the response
 	// headers is the slot wait (HeadersAtSlot).
 	ServerKind string
+	// Queue is what the server's queue-depth gauge (vLLM
+	// num_requests_waiting, llama.cpp requests_deferred) showed while the
+	// request was at the server. It decides whether the rest of the window
+	// of a server that reports a prefill but no queue is a queue (restQueue).
+	Queue QueueGauge
 }
+
+// QueueGauge is what the server's queue-depth readings showed while one
+// request was at the server.
+type QueueGauge int
+
+// The queue gauge's verdicts.
+const (
+	QueueUnknown QueueGauge = iota // no reading covers the request
+	QueueEmpty                     // readings, none with a request waiting
+	QueueWaiting                   // a reading showed requests waiting
+)
 
 // NetworkEstimate is the round trip that network_out and network_return
 // split between them.
@@ -92,8 +113,9 @@ func HeaderTimings() []ServerHeaderTiming {
 		{Server: "latscope-sim", When: "at once, before the request is queued"},
 		// TGI's streaming routes send the headers before generation.
 		{Server: "tgi", When: "at once, before the request is queued"},
-		// llm-d-inference-sim holds the headers until the first token.
-		{Server: "llm-d-inference-sim", When: "with the first token"},
+		// llm-d-inference-sim (detected as llm-d-sim) holds the headers
+		// until the first token.
+		{Server: "llm-d-sim", When: "with the first token"},
 	}
 }
 
@@ -144,6 +166,7 @@ func Attribute(r *event.Request, in AttributionInput) []event.StageTiming {
 	var fit serverFit
 	if own := serverStages(in.Server, cached); len(own) > 0 {
 		fit = fitReported(window, own, slot, rtt)
+		fit = restQueue(fit, window, rtt, in.Queue, in.Server.Source)
 	} else {
 		fit = fitInterval(window, intervalEstimates(in.Interval, cached), slot, rtt, in.RecentQueueLimit)
 	}
@@ -241,6 +264,68 @@ func fitReported(window time.Duration, own []event.StageTiming, slot *event.Stag
 		fit.notes = append(fit.notes, noteServerNegative)
 	}
 	return fit
+}
+
+// restQueue adds the queue a server that reports the request's prefill but
+// no queue (llama.cpp's timings.prompt_ms) leaves out: what is left of the
+// server window once the reported stages and the round trip are placed. It
+// is estimated, and only taken as a queue when the server's queue gauge
+// showed requests waiting while this one was at the server; then most of
+// it is the wait for a slot, and its Source names the rest it also holds.
+// Without waiting requests the rest stays unattributed (with a note).
+func restQueue(fit serverFit, window, rtt time.Duration, gauge QueueGauge, source string) serverFit {
+	if !prefillWithoutQueue(fit.stages) {
+		return fit
+	}
+	placed := sumStages(fit.stages)
+	if fit.network {
+		placed += rtt
+	}
+	left := window - placed
+	if left <= 0 {
+		return fit
+	}
+	switch gauge {
+	case QueueWaiting:
+		fit.stages = append(fit.stages, event.StageTiming{Stage: event.StageQueue, Duration: left, Provenance: event.Estimated,
+			Source: windowRestSource(source, fit.network)})
+		sortBreakdown(fit.stages)
+	case QueueEmpty:
+		fit.notes = append(fit.notes, "not taken as queue: the server's queue gauge showed no request waiting while this one was at the server")
+	}
+	return fit
+}
+
+// prefillWithoutQueue reports whether the server's stages hold a prefill
+// and nothing that comes before it (HTTP, tokenization, queue).
+func prefillWithoutQueue(stages []event.StageTiming) bool {
+	prefill := false
+	for _, s := range stages {
+		switch s.Stage {
+		case event.StagePrefill:
+			prefill = true
+		case event.StageHTTP, event.StageTokenize, event.StageQueue:
+			return false
+		}
+	}
+	return prefill
+}
+
+// windowRestSource says what a queue from restQueue holds: the rest of the
+// server window is the wait for a slot, and every other step between the
+// request's arrival and its first token's departure that the server's
+// prefill leaves out.
+func windowRestSource(source string, lessRTT bool) string {
+	prefill := "the reported prefill"
+	if source == sourceLlamaCpp {
+		prefill = "prompt_ms"
+	}
+	less := prefill
+	if lessRTT {
+		less += " and the connect RTT"
+	}
+	return fmt.Sprintf("%s (server window less %s: queue wait plus HTTP parsing, tokenization, the server loop's turn and framing the first token; the queue gauge showed requests waiting)",
+		SourceWindowRest, less)
 }
 
 // intervalEstimate is what the interval statistics say about a request

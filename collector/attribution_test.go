@@ -527,7 +527,8 @@ func randomInputs(rng *rand.Rand) (*event.Request, AttributionInput) {
 	}
 	kinds := []string{"", "llamacpp", "vllm", "latscope-sim"}
 	return r, AttributionInput{Server: st, Interval: interval,
-		Network: NetworkEstimate{RTT: dur(), Samples: rng.IntN(20)}, ServerKind: kinds[rng.IntN(len(kinds))]}
+		Network: NetworkEstimate{RTT: dur(), Samples: rng.IntN(20)}, ServerKind: kinds[rng.IntN(len(kinds))],
+		Queue: QueueGauge(rng.IntN(3))}
 }
 
 func TestAttributeSumsToTTFT(t *testing.T) {
@@ -907,7 +908,7 @@ func TestAttributorServerKind(t *testing.T) {
 func TestHeadersAtSlot(t *testing.T) {
 	t.Parallel()
 	for server, want := range map[string]bool{
-		"llamacpp": true, "vllm": false, "latscope-sim": false, "llm-d-inference-sim": false,
+		"llamacpp": true, "vllm": false, "latscope-sim": false, "llm-d-sim": false,
 		"tgi": false, "openai": false, "unknown": false, "": false,
 	} {
 		if got := HeadersAtSlot(server); got != want {

@@ -136,6 +136,7 @@ type heldRequest struct {
 type attributorState struct {
 	server    string         // the server kind (AttributorConfig.Server, or the session header's)
 	intervals intervalMemory // the server's interval statistics
+	queue     queueReadings  // the server's recent queue-depth readings
 	connects  map[string]*connectTimes
 	loading   bool       // the server said it is loading its model, and has not served a request since
 	clock     eventClock // stamps the attributor's own markers
@@ -264,6 +265,7 @@ func (a *Attributor) accept(st *attributorState, ev event.Event, ready []event.E
 		return a.acceptSpan(st, ev.Span, ready)
 	case ev.Server != nil:
 		st.intervals.add(ev.Server)
+		st.queue.add(ev.Server)
 	case ev.Session != nil && ev.Session.Server != "":
 		st.server = ev.Session.Server
 	}
@@ -396,7 +398,7 @@ func (a *Attributor) finish(st *attributorState, ev event.Event, network Network
 		a.noServer.Add(1)
 	}
 	r.Breakdown = Attribute(r, AttributionInput{Server: r.Server, Interval: interval, RecentQueueLimit: st.intervals.queueLimit(),
-		Network: network, ServerKind: st.server})
+		Network: network, ServerKind: st.server, Queue: st.queue.during(atServer(r))})
 	a.attributed.Add(1)
 	return ev
 }
@@ -571,6 +573,61 @@ func (m *intervalMemory) queueLimit() time.Duration {
 		limit = max(limit, l.limit)
 	}
 	return limit
+}
+
+// queueReadings keeps the server's queue-depth readings (ServerSample.Waiting)
+// of the last intervalMemoryAge, oldest first, to tell whether requests
+// were waiting while one request was at the server. Stale samples (repeats
+// after a failed scrape) are not readings.
+type queueReadings struct {
+	readings []queueReading
+}
+
+type queueReading struct {
+	at      time.Time
+	waiting float64
+}
+
+func (q *queueReadings) add(s *event.ServerSample) {
+	if s.Stale || s.Waiting == nil {
+		return
+	}
+	q.readings = append(q.readings, queueReading{at: s.Time, waiting: *s.Waiting})
+	drop := 0
+	for drop < len(q.readings) && s.Time.Sub(q.readings[drop].at) > intervalMemoryAge {
+		drop++
+	}
+	q.readings = slices.Delete(q.readings, 0, drop)
+}
+
+// during says what the readings showed between from and to, the time a
+// request was at the server: the readings taken then, and the last one
+// before (the queue the request arrived into; all there is when the
+// request was shorter than a scrape interval). Waiting when any of them
+// counted a request waiting.
+func (q *queueReadings) during(from, to time.Time) QueueGauge {
+	gauge := QueueUnknown
+	for i, rd := range q.readings {
+		next := i+1 < len(q.readings) && !q.readings[i+1].at.After(from)
+		if next || rd.at.After(to) {
+			continue // an earlier reading than the last before from, or one after the request
+		}
+		if rd.waiting > 0 {
+			return QueueWaiting
+		}
+		gauge = QueueEmpty
+	}
+	return gauge
+}
+
+// atServer is when r was at the server, as far as the client can tell:
+// from its start to its first token.
+func atServer(r *event.Request) (from, to time.Time) {
+	sent := r.Intended
+	if sent.IsZero() {
+		sent = r.Start
+	}
+	return r.Start, sent.Add(r.TTFT)
 }
 
 func requestKey(id string) string { return "r:" + id }

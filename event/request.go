@@ -104,7 +104,7 @@ const (
 	OutcomeMalformed   Outcome = "malformed"    // a chunk that does not parse
 	OutcomeOversized   Outcome = "oversized"    // one event larger than the probe's limit
 	OutcomeServerError Outcome = "server_error" // the server sent an error event mid-stream
-	OutcomeCancelled   Outcome = "cancelled"    // the run was stopped (Ctrl-C, duration over) mid-request
+	OutcomeCancelled   Outcome = "cancelled"    // the run was stopped (Ctrl-C, duration and drain over) mid-request; see Request.RunEnded
 )
 
 // Flag marks something noteworthy about one request that is not an error.
@@ -117,6 +117,10 @@ const (
 	FlagNagleSuspect  Flag = "nagle_suspect"   // an inter-token gap near 40 ms, the signature of Nagle/delayed-ACK coalescing
 	FlagRoleOnlyFirst Flag = "role_only_first" // the first event carried no content (role-only or empty), as with chunked prefill
 	FlagNoContent     Flag = "no_content"      // the stream ended normally but carried no content chunk
+	// FlagPromptCached: the server took at least half of the prompt's tokens
+	// from its prompt (prefix) cache (ServerTiming.CachedTokens), so the
+	// request's prefill is not a cold prefill.
+	FlagPromptCached Flag = "prompt_cached"
 )
 
 // Request is the complete record of one probe request, written once when the
@@ -161,9 +165,13 @@ type Request struct {
 	Chunks     []Chunk       `json:"chunks,omitempty"`         // every content frame
 
 	Outcome Outcome `json:"outcome"`
-	Status  int     `json:"status,omitempty"` // HTTP status, when one arrived
-	Error   string  `json:"error,omitempty"`
-	Flags   []Flag  `json:"flags,omitempty"`
+	// RunEnded marks a cancelled request that the run's own end cut short
+	// (its duration and drain were over), not the server nor the user (a
+	// Ctrl-C leaves it unset): it is counted apart from the errors.
+	RunEnded bool   `json:"run_ended,omitempty"`
+	Status   int    `json:"status,omitempty"` // HTTP status, when one arrived
+	Error    string `json:"error,omitempty"`
+	Flags    []Flag `json:"flags,omitempty"`
 	// ReplacementChars counts U+FFFD in the streamed text (see FlagUTF8Defect).
 	ReplacementChars int `json:"replacement_chars,omitempty"`
 

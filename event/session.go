@@ -46,6 +46,11 @@ type Load struct {
 	Requests     int           `json:"requests,omitempty"`
 	Warmup       int           `json:"warmup,omitempty"`
 	SLO          string        `json:"slo,omitempty"`
+	// Seed is the seed of the prompts and arrivals: the same seed sends the
+	// same prompts. SeedDrawn says latscope drew it for this run (no --seed
+	// was given); --seed with it repeats the run's prompts.
+	Seed      int64 `json:"seed"`
+	SeedDrawn bool  `json:"seed_drawn,omitempty"`
 }
 
 // ProbeLagLimit is the open loop's scheduling-lag p99 past which the probe,

@@ -3,6 +3,7 @@ package probe
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,7 +54,8 @@ type Client struct {
 	timeout time.Duration
 	d       dialect
 	hc      *http.Client
-	readers sync.Pool // *bufio.Reader, reused across requests
+	fresh   *http.Client // hc on a new connection every time, for a stale connection's retry
+	readers sync.Pool    // *bufio.Reader, reused across requests
 }
 
 var _ Doer = (*Client)(nil)
@@ -103,8 +105,32 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		timeout: cfg.Timeout,
 		d:       d,
 		hc:      hc,
+		fresh:   freshConnections(hc),
 		readers: sync.Pool{New: func() any { return bufio.NewReaderSize(nil, streamBufferBytes) }},
 	}, nil
+}
+
+// freshConnections returns hc as a client whose every request dials a new
+// connection, closed after its response, for the one retry of a request
+// that went out on a connection the server had closed: from hc's pool the
+// retry could take another such connection (llama-server leaves one behind
+// after every stream, so with several streams the pool holds several). A
+// transport that is not an *http.Transport cannot be told to dial; the
+// retry then takes its chances with hc.
+func freshConnections(hc *http.Client) *http.Client {
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	tr, ok := rt.(*http.Transport)
+	if !ok {
+		return hc
+	}
+	fresh := tr.Clone()
+	fresh.DisableKeepAlives = true
+	c := *hc
+	c.Transport = fresh
+	return &c
 }
 
 // AuthHeader returns the headers every call to the server carries: extra,
@@ -207,6 +233,7 @@ type exchange struct {
 	tokens     int
 	usage      bool
 	usageOut   int
+	usageCache int // the usage's cached prompt tokens
 	failed     bool
 	batchRead  uint64        // socket read of the current coalesced group
 	batchCount int32         // events in that group
@@ -231,14 +258,14 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 		return
 	}
 	x.bodyReady = time.Now()
-	resp, err := x.send(reqCtx, body)
+	resp, err := x.send(reqCtx, c.hc, body)
 	if err != nil && x.staleConnection(err, parent, reqCtx) {
 		// The server had closed the idle connection the request went out
 		// on, before reading it: net/http sends again only idempotent
-		// requests, and a completion is a POST. Send it once more, on
-		// another connection; the time lost stays in conn_wait.
+		// requests, and a completion is a POST. Send it once more, on a
+		// new connection; the time lost stays in conn_wait.
 		x.reconnected = true
-		resp, err = x.send(reqCtx, body)
+		resp, err = x.send(reqCtx, c.fresh, body)
 	}
 	x.headers = time.Now()
 	x.phases = x.trace.snapshot()
@@ -330,8 +357,8 @@ func (e *tooManyTokensError) Error() string {
 	return fmt.Sprintf("server sent more than %d tokens without ending the stream", e.limit)
 }
 
-// send makes one attempt at the request, traced afresh.
-func (x *exchange) send(ctx context.Context, body []byte) (*http.Response, error) {
+// send makes one attempt at the request through hc, traced afresh.
+func (x *exchange) send(ctx context.Context, hc *http.Client, body []byte) (*http.Response, error) {
 	x.trace = &connTrace{}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, x.trace.clientTrace()),
 		http.MethodPost, x.c.url, bytes.NewReader(body))
@@ -339,7 +366,7 @@ func (x *exchange) send(ctx context.Context, body []byte) (*http.Response, error
 		return nil, err
 	}
 	x.c.setHeaders(req.Header, x.spec)
-	return x.c.hc.Do(req)
+	return hc.Do(req)
 }
 
 // staleConnection reports whether a failed first attempt went out on a
@@ -422,6 +449,9 @@ func (x *exchange) stream(rd eventReader) error {
 			if plausibleTokens(ci.promptTokens, maxTokenLength) {
 				x.rec.PromptTokens = ci.promptTokens
 			}
+			if plausibleTokens(ci.cachedTokens, maxTokenLength) {
+				x.usageCache = ci.cachedTokens
+			}
 		}
 		if ci.timing != nil {
 			x.addTiming(ci.timing)
@@ -466,6 +496,40 @@ func (x *exchange) addTiming(st *event.ServerTiming) {
 	if st.OutputTokens > 0 {
 		cur.OutputTokens = st.OutputTokens
 	}
+	if st.CachedTokens > 0 {
+		cur.CachedTokens = st.CachedTokens
+	}
+}
+
+// sourceUsage names a server timing that holds only what the usage said
+// about the prompt cache (no stage).
+const sourceUsage = "usage"
+
+// noteCachedPrompt records the cached prompt tokens the usage reported
+// (when no timing said so already) and flags a request whose prompt came
+// largely from the server's prompt cache.
+func (x *exchange) noteCachedPrompt() {
+	rec := x.rec
+	if x.usageCache > 0 {
+		if rec.Server == nil {
+			rec.Server = &event.ServerTiming{Source: sourceUsage}
+		}
+		if rec.Server.CachedTokens == 0 {
+			rec.Server.CachedTokens = x.usageCache
+		}
+	}
+	if rec.Server != nil && promptCached(rec.Server.CachedTokens, cmp.Or(rec.Server.PromptTokens, rec.PromptTokens)) {
+		rec.Flags = append(rec.Flags, event.FlagPromptCached)
+	}
+}
+
+// promptCached is the rule for event.FlagPromptCached: at least half of
+// the prompt's tokens came from the server's prompt cache. From there on the
+// prefill the server reports, and the TTFT, are mostly a cache lookup, not
+// a cold prefill; a few cached tokens (llama.cpp reuses the BOS token of
+// every prompt) are not.
+func promptCached(cached, promptTokens int) bool {
+	return cached > 0 && 2*cached >= promptTokens
 }
 
 // nagleGapMin and nagleGapMax bracket the 40 ms delayed-ACK timer that,
@@ -503,6 +567,9 @@ func (x *exchange) finish() {
 	}
 	if rec.ReplacementChars > 0 {
 		rec.Flags = append(rec.Flags, event.FlagUTF8Defect)
+	}
+	if rec.OK() {
+		x.noteCachedPrompt()
 	}
 	if nagleSuspect(rec.Chunks) {
 		rec.Flags = append(rec.Flags, event.FlagNagleSuspect)

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -734,8 +735,10 @@ func TestImplausibleServerNumbersAreDropped(t *testing.T) {
 // staleKeepAliveServer answers the first request on each connection with a
 // whole stream and keeps the connection open, and closes the connection,
 // without answering, when a second request arrives on it: a keep-alive
-// timeout firing just as the request came.
-func staleKeepAliveServer(t *testing.T) string {
+// timeout firing just as the request came. The first `together`
+// connections' first requests are answered only once all of them have
+// arrived, so that many connections are open at once.
+func staleKeepAliveServer(t *testing.T, together int) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -743,6 +746,9 @@ func staleKeepAliveServer(t *testing.T) string {
 	}
 	body := "data: " + vllmContentChunk + "\n\ndata: [DONE]\n\n"
 	var wg sync.WaitGroup
+	var arrived sync.WaitGroup
+	arrived.Add(together)
+	var firsts atomic.Int64
 	serve := func(conn net.Conn) {
 		defer conn.Close()
 		br := bufio.NewReader(conn)
@@ -754,6 +760,10 @@ func staleKeepAliveServer(t *testing.T) string {
 			_, _ = io.Copy(io.Discard, req.Body)
 			if i > 0 {
 				return // the stale connection
+			}
+			if firsts.Add(1) <= int64(together) {
+				arrived.Done()
+				arrived.Wait()
 			}
 			fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		}
@@ -779,7 +789,7 @@ func staleKeepAliveServer(t *testing.T) string {
 // one, and the Runner counts it; the record stays whole.
 func TestStaleConnectionIsReconnected(t *testing.T) {
 	t.Parallel()
-	c := newWireClient(t, staleKeepAliveServer(t), DialectOpenAIChat, nil)
+	c := newWireClient(t, staleKeepAliveServer(t, 1), DialectOpenAIChat, nil)
 	if rec := c.Do(t.Context(), wireSpec("first", 1)); !rec.OK() {
 		t.Fatalf("first request: %s (%s)", rec.Outcome, rec.Error)
 	}
@@ -790,10 +800,86 @@ func TestStaleConnectionIsReconnected(t *testing.T) {
 	}
 	checkWireTimeline(t, rec)
 
-	// Through the Runner, one worker: every request after the first goes
-	// out on the connection the previous one left, which is stale.
-	st, _, _, r := runPaused(t, newWireClient(t, staleKeepAliveServer(t), DialectOpenAIChat, nil), LoadConfig{Concurrency: 1, Requests: 4})
-	if st.OK != 4 || st.Reconnects != 3 || r.probeSample(time.Now(), nil).Reconnects != 3 {
-		t.Fatalf("stats %+v: want 4 ok and 3 reconnects", st)
+	// Through the Runner, one worker: a request that goes out on the
+	// connection the previous one left finds it stale; a retry's new
+	// connection is closed after it, so the request after a retry dials.
+	// Of 4 requests, the 2nd and the 4th are sent again.
+	st, col, _, r := runPaused(t, newWireClient(t, staleKeepAliveServer(t, 1), DialectOpenAIChat, nil), LoadConfig{Concurrency: 1, Requests: 4})
+	if st.OK != 4 || st.Reconnects != 2 || r.probeSample(time.Now(), nil).Reconnects != 2 {
+		t.Fatalf("stats %+v: want 4 ok and 2 reconnects", st)
+	}
+	// The last probe sample, sent when the run ends, has the final count.
+	if col.probe == nil || col.probe.Reconnects != 2 {
+		t.Errorf("last probe sample %+v: want 2 reconnects", col.probe)
+	}
+}
+
+// TestStaleRetryTakesANewConnection: with two stale connections in the
+// pool, the one retry goes out on a new connection, not on the other stale
+// one (which would fail it as a false error).
+func TestStaleRetryTakesANewConnection(t *testing.T) {
+	t.Parallel()
+	c := newWireClient(t, staleKeepAliveServer(t, 2), DialectOpenAIChat, nil)
+	var wg sync.WaitGroup
+	for i := range 2 { // two connections, both answered once both requests arrived
+		wg.Go(func() {
+			if rec := c.Do(t.Context(), wireSpec(fmt.Sprintf("first-%d", i), 1)); !rec.OK() {
+				t.Errorf("first request %d: %s (%s)", i, rec.Outcome, rec.Error)
+			}
+		})
+	}
+	wg.Wait()
+	rec, noted := c.doNoted(t.Context(), wireSpec("third", 1))
+	if !rec.OK() || !noted.reconnected || rec.ReusedConn {
+		t.Fatalf("third request: %s (%s), reconnected %v, reused %v: want ok on a new connection after one stale one",
+			rec.Outcome, rec.Error, noted.reconnected, rec.ReusedConn)
+	}
+}
+
+// TestPromptCachedFlag checks that the cached prompt tokens a server reports
+// (OpenAI usage.prompt_tokens_details.cached_tokens, llama.cpp
+// timings.cache_n) reach the record, and that a request is flagged
+// prompt_cached from half of its prompt cached on.
+func TestPromptCachedFlag(t *testing.T) {
+	t.Parallel()
+	openAI := func(cached int) string {
+		return fmt.Sprintf(`{"choices":[],"usage":{"prompt_tokens":512,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":%d}}}`, cached)
+	}
+	llama := func(cached int) string {
+		return fmt.Sprintf(`{"content":"","stop":true,"tokens_predicted":1,"tokens_evaluated":512,"timings":{"cache_n":%d,"prompt_n":%d,"prompt_ms":5.1,"predicted_n":1,"predicted_ms":4}}`, cached, 512-cached)
+	}
+	for _, tc := range []struct {
+		name, dialect string
+		frames        []string
+		cached        int
+		flagged       bool
+		source        string
+	}{
+		{"openai mostly cached", DialectOpenAIChat, []string{vllmContentChunk, openAI(496), "[DONE]"}, 496, true, "usage"},
+		{"openai half cached", DialectOpenAIChat, []string{vllmContentChunk, openAI(256), "[DONE]"}, 256, true, "usage"},
+		{"openai little cached", DialectOpenAIChat, []string{vllmContentChunk, openAI(16), "[DONE]"}, 16, false, "usage"},
+		{"openai none cached", DialectOpenAIChat, []string{vllmContentChunk, openAI(0), "[DONE]"}, 0, false, ""},
+		{"llama.cpp mostly cached", DialectLlamaCpp, []string{llamaPartial, llama(511)}, 511, true, "llamacpp.timings"},
+		{"llama.cpp BOS only", DialectLlamaCpp, []string{llamaPartial, llama(1)}, 1, false, "llamacpp.timings"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newWireServer(t, wireStream("text/event-stream", sseFrames(tc.frames...)))
+			rec := newWireClient(t, srv.URL, tc.dialect, nil).Do(context.Background(), wireSpec("pc", 1))
+			if !rec.OK() {
+				t.Fatalf("outcome %s (%s)", rec.Outcome, rec.Error)
+			}
+			var cached int
+			var source string
+			if rec.Server != nil {
+				cached, source = rec.Server.CachedTokens, rec.Server.Source
+			}
+			if cached != tc.cached || source != tc.source {
+				t.Errorf("server timing %+v: cached %d from %q, want %d from %q", rec.Server, cached, source, tc.cached, tc.source)
+			}
+			if got := rec.HasFlag(event.FlagPromptCached); got != tc.flagged {
+				t.Errorf("flags %v: prompt_cached %t, want %t", rec.Flags, got, tc.flagged)
+			}
+		})
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // Detected is what Detect learned about a server.
 type Detected struct {
-	Server  string   // vllm, sglang, tgi, llamacpp, ollama, latscope-sim or openai (an unrecognised OpenAI-compatible server)
+	Server  string   // vllm, sglang, tgi, llamacpp, ollama, latscope-sim, llm-d-sim or openai (an unrecognised OpenAI-compatible server)
 	Dialect string   // the default dialect for that server
 	Models  []string // models the server lists; the first is the default --model
 }
@@ -21,18 +21,25 @@ type Detected struct {
 // simulator: everything measured against it describes the simulator.
 const ServerLatscopeSim = "latscope-sim"
 
+// ServerLlmdSim is the server kind Detect reports for llm-d's inference
+// simulator (llm-d-inference-sim): it speaks vLLM's API and metrics, and
+// says owned_by "vllm", but its latencies are configured, not a model's,
+// and it sends a stream's headers with the first token.
+const ServerLlmdSim = "llm-d-sim"
+
 // detectBodyLimit bounds the body read from each endpoint.
 const detectBodyLimit = 1 << 20
 
 // detectPaths are the endpoints Detect asks, in the order its errors name
 // them.
 var detectPaths = []string{"/v1/models", "/version", "/get_model_info", "/get_server_info",
-	"/info", "/props", "/slots", "/api/version", "/api/tags"}
+	"/info", "/props", "/slots", "/api/version", "/api/tags", "/admin/config"}
 
 // Detect finds which server runs at ep by asking the endpoints each server
 // has of its own: /v1/models for the model list; vLLM /version and owned_by
 // "vllm"; SGLang /get_model_info and /get_server_info; TGI /info; llama.cpp
-// /props and /slots; Ollama /api/version and /api/tags. The calls run in
+// /props and /slots; Ollama /api/version and /api/tags; llm-d's simulator
+// /admin/config (its own settings: a latency to simulate). The calls run in
 // parallel, each bounded by ep's timeout, so Detect takes about that long
 // at most. When no server is recognised the error says why: the network
 // cause, a refused key (wrapping ErrUnauthorized), silence (wrapping
@@ -143,6 +150,10 @@ func classifyServer(bodies map[string][]byte) (Detected, bool) {
 	case owners["latscope-sim"]:
 		// latscope's own simulator speaks vLLM's API and metrics.
 		d.Server, d.Dialect = ServerLatscopeSim, DialectOpenAIChat
+	case has("/admin/config", "time-to-first-token", "inter-token-latency"):
+		// llm-d-inference-sim says owned_by "vllm" but has no /version; its
+		// settings hold the latencies it simulates, which no server has.
+		d.Server, d.Dialect = ServerLlmdSim, DialectOpenAIChat
 	case owners["vllm"] || (has("/version", "version") && bodies["/v1/models"] != nil):
 		d.Server, d.Dialect = "vllm", DialectOpenAIChat
 	case bodies["/v1/models"] != nil:

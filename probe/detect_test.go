@@ -59,6 +59,14 @@ func TestDetect(t *testing.T) {
 			"/api/version": `{"version":"0.12.3"}`,
 			"/api/tags":    `{"models":[{"name":"llama3.2:latest","model":"llama3.2:latest","size":2019393189}]}`,
 		}, "ollama", DialectOllamaGenerate, "llama3.2:latest"},
+		{"llm-d-inference-sim", map[string]string{
+			"/v1/models":    `{"object":"list","data":[{"id":"Qwen/Qwen2.5-0.5B-Instruct","object":"model","created":1796048757,"owned_by":"vllm","root":"Qwen/Qwen2.5-0.5B-Instruct","parent":null,"max_model_len":4096}]}`,
+			"/admin/config": `{"DisplayModelName":"Qwen/Qwen2.5-0.5B-Instruct","max-num-seqs":4,"time-to-first-token":"100ms","inter-token-latency":"10ms","fake-metrics":null,"failure-injection-rate":0}`,
+		}, ServerLlmdSim, DialectOpenAIChat, "Qwen/Qwen2.5-0.5B-Instruct"},
+		{"vllm with an admin page of other settings", map[string]string{
+			"/v1/models":    `{"object":"list","data":[{"id":"m","object":"model","owned_by":"vllm"}]}`,
+			"/admin/config": `{"max-num-seqs":4}`,
+		}, "vllm", DialectOpenAIChat, "m"},
 		{"openai compatible", map[string]string{
 			"/v1/models": `{"object":"list","data":[{"id":"my-model","object":"model","owned_by":"someone"}]}`,
 		}, "openai", DialectOpenAIChat, "my-model"},

@@ -32,6 +32,7 @@ type chunkInfo struct {
 	usage        bool // promptTokens/outputTokens are the server's counts
 	promptTokens int
 	outputTokens int
+	cachedTokens int    // prompt tokens the server took from its prompt cache (usage)
 	replacements int    // U+FFFD in the content (see FlagUTF8Defect)
 	serverErr    string // an error event's message
 	timing       *event.ServerTiming
@@ -92,10 +93,23 @@ type chatMessage struct {
 	Content string `json:"content"`
 }
 
-// usageCounts is the OpenAI usage object.
+// usageCounts is the OpenAI usage object. prompt_tokens_details.cached_tokens
+// (OpenAI, vLLM and SGLang with prefix caching) counts the prompt tokens
+// served from the prompt cache; prompt_tokens includes them.
 type usageCounts struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// cachedTokens is the usage's cached prompt tokens, 0 when not said.
+func (u *usageCounts) cachedTokens() int {
+	if u.PromptTokensDetails == nil {
+		return 0
+	}
+	return u.PromptTokensDetails.CachedTokens
 }
 
 // maxServerStage is the longest stage a server may report for one
@@ -131,5 +145,8 @@ func sanitizeTiming(st *event.ServerTiming, outputLimit int) {
 	}
 	if !plausibleTokens(st.OutputTokens, outputLimit) {
 		st.OutputTokens = 0
+	}
+	if !plausibleTokens(st.CachedTokens, maxTokenLength) {
+		st.CachedTokens = 0
 	}
 }

@@ -144,5 +144,6 @@ func (t *llamaTimings) serverTiming() *event.ServerTiming {
 		},
 		PromptTokens: t.PromptN + t.CacheN,
 		OutputTokens: t.PredictedN,
+		CachedTokens: t.CacheN, // reused from the slot's or the host's prompt cache
 	}
 }

@@ -229,6 +229,7 @@ func (d openAIDialect) parseFull(data []byte, c *chunkInfo) error {
 		c.usage = true
 		c.promptTokens = u.PromptTokens
 		c.outputTokens = u.CompletionTokens
+		c.cachedTokens = u.cachedTokens()
 	}
 	switch {
 	case ch.Metrics != nil:
@@ -239,6 +240,9 @@ func (d openAIDialect) parseFull(data []byte, c *chunkInfo) error {
 	if c.timing != nil && c.usage {
 		c.timing.PromptTokens = c.promptTokens
 		c.timing.OutputTokens = c.outputTokens
+		if c.cachedTokens > 0 {
+			c.timing.CachedTokens = c.cachedTokens
+		}
 	}
 	return nil
 }

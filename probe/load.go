@@ -65,13 +65,16 @@ type LoadConfig struct {
 }
 
 // RunStats sums up a run. Warmup requests are counted apart; for the rest
-// Sent == OK + Errors always holds, also after Ctrl-C, because every request
-// sent yields exactly one record.
+// Sent == OK + Errors + RunEnded always holds, also after Ctrl-C, because
+// every request sent yields exactly one record.
 type RunStats struct {
 	Sent, OK, Errors int
-	ByOutcome        map[event.Outcome]int
-	WarmupSent       int
-	WarmupErrors     int
+	// RunEnded counts the requests the run's own end cancelled (its
+	// Duration and Drain were over): neither ok nor errors.
+	RunEnded     int
+	ByOutcome    map[event.Outcome]int // every request's outcome, RunEnded ones as cancelled
+	WarmupSent   int
+	WarmupErrors int
 
 	InFlightPeak int
 	// SendRate is the achieved rate: requests started per second between
@@ -218,22 +221,24 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 
 	// reqCtx cancels requests in flight; sendCtx, its child, ends
 	// dispatching. Both end on Ctrl-C; at Duration sending stops and, Drain
-	// later, requests are cancelled. Cancellation reaches a child a moment
+	// later, requests are cancelled with ErrRunEnded as the cause, which
+	// marks their records RunEnded. Cancellation reaches a child a moment
 	// after its parent, so loops check both (see stopped).
-	reqCtx, cancelRequests := context.WithCancel(ctx)
-	defer cancelRequests()
+	reqCtx, cancelRequests := context.WithCancelCause(ctx)
+	defer cancelRequests(nil)
 	sendCtx, stopSending := context.WithCancel(reqCtx)
 	defer stopSending()
+	endRun := func() { cancelRequests(ErrRunEnded) }
 	if d := r.cfg.Duration; d > 0 {
 		stopTimer := time.AfterFunc(d, func() {
 			stopSending()
 			if r.cfg.Drain == 0 {
-				cancelRequests()
+				endRun()
 			}
 		})
 		defer stopTimer.Stop()
 		if r.cfg.Drain > 0 {
-			cancelTimer := time.AfterFunc(d+r.cfg.Drain, cancelRequests)
+			cancelTimer := time.AfterFunc(d+r.cfg.Drain, endRun)
 			defer cancelTimer.Stop()
 		}
 	}
@@ -258,9 +263,11 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 	} else {
 		r.closedLoop(sendCtx, reqCtx, out)
 	}
-	// Every worker has returned and sent its last record.
+	// Every worker has returned and sent its last record. A last probe
+	// sample carries the run's final counts (reconnects, back-offs).
 	stopMonitor()
 	<-monitored
+	out <- emitItem{probe: r.probeSample(time.Now(), nil)}
 	close(out)
 	<-emitted
 
@@ -280,6 +287,11 @@ func (r *Runner) closedLoop(sendCtx, reqCtx context.Context, out chan<- emitItem
 	var next atomic.Uint64
 	var wg sync.WaitGroup
 	if len(r.cfg.Steps) > 0 {
+		// The first step begins before any worker starts, so none sends
+		// above its level.
+		if !r.beginStep(sendCtx, r.cfg.Steps[0], out) {
+			return
+		}
 		wg.Go(func() { r.stepLoad(sendCtx, out) })
 	}
 	for w := range r.cfg.Concurrency {
@@ -407,7 +419,7 @@ func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time
 		r.reconnects.Add(1)
 	}
 	r.inFlight.Add(-1)
-	rec = completeRecord(rec, spec, ctx.Err() != nil)
+	rec = completeRecord(ctx, rec, spec)
 	outcome := rec.Outcome
 	out <- emitItem{rec: rec, target: spec.PromptTokens}
 	return outcome, noted.retryAfter
@@ -431,11 +443,20 @@ func (r *Runner) spec(seq uint64, worker int, intended time.Time) RequestSpec {
 	}
 }
 
+// ErrRunEnded is the cause with which the run's own end (Duration and
+// Drain over) cancels the requests still in flight. Cancelling Run's
+// context with it as the cause (context.WithCancelCause) ends the run the
+// same way, for a run that ends when its user says so (quitting a
+// dashboard): the requests in flight are marked RunEnded, not errors.
+var ErrRunEnded = errors.New("the run ended")
+
 // completeRecord makes a Doer's record whole: the identifiers the spec
 // decided, and outcome cancelled for a request the run stopped (whatever
-// error the cancellation surfaced as), so every request sent has exactly one
-// record with exactly one outcome.
-func completeRecord(rec *event.Request, spec RequestSpec, cancelled bool) *event.Request {
+// error the cancellation surfaced as), marked RunEnded when the run's own
+// end stopped it, so every request sent has exactly one record with exactly
+// one outcome. ctx is the context the request was sent with.
+func completeRecord(ctx context.Context, rec *event.Request, spec RequestSpec) *event.Request {
+	cancelled := ctx.Err() != nil
 	if rec == nil {
 		rec = &event.Request{Outcome: event.OutcomeMalformed, Error: "probe: doer returned no record"}
 	}
@@ -468,6 +489,7 @@ func completeRecord(rec *event.Request, spec RequestSpec, cancelled bool) *event
 	switch {
 	case cancelled && rec.Outcome != event.OutcomeOK:
 		rec.Outcome = event.OutcomeCancelled
+		rec.RunEnded = errors.Is(context.Cause(ctx), ErrRunEnded)
 	case rec.Outcome == "":
 		rec.Outcome = event.OutcomeMalformed
 		if rec.Error == "" {

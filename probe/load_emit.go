@@ -94,9 +94,12 @@ func (e *emitter) count(rec *event.Request) {
 	}
 	e.stats.Sent++
 	e.stats.ByOutcome[rec.Outcome]++
-	if rec.OK() {
+	switch {
+	case rec.OK():
 		e.stats.OK++
-	} else {
+	case rec.RunEnded:
+		e.stats.RunEnded++
+	default:
 		e.stats.Errors++
 	}
 	if e.open {

@@ -71,6 +71,7 @@ type runCollector struct {
 	mu      sync.Mutex // only to read the results from the test goroutine
 	reqs    []*event.Request
 	markers []*event.Marker
+	probe   *event.ProbeSample // the last probe sample
 }
 
 func (c *runCollector) emit(e event.Event) {
@@ -88,6 +89,9 @@ func (c *runCollector) emit(e event.Event) {
 	}
 	if e.Marker != nil {
 		c.markers = append(c.markers, e.Marker)
+	}
+	if e.Probe != nil {
+		c.probe = e.Probe
 	}
 }
 
@@ -129,8 +133,8 @@ func runLoadBounded(t *testing.T, ctx context.Context, r *Runner, c *runCollecto
 // exactly one record.
 func checkLoadAccounting(t *testing.T, st RunStats, c *runCollector) {
 	t.Helper()
-	if st.Sent != st.OK+st.Errors || st.WarmupSent < st.WarmupErrors {
-		t.Fatalf("stats %+v: sent != ok + errors", st)
+	if st.Sent != st.OK+st.Errors+st.RunEnded || st.WarmupSent < st.WarmupErrors {
+		t.Fatalf("stats %+v: sent != ok + errors + cancelled at the run's end", st)
 	}
 	sum := 0
 	for _, n := range st.ByOutcome {
@@ -224,9 +228,15 @@ func TestClosedLoopDurationStop(t *testing.T) {
 	if st.Sent == 0 || st.Interrupted {
 		t.Fatalf("stats %+v: want some requests and not interrupted", st)
 	}
-	// Requests still running at the end were cancelled and recorded.
-	if st.OK+st.ByOutcome[event.OutcomeCancelled] != st.Sent {
-		t.Fatalf("outcomes %v: want only ok and cancelled", st.ByOutcome)
+	// Requests still running at the end were cancelled and recorded, as
+	// cut by the run's end, not as errors.
+	if st.OK+st.ByOutcome[event.OutcomeCancelled] != st.Sent || st.RunEnded != st.ByOutcome[event.OutcomeCancelled] || st.Errors != 0 {
+		t.Fatalf("stats %+v: want only ok and cancelled at the run's end", st)
+	}
+	for _, rec := range c.reqs {
+		if rec.Outcome == event.OutcomeCancelled && !rec.RunEnded {
+			t.Fatalf("seq %d cancelled by the run's end but not marked so: %+v", rec.Seq, rec)
+		}
 	}
 	checkNoLoadLeak(t, before)
 }
@@ -374,12 +384,12 @@ func TestCancelMidRun(t *testing.T) {
 			c := &runCollector{t: t}
 			st := runLoadBounded(t, ctx, r, c)
 			checkLoadAccounting(t, st, c)
-			if !st.Interrupted || st.Sent != 5 || st.ByOutcome[event.OutcomeCancelled] != 5 {
-				t.Fatalf("stats %+v: want 5 sent, all cancelled, interrupted", st)
+			if !st.Interrupted || st.Sent != 5 || st.ByOutcome[event.OutcomeCancelled] != 5 || st.RunEnded != 0 {
+				t.Fatalf("stats %+v: want 5 sent, all cancelled by the interruption, interrupted", st)
 			}
 			for _, rec := range c.reqs {
-				if rec.Outcome != event.OutcomeCancelled {
-					t.Fatalf("seq %d outcome %s, want cancelled", rec.Seq, rec.Outcome)
+				if rec.Outcome != event.OutcomeCancelled || rec.RunEnded {
+					t.Fatalf("seq %d outcome %s (run ended %t), want cancelled by Ctrl-C", rec.Seq, rec.Outcome, rec.RunEnded)
 				}
 			}
 			checkNoLoadLeak(t, before)
@@ -408,8 +418,8 @@ func TestCancelledOutcomeWhateverTheDoerSays(t *testing.T) {
 	c := &runCollector{t: t}
 	st := runLoadBounded(t, t.Context(), r, c)
 	checkLoadAccounting(t, st, c)
-	if st.ByOutcome[event.OutcomeCancelled] != 2 || st.Sent != 2 {
-		t.Fatalf("by outcome %v, want 2 cancelled", st.ByOutcome)
+	if st.ByOutcome[event.OutcomeCancelled] != 2 || st.Sent != 2 || st.RunEnded != 2 {
+		t.Fatalf("stats %+v, want 2 cancelled at the run's end", st)
 	}
 }
 
@@ -580,5 +590,28 @@ func (d *gateDoer) waitInFlight(t *testing.T, n int64) {
 		case <-deadline:
 			t.Fatalf("%d in flight, want %d", d.inFlight.Load(), n)
 		}
+	}
+}
+
+// TestRunEndedByItsUser: a run whose context is cancelled with ErrRunEnded
+// as the cause (a dashboard quit) ends as its own end would: the requests
+// in flight are cancelled at the end of the run, not errors.
+func TestRunEndedByItsUser(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	d := &sleepDoer{delay: time.Minute, onStart: func(inFlight int64) {
+		if inFlight == 3 {
+			cancel(ErrRunEnded)
+		}
+	}}
+	r, err := NewRunner(d, LoadConfig{Concurrency: 3}, loadTestPrompts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &runCollector{t: t}
+	st := runLoadBounded(t, ctx, r, c)
+	checkLoadAccounting(t, st, c)
+	if st.Sent != 3 || st.RunEnded != 3 || st.Errors != 0 {
+		t.Fatalf("stats %+v: want 3 sent, all cancelled at the run's end", st)
 	}
 }

@@ -18,7 +18,17 @@ type PromptConfig struct {
 	// generated prompt, to measure a prefix cache on purpose. Zero makes
 	// prompts differ from their very first token.
 	SharedPrefix int
-	Seed         int64 // same seed, same prompts
+	// Seed draws the text prompts are built from (the blocks calibration
+	// counts, and the shared prefix) and each request's choice of it: the
+	// same seed gives the same prompts, run after run.
+	Seed int64
+	// Nonce varies every prompt without changing what calibration counted:
+	// a source with another nonce builds other prompts from the same
+	// calibrated blocks (a different leading word and block order), so a
+	// prefix cache that saw one source's prompts cannot serve the other's.
+	// The shared prefix stays. Zero sends the seed's prompts unchanged.
+	// WithNonce derives such a source without calibrating again.
+	Nonce uint64
 
 	// File, when set, is a prompt file (one prompt per line, JSON or plain
 	// text) cycled through instead of generated prompts.
@@ -80,8 +90,14 @@ type PromptSource struct {
 	prefix       string  // the shared prefix text, "" when none
 	prefixTokens float64 // its estimated length
 
-	mu    sync.Mutex
-	usage usageFit
+	usage *sharedUsage // shared with the sources WithNonce derives
+}
+
+// sharedUsage is the usage correction, learned once for a source and the
+// sources derived from it (they build prompts from the same blocks).
+type sharedUsage struct {
+	mu  sync.Mutex
+	fit usageFit
 }
 
 type promptBlock struct {
@@ -108,7 +124,7 @@ func NewPromptSource(ctx context.Context, cfg PromptConfig) (*PromptSource, erro
 	if cfg.SharedPrefix < 0 {
 		return nil, fmt.Errorf("shared prefix %d: want 0 or more tokens", cfg.SharedPrefix)
 	}
-	p := &PromptSource{cfg: cfg, words: wordList(), wordCost: 1, source: "assumed"}
+	p := &PromptSource{cfg: cfg, words: wordList(), wordCost: 1, source: "assumed", usage: &sharedUsage{}}
 	p.blocks = makeBlocks(p.words, cfg.Seed)
 	if cfg.Tokenizer != nil {
 		if err := p.calibrate(ctx, cfg.Tokenizer); err != nil {
@@ -131,11 +147,26 @@ func NewPromptSource(ctx context.Context, cfg PromptConfig) (*PromptSource, erro
 	return p, nil
 }
 
+// WithNonce returns a source that builds its prompts from p's calibrated
+// blocks with another nonce (see PromptConfig.Nonce): different prompts at
+// no tokenize call, e.g. one source per step of a sweep. The two share the
+// usage correction. p is not changed.
+func (p *PromptSource) WithNonce(nonce uint64) *PromptSource {
+	q := *p
+	q.cfg.Nonce = nonce
+	return &q
+}
+
+// nonceMix spreads a nonce over the generator's seed (an odd constant, so
+// distinct nonces give distinct seeds); nonce 0 leaves the seed as it is.
+const nonceMix = 0x9e3779b97f4a7c15
+
 // Next returns the prompt for request seq, its expected length in the
-// server's tokens, and the number of output tokens to ask for. The same seq
-// and seed always give the same answer (until usage corrects the lengths).
+// server's tokens, and the number of output tokens to ask for. The same seq,
+// seed and nonce always give the same answer (until usage corrects the
+// lengths).
 func (p *PromptSource) Next(seq uint64) (prompt string, promptTokens int, outputTokens int) {
-	rng := rand.New(rand.NewPCG(uint64(p.cfg.Seed), seq))
+	rng := rand.New(rand.NewPCG(uint64(p.cfg.Seed)^(p.cfg.Nonce*nonceMix), seq))
 	outputTokens = p.cfg.OutputTokens.Sample(rng)
 	if len(p.file) > 0 {
 		fp := p.file[seq%uint64(len(p.file))]
@@ -154,10 +185,11 @@ func (p *PromptSource) Next(seq uint64) (prompt string, promptTokens int, output
 		}
 		b.WriteByte(' ')
 	}
-	// The first generated word depends only on seq, and 7919 is odd, so any
-	// wordCount consecutive requests start differently: a prefix cache
-	// cannot serve one request from another's.
-	b.WriteString(p.words[(seq*7919+uint64(p.cfg.Seed))%wordCount])
+	// The first generated word depends only on seq (and the seed and
+	// nonce), and 7919 is odd, so any wordCount consecutive requests start
+	// differently: a prefix cache cannot serve one request from another's.
+	// The nonce moves the sequence, so the same seq starts differently too.
+	b.WriteString(p.words[(seq*7919+uint64(p.cfg.Seed)+p.cfg.Nonce)%wordCount])
 	build -= p.wordCost
 	if build >= 0.5 {
 		p.appendText(&b, rng, build, true)
@@ -172,25 +204,26 @@ func (p *PromptSource) Observe(targetTokens, reportedPromptTokens int) {
 	if len(p.file) > 0 || targetTokens < 1 || reportedPromptTokens < 1 {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.usage.add(float64(targetTokens), float64(reportedPromptTokens))
+	p.usage.mu.Lock()
+	defer p.usage.mu.Unlock()
+	p.usage.fit.add(float64(targetTokens), float64(reportedPromptTokens))
 }
 
 // Calibration reports the current length model.
 func (p *PromptSource) Calibration() Calibration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.usage.mu.Lock()
+	defer p.usage.mu.Unlock()
+	u := &p.usage.fit
 	c := Calibration{
 		Source:        p.source,
 		TokensPerWord: p.wordCost,
 		Overhead:      p.overhead,
 		UsageScale:    1,
-		Observations:  p.usage.n,
+		Observations:  u.n,
 	}
-	if p.usage.ready {
+	if u.ready {
 		c.Source += "+usage"
-		c.UsageScale, c.UsageOffset = p.usage.scale, p.usage.offset
+		c.UsageScale, c.UsageOffset = u.scale, u.offset
 	}
 	return c
 }
@@ -198,12 +231,13 @@ func (p *PromptSource) Calibration() Calibration {
 // correctTarget turns a target into the length to build for, undoing the
 // learnt difference between what we build and what the server counts.
 func (p *PromptSource) correctTarget(target float64) float64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.usage.ready {
+	p.usage.mu.Lock()
+	defer p.usage.mu.Unlock()
+	u := &p.usage.fit
+	if !u.ready {
 		return target
 	}
-	return max((target-p.usage.offset)/p.usage.scale, 1)
+	return max((target-u.offset)/u.scale, 1)
 }
 
 // build returns generated text of about tokens server tokens (content

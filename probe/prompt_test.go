@@ -158,6 +158,73 @@ func TestPromptsVaryFromFirstWord(t *testing.T) {
 	}
 }
 
+// TestPromptNonce checks that a nonce gives other prompts from the same
+// calibrated blocks, at no tokenize call: no prompt of one nonce shares
+// more than its first word with any prompt of another, a derived source
+// builds what a source made with that nonce builds, nonce 0 gives the
+// seed's prompts, and both learn one usage correction.
+func TestPromptNonce(t *testing.T) {
+	t.Parallel()
+	srv, calls := newFakeTokenizeServer(t, TokenizeVLLM, oneTokenPerWord)
+	tokenizer, err := NewHTTPTokenizer(Endpoint{BaseURL: srv.URL, HTTPClient: srv.Client()}, "m", TokenizeVLLM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := PromptConfig{PromptTokens: Length{Mean: 256}, OutputTokens: Length{Mean: 8}, Seed: 1, Tokenizer: tokenizer}
+	base, err := NewPromptSource(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calibrated := calls.Load()
+	derived := base.WithNonce(77)
+	if calls.Load() != calibrated {
+		t.Fatalf("WithNonce made %d tokenize calls, want none", calls.Load()-calibrated)
+	}
+	cfg.Nonce = 77
+	direct, err := NewPromptSource(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 300
+	seen := map[string]bool{} // the first two words of every base prompt
+	for seq := range uint64(n) {
+		p, _, _ := base.Next(seq)
+		seen[strings.Join(strings.Fields(p)[:2], " ")] = true
+	}
+	for seq := range uint64(n) {
+		p, target, _ := derived.Next(seq)
+		q, _, _ := direct.Next(seq)
+		if p != q {
+			t.Fatalf("seq %d: the derived source and one built with the nonce differ", seq)
+		}
+		if got := oneTokenPerWord.count(p); got < target*95/100 || got > target*105/100 {
+			t.Fatalf("seq %d: derived prompt counts %d tokens, want %d±5%%", seq, got, target)
+		}
+		if lead := strings.Join(strings.Fields(p)[:2], " "); seen[lead] {
+			t.Fatalf("seq %d: a prompt with the nonce starts as one without it does: %q", seq, lead)
+		}
+		b, _, _ := base.Next(seq)
+		if strings.Fields(b)[0] == strings.Fields(p)[0] {
+			t.Fatalf("seq %d: the same first word with and without the nonce", seq)
+		}
+	}
+
+	// Back to nonce 0: the seed's own prompts.
+	back, _, _ := derived.WithNonce(0).Next(5)
+	if orig, _, _ := base.Next(5); back != orig {
+		t.Fatal("nonce 0 does not give the seed's prompts")
+	}
+	// The usage correction is learnt once for both.
+	for seq := range uint64(usageSamples) {
+		p, target, _ := derived.Next(seq)
+		derived.Observe(target, 2*oneTokenPerWord.count(p))
+	}
+	if c := base.Calibration(); c.Observations != usageSamples || c.Source != "tokenizer+usage" {
+		t.Fatalf("the base source did not learn what the derived one observed: %+v", c)
+	}
+}
+
 func TestSharedPrefix(t *testing.T) {
 	t.Parallel()
 	srv, _ := newFakeTokenizeServer(t, TokenizeVLLM, oneTokenPerWord)

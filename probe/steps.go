@@ -61,35 +61,45 @@ func (l *level) admit(ctx context.Context, w int) bool {
 	}
 }
 
-// stepLoad walks the steps (again and again when repeat is set) until ctx
-// ends, setting the level and queueing a marker at each step.
+// stepLoad walks the steps after the first (again and again when repeat is
+// set) until ctx ends. The first step has begun already: closedLoop begins
+// it before any worker starts, so no worker sends above its level.
 func (r *Runner) stepLoad(ctx context.Context, out chan<- emitItem) {
 	steps := r.cfg.Steps
-	timer := time.NewTimer(time.Hour)
+	timer := time.NewTimer(steps[0].Duration)
 	defer timer.Stop()
-	for i := 0; ; i++ {
+	for i := 0; ; {
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return
+		}
+		i++
 		if i == len(steps) {
 			if !r.cfg.RepeatSteps {
 				return
 			}
 			i = 0
 		}
-		st := steps[i]
-		r.level.set(st.Concurrency)
-		m := event.Marker{Time: time.Now(), Kind: event.MarkerNote, Source: "probe",
-			Message:  fmt.Sprintf("load step: %d concurrent streams for %s", st.Concurrency, st.Duration),
-			Duration: st.Duration, Values: map[string]float64{"concurrency": float64(st.Concurrency)}}
-		select {
-		case out <- emitItem{marker: &m}:
-		case <-ctx.Done():
+		if !r.beginStep(ctx, steps[i], out) {
 			return
 		}
-		timer.Reset(st.Duration)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			return
-		}
+		timer.Reset(steps[i].Duration)
+	}
+}
+
+// beginStep sets the level to st's streams and queues a marker saying so;
+// false when ctx ended first.
+func (r *Runner) beginStep(ctx context.Context, st LoadStep, out chan<- emitItem) bool {
+	r.level.set(st.Concurrency)
+	m := event.Marker{Time: time.Now(), Kind: event.MarkerNote, Source: "probe",
+		Message:  fmt.Sprintf("load step: %d concurrent streams for %s", st.Concurrency, st.Duration),
+		Duration: st.Duration, Values: map[string]float64{"concurrency": float64(st.Concurrency)}}
+	select {
+	case out <- emitItem{marker: &m}:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

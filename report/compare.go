@@ -157,7 +157,8 @@ func quantities(a, b *aggregate.Summary) []quantity {
 
 func throughput() []quantity {
 	errorRate := func(s *aggregate.Summary) (float64, bool) {
-		return percent(s.Requests.Errors, s.Requests.Sent), s.Requests.Sent > 0
+		rate, ok := s.Requests.ErrorRate()
+		return 100 * rate, ok
 	}
 	return []quantity{
 		{section: "throughput", name: "ok_per_s", stat: "value", unit: "req/s",

@@ -134,8 +134,8 @@ func sections(rec *Recording) []table {
 func requestsTable(s *aggregate.Summary) table {
 	r := s.Requests
 	errRate := "-"
-	if r.Sent > 0 {
-		errRate = num(percent(r.Errors, r.Sent), 2) + "%"
+	if rate, ok := r.ErrorRate(); ok {
+		errRate = num(100*rate, 2) + "%"
 	}
 	t := table{
 		Title:   "Requests and throughput",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/tui"
 )
 
@@ -35,8 +36,8 @@ func runWithDashboard(ctx context.Context, m measurement, notices *noticeBoard, 
 	feeds := make(chan *tui.LiveFeed, 1)
 	m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
 
-	measureCtx, stopMeasuring := context.WithCancel(ctx)
-	defer stopMeasuring()
+	measureCtx, stopMeasuring := context.WithCancelCause(ctx)
+	defer stopMeasuring(nil)
 	type result struct {
 		summary aggregate.Summary
 		err     error
@@ -48,7 +49,9 @@ func runWithDashboard(ctx context.Context, m measurement, notices *noticeBoard, 
 	}()
 	feed := <-feeds // the consumers start before the pipeline does
 	uiErr := tui.Run(ctx, noticeFeed{Feed: feed, notices: notices}, opts)
-	stopMeasuring()
+	// Quitting is the run's own end: the requests in flight are cancelled
+	// at the end of the run, not errors (unless ctx, a signal, ended first).
+	stopMeasuring(probe.ErrRunEnded)
 	res := <-done
 	if ctx.Err() == nil {
 		res.err = withoutInterrupted(res.err) // quitting the dashboard is how a run ends

@@ -18,7 +18,7 @@ func TestQuittingTheDashboardIsNotAnInterruption(t *testing.T) {
 	url := serveTinySim(t)
 	f := &loadFlags{dialect: "auto", concurrency: 2, duration: time.Minute, promptTokens: "16", outputTokens: "4",
 		timeout: time.Minute, maxEventBytes: 1 << 20, noGPU: true, noMetrics: true, arrival: "poisson", burstiness: 1,
-		stepDuration: time.Second, seed: 1}
+		stepDuration: time.Second, seed: seedFlag{n: 1, given: true}}
 	ctx := context.Background()
 	s, err := openSession(ctx, io.Discard, url, f, nil)
 	if err != nil {
@@ -33,7 +33,7 @@ func TestQuittingTheDashboardIsNotAnInterruption(t *testing.T) {
 	if got := outcome(io.Discard, summary, nil, err); got != nil {
 		t.Fatalf("exit after q: %v, want a normal one", got)
 	}
-	if r := summary.Requests; r.Sent != r.OK+r.Errors {
-		t.Fatalf("requests %+v: sent != ok + errors", r)
+	if r := summary.Requests; r.Sent != r.OK+r.Errors+r.CancelledAtEnd {
+		t.Fatalf("requests %+v: sent != ok + errors + cancelled at the end", r)
 	}
 }

@@ -84,14 +84,24 @@ func outcome(stderr io.Writer, s aggregate.Summary, objectives []aggregate.Objec
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the requests sent until then")}
 	case runErr != nil:
 		return runErr
-	case s.Requests.Sent-s.Requests.ByOutcome[event.OutcomeCancelled] > 0 && s.Requests.OK == 0:
-		// Requests the run's own end cancelled (quitting, --duration)
-		// did not fail; all the others did.
-		return &exitError{code: exitAllFailed, err: fmt.Errorf("all %d requests failed%s", s.Requests.Sent, topErrorHint(s))}
+	case s.Requests.Errors > 0 && s.Requests.OK == 0:
+		// Requests the run's own end cancelled (quitting the dashboard,
+		// --duration and --drain) did not fail; all the others did.
+		return &exitError{code: exitAllFailed, err: allFailed(s)}
 	case len(objectives) > 0:
 		return checkSLO(stderr, s, objectives)
 	}
 	return nil
+}
+
+// allFailed says that every request that finished failed, and how most
+// did; those the run's end cancelled are named apart.
+func allFailed(s aggregate.Summary) error {
+	r := s.Requests
+	if r.CancelledAtEnd > 0 {
+		return fmt.Errorf("all %d finished requests failed%s; %d more were cancelled at the end of the run", r.Errors, topErrorHint(s), r.CancelledAtEnd)
+	}
+	return fmt.Errorf("all %d requests failed%s", r.Errors, topErrorHint(s))
 }
 
 // topErrorHint names the most common way requests failed, with its

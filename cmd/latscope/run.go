@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -47,7 +48,7 @@ type loadFlags struct {
 	sharedPrefix           int
 	timeout                time.Duration
 	maxEventBytes          int
-	seed                   int64
+	seed                   seedFlag
 	caCert                 string
 	insecure               bool
 
@@ -101,7 +102,7 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.sharedPrefix, "shared-prefix", 0, "identical leading tokens in every prompt (to measure a prefix cache on purpose)")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "limit for one request, send to end of stream (0: none); also bounds each call before the run, to at most 10s")
 	fl.IntVar(&f.maxEventBytes, "max-event-bytes", probe.DefaultMaxEventBytes, "largest stream event accepted (at most 1 GiB); a larger one fails that request")
-	fl.Int64Var(&f.seed, "seed", 1, "seed for prompts and arrivals")
+	fl.Var(&f.seed, "seed", "seed for prompts and arrivals, to repeat a run's prompts; random: one drawn per run, so a server's prompt cache cannot serve one run's prompts to the next")
 	fl.BoolVar(&f.noTUI, "no-tui", false, "headless: a status line a second on stderr, the final table on stdout (also when stdout is not a terminal)")
 	fl.BoolVar(&f.noColor, "no-color", false, "dashboard without colour: stages told apart by letters (also NO_COLOR=1)")
 	fl.StringVar(&f.window, "window", "10s", "the dashboard's window at start: 10s, 1m, 5m or run (w cycles)")
@@ -118,6 +119,46 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.gpuDevices, "gpu", "", "GPU indices to watch, e.g. 0,2 (default all)")
 	fl.DurationVar(&f.gpuInterval, "gpu-interval", time.Second, "time between GPU samples")
 	fl.BoolVar(&f.noGPU, "no-gpu", false, "do not read GPU stats")
+}
+
+// seedFlag is --seed: the seed of a run's prompts and arrivals, given or,
+// by default, drawn for the run. The same seed sends the same prompts, so a
+// seed that never changed would let a server's prompt cache serve every run
+// after the first; the session header says which seed a run used.
+type seedFlag struct {
+	n     int64
+	given bool // set with --seed
+	drawn bool // drawn at random for this run
+}
+
+// maxDrawnSeed bounds drawn seeds, so they stay short enough to type.
+const maxDrawnSeed = 1_000_000_000
+
+func (s *seedFlag) Set(v string) error {
+	n, err := strconv.ParseInt(v, 0, 64)
+	if err != nil {
+		return fmt.Errorf("want an integer: %w", err)
+	}
+	s.n, s.given, s.drawn = n, true, false
+	return nil
+}
+
+func (s *seedFlag) String() string {
+	if !s.given && !s.drawn {
+		return "random"
+	}
+	return strconv.FormatInt(s.n, 10)
+}
+
+func (s *seedFlag) Type() string { return "int" }
+
+// value is the run's seed: the given one, else one drawn the first time
+// it is asked for.
+func (s *seedFlag) value() int64 {
+	if !s.given && !s.drawn {
+		s.n, s.drawn = rand.Int64N(maxDrawnSeed)+1, true
+	}
+	return s.n
 }
 
 // validate checks what flag parsing alone cannot, so that every error a

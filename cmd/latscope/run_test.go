@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/sim"
 )
 
@@ -34,11 +38,18 @@ func executeCtx(t *testing.T, ctx context.Context, args ...string) (string, stri
 // serveTinySim runs the simulator's fast profile on a loopback port.
 func serveTinySim(t *testing.T) string {
 	t.Helper()
+	return serveTinySimWith(t, sim.Config{MaxNumSeqs: 4})
+}
+
+// serveTinySimWith runs the simulator's fast profile with cfg's modes.
+func serveTinySimWith(t *testing.T, cfg sim.Config) string {
+	t.Helper()
 	prof, err := sim.ProfileByName("tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := sim.New(sim.Config{Profile: prof, MaxNumSeqs: 4})
+	cfg.Profile = prof
+	srv, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,5 +157,146 @@ func TestDemoIsLabelledSimulated(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "TTFT breakdown") || !strings.Contains(stdout, "server") {
 		t.Errorf("demo's report lacks the breakdown with server-reported stages:\n%s", stdout)
+	}
+}
+
+// runSeed runs a short run against url and returns the seed its JSON
+// summary's session header reports, and whether it was drawn.
+func runSeed(t *testing.T, url string, extra ...string) (seed int64, drawn bool, stderr string) {
+	t.Helper()
+	args := append([]string{"run", "--url", url, "--no-tui", "--json", "-n", "2", "--prompt-tokens", "16",
+		"--output-tokens", "2", "--no-gpu", "--no-metrics"}, extra...)
+	stdout, stderr, err := execute(t, args...)
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr)
+	}
+	var got struct {
+		Session struct {
+			Load struct {
+				Seed      int64 `json:"seed"`
+				SeedDrawn bool  `json:"seed_drawn"`
+			} `json:"load"`
+		} `json:"session"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+	}
+	return got.Session.Load.Seed, got.Session.Load.SeedDrawn, stderr
+}
+
+func TestRunSeedIsDrawnAndReported(t *testing.T) {
+	url := serveTinySim(t)
+	first, drawn, stderr := runSeed(t, url)
+	if !drawn || first == 0 {
+		t.Fatalf("without --seed: seed %d, drawn %t; want a drawn seed", first, drawn)
+	}
+	if want := fmt.Sprintf("--seed %d repeats them", first); !strings.Contains(stderr, want) {
+		t.Errorf("stderr does not say how to repeat the run (%q):\n%s", want, stderr)
+	}
+	if second, _, _ := runSeed(t, url); second == first {
+		t.Errorf("two runs without --seed both used seed %d", first)
+	}
+	if seed, drawn, stderr := runSeed(t, url, "--seed", "7"); seed != 7 || drawn || strings.Contains(stderr, "drawn") {
+		t.Errorf("--seed 7: seed %d, drawn %t; want 7, given", seed, drawn)
+	}
+	if _, _, err := execute(t, "run", "--url", url, "--seed", "x"); err == nil || !strings.Contains(err.Error(), "--seed") {
+		t.Errorf("--seed x: err = %v, want it refused", err)
+	}
+}
+
+// TestRunEndCancelsAreNotErrors: requests the run's own end cancels are
+// counted apart from the errors, and a run in which only they did not
+// succeed has not failed.
+func TestRunEndCancelsAreNotErrors(t *testing.T) {
+	url := serveTinySim(t)
+	// 2000 tokens take the simulator seconds: none finishes in 300 ms.
+	stdout, stderr, err := execute(t, "run", "--url", url, "--no-tui", "--json", "-c", "2", "-d", "300ms", "--drain", "0s",
+		"--prompt-tokens", "16", "--output-tokens", "2000", "--no-gpu", "--no-metrics")
+	if err != nil {
+		t.Fatalf("err = %v, want none: no request failed\nstderr:\n%s", err, stderr)
+	}
+	var got struct {
+		Requests struct {
+			Sent, OK, Errors int
+			CancelledAtEnd   int `json:"cancelled_at_end"`
+		} `json:"requests"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+	}
+	if r := got.Requests; r.Sent != 2 || r.OK != 0 || r.Errors != 0 || r.CancelledAtEnd != 2 {
+		t.Errorf("requests %+v, want 2 sent, both cancelled at the end, no error", r)
+	}
+}
+
+func TestAllFailed(t *testing.T) {
+	for _, tc := range []struct {
+		r    aggregate.Requests
+		want string
+	}{
+		{aggregate.Requests{Sent: 3, Errors: 3}, "all 3 requests failed"},
+		{aggregate.Requests{Sent: 5, Errors: 3, CancelledAtEnd: 2}, "all 3 finished requests failed; 2 more were cancelled at the end of the run"},
+	} {
+		if got := allFailed(aggregate.Summary{Requests: tc.r}).Error(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.r, got, tc.want)
+		}
+	}
+	if err := outcome(io.Discard, aggregate.Summary{Requests: aggregate.Requests{Sent: 2, CancelledAtEnd: 2}}, nil, nil); err != nil {
+		t.Errorf("a run whose requests the run's end all cancelled: %v, want no failure", err)
+	}
+}
+
+// runCached runs a short run against url and returns its JSON summary's
+// prompt_cached count, its ok count and its insights.
+func runCached(t *testing.T, url string, extra ...string) (cached, ok int, insights []string) {
+	t.Helper()
+	args := append([]string{"run", "--url", url, "--no-tui", "--json", "-n", "16", "-c", "2", "--prompt-tokens", "128",
+		"--output-tokens", "4", "--no-gpu", "--no-metrics"}, extra...)
+	stdout, stderr, err := execute(t, args...)
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr)
+	}
+	var got struct {
+		Requests struct {
+			OK    int            `json:"ok"`
+			Flags map[string]int `json:"flags"`
+		} `json:"requests"`
+		Insights []struct {
+			Message string `json:"message"`
+		} `json:"insights"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+	}
+	for _, in := range got.Insights {
+		insights = append(insights, in.Message)
+	}
+	return got.Requests.Flags["prompt_cached"], got.Requests.OK, insights
+}
+
+// TestRepeatedRunAndThePromptCache: against a server with a prefix cache,
+// a second run with the same --seed sends the same prompts, which the cache
+// serves: every request is flagged prompt_cached and an insight says so.
+// By default each run draws its own seed, and a second run finds nothing
+// of the first in the cache.
+func TestRepeatedRunAndThePromptCache(t *testing.T) {
+	const insight = "of requests were served largely from the server's prompt cache"
+	hasInsight := func(ins []string) bool {
+		return slices.ContainsFunc(ins, func(m string) bool { return strings.Contains(m, insight) })
+	}
+
+	url := serveTinySimWith(t, sim.Config{MaxNumSeqs: 4, PrefixCacheBlocks: 1024})
+	if cached, ok, _ := runCached(t, url, "--seed", "5"); ok != 16 || cached != 0 {
+		t.Fatalf("first run with --seed 5: %d ok, %d flagged prompt_cached; want 16 and none (its prompts differ from the first token)", ok, cached)
+	}
+	cached, ok, ins := runCached(t, url, "--seed", "5")
+	if ok != 16 || cached != 16 || !hasInsight(ins) {
+		t.Errorf("the same run again: %d ok, %d flagged prompt_cached, insights %q; want all 16 flagged and the insight", ok, cached, ins)
+	}
+
+	url = serveTinySimWith(t, sim.Config{MaxNumSeqs: 4, PrefixCacheBlocks: 1024})
+	runCached(t, url)
+	if cached, ok, ins := runCached(t, url); ok != 16 || cached != 0 || hasInsight(ins) {
+		t.Errorf("a second run with a drawn seed: %d ok, %d flagged prompt_cached, insights %q; want none flagged", ok, cached, ins)
 	}
 }

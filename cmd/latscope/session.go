@@ -27,7 +27,7 @@ import (
 type session struct {
 	header     *event.Session
 	client     *probe.Client
-	promptCfg  probe.PromptConfig // as calibrated (with the tokenizer), for more runners
+	prompts    *probe.PromptSource // as calibrated, for more runners (WithNonce)
 	current    atomic.Pointer[probe.Runner]
 	primary    []pipeline.Source
 	aux        []pipeline.Source
@@ -100,15 +100,19 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 		return nil, err
 	}
 	fmt.Fprintf(stderr, "latscope: target %s (server %s, dialect %s, model %q)\n", conn.shown, id.server, id.dialect, id.model)
+	seed := f.seed.value()
+	if f.seed.drawn {
+		fmt.Fprintf(stderr, "latscope: seed %d, drawn for this run: its prompts differ from other runs' (--seed %d repeats them)\n", seed, seed)
+	}
 
-	prompts, promptCfg, err := preparePrompts(ctx, stderr, ep, id.model, probe.PromptConfig{
+	prompts, err := preparePrompts(ctx, stderr, ep, id.model, probe.PromptConfig{
 		PromptTokens: promptLen, OutputTokens: outputLen, SharedPrefix: f.sharedPrefix,
-		Seed: f.seed, File: f.promptFile,
+		Seed: seed, File: f.promptFile,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.promptCfg = promptCfg
+	s.prompts = prompts
 	client, err := probe.NewClient(probe.ClientConfig{
 		BaseURL: target, Dialect: id.dialect, Model: id.model, APIKey: conn.apiKey, Headers: conn.headers,
 		HTTPClient: hc, MaxEventBytes: f.maxEventBytes, Timeout: f.timeout,
@@ -119,7 +123,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	s.client = client
 	runner, err := probe.NewRunner(client, probe.LoadConfig{
 		Concurrency: f.concurrency, Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness,
-		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: f.seed,
+		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: seed,
 		Steps: f.loadSteps, RepeatSteps: f.repeatSteps,
 	}, prompts)
 	if err != nil {
@@ -253,11 +257,11 @@ func detectHint(err error) string {
 // tokenize endpoint when it has one. A tokenizer that fails, before or
 // during calibration, is not fatal: lengths are then assumed (~1 token per
 // word) and corrected from the usage the server reports, and a line says so.
-func preparePrompts(ctx context.Context, stderr io.Writer, ep probe.Endpoint, model string, cfg probe.PromptConfig) (*probe.PromptSource, probe.PromptConfig, error) {
+func preparePrompts(ctx context.Context, stderr io.Writer, ep probe.Endpoint, model string, cfg probe.PromptConfig) (*probe.PromptSource, error) {
 	const assumed = "prompt lengths are assumed ~1 token/word and corrected from usage"
 	tok, err := probe.DetectTokenizer(ctx, ep, model)
 	if ierr := interrupted(ctx, "looking for a tokenize endpoint"); ierr != nil {
-		return nil, cfg, ierr
+		return nil, ierr
 	}
 	if err != nil {
 		first, _, _ := strings.Cut(err.Error(), "\n")
@@ -267,7 +271,7 @@ func preparePrompts(ctx context.Context, stderr io.Writer, ep probe.Endpoint, mo
 	}
 	prompts, err := probe.NewPromptSource(ctx, cfg)
 	if ierr := interrupted(ctx, "calibrating the prompts"); ierr != nil {
-		return nil, cfg, ierr
+		return nil, ierr
 	}
 	if errors.Is(err, probe.ErrTokenizer) {
 		fmt.Fprintf(stderr, "latscope: the tokenize endpoint failed during calibration (%v); %s\n", err, assumed)
@@ -275,9 +279,9 @@ func preparePrompts(ctx context.Context, stderr io.Writer, ep probe.Endpoint, mo
 		prompts, err = probe.NewPromptSource(ctx, cfg)
 	}
 	if err != nil {
-		return nil, cfg, fmt.Errorf("prepare prompts: %w", err)
+		return nil, fmt.Errorf("prepare prompts: %w", err)
 	}
-	return prompts, cfg, nil
+	return prompts, nil
 }
 
 // load describes the asked-for load for the session header.
@@ -286,6 +290,7 @@ func (f *loadFlags) load() event.Load {
 		Mode: "closed", Concurrency: f.concurrency,
 		PromptTokens: f.promptTokens, OutputTokens: f.outputTokens,
 		Duration: f.duration, Requests: f.requests, Warmup: f.warmup, SLO: f.slo,
+		Seed: f.seed.value(), SeedDrawn: f.seed.drawn,
 	}
 	switch {
 	case f.rate > 0:

@@ -208,19 +208,14 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 }
 
 // sweepStep builds each step's runner: the step's rate or concurrency, and
-// prompts of their own (another seed), so a prefix cache cannot make later
-// steps cheaper than earlier ones.
+// prompts of their own (another nonce on the same calibrated prompts), so a
+// prefix cache cannot make later steps cheaper than earlier ones.
 func (s *session) sweepStep(f *loadFlags) func(sweep.StepSpec) (pipeline.Source, error) {
 	return func(spec sweep.StepSpec) (pipeline.Source, error) {
-		cfg := s.promptCfg
-		cfg.Seed = f.seed + int64(spec.Index)*7919
-		prompts, err := probe.NewPromptSource(context.Background(), cfg)
-		if err != nil {
-			return nil, fmt.Errorf("step %d prompts: %w", spec.Index, err)
-		}
+		prompts := s.prompts.WithNonce(uint64(spec.Index) + 1)
 		r, err := probe.NewRunner(s.client, probe.LoadConfig{
 			Rate: spec.Load.Rate(), Concurrency: spec.Load.Concurrency(),
-			Arrival: f.arrival, Burstiness: f.burstiness, Seed: cfg.Seed,
+			Arrival: f.arrival, Burstiness: f.burstiness, Seed: f.seed.value() + int64(spec.Index),
 		}, prompts)
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", spec.Index, err)
