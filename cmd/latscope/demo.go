@@ -29,10 +29,17 @@ H100), sends it server spans over OTLP, drives a simulated GPU from its batch,
 and measures it exactly as 'run' measures a real server. Every number it shows
 describes the SIMULATOR, not a real model.
 
+On the dashboard (a terminal, without --no-tui) it runs until you quit, and
+its load steps through 4, 8, 16, 24 and 8 streams, 20 s each, over and over:
+the queue fills past the 8 batch slots, queue wait takes over the TTFT, and
+the queue drains. Headless it runs 12 streams for 20 s and prints the summary.
+--concurrency, --rate, --steps or --duration replace those defaults.
+
 ` + metricDefinitions,
 		Example: `  latscope demo
-  latscope demo --duration 10s --concurrency 32 --json
-  latscope demo --tokenizer-pool 0 --prompt-tokens 8192:4096`,
+  latscope demo --no-tui --duration 10s --concurrency 32 --json
+  latscope demo --tokenizer-pool 0 --prompt-tokens 8192:4096
+  latscope demo --record demo.lsr && latscope report demo.lsr -o demo.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd, &f, profile, maxNumSeqs, pool)
