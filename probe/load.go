@@ -103,6 +103,9 @@ type Runner struct {
 
 	// pause waits between a worker's requests (sleepCtx; tests replace it).
 	pause func(ctx context.Context, d time.Duration) bool
+	// lagClock is the clock the scheduling-lag watch reads (time.Now;
+	// tests hold it up as a starved machine would).
+	lagClock func() time.Time
 
 	started    atomic.Bool
 	inFlight   atomic.Int64
@@ -133,7 +136,7 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 	case len(cfg.Steps) > 0 && (cfg.Rate > 0 || cfg.Pacer != nil):
 		return nil, errors.New("load steps are for the closed loop: give steps or a rate, not both")
 	}
-	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer, pause: sleepCtx}
+	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer, pause: sleepCtx, lagClock: time.Now}
 	for i, st := range cfg.Steps {
 		if st.Concurrency < 1 || st.Duration <= 0 {
 			return nil, fmt.Errorf("load step %d: %d streams for %s: want 1 or more streams for a positive time", i+1, st.Concurrency, st.Duration)
@@ -156,6 +159,7 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 		r.cfg.LagWindow = 5 * time.Second
 	}
 	r.cfg.Limits = r.cfg.Limits.withDefaults()
+	r.cfg.Stall = r.cfg.Stall.withDefaults()
 	if r.pacer == nil && cfg.Rate > 0 {
 		p, err := NewPacer(cfg.Arrival, cfg.Rate, cfg.Burstiness, cfg.Seed)
 		if err != nil {
@@ -252,6 +256,11 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 		defer close(monitored)
 		r.monitor(monCtx, out)
 	}()
+	lagWatched := make(chan struct{})
+	go func() {
+		defer close(lagWatched)
+		r.watchLag(monCtx, out)
+	}()
 
 	if r.pacer != nil {
 		r.openLoop(sendCtx, reqCtx, began, out)
@@ -261,6 +270,7 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 	// Every worker has returned and sent its last record.
 	stopMonitor()
 	<-monitored
+	<-lagWatched
 	close(out)
 	<-emitted
 
@@ -389,10 +399,11 @@ func stopped(sendCtx, reqCtx context.Context) bool {
 // 429 or 503 (0 when none), read before the record leaves this goroutine.
 func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time.Time, out chan<- emitItem) (event.Outcome, time.Duration) {
 	spec := r.spec(seq, worker, intended)
+	now := time.Now()
 	if !intended.IsZero() {
-		now := time.Now()
 		r.self.recordLag(now, now.Sub(intended))
 	}
+	out <- emitItem{sent: sentNote{id: spec.ID, at: now}}
 	n := r.inFlight.Add(1)
 	for p := r.peak.Load(); n > p && !r.peak.CompareAndSwap(p, n); p = r.peak.Load() {
 	}
@@ -518,6 +529,23 @@ func (r *Runner) monitor(ctx context.Context, out chan<- emitItem) {
 			}
 		}
 	}
+}
+
+// watchLag reports, until ctx ends, each stretch in which the probe's own
+// goroutines ran late (see WatchSchedulingLag), for the stall detector.
+func (r *Runner) watchLag(ctx context.Context, out chan<- emitItem) {
+	every := r.cfg.Stall.LagSample
+	if every <= 0 {
+		return
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	watchLag(ctx, tick.C, r.lagClock, every, func(from, to time.Time) {
+		select {
+		case out <- emitItem{late: &interval{from, to}}:
+		case <-ctx.Done():
+		}
+	})
 }
 
 // probeSample is the probe's state at now for the event stream.

@@ -7,12 +7,22 @@ import (
 )
 
 // emitItem is one thing for the emitter: a finished request (with the
-// prompt length it was built for) or a marker.
+// prompt length it was built for), a marker, a probe sample, a request
+// going out, or a stretch in which the probe's goroutines ran late.
 type emitItem struct {
 	rec    *event.Request
 	target int
 	marker *event.Marker
 	probe  *event.ProbeSample
+	sent   sentNote
+	late   *interval
+}
+
+// sentNote says that a request went out: the stall detector waits for its
+// record before deciding the causes of the pauses it was there for.
+type sentNote struct {
+	id string
+	at time.Time
 }
 
 // emitter is the one goroutine that calls the user's emit function. It owns
@@ -54,11 +64,16 @@ func (e *emitter) loop(in <-chan emitItem, emit func(event.Event)) {
 				e.marker(*it.marker, emit)
 				continue
 			}
-			if it.probe != nil {
+			switch {
+			case it.probe != nil:
 				emit(event.NewProbe(it.probe))
-				continue
+			case it.sent.id != "":
+				e.stall.Sent(it.sent.id, it.sent.at)
+			case it.late != nil:
+				e.stall.Starved(it.late.from, it.late.to)
+			case it.rec != nil:
+				e.request(it, emit)
 			}
-			e.request(it, emit)
 		case now := <-tick.C:
 			e.markers(e.stall.Advance(now), emit)
 		}
@@ -71,8 +86,9 @@ func (e *emitter) request(it emitItem, emit func(event.Event)) {
 	if rec.OK() && !rec.HasFlag(event.FlagMissingUsage) {
 		e.prompts.Observe(it.target, rec.PromptTokens)
 	}
+	stalls := e.stall.Add(rec)
 	emit(event.NewRequest(rec))
-	e.markers(e.stall.Add(rec), emit)
+	e.markers(stalls, emit)
 }
 
 func (e *emitter) count(rec *event.Request) {
