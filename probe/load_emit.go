@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"slices"
 	"time"
 
 	"github.com/latscope/latscope/event"
@@ -87,8 +88,25 @@ func (e *emitter) request(it emitItem, emit func(event.Event)) {
 		e.prompts.Observe(it.target, rec.PromptTokens)
 	}
 	stalls := e.stall.Add(rec)
+	e.checkNagle(rec)
 	emit(event.NewRequest(rec))
 	e.markers(stalls, emit)
+}
+
+// checkNagle takes back a Nagle suspicion that rests on gaps other streams
+// paused in too: a pause of the whole server is not this connection's
+// delayed ACK.
+func (e *emitter) checkNagle(rec *event.Request) {
+	if !rec.HasFlag(event.FlagNagleSuspect) {
+		return
+	}
+	id := streamID(rec)
+	shared := func(from, to time.Duration) bool {
+		return e.stall.SharedPause(id, rec.Start.Add(from), rec.Start.Add(to))
+	}
+	if !nagleSuspect(rec.Chunks, shared) {
+		rec.Flags = slices.DeleteFunc(rec.Flags, func(f event.Flag) bool { return f == event.FlagNagleSuspect })
+	}
 }
 
 func (e *emitter) count(rec *event.Request) {

@@ -284,6 +284,9 @@ func TestStallCausesTokenizationOnTheLoop(t *testing.T) {
 		}
 	}
 	t.Logf("%d tokenizations of 30K tokens, %d visible to the probe, %d found; stall causes %v", len(toks), visible, found, res.causes())
+	if n, _ := res.flagged(event.FlagNagleSuspect); n != 0 {
+		t.Errorf("%d requests flagged nagle_suspect with Nagle off", n)
+	}
 	if visible == 0 {
 		t.Skipf("the probe saw none of the %d tokenization pauses clearly (a starved machine)", len(toks))
 	}
@@ -323,6 +326,9 @@ func TestStallCausesDemoLoadWithTokenizerPool(t *testing.T) {
 		}
 	}
 	t.Logf("stall causes %v\n%s", causes, messages(res.stalls()))
+	if n, ok := res.flagged(event.FlagNagleSuspect); n != 0 {
+		t.Errorf("%d of %d requests flagged nagle_suspect with Nagle off", n, ok)
+	}
 	if causes[event.StallPrefillInterference] == 0 {
 		t.Errorf("no prefill interference on a load whose every admission prefills among 7 decoding streams; markers:\n%s", messages(res.stalls()))
 	}
