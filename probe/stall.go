@@ -22,7 +22,7 @@ type StallConfig struct {
 	MinStreams int           // streams that must pause together (default 3)
 	Factor     float64       // strong gap: above Factor × the stream's median (default 5)
 	MinGap     time.Duration // ... and above MinGap (default 20 ms)
-	WeakFactor float64       // weak gap: at least WeakFactor × the median (default 2)
+	WeakFactor float64       // weak gap: at least WeakFactor × the median (default 1.5)
 	MinExcess  time.Duration // ... and at least MinExcess longer than it (default 10 ms)
 	Share      float64       // weak stall: share of the streams then streaming (default 0.5)
 	MinITLs    int           // streams with fewer gaps have no meaningful median (default 3)
@@ -57,7 +57,7 @@ func (c StallConfig) withDefaults() StallConfig {
 		c.MinGap = 20 * time.Millisecond
 	}
 	if c.WeakFactor <= 0 {
-		c.WeakFactor = 2
+		c.WeakFactor = 1.5
 	}
 	if c.MinExcess <= 0 {
 		c.MinExcess = 10 * time.Millisecond

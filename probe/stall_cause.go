@@ -124,11 +124,14 @@ func (d *StallDetector) starvedOver(s *stallGroup) (verdict, bool) {
 }
 
 // frontEndOver: a request's front-end work (the server's timing of it, or
-// from when it was written to its response headers) and the pause mostly
-// coincide. A window much longer than the pause (headers sent only with a
-// batch slot, so the queue is in it) is no evidence.
+// from when it was written to its response headers) lies mostly in the
+// pause and covers at least half of what the pause took beyond a normal
+// gap. A window much longer than the pause (headers sent only with a batch
+// slot, so the queue is in it) is no evidence, nor is a short one that
+// explains little of it.
 func (d *StallDetector) frontEndOver(s *stallGroup) (verdict, bool) {
 	p := s.span()
+	excess := max(p.dur()-s.itl(), p.dur()/4)
 	var best *reqFacts
 	var bestOv time.Duration
 	var bestServer bool
@@ -142,7 +145,7 @@ func (d *StallDetector) frontEndOver(s *stallGroup) (verdict, bool) {
 			continue
 		}
 		ov := p.overlap(w)
-		if 2*ov >= p.dur() && 2*ov >= w.dur() && ov > bestOv {
+		if 2*ov >= excess && 2*ov >= w.dur() && ov > bestOv {
 			best, bestOv, bestServer = f, ov, server
 		}
 	}
@@ -150,8 +153,8 @@ func (d *StallDetector) frontEndOver(s *stallGroup) (verdict, bool) {
 		return verdict{}, false
 	}
 	share := bestOv.Seconds() / p.dur().Seconds()
-	what := fmt.Sprintf("request %s was written %s before it and got its response headers %s after: its front-end work (parsing, tokenization) covers %.0f%% of the pause",
-		best.id, fmtMS(p.from.Sub(best.sent)), fmtMS(best.frontDone.Sub(p.to)), 100*share)
+	what := fmt.Sprintf("request %s was written %s and got its response headers %s: its front-end work (parsing, tokenization) covers %.0f%% of the pause",
+		best.id, relative(p.from.Sub(best.sent), "before it", "into it"), relative(best.frontDone.Sub(p.to), "after it", "before its end"), 100*share)
 	if bestServer {
 		what = fmt.Sprintf("the server's tokenization of request %s (%s) covers %.0f%% of it", best.id, fmtMS(best.frontEnd.dur()), 100*share)
 	}
@@ -176,12 +179,8 @@ func (d *StallDetector) prefillOver(s *stallGroup) (verdict, bool) {
 	}
 	if closer != nil {
 		after := closer.first.Sub(p.to)
-		when := fmtMS(after) + " after it"
-		if after < 0 {
-			when = fmtMS(-after) + " before the streams resumed"
-		}
 		return verdict{cause: event.StallPrefillInterference, closer: closer,
-			evidence: fmt.Sprintf("request %s's first token came %s: its prefill ran in the pause", closer.id, when),
+			evidence: fmt.Sprintf("request %s's first token came %s: its prefill ran in the pause", closer.id, relative(after, "after it", "before the streams resumed")),
 			values:   map[string]float64{"first_token_after_ms": ms(after)}}, true
 	}
 	for i := range d.requests {
@@ -341,3 +340,12 @@ func stallMarker(part []*stallGroup, v verdict) event.Marker {
 }
 
 func fmtMS(d time.Duration) string { return fmt.Sprintf("%.1f ms", ms(d)) }
+
+// relative says d with ahead when it is not negative, else -d with behind:
+// "2.0 ms before it", "0.1 ms into it".
+func relative(d time.Duration, ahead, behind string) string {
+	if d < 0 {
+		return fmtMS(-d) + " " + behind
+	}
+	return fmtMS(d) + " " + ahead
+}

@@ -210,7 +210,7 @@ func h100(t *testing.T) sim.Profile {
 
 // visiblePause reports whether the probe's own records show a pause over
 // w the detector is bound to find: enough of the decoding streams (those
-// reading before and after it) have a gap across w of at least twice
+// reading before and after it) have a gap across w of at least 1.5 times
 // their median and 10 ms over it.
 func visiblePause(recs []*event.Request, w window) bool {
 	streaming, paused := 0, 0
@@ -229,7 +229,7 @@ func visiblePause(recs []*event.Request, w window) bool {
 		m := med[len(med)/2]
 		for i, g := range gaps {
 			from, to := r.Start.Add(r.Chunks[i].At), r.Start.Add(r.Chunks[i+1].At)
-			if !from.After(w.from) && !to.Before(w.to) && g >= 2*m && g >= m+10*time.Millisecond {
+			if !from.After(w.from) && !to.Before(w.to) && 2*g >= 3*m && g >= m+10*time.Millisecond {
 				paused++
 				break
 			}

@@ -110,9 +110,9 @@ func TestStallDetector(t *testing.T) {
 		{
 			name: "gap usual for a slow stream",
 			recs: []*event.Request{
-				stallStreamRec("a", 0, 40, 30*ms, 200*ms, 20*ms),
-				stallStreamRec("b", 0, 40, 30*ms, 200*ms, 20*ms),
-				stallStreamRec("c", 0, 40, 30*ms, 200*ms, 20*ms),
+				stallStreamRec("a", 0, 40, 30*ms, 200*ms, 12*ms),
+				stallStreamRec("b", 0, 40, 30*ms, 200*ms, 12*ms),
+				stallStreamRec("c", 0, 40, 30*ms, 200*ms, 12*ms),
 			},
 		},
 		{
