@@ -33,6 +33,11 @@ type LoadConfig struct {
 	// Pacer, when set, replaces the schedule built from Rate and Arrival
 	// (and selects open loop).
 	Pacer Pacer
+	// Trace, when set, is replayed in open loop: each request at its time
+	// in the trace (TraceSpeed times as fast; 0 means 1), with the trace's
+	// prompt and output lengths. The run ends after its last request.
+	Trace      *Trace
+	TraceSpeed float64
 
 	// The run stops at Duration or after Warmup+Requests requests,
 	// whichever comes first, or when the context passed to Run ends. Zero
@@ -135,6 +140,8 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 		return nil, fmt.Errorf("max in flight %d: want 0 or more", cfg.MaxInFlight)
 	case len(cfg.Steps) > 0 && (cfg.Rate > 0 || cfg.Pacer != nil):
 		return nil, errors.New("load steps are for the closed loop: give steps or a rate, not both")
+	case cfg.Trace != nil && (cfg.Rate > 0 || cfg.Pacer != nil || len(cfg.Steps) > 0):
+		return nil, errors.New("a trace is its own schedule: give a trace, or a rate or steps, not both")
 	}
 	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer, pause: sleepCtx, lagClock: time.Now}
 	for i, st := range cfg.Steps {
@@ -160,6 +167,17 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 	}
 	r.cfg.Limits = r.cfg.Limits.withDefaults()
 	r.cfg.Stall = r.cfg.Stall.withDefaults()
+	if cfg.Trace != nil {
+		speed := cfg.TraceSpeed
+		if speed == 0 {
+			speed = 1
+		}
+		p, err := NewTracePacer(cfg.Trace, speed)
+		if err != nil {
+			return nil, err
+		}
+		r.pacer = p
+	}
 	if r.pacer == nil && cfg.Rate > 0 {
 		p, err := NewPacer(cfg.Arrival, cfg.Rate, cfg.Burstiness, cfg.Seed)
 		if err != nil {
@@ -426,7 +444,13 @@ func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time
 
 // spec builds the request for seq: ids, trace context and prompt.
 func (r *Runner) spec(seq uint64, worker int, intended time.Time) RequestSpec {
-	prompt, promptTokens, outputTokens := r.prompts.Next(seq)
+	var prompt string
+	var promptTokens, outputTokens int
+	if r.cfg.Trace != nil {
+		prompt, promptTokens, outputTokens = r.prompts.ForTrace(r.cfg.Trace, seq)
+	} else {
+		prompt, promptTokens, outputTokens = r.prompts.Next(seq)
+	}
 	ids := randomHex(24)
 	return RequestSpec{
 		ID:           fmt.Sprintf("ls-%s-%d", r.runID, seq),
