@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -335,10 +336,41 @@ func (r *Runner) closedLoop(sendCtx, reqCtx context.Context, out chan<- emitItem
 	wg.Wait()
 }
 
+// waitUntil waits for t, or returns false when ctx ends first. It sleeps
+// until spin before t and spins (yielding) through the rest: once the
+// process polls the network, Go's timers fire up to a millisecond late
+// (the poller sleeps in whole milliseconds), which an open loop's send
+// time should not be.
+func waitUntil(ctx context.Context, t time.Time, spin time.Duration) bool {
+	if d := time.Until(t) - spin; d > 0 && !sleepCtx(ctx, d) {
+		return false
+	}
+	for time.Now().Before(t) {
+		runtime.Gosched()
+	}
+	return ctx.Err() == nil
+}
+
+// maxSpin is the longest an open-loop request spins before its time; a
+// request due soon after the one before spins at most a quarter of the
+// gap between them, so the probe spends at most about a quarter of a core
+// however high the rate.
+const maxSpin = 1500 * time.Microsecond
+
+// spinFor is how long a request due gap after the one before spins.
+func spinFor(gap time.Duration) time.Duration { return min(maxSpin, gap/4) }
+
+// dispatchLead is how long before its time an open-loop request is handed
+// to a worker, which builds it and then waits for its time: neither the
+// hand-over between goroutines nor building the prompt makes it late, nor
+// a timer that fires a few milliseconds late on a busy machine.
+const dispatchLead = 5 * time.Millisecond
+
 // openTick is one scheduled request handed to an open-loop worker.
 type openTick struct {
 	seq      uint64
 	intended time.Time
+	spin     time.Duration // how long to spin before intended (see waitUntil)
 }
 
 // openLoop sends on the pacer's schedule. Like vegeta's attack loop, it
@@ -354,7 +386,12 @@ func (r *Runner) openLoop(sendCtx, reqCtx context.Context, began time.Time, out 
 		workers++
 		wg.Go(func() {
 			for t := range ticks {
-				r.send(reqCtx, t.seq, w, t.intended, out)
+				// The tick comes early: build the request, then send it
+				// at its time.
+				spec := r.spec(t.seq, w, t.intended)
+				if waitUntil(sendCtx, t.intended, t.spin) {
+					r.sendSpec(reqCtx, spec, out)
+				}
 			}
 		})
 	}
@@ -367,15 +404,21 @@ func (r *Runner) openLoop(sendCtx, reqCtx context.Context, began time.Time, out 
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	prevDue := time.Duration(-1)
 	for hits := uint64(0); r.total == 0 || hits < r.total; hits++ {
 		elapsed := time.Since(began)
 		wait, stop := r.pacer.Pace(elapsed, hits)
 		if stop {
 			return
 		}
-		t := openTick{seq: hits, intended: began.Add(elapsed + wait)}
-		if wait > 0 {
-			timer.Reset(wait)
+		due := elapsed + wait
+		t := openTick{seq: hits, intended: began.Add(due), spin: maxSpin}
+		if prevDue >= 0 {
+			t.spin = spinFor(due - prevDue)
+		}
+		prevDue = due
+		if wait > dispatchLead {
+			timer.Reset(wait - dispatchLead)
 			select {
 			case <-timer.C:
 			case <-sendCtx.Done():
@@ -395,7 +438,8 @@ func (r *Runner) openLoop(sendCtx, reqCtx context.Context, began time.Time, out 
 		if workers < r.cfg.MaxInFlight {
 			spawn()
 		} else if now := time.Now(); r.gate.allow(limitMaxInFlight, now) {
-			m := maxInFlightFinding(now, r.InFlight(), r.cfg.Rate).marker
+			// Every worker is sending or about to (a tick comes early).
+			m := maxInFlightFinding(now, workers, r.cfg.Rate).marker
 			out <- emitItem{marker: &m}
 		}
 		select {
@@ -416,9 +460,13 @@ func stopped(sendCtx, reqCtx context.Context) bool {
 // returns how the request ended and the Retry-After the server sent with a
 // 429 or 503 (0 when none), read before the record leaves this goroutine.
 func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time.Time, out chan<- emitItem) (event.Outcome, time.Duration) {
-	spec := r.spec(seq, worker, intended)
+	return r.sendSpec(ctx, r.spec(seq, worker, intended), out)
+}
+
+// sendSpec is send for a request already built.
+func (r *Runner) sendSpec(ctx context.Context, spec RequestSpec, out chan<- emitItem) (event.Outcome, time.Duration) {
 	now := time.Now()
-	if !intended.IsZero() {
+	if intended := spec.Intended; !intended.IsZero() {
 		r.self.recordLag(now, now.Sub(intended))
 	}
 	out <- emitItem{sent: sentNote{id: spec.ID, at: now}}
