@@ -61,8 +61,11 @@ func (t *Trace) Duration() time.Duration {
 	return t.Requests[len(t.Requests)-1].At
 }
 
-// ShortestPrompt is the trace's shortest prompt.
+// ShortestPrompt is the trace's shortest prompt; 0 for no trace.
 func (t *Trace) ShortestPrompt() int {
+	if t == nil {
+		return 0
+	}
 	n := 0
 	for i, r := range t.Requests {
 		if i == 0 || r.PromptTokens < n {

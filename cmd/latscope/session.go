@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -77,6 +78,9 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	}
 
 	s := &session{offered: f.rate}
+	if f.traceLoad != nil {
+		s.offered = f.traceRate()
+	}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -98,6 +102,8 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	fmt.Fprintf(stderr, "latscope: target %s (server %s, dialect %s, model %q)\n", conn.shown, id.server, id.dialect, id.model)
 
 	prompts, err := preparePrompts(ctx, stderr, ep, id.model, probe.PromptConfig{
+		ShortestPrompt: f.traceLoad.ShortestPrompt(), // 0 without a trace
+
 		PromptTokens: promptLen, OutputTokens: outputLen, SharedPrefix: f.sharedPrefix,
 		Seed: f.seed, File: f.promptFile,
 	})
@@ -115,6 +121,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 		Concurrency: f.concurrency, Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness,
 		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: f.seed,
 		Steps: f.loadSteps, RepeatSteps: f.repeatSteps,
+		Trace: f.traceLoad, TraceSpeed: f.traceSpeed,
 	}, prompts)
 	if err != nil {
 		return nil, fmt.Errorf("set up the load: %w", err)
@@ -281,6 +288,10 @@ func (f *loadFlags) load() event.Load {
 		Duration: f.duration, Requests: f.requests, Warmup: f.warmup, SLO: f.slo,
 	}
 	switch {
+	case f.traceLoad != nil:
+		t := f.traceLoad
+		l.Mode, l.Concurrency, l.Rate = "trace", 0, f.traceRate()
+		l.Arrival = fmt.Sprintf("trace %s (%s, %d requests) at %gx", filepath.Base(f.trace), t.Format, len(t.Requests), f.traceSpeed)
 	case f.rate > 0:
 		l.Mode, l.Concurrency, l.Rate, l.Arrival, l.Burstiness = "open", 0, f.rate, f.arrival, f.burstiness
 	case len(f.loadSteps) > 0:
