@@ -386,13 +386,15 @@ func (d *StallDetector) held(s *stallGroup) bool {
 }
 
 // runs splits stalls (sorted by start) into runs of stalls that follow one
-// another with no more than about two normal gaps between them.
+// another with no more than about two normal gaps between them. A run is
+// cut at MaxHold long, so one that never ends is still reported.
 func (d *StallDetector) runs(stalls []*stallGroup) [][]*stallGroup {
 	var out [][]*stallGroup
 	for _, s := range stalls {
 		if n := len(out); n > 0 {
-			last := out[n-1][len(out[n-1])-1]
-			if s.from.Sub(last.to) <= 2*max(last.itl(), s.itl()) {
+			run := out[n-1]
+			last := run[len(run)-1]
+			if s.from.Sub(last.to) <= 2*max(last.itl(), s.itl()) && s.to.Sub(run[0].from) < d.cfg.MaxHold {
 				out[n-1] = append(out[n-1], s)
 				continue
 			}
