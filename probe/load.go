@@ -351,14 +351,14 @@ func waitUntil(ctx context.Context, t time.Time, spin time.Duration) bool {
 	return ctx.Err() == nil
 }
 
-// maxSpin is the longest an open-loop request spins before its time; a
-// request due soon after the one before spins at most a quarter of the
-// gap between them, so the probe spends at most about a quarter of a core
-// however high the rate.
+// maxSpin is the longest an open-loop request spins before its time. At
+// a high rate a request spins at most a quarter of the mean gap between
+// requests, so the probe spends about a quarter of a core at most however
+// high the rate; a burst in a slow schedule still spins in full.
 const maxSpin = 1500 * time.Microsecond
 
-// spinFor is how long a request due gap after the one before spins.
-func spinFor(gap time.Duration) time.Duration { return min(maxSpin, gap/4) }
+// spinFor is how long a request spins when requests are due meanGap apart.
+func spinFor(meanGap time.Duration) time.Duration { return min(maxSpin, meanGap/4) }
 
 // dispatchLead is how long before its time an open-loop request is handed
 // to a worker, which builds it and then waits for its time: neither the
@@ -404,7 +404,7 @@ func (r *Runner) openLoop(sendCtx, reqCtx context.Context, began time.Time, out 
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	prevDue := time.Duration(-1)
+	prevDue, meanGap := time.Duration(-1), 4*maxSpin
 	for hits := uint64(0); r.total == 0 || hits < r.total; hits++ {
 		elapsed := time.Since(began)
 		wait, stop := r.pacer.Pace(elapsed, hits)
@@ -412,11 +412,11 @@ func (r *Runner) openLoop(sendCtx, reqCtx context.Context, began time.Time, out 
 			return
 		}
 		due := elapsed + wait
-		t := openTick{seq: hits, intended: began.Add(due), spin: maxSpin}
 		if prevDue >= 0 {
-			t.spin = spinFor(due - prevDue)
+			meanGap += (due - prevDue - meanGap) / 16
 		}
 		prevDue = due
+		t := openTick{seq: hits, intended: began.Add(due), spin: spinFor(meanGap)}
 		if wait > dispatchLead {
 			timer.Reset(wait - dispatchLead)
 			select {
