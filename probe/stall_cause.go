@@ -23,6 +23,26 @@ type reqFacts struct {
 	prefill  interval
 }
 
+// pastFrontEnd is when f was done with the server's front end, as far as
+// the probe can tell: its response headers, else when it was written.
+func (f *reqFacts) pastFrontEnd() time.Time {
+	if f.frontDone.IsZero() {
+		return f.sent
+	}
+	return f.frontDone
+}
+
+// frontEndWindow is f's front-end work: the server's timing of it, else
+// from when it was written to its response headers; ok is false when
+// neither is known.
+func (f *reqFacts) frontEndWindow() (w interval, server, ok bool) {
+	if f.frontEnd.dur() > 0 {
+		return f.frontEnd, true, true
+	}
+	w = interval{f.sent, f.frontDone}
+	return w, false, !f.frontDone.IsZero() && w.dur() > 0
+}
+
 // factsOf extracts r's evidence; false when r never reached the server.
 func factsOf(r *event.Request) (reqFacts, bool) {
 	sent, ok := stageEnd(r, event.StageWrite)
@@ -137,11 +157,8 @@ func (d *StallDetector) frontEndOver(s *stallGroup) (verdict, bool) {
 	var bestServer bool
 	for i := range d.requests {
 		f := &d.requests[i]
-		w, server := f.frontEnd, true
-		if w.dur() <= 0 {
-			w, server = interval{f.sent, f.frontDone}, false
-		}
-		if f.frontDone.IsZero() && !server || w.dur() <= 0 {
+		w, server, ok := f.frontEndWindow()
+		if !ok {
 			continue
 		}
 		ov := p.overlap(w)
@@ -212,15 +229,11 @@ func (d *StallDetector) prefillsPossible(s *stallGroup) int {
 			}
 			continue
 		}
-		ready := f.frontDone
-		if ready.IsZero() {
-			ready = f.sent
-		}
 		until := f.first
 		if until.IsZero() {
 			until = f.end
 		}
-		if ready.Before(p.to) && until.After(p.from) {
+		if f.pastFrontEnd().Before(p.to) && until.After(p.from) {
 			n++
 		}
 	}
@@ -235,11 +248,7 @@ func (d *StallDetector) prefillsPossible(s *stallGroup) int {
 // waitedThrough reports whether f was past its front end and still waiting
 // for its first token through all of s: its prefill may be what s was.
 func waitedThrough(f *reqFacts, s *stallGroup) bool {
-	ready := f.frontDone
-	if ready.IsZero() {
-		ready = f.sent
-	}
-	return !ready.After(s.from) && !f.first.Before(s.to)
+	return !f.pastFrontEnd().After(s.from) && !f.first.Before(s.to)
 }
 
 // decide classifies a run of stalls and makes their markers. A request
