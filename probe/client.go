@@ -496,7 +496,7 @@ func (x *exchange) finish() {
 	if rec.ReplacementChars > 0 {
 		rec.Flags = append(rec.Flags, event.FlagUTF8Defect)
 	}
-	if nagleSuspect(rec.Chunks, nil) {
+	if nagleSuspect(rec.Chunks) {
 		rec.Flags = append(rec.Flags, event.FlagNagleSuspect)
 	}
 	if !x.phases.gotConn.IsZero() {

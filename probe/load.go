@@ -288,8 +288,8 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 	}
 	// Every worker has returned and sent its last record.
 	stopMonitor()
-	<-monitored
 	<-lagWatched
+	<-monitored
 	close(out)
 	<-emitted
 

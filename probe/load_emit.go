@@ -104,7 +104,7 @@ func (e *emitter) checkNagle(rec *event.Request) {
 	shared := func(from, to time.Duration) bool {
 		return e.stall.SharedPause(id, rec.Start.Add(from), rec.Start.Add(to))
 	}
-	if !nagleSuspect(rec.Chunks, shared) {
+	if !nagleSignature(rec.Chunks, shared) {
 		rec.Flags = slices.DeleteFunc(rec.Flags, func(f event.Flag) bool { return f == event.FlagNagleSuspect })
 	}
 }

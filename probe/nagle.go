@@ -27,10 +27,13 @@ const (
 // nagleSuspect reports whether a stream's reads show Nagle's signature:
 // gaps near 40 ms, each ending in a read that brought several events at
 // once (the held segment released with the frames queued behind it),
-// repeated over the stream. shared, when not nil, names gaps (offsets from
-// the request's start) that fell in a pause other streams shared: those
-// say nothing about this connection and are left out.
-func nagleSuspect(chunks []event.Chunk, shared func(from, to time.Duration) bool) bool {
+// repeated over the stream.
+func nagleSuspect(chunks []event.Chunk) bool { return nagleSignature(chunks, nil) }
+
+// nagleSignature is nagleSuspect leaving out the gaps that shared names
+// (offsets from the request's start): those that fell in a pause other
+// streams shared say nothing about this connection.
+func nagleSignature(chunks []event.Chunk, shared func(from, to time.Duration) bool) bool {
 	holds, gaps := 0, 0
 	prev := -1 // the first chunk of the previous read
 	for i, c := range chunks {
