@@ -306,7 +306,7 @@ func TestStallCausesDemoLoadWithTokenizerPool(t *testing.T) {
 	prof := h100(t)
 	prof.MaxNumSeqs = 8
 	url := startSim(t, truth.hook(sim.Config{Profile: prof, TokenizerPool: 4, Seed: 1}))
-	res := runLoad(t, simClient(t, url, nil), probe.LoadConfig{Concurrency: 12, Duration: 4 * time.Second, Drain: 20 * time.Second},
+	res := runLoad(t, simClient(t, url, nil), probe.LoadConfig{Concurrency: 12, Duration: 3 * time.Second, Drain: 20 * time.Second},
 		prompts(t, 512, 128, 1), nil)
 	steps := truth.prefillSteps()
 	causes := res.causes()
