@@ -87,6 +87,7 @@ type Aggregator struct {
 	server  serverState
 	gpu     *event.GPUSample
 	markers markerState
+	stalls  stallTally         // stall markers by cause, for the insights
 	session *event.Session     // the session's header, when one came
 	probe   *event.ProbeSample // the probe's latest view of itself
 	lost    map[string]int64   // events consumers missed, by consumer
@@ -172,6 +173,7 @@ func (a *Aggregator) Add(ev event.Event) {
 	case ev.Marker != nil:
 		a.see(ev.Marker.Time)
 		a.markers.add(ev.Marker)
+		a.stalls.add(ev.Marker)
 	case ev.Session != nil:
 		a.see(ev.Session.Time)
 		a.session = ev.Session

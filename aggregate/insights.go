@@ -61,6 +61,8 @@ func (a *Aggregator) insights(s *Snapshot) []event.Marker {
 	a.promptCacheInsight(s, add)
 	a.overheadInsight(s, add)
 	a.limitInsight(s, add)
+	a.stallInsights(s, add)
+	a.nagleInsight(s, add)
 	return out
 }
 

@@ -91,7 +91,7 @@ type MarkerKind string
 
 // The marker kinds.
 const (
-	MarkerStall      MarkerKind = "stall"       // several streams paused together: the server's event loop was blocked
+	MarkerStall      MarkerKind = "stall"       // several streams paused together; Cause says why
 	MarkerGap        MarkerKind = "gap"         // one unusual gap, e.g. Nagle-like
 	MarkerProbeLimit MarkerKind = "probe_limit" // the probe, not the server, is the bottleneck
 	MarkerInsight    MarkerKind = "insight"     // a computed observation, e.g. "queue wait is 80% of TTFT"
@@ -109,7 +109,31 @@ type Marker struct {
 	Values   map[string]float64 `json:"values,omitempty"`
 	// RequestIDs lists the requests involved (e.g. the stalled streams).
 	RequestIDs []string `json:"request_ids,omitempty"`
+	// Cause says what a stall marker's evidence points to (one of the
+	// Stall* causes); empty for other markers.
+	Cause StallCause `json:"cause,omitempty"`
 }
+
+// StallCause is what caused a pause that several streams shared, as far as
+// the evidence shows.
+type StallCause string
+
+// The stall causes.
+const (
+	// StallPrefillInterference: a prefill ran in the pause (another
+	// request's first token closed it, or the server's timing puts a
+	// prefill over it), and the decoding streams waited for it.
+	StallPrefillInterference StallCause = "prefill_interference"
+	// StallFrontEndBlock: the server's front end (HTTP parsing,
+	// tokenization, its event loop) held every stream's frames: a
+	// request's front-end work covers the pause, or no prefill ran in it.
+	StallFrontEndBlock StallCause = "front_end_block"
+	// StallProbeStarved: latscope's own goroutines were held up over the
+	// pause, so it is the probe's pause, not the server's.
+	StallProbeStarved StallCause = "probe_starved"
+	// StallUnexplained: the streams paused together and nothing shows why.
+	StallUnexplained StallCause = "unexplained"
+)
 
 // MarshalJSON leaves out values that JSON cannot hold (NaN, ±Inf), so one
 // bad figure from a source cannot make a whole record, report or recording

@@ -532,14 +532,6 @@ func promptCached(cached, promptTokens int) bool {
 	return cached > 0 && 2*cached >= promptTokens
 }
 
-// nagleGapMin and nagleGapMax bracket the 40 ms delayed-ACK timer that,
-// with Nagle's algorithm on the server's socket, holds a small segment back
-// until the next one is ready.
-const (
-	nagleGapMin = 36 * time.Millisecond
-	nagleGapMax = 44 * time.Millisecond
-)
-
 // finish fills the derived fields once the outcome is known.
 func (x *exchange) finish() {
 	rec := x.rec
@@ -578,19 +570,6 @@ func (x *exchange) finish() {
 		rec.ReusedConn = x.phases.reused
 		rec.ConnectRTT = x.phases.connect
 	}
-}
-
-// nagleSuspect reports an inter-chunk gap near 40 ms after which the chunk
-// arrived coalesced with another event: the held-back segment and the next
-// one delivered together when the delayed ACK finally came.
-func nagleSuspect(chunks []event.Chunk) bool {
-	for i := 1; i < len(chunks); i++ {
-		gap := chunks[i].At - chunks[i-1].At
-		if gap >= nagleGapMin && gap <= nagleGapMax && chunks[i].Batch > 1 {
-			return true
-		}
-	}
-	return false
 }
 
 // stages returns the contiguous client stages reached, each running from

@@ -308,26 +308,6 @@ func TestTGIHeaderTimings(t *testing.T) {
 	}
 }
 
-func TestNagleSuspect(t *testing.T) {
-	t.Parallel()
-	ms := time.Millisecond
-	tests := []struct {
-		name   string
-		chunks []event.Chunk
-		want   bool
-	}{
-		{"steady", []event.Chunk{{At: 10 * ms, Batch: 1}, {At: 20 * ms, Batch: 1}, {At: 30 * ms, Batch: 1}}, false},
-		{"40ms gap then coalesced", []event.Chunk{{At: 10 * ms, Batch: 1}, {At: 50 * ms, Batch: 2}, {At: 50 * ms, Batch: 2}}, true},
-		{"40ms gap alone", []event.Chunk{{At: 10 * ms, Batch: 1}, {At: 50 * ms, Batch: 1}}, false},
-		{"long gap coalesced", []event.Chunk{{At: 10 * ms, Batch: 1}, {At: 110 * ms, Batch: 3}}, false},
-	}
-	for _, tt := range tests {
-		if got := nagleSuspect(tt.chunks); got != tt.want {
-			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
-
 func TestNewClientValidates(t *testing.T) {
 	t.Parallel()
 	bad := []ClientConfig{

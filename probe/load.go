@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,11 @@ type LoadConfig struct {
 	// Pacer, when set, replaces the schedule built from Rate and Arrival
 	// (and selects open loop).
 	Pacer Pacer
+	// Trace, when set, is replayed in open loop: each request at its time
+	// in the trace (TraceSpeed times as fast; 0 means 1), with the trace's
+	// prompt and output lengths. The run ends after its last request.
+	Trace      *Trace
+	TraceSpeed float64
 
 	// The run stops at Duration or after Warmup+Requests requests,
 	// whichever comes first, or when the context passed to Run ends. Zero
@@ -106,6 +112,9 @@ type Runner struct {
 
 	// pause waits between a worker's requests (sleepCtx; tests replace it).
 	pause func(ctx context.Context, d time.Duration) bool
+	// lagClock is the clock the scheduling-lag watch reads (time.Now;
+	// tests hold it up as a starved machine would).
+	lagClock func() time.Time
 
 	started    atomic.Bool
 	inFlight   atomic.Int64
@@ -135,8 +144,10 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 		return nil, fmt.Errorf("max in flight %d: want 0 or more", cfg.MaxInFlight)
 	case len(cfg.Steps) > 0 && (cfg.Rate > 0 || cfg.Pacer != nil):
 		return nil, errors.New("load steps are for the closed loop: give steps or a rate, not both")
+	case cfg.Trace != nil && (cfg.Rate > 0 || cfg.Pacer != nil || len(cfg.Steps) > 0):
+		return nil, errors.New("a trace is its own schedule: give a trace, or a rate or steps, not both")
 	}
-	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer, pause: sleepCtx}
+	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer, pause: sleepCtx, lagClock: time.Now}
 	for i, st := range cfg.Steps {
 		if st.Concurrency < 1 || st.Duration <= 0 {
 			return nil, fmt.Errorf("load step %d: %d streams for %s: want 1 or more streams for a positive time", i+1, st.Concurrency, st.Duration)
@@ -159,6 +170,18 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 		r.cfg.LagWindow = 5 * time.Second
 	}
 	r.cfg.Limits = r.cfg.Limits.withDefaults()
+	r.cfg.Stall = r.cfg.Stall.withDefaults()
+	if cfg.Trace != nil {
+		speed := cfg.TraceSpeed
+		if speed == 0 {
+			speed = 1
+		}
+		p, err := NewTracePacer(cfg.Trace, speed)
+		if err != nil {
+			return nil, err
+		}
+		r.pacer = p
+	}
 	if r.pacer == nil && cfg.Rate > 0 {
 		p, err := NewPacer(cfg.Arrival, cfg.Rate, cfg.Burstiness, cfg.Seed)
 		if err != nil {
@@ -257,6 +280,11 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 		defer close(monitored)
 		r.monitor(monCtx, out)
 	}()
+	lagWatched := make(chan struct{})
+	go func() {
+		defer close(lagWatched)
+		r.watchLag(monCtx, out)
+	}()
 
 	if r.pacer != nil {
 		r.openLoop(sendCtx, reqCtx, began, out)
@@ -266,6 +294,7 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 	// Every worker has returned and sent its last record. A last probe
 	// sample carries the run's final counts (reconnects, back-offs).
 	stopMonitor()
+	<-lagWatched
 	<-monitored
 	out <- emitItem{probe: r.probeSample(time.Now(), nil)}
 	close(out)
@@ -319,10 +348,41 @@ func (r *Runner) closedLoop(sendCtx, reqCtx context.Context, out chan<- emitItem
 	wg.Wait()
 }
 
+// waitUntil waits for t, or returns false when ctx ends first. It sleeps
+// until spin before t and spins (yielding) through the rest: once the
+// process polls the network, Go's timers fire up to a millisecond late
+// (the poller sleeps in whole milliseconds), which an open loop's send
+// time should not be.
+func waitUntil(ctx context.Context, t time.Time, spin time.Duration) bool {
+	if d := time.Until(t) - spin; d > 0 && !sleepCtx(ctx, d) {
+		return false
+	}
+	for time.Now().Before(t) {
+		runtime.Gosched()
+	}
+	return ctx.Err() == nil
+}
+
+// maxSpin is the longest an open-loop request spins before its time. At
+// a high rate a request spins at most a quarter of the mean gap between
+// requests, so the probe spends about a quarter of a core at most however
+// high the rate; a burst in a slow schedule still spins in full.
+const maxSpin = 1500 * time.Microsecond
+
+// spinFor is how long a request spins when requests are due meanGap apart.
+func spinFor(meanGap time.Duration) time.Duration { return min(maxSpin, meanGap/4) }
+
+// dispatchLead is how long before its time an open-loop request is handed
+// to a worker, which builds it and then waits for its time: neither the
+// hand-over between goroutines nor building the prompt makes it late, nor
+// a timer that fires a few milliseconds late on a busy machine.
+const dispatchLead = 5 * time.Millisecond
+
 // openTick is one scheduled request handed to an open-loop worker.
 type openTick struct {
 	seq      uint64
 	intended time.Time
+	spin     time.Duration // how long to spin before intended (see waitUntil)
 }
 
 // openLoop sends on the pacer's schedule. Like vegeta's attack loop, it
@@ -338,7 +398,12 @@ func (r *Runner) openLoop(sendCtx, reqCtx context.Context, began time.Time, out 
 		workers++
 		wg.Go(func() {
 			for t := range ticks {
-				r.send(reqCtx, t.seq, w, t.intended, out)
+				// The tick comes early: build the request, then send it
+				// at its time.
+				spec := r.spec(t.seq, w, t.intended)
+				if waitUntil(sendCtx, t.intended, t.spin) {
+					r.sendSpec(reqCtx, spec, out)
+				}
 			}
 		})
 	}
@@ -351,15 +416,21 @@ func (r *Runner) openLoop(sendCtx, reqCtx context.Context, began time.Time, out 
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	prevDue, meanGap := time.Duration(-1), 4*maxSpin
 	for hits := uint64(0); r.total == 0 || hits < r.total; hits++ {
 		elapsed := time.Since(began)
 		wait, stop := r.pacer.Pace(elapsed, hits)
 		if stop {
 			return
 		}
-		t := openTick{seq: hits, intended: began.Add(elapsed + wait)}
-		if wait > 0 {
-			timer.Reset(wait)
+		due := elapsed + wait
+		if prevDue >= 0 {
+			meanGap += (due - prevDue - meanGap) / 16
+		}
+		prevDue = due
+		t := openTick{seq: hits, intended: began.Add(due), spin: spinFor(meanGap)}
+		if wait > dispatchLead {
+			timer.Reset(wait - dispatchLead)
 			select {
 			case <-timer.C:
 			case <-sendCtx.Done():
@@ -379,7 +450,8 @@ func (r *Runner) openLoop(sendCtx, reqCtx context.Context, began time.Time, out 
 		if workers < r.cfg.MaxInFlight {
 			spawn()
 		} else if now := time.Now(); r.gate.allow(limitMaxInFlight, now) {
-			m := maxInFlightFinding(now, r.InFlight(), r.cfg.Rate).marker
+			// Every worker is sending or about to (a tick comes early).
+			m := maxInFlightFinding(now, workers, r.cfg.Rate).marker
 			out <- emitItem{marker: &m}
 		}
 		select {
@@ -400,11 +472,16 @@ func stopped(sendCtx, reqCtx context.Context) bool {
 // returns how the request ended and the Retry-After the server sent with a
 // 429 or 503 (0 when none), read before the record leaves this goroutine.
 func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time.Time, out chan<- emitItem) (event.Outcome, time.Duration) {
-	spec := r.spec(seq, worker, intended)
-	if !intended.IsZero() {
-		now := time.Now()
+	return r.sendSpec(ctx, r.spec(seq, worker, intended), out)
+}
+
+// sendSpec is send for a request already built.
+func (r *Runner) sendSpec(ctx context.Context, spec RequestSpec, out chan<- emitItem) (event.Outcome, time.Duration) {
+	now := time.Now()
+	if intended := spec.Intended; !intended.IsZero() {
 		r.self.recordLag(now, now.Sub(intended))
 	}
+	out <- emitItem{sent: sentNote{id: spec.ID, at: now}}
 	n := r.inFlight.Add(1)
 	for p := r.peak.Load(); n > p && !r.peak.CompareAndSwap(p, n); p = r.peak.Load() {
 	}
@@ -427,7 +504,13 @@ func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time
 
 // spec builds the request for seq: ids, trace context and prompt.
 func (r *Runner) spec(seq uint64, worker int, intended time.Time) RequestSpec {
-	prompt, promptTokens, outputTokens := r.prompts.Next(seq)
+	var prompt string
+	var promptTokens, outputTokens int
+	if r.cfg.Trace != nil {
+		prompt, promptTokens, outputTokens = r.prompts.ForTrace(r.cfg.Trace, seq)
+	} else {
+		prompt, promptTokens, outputTokens = r.prompts.Next(seq)
+	}
 	ids := randomHex(24)
 	return RequestSpec{
 		ID:           fmt.Sprintf("ls-%s-%d", r.runID, seq),
@@ -540,6 +623,23 @@ func (r *Runner) monitor(ctx context.Context, out chan<- emitItem) {
 			}
 		}
 	}
+}
+
+// watchLag reports, until ctx ends, each stretch in which the probe's own
+// goroutines ran late (see WatchSchedulingLag), for the stall detector.
+func (r *Runner) watchLag(ctx context.Context, out chan<- emitItem) {
+	every := r.cfg.Stall.LagSample
+	if every <= 0 {
+		return
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	watchLag(ctx, tick.C, r.lagClock, every, func(from, to time.Time) {
+		select {
+		case out <- emitItem{late: &interval{from, to}}:
+		case <-ctx.Done():
+		}
+	})
 }
 
 // probeSample is the probe's state at now for the event stream.

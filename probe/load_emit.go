@@ -1,18 +1,29 @@
 package probe
 
 import (
+	"slices"
 	"time"
 
 	"github.com/latscope/latscope/event"
 )
 
 // emitItem is one thing for the emitter: a finished request (with the
-// prompt length it was built for) or a marker.
+// prompt length it was built for), a marker, a probe sample, a request
+// going out, or a stretch in which the probe's goroutines ran late.
 type emitItem struct {
 	rec    *event.Request
 	target int
 	marker *event.Marker
 	probe  *event.ProbeSample
+	sent   sentNote
+	late   *interval
+}
+
+// sentNote says that a request went out: the stall detector waits for its
+// record before deciding the causes of the pauses it was there for.
+type sentNote struct {
+	id string
+	at time.Time
 }
 
 // emitter is the one goroutine that calls the user's emit function. It owns
@@ -54,11 +65,16 @@ func (e *emitter) loop(in <-chan emitItem, emit func(event.Event)) {
 				e.marker(*it.marker, emit)
 				continue
 			}
-			if it.probe != nil {
+			switch {
+			case it.probe != nil:
 				emit(event.NewProbe(it.probe))
-				continue
+			case it.sent.id != "":
+				e.stall.Sent(it.sent.id, it.sent.at)
+			case it.late != nil:
+				e.stall.Starved(it.late.from, it.late.to)
+			case it.rec != nil:
+				e.request(it, emit)
 			}
-			e.request(it, emit)
 		case now := <-tick.C:
 			e.markers(e.stall.Advance(now), emit)
 		}
@@ -71,8 +87,26 @@ func (e *emitter) request(it emitItem, emit func(event.Event)) {
 	if rec.OK() && !rec.HasFlag(event.FlagMissingUsage) {
 		e.prompts.Observe(it.target, rec.PromptTokens)
 	}
+	stalls := e.stall.Add(rec)
+	e.checkNagle(rec)
 	emit(event.NewRequest(rec))
-	e.markers(e.stall.Add(rec), emit)
+	e.markers(stalls, emit)
+}
+
+// checkNagle takes back a Nagle suspicion that rests on gaps other streams
+// paused in too: a pause of the whole server is not this connection's
+// delayed ACK.
+func (e *emitter) checkNagle(rec *event.Request) {
+	if !rec.HasFlag(event.FlagNagleSuspect) {
+		return
+	}
+	id := streamID(rec)
+	shared := func(from, to time.Duration) bool {
+		return e.stall.SharedPause(id, rec.Start.Add(from), rec.Start.Add(to))
+	}
+	if !nagleSignature(rec.Chunks, shared) {
+		rec.Flags = slices.DeleteFunc(rec.Flags, func(f event.Flag) bool { return f == event.FlagNagleSuspect })
+	}
 }
 
 func (e *emitter) count(rec *event.Request) {

@@ -37,6 +37,10 @@ type PromptConfig struct {
 	// Tokenizer counts tokens the server's way. Nil means "assume about one
 	// token per word" and correct from the usage the first responses report.
 	Tokenizer Tokenizer
+	// ShortestPrompt is the shortest prompt that will be asked for when it
+	// is not PromptTokens' (a trace's); 0: PromptTokens says. Below 128
+	// tokens calibration counts every word (see shortPromptTokens).
+	ShortestPrompt int
 }
 
 // Calibration says how prompt lengths are being estimated, for the run's
@@ -83,6 +87,13 @@ type PromptSource struct {
 	// wordCost is the average tokens per word, for the words outside
 	// blocks (the leading varying word and the tail).
 	wordCost float64
+	// wordCosts, when short prompts are asked for, is what each word
+	// costs (see countWords); wordIndex finds a word's, and cheapWords
+	// are the cheapest, which fill a prompt's last tokens exactly.
+	wordCosts  []float64
+	wordIndex  map[string]int
+	cheapWords []int
+
 	overhead float64
 	source   string
 	file     []filePrompt
@@ -191,6 +202,7 @@ func (p *PromptSource) Next(seq uint64) (prompt string, promptTokens int, output
 	// The nonce moves the sequence, so the same seq starts differently too.
 	b.WriteString(p.words[(seq*7919+uint64(p.cfg.Seed)+p.cfg.Nonce)%wordCount])
 	build -= p.wordCost
+	build += p.leadCorrection(b.String())
 	if build >= 0.5 {
 		p.appendText(&b, rng, build, true)
 	}
@@ -281,14 +293,17 @@ func (p *PromptSource) appendText(b *strings.Builder, rng *rand.Rand, tokens flo
 		}
 	}
 	// The tail: words until the remainder is used up, rounding to nearest.
-	for tokens-got >= p.wordCost/2 {
+	for {
+		w, cost, ok := p.tailWord(rng, tokens-got)
+		if !ok {
+			return got
+		}
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(p.words[rng.IntN(wordCount)])
-		got += p.wordCost
+		b.WriteString(w)
+		got += cost
 	}
-	return got
 }
 
 // usageFit learns reported ≈ offset + scale*target from the first
@@ -354,6 +369,11 @@ func (p *PromptSource) calibrate(ctx context.Context, tok Tokenizer) error {
 	p.overhead = overhead
 	p.wordCost = max(float64(total)/float64(words), 0.1)
 	p.source = "tokenizer"
+	if p.wantWordCosts() {
+		if err := p.countWords(ctx, tok); err != nil {
+			return fmt.Errorf("calibrate prompts: %w: %w", ErrTokenizer, err)
+		}
+	}
 
 	// Check the model on one long prompt: joins between blocks can cost
 	// tokens that counting blocks alone misses. Scale every estimate by
@@ -369,6 +389,7 @@ func (p *PromptSource) calibrate(ctx context.Context, tok Tokenizer) error {
 			p.blocks[i].tokens *= scale
 		}
 		p.wordCost *= scale
+		p.scaleWordCosts(scale)
 	}
 	return nil
 }

@@ -129,6 +129,33 @@ func TestPromptCalibrationWithTokenizer(t *testing.T) {
 					}
 				}
 			}
+			// Short prompts: a word more or less is several percent, so
+			// every word is counted. Targets from 16 to about 100.
+			ps, err := NewPromptSource(t.Context(), PromptConfig{
+				PromptTokens: Length{Mean: 48, StdDev: 24}, OutputTokens: Length{Mean: 16}, Seed: 3, Tokenizer: tokenizer,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			worst := 0.0
+			checked := map[int]bool{}
+			for seq := range uint64(300) {
+				prompt, target, _ := ps.Next(seq)
+				if target < 16 {
+					continue
+				}
+				checked[target] = true
+				got := tc.tok.count(prompt)
+				dev := float64(got-target) / float64(target)
+				worst = max(worst, dev, -dev)
+				if dev > 0.05 || dev < -0.05 {
+					t.Errorf("target %d seq %d: server counts %d tokens (%+.1f%%)", target, seq, got, 100*dev)
+				}
+			}
+			if !checked[16] || !checked[32] {
+				t.Fatalf("the short targets missed 16 or 32 tokens: %v", checked)
+			}
+			t.Logf("%d short targets from 16 tokens: worst error %.1f%%", len(checked), 100*worst)
 		})
 	}
 }

@@ -272,8 +272,8 @@ func stallScenario(t *testing.T, tokenizerPool int) stallRun {
 		run.recs = append(run.recs, r)
 		run.markers = append(run.markers, det.Add(r)...)
 	}
-	cancelLong() // its prefill is not the subject
-	<-longDone
+	cancelLong() // done or not, it is a request of the probe's: evidence
+	run.markers = append(run.markers, det.Add(<-longDone)...)
 	run.markers = append(run.markers, det.Flush()...)
 	mu.Lock()
 	defer mu.Unlock()
@@ -342,6 +342,9 @@ func TestStallDetectorSeesBlockedTokenizer(t *testing.T) {
 	for _, m := range run.markers {
 		if len(m.RequestIDs) >= stallMinStreams {
 			t.Logf("blocking tokenizer: %s", m.Message)
+			if m.Cause != event.StallFrontEndBlock {
+				t.Errorf("the blocked loop's pause labelled %s: %s", m.Cause, m.Message)
+			}
 			return
 		}
 	}
@@ -355,12 +358,12 @@ func TestStallDetectorSeesBlockedTokenizer(t *testing.T) {
 //
 // It may still report a real shared pause from elsewhere, and the test
 // allows that: the engine's own steps (its ground truth gives the gap
-// between the same two tokens), or the probe reading late on a starved
-// machine (the server's flush times show no pause). Such a marker names
-// the event loop wrongly; saying which cause it was is a later change.
-// A marker counts as the loop's when, for enough of its streams, the
-// server held the frames (flush gap minus engine gap) for more than half
-// the gap the probe saw.
+// between the same two tokens: the long prompt's prefill in chunks), or
+// the probe reading late on a starved machine (the server's flush times
+// show no pause). Such a marker must not name the front end. A marker
+// counts as the loop's when, for enough of its streams, the server held
+// the frames (flush gap minus engine gap) for more than half the gap the
+// probe saw.
 func TestStallDetectorQuietWithTokenizerPool(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("timing on the calibrated profile: not under -short or -race")
@@ -394,6 +397,9 @@ func TestStallDetectorQuietWithTokenizerPool(t *testing.T) {
 		if loop >= stallMinStreams {
 			t.Errorf("with the tokenizer off the event loop, the loop held %d streams together: %s (%s)", loop, m.Message, strings.Join(report, "; "))
 			continue
+		}
+		if m.Cause == event.StallFrontEndBlock {
+			t.Errorf("with the tokenizer off the event loop, a pause is labelled a front-end block: %s (%s)", m.Message, strings.Join(report, "; "))
 		}
 		t.Logf("a shared pause the engine or the probe explains: %s (%s)", m.Message, strings.Join(report, "; "))
 	}

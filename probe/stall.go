@@ -10,19 +10,40 @@ import (
 )
 
 // StallConfig tunes the stall detector. Zero fields take the defaults.
+//
+// A gap is a stream's time between two reads that brought content. It is
+// strong when it is over Factor × the stream's median gap and over MinGap:
+// MinStreams streams with strong gaps at one moment make a stall. It is
+// weak when it is at least WeakFactor × the median and MinExcess over it:
+// one stream's weak gap means little, but when most of the streams that
+// were streaming at that moment (Share of them, and at least MinStreams)
+// paused together, the correlation is the evidence.
 type StallConfig struct {
 	MinStreams int           // streams that must pause together (default 3)
-	Factor     float64       // a gap is unusual above Factor × the stream's median ITL (default 5)
+	Factor     float64       // strong gap: above Factor × the stream's median (default 5)
 	MinGap     time.Duration // ... and above MinGap (default 20 ms)
+	WeakFactor float64       // weak gap: at least WeakFactor × the median (default 1.5)
+	MinExcess  time.Duration // ... and at least MinExcess longer than it (default 10 ms)
+	Share      float64       // weak stall: share of the streams then streaming (default 0.5)
 	MinITLs    int           // streams with fewer gaps have no meaningful median (default 3)
 	// Hold is how long after a stall ends the detector waits for more
 	// streams to report it before emitting its marker (default 5 s).
 	// Streams that report it later join silently: never a second marker.
-	Hold time.Duration
+	// While a request that was sent before the stall ended has not
+	// reported, the detector waits longer, up to MaxHold (default 30 s):
+	// that request may hold the evidence of the cause.
+	Hold    time.Duration
+	MaxHold time.Duration
 	// Window is how far back unusual gaps and reported stalls are kept
-	// (default 2 min); MaxGaps bounds their number (default 4096).
-	Window  time.Duration
-	MaxGaps int
+	// (default 2 min); MaxGaps bounds their number (default 4096), and
+	// MaxRequests the requests kept as evidence (default 16384).
+	Window      time.Duration
+	MaxGaps     int
+	MaxRequests int
+	// LagSample is how often the Runner checks that its own goroutines
+	// run on time (default 5 ms; negative: never). A late check is the
+	// evidence that a pause was the probe's (StallProbeStarved).
+	LagSample time.Duration
 }
 
 func (c StallConfig) withDefaults() StallConfig {
@@ -35,11 +56,23 @@ func (c StallConfig) withDefaults() StallConfig {
 	if c.MinGap <= 0 {
 		c.MinGap = 20 * time.Millisecond
 	}
+	if c.WeakFactor <= 0 {
+		c.WeakFactor = 1.5
+	}
+	if c.MinExcess <= 0 {
+		c.MinExcess = 10 * time.Millisecond
+	}
+	if c.Share <= 0 {
+		c.Share = 0.5
+	}
 	if c.MinITLs <= 0 {
 		c.MinITLs = 3
 	}
 	if c.Hold <= 0 {
 		c.Hold = 5 * time.Second
+	}
+	if c.MaxHold < c.Hold {
+		c.MaxHold = max(30*time.Second, c.Hold)
 	}
 	if c.Window <= 0 {
 		c.Window = 2 * time.Minute
@@ -47,31 +80,61 @@ func (c StallConfig) withDefaults() StallConfig {
 	if c.MaxGaps <= 0 {
 		c.MaxGaps = 4096
 	}
+	if c.MaxRequests <= 0 {
+		c.MaxRequests = 16384
+	}
+	if c.LagSample == 0 {
+		c.LagSample = 5 * time.Millisecond
+	}
 	return c
 }
 
-// StallDetector finds pauses that several streams saw at the same time: the
-// signature of a server whose event loop was blocked, as opposed to one slow
-// stream. It is pure and deterministic: feed it finished request records
-// (Add) and the passing of time (Advance), and it returns markers. It is not
-// safe for concurrent use; the Runner feeds it from its one emitting
-// goroutine.
+// StallDetector finds pauses that several streams saw at the same time and
+// names their cause from the evidence (see classify): a prefill, the
+// server's front end, or the probe itself. It is pure and deterministic:
+// feed it finished request records (Add), the requests it should wait for
+// (Sent), the probe's own late moments (Starved) and the passing of time
+// (Advance), and it returns markers. It is not safe for concurrent use; the
+// Runner feeds it from its one emitting goroutine.
 //
 // Records arrive when requests finish, long after their gaps happened and in
 // any order, so a stall is first held as pending, grows as more streams
 // report it, and is emitted once Hold has passed after its end (by the
-// latest time seen) or on Flush.
+// latest time seen) or on Flush. Stalls that follow one another without a
+// normal gap between them (a long prefill in chunks) make one marker.
 type StallDetector struct {
-	cfg    StallConfig
-	gaps   []stallGap    // unusual gaps not (yet) part of a stall
-	stalls []*stallGroup // pending and recently emitted stalls
-	now    time.Time     // the latest time seen
+	cfg      StallConfig
+	gaps     []stallGap    // unusual gaps not (yet) part of a stall
+	stalls   []*stallGroup // pending and recently emitted stalls
+	requests []reqFacts    // finished requests, the evidence
+	starved  []interval    // moments the probe's goroutines ran late
+	inFlight map[string]time.Time
+	now      time.Time // the latest time seen
+}
+
+// interval is a stretch of absolute time.
+type interval struct{ from, to time.Time }
+
+func (s interval) dur() time.Duration { return s.to.Sub(s.from) }
+
+// overlap is how long s and o share.
+func (s interval) overlap(o interval) time.Duration {
+	from, to := s.from, s.to
+	if o.from.After(from) {
+		from = o.from
+	}
+	if o.to.Before(to) {
+		to = o.to
+	}
+	return max(to.Sub(from), 0)
 }
 
 // stallGap is one unusual pause in one stream, in absolute times.
 type stallGap struct {
 	id       string
 	from, to time.Time
+	median   time.Duration // the stream's median gap
+	strong   bool
 }
 
 // stallGroup is a set of streams that were all paused during [from, to],
@@ -80,13 +143,32 @@ type stallGroup struct {
 	from, to time.Time
 	members  map[string]bool
 	ids      []string // members in order of joining
+	medians  []time.Duration
+	strong   int
 	longest  time.Duration
 	emitted  bool
 }
 
 // NewStallDetector returns a detector with cfg's thresholds.
 func NewStallDetector(cfg StallConfig) *StallDetector {
-	return &StallDetector{cfg: cfg.withDefaults()}
+	return &StallDetector{cfg: cfg.withDefaults(), inFlight: map[string]time.Time{}}
+}
+
+// Sent tells the detector that request id went out at t: a stall that ends
+// after t waits for its record (up to MaxHold), which may explain it.
+func (d *StallDetector) Sent(id string, t time.Time) {
+	if id != "" && len(d.inFlight) < d.cfg.MaxRequests {
+		d.inFlight[id] = t
+	}
+}
+
+// Starved tells the detector that the probe's own goroutines were held up
+// from from to to (its scheduling lag): pauses the streams saw then may be
+// the probe's.
+func (d *StallDetector) Starved(from, to time.Time) {
+	if to.After(from) {
+		d.starved = append(d.starved, interval{from, to})
+	}
 }
 
 // Add takes one finished request and returns any stalls now complete.
@@ -94,8 +176,12 @@ func (d *StallDetector) Add(r *event.Request) []event.Marker {
 	if r == nil {
 		return nil
 	}
+	delete(d.inFlight, r.ID)
 	if len(r.Chunks) > 0 {
 		d.advanceClock(r.Start.Add(r.Chunks[len(r.Chunks)-1].At))
+	}
+	if f, ok := factsOf(r); ok {
+		d.requests = append(d.requests, f)
 	}
 	for _, g := range unusualGaps(r, d.cfg) {
 		d.addGap(g)
@@ -117,6 +203,25 @@ func (d *StallDetector) Flush() []event.Marker {
 	return d.ripe(true)
 }
 
+// SharedPause reports whether [from, to] of stream id falls in a pause
+// that other streams shared: a stall, or unusual gaps of MinStreams-1
+// other streams. A gap there says nothing about id's own connection.
+func (d *StallDetector) SharedPause(id string, from, to time.Time) bool {
+	s := interval{from, to}
+	for _, st := range d.stalls {
+		if s.overlap(interval{st.from, st.to}) > 0 {
+			return true
+		}
+	}
+	others := map[string]bool{}
+	for _, g := range d.gaps {
+		if g.id != id && s.overlap(interval{g.from, g.to}) > 0 {
+			others[g.id] = true
+		}
+	}
+	return len(others) >= d.cfg.MinStreams-1
+}
+
 func (d *StallDetector) advanceClock(t time.Time) {
 	if t.After(d.now) {
 		d.now = t
@@ -127,7 +232,9 @@ func (d *StallDetector) advanceClock(t time.Time) {
 // gaps it overlaps when enough streams paused together.
 func (d *StallDetector) addGap(g stallGap) {
 	for _, s := range d.stalls {
-		if g.from.Before(s.to) && s.from.Before(g.to) {
+		// A gap that only grazes a stall (the stream's next slow step,
+		// its frames flushed a little before the others') is not in it.
+		if ov := s.span().overlap(interval{g.from, g.to}); 2*ov >= s.span().dur() {
 			if !s.members[g.id] {
 				s.join(g, !s.emitted)
 			}
@@ -158,6 +265,10 @@ func (s *stallGroup) join(g stallGap, narrow bool) {
 	}
 	s.members[g.id] = true
 	s.ids = append(s.ids, g.id)
+	s.medians = append(s.medians, g.median)
+	if g.strong {
+		s.strong++
+	}
 	s.longest = max(s.longest, g.to.Sub(g.from))
 	if narrow {
 		if g.from.After(s.from) {
@@ -169,9 +280,22 @@ func (s *stallGroup) join(g stallGap, narrow bool) {
 	}
 }
 
+// span is the pause the members shared.
+func (s *stallGroup) span() interval { return interval{s.from, s.to} }
+
+// itl is the members' typical gap: the median of their medians.
+func (s *stallGroup) itl() time.Duration {
+	m := slices.Clone(s.medians)
+	slices.Sort(m)
+	return m[len(m)/2]
+}
+
 // densest finds, among the loose gaps overlapping g, the instant inside g
 // covered by the most distinct streams, and returns one gap per stream
-// covering it with the intersection of those gaps.
+// covering it with the intersection of those gaps. Of equally deep
+// instants it takes the one whose gaps share the longest stretch: where
+// one slow step ends and the next begins, streams flushed in a different
+// order cover the same instant with gaps of different steps.
 func densest(gaps []stallGap, g stallGap) (members []stallGap, from, to time.Time) {
 	var cand []stallGap
 	for _, x := range gaps {
@@ -180,7 +304,7 @@ func densest(gaps []stallGap, g stallGap) (members []stallGap, from, to time.Tim
 		}
 	}
 	// The deepest point is at some gap's start (clipped to g).
-	best := 0
+	var best time.Duration
 	for _, c := range cand {
 		at := c.from
 		if at.Before(g.from) {
@@ -194,15 +318,21 @@ func densest(gaps []stallGap, g stallGap) (members []stallGap, from, to time.Tim
 				cover = append(cover, x)
 			}
 		}
-		if len(cover) > best {
-			best, members = len(cover), cover
+		f, t := intersection(cover)
+		if len(cover) > len(members) || len(cover) == len(members) && t.Sub(f) > best {
+			members, from, to, best = cover, f, t, t.Sub(f)
 		}
 	}
-	if len(members) == 0 {
-		return nil, time.Time{}, time.Time{}
+	return members, from, to
+}
+
+// intersection is the stretch every gap of gs covers.
+func intersection(gs []stallGap) (from, to time.Time) {
+	if len(gs) == 0 {
+		return time.Time{}, time.Time{}
 	}
-	from, to = members[0].from, members[0].to
-	for _, m := range members[1:] {
+	from, to = gs[0].from, gs[0].to
+	for _, m := range gs[1:] {
 		if m.from.After(from) {
 			from = m.from
 		}
@@ -210,47 +340,92 @@ func densest(gaps []stallGap, g stallGap) (members []stallGap, from, to time.Tim
 			to = m.to
 		}
 	}
-	return members, from, to
+	return from, to
 }
 
 // ripe emits the pending stalls whose hold has passed (all of them when
-// force is set), oldest first.
+// force is set), oldest first. Stalls that follow one another closely are
+// decided together, so a run of them waits for its last one.
 func (d *StallDetector) ripe(force bool) []event.Marker {
-	var out []event.Marker
+	var pending []*stallGroup
 	for _, s := range d.stalls {
-		if s.emitted || !(force || d.now.Sub(s.to) >= d.cfg.Hold) {
+		if !s.emitted {
+			pending = append(pending, s)
+		}
+	}
+	sort.SliceStable(pending, func(i, j int) bool { return pending[i].from.Before(pending[j].from) })
+	var out []event.Marker
+	for _, run := range d.runs(pending) {
+		if !force && !d.held(run[len(run)-1]) {
 			continue
 		}
-		s.emitted = true
-		out = append(out, s.marker())
+		for _, s := range run {
+			s.emitted = true
+		}
+		out = append(out, d.decide(run)...)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out
 }
 
-func (s *stallGroup) marker() event.Marker {
-	pause := s.to.Sub(s.from)
-	ids := slices.Clone(s.ids)
-	return event.Marker{
-		Time:     s.from,
-		Kind:     event.MarkerStall,
-		Source:   "stall-detector",
-		Duration: pause,
-		// The streams' gaps need not line up exactly: the longest gap says
-		// how bad the pause was, the overlap how much of it they shared.
-		Message: fmt.Sprintf("server event loop blocked: %d streams paused together (longest gap %.1f ms, all paused for %.1f ms)",
-			len(s.ids), float64(s.longest)/float64(time.Millisecond), float64(pause)/float64(time.Millisecond)),
-		Values: map[string]float64{
-			"streams":        float64(len(s.ids)),
-			"gap_ms":         float64(pause) / float64(time.Millisecond),
-			"longest_gap_ms": float64(s.longest) / float64(time.Millisecond),
-		},
-		RequestIDs: ids,
+// held reports whether s's hold has passed: Hold after its end, and every
+// request sent before it ended has reported or MaxHold has passed.
+func (d *StallDetector) held(s *stallGroup) bool {
+	waited := d.now.Sub(s.to)
+	if waited < d.cfg.Hold {
+		return false
 	}
+	if waited >= d.cfg.MaxHold {
+		return true
+	}
+	for _, sent := range d.inFlight {
+		if sent.Before(s.to) {
+			return false
+		}
+	}
+	return true
 }
 
-// prune drops gaps and emitted stalls older than the window, and the oldest
-// gaps beyond MaxGaps, so memory stays bounded however long the run.
+// runs splits stalls (sorted by start) into runs of stalls that follow one
+// another with no more than about two normal gaps between them. A run is
+// cut at MaxHold long, so one that never ends is still reported.
+func (d *StallDetector) runs(stalls []*stallGroup) [][]*stallGroup {
+	var out [][]*stallGroup
+	for _, s := range stalls {
+		if n := len(out); n > 0 {
+			run := out[n-1]
+			last := run[len(run)-1]
+			if s.from.Sub(last.to) <= 2*max(last.itl(), s.itl()) && s.to.Sub(run[0].from) < d.cfg.MaxHold {
+				out[n-1] = append(out[n-1], s)
+				continue
+			}
+		}
+		out = append(out, []*stallGroup{s})
+	}
+	return out
+}
+
+// qualifies reports whether s is a stall: enough strong gaps, or weak ones
+// shared by most of the streams that were streaming across it.
+func (d *StallDetector) qualifies(s *stallGroup) bool {
+	n := len(s.ids)
+	if s.strong >= d.cfg.MinStreams {
+		return true
+	}
+	if n < d.cfg.MinStreams {
+		return false
+	}
+	active := 0
+	for _, f := range d.requests {
+		if f.streamed.from.Before(s.from) && f.streamed.to.After(s.to) {
+			active++
+		}
+	}
+	return float64(n) >= d.cfg.Share*float64(max(active, n))
+}
+
+// prune drops gaps, evidence and emitted stalls older than the window, and
+// the oldest beyond their bounds, so memory stays bounded however long the
+// run.
 func (d *StallDetector) prune() {
 	cutoff := d.now.Add(-d.cfg.Window)
 	d.gaps = slices.DeleteFunc(d.gaps, func(g stallGap) bool { return g.to.Before(cutoff) })
@@ -263,36 +438,77 @@ func (d *StallDetector) prune() {
 		// Only a flood of stalls gets here; the oldest go first, pending or not.
 		d.stalls = slices.Delete(d.stalls, 0, over)
 	}
+	d.requests = slices.DeleteFunc(d.requests, func(f reqFacts) bool { return f.end.Before(cutoff) })
+	if over := len(d.requests) - d.cfg.MaxRequests; over > 0 {
+		d.requests = slices.Delete(d.requests, 0, over)
+	}
+	d.starved = slices.DeleteFunc(d.starved, func(s interval) bool { return s.to.Before(cutoff) })
+	if over := len(d.starved) - d.cfg.MaxGaps; over > 0 {
+		d.starved = slices.Delete(d.starved, 0, over)
+	}
+	for id, t := range d.inFlight {
+		if t.Before(d.now.Add(-d.cfg.Window - d.cfg.MaxHold)) {
+			delete(d.inFlight, id) // never reported: stop waiting for it
+		}
+	}
 }
 
-// unusualGaps returns the stream's gaps longer than Factor × its median ITL
-// and longer than MinGap, in absolute time.
+// unusualGaps returns the stream's unusual gaps between reads, in absolute
+// time. Events that arrived in one read are one arrival: a stream whose
+// server coalesces frames has its gaps between the reads, not zeros.
 func unusualGaps(r *event.Request, cfg StallConfig) []stallGap {
-	itls := r.ITLs()
-	if len(itls) < cfg.MinITLs || r.Start.IsZero() {
+	reads := readTimes(r)
+	if len(reads) < cfg.MinITLs+1 || r.Start.IsZero() {
 		return nil
 	}
-	sorted := slices.Clone(itls)
-	slices.Sort(sorted)
-	median := sorted[len(sorted)/2]
-	if len(sorted)%2 == 0 {
-		median = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+	gaps := make([]time.Duration, len(reads)-1)
+	for i := range gaps {
+		gaps[i] = reads[i+1] - reads[i]
 	}
-	limit := max(time.Duration(cfg.Factor*float64(median)), cfg.MinGap)
-	id := r.ID
-	if id == "" {
-		id = fmt.Sprintf("seq-%d", r.Seq)
-	}
+	median := medianOf(slices.Clone(gaps))
+	strongAbove := max(time.Duration(cfg.Factor*float64(median)), cfg.MinGap)
+	weakFrom := max(time.Duration(cfg.WeakFactor*float64(median)), median+cfg.MinExcess)
+	id := streamID(r)
 	var out []stallGap
-	for i, gap := range itls {
-		if gap <= limit {
+	for i, gap := range gaps {
+		strong := gap > strongAbove
+		if !strong && gap < weakFrom {
 			continue
 		}
 		out = append(out, stallGap{
-			id:   id,
-			from: r.Start.Add(r.Chunks[i].At),
-			to:   r.Start.Add(r.Chunks[i+1].At),
+			id: id, from: r.Start.Add(reads[i]), to: r.Start.Add(reads[i+1]),
+			median: median, strong: strong,
 		})
 	}
 	return out
+}
+
+// readTimes returns the distinct arrival offsets of r's content chunks:
+// one per read from the socket.
+func readTimes(r *event.Request) []time.Duration {
+	var out []time.Duration
+	for i, c := range r.Chunks {
+		if i == 0 || c.At != r.Chunks[i-1].At {
+			out = append(out, c.At)
+		}
+	}
+	return out
+}
+
+// medianOf returns the median of ds (sorted in place).
+func medianOf(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	n := len(ds)
+	if n%2 == 0 {
+		return (ds[n/2-1] + ds[n/2]) / 2
+	}
+	return ds[n/2]
+}
+
+// streamID names r in the detector: its id, or its sequence number.
+func streamID(r *event.Request) string {
+	if r.ID != "" {
+		return r.ID
+	}
+	return fmt.Sprintf("seq-%d", r.Seq)
 }

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,11 +12,13 @@ import (
 var stallT0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // stallStreamRec makes a record whose stream starts at start (offset from
-// stallT0), sends n chunks every itl, and pauses for pause once it reaches
-// pauseAt (also an offset from stallT0; no pause when pause is 0).
+// stallT0), sends n chunks every itl from 5 ms later, and pauses for pause
+// once it reaches pauseAt (also an offset from stallT0; no pause when pause
+// is 0). It was written 1 ms after its start and had its headers at 2 ms.
 func stallStreamRec(id string, start time.Duration, n int, itl, pauseAt, pause time.Duration) *event.Request {
-	r := &event.Request{ID: id, Start: stallT0.Add(start), Outcome: event.OutcomeOK}
-	at := time.Duration(0)
+	r := &event.Request{ID: id, Start: stallT0.Add(start), Intended: stallT0.Add(start), Outcome: event.OutcomeOK,
+		Stages: clientStages(time.Millisecond, 2*time.Millisecond, 5*time.Millisecond)}
+	at := 5 * time.Millisecond
 	paused := false
 	for range n {
 		r.Chunks = append(r.Chunks, event.Chunk{At: at, Tokens: 1})
@@ -66,11 +69,34 @@ func TestStallDetector(t *testing.T) {
 			},
 		},
 		{
-			name: "gaps under 20 ms",
+			name: "pauses under 10 ms longer than the normal gap",
 			recs: []*event.Request{
-				stallStreamRec("a", 0, 100, 2*ms, 100*ms, 15*ms),
-				stallStreamRec("b", 0, 100, 2*ms, 100*ms, 15*ms),
-				stallStreamRec("c", 0, 100, 2*ms, 100*ms, 15*ms),
+				stallStreamRec("a", 0, 100, 2*ms, 100*ms, 7*ms),
+				stallStreamRec("b", 0, 100, 2*ms, 100*ms, 7*ms),
+				stallStreamRec("c", 0, 100, 2*ms, 100*ms, 7*ms),
+			},
+		},
+		{
+			name: "a short pause shared by every stream",
+			recs: []*event.Request{
+				stallStreamRec("a", 0, 60, 10*ms, 200*ms, 15*ms),
+				stallStreamRec("b", 1*ms, 60, 10*ms, 200*ms, 15*ms),
+				stallStreamRec("c", 2*ms, 60, 10*ms, 200*ms, 15*ms),
+				stallStreamRec("d", 3*ms, 60, 10*ms, 200*ms, 15*ms),
+			},
+			wantMarkers: 1, wantStreams: 4,
+		},
+		{
+			name: "a short pause in three of eight streams",
+			recs: []*event.Request{
+				stallStreamRec("a", 0, 60, 10*ms, 200*ms, 15*ms),
+				stallStreamRec("b", 1*ms, 60, 10*ms, 200*ms, 15*ms),
+				stallStreamRec("c", 2*ms, 60, 10*ms, 200*ms, 15*ms),
+				stallStreamRec("d", 3*ms, 60, 10*ms, 0, 0),
+				stallStreamRec("e", 4*ms, 60, 10*ms, 0, 0),
+				stallStreamRec("f", 5*ms, 60, 10*ms, 0, 0),
+				stallStreamRec("g", 6*ms, 60, 10*ms, 0, 0),
+				stallStreamRec("h", 7*ms, 60, 10*ms, 0, 0),
 			},
 		},
 		{
@@ -84,9 +110,9 @@ func TestStallDetector(t *testing.T) {
 		{
 			name: "gap usual for a slow stream",
 			recs: []*event.Request{
-				stallStreamRec("a", 0, 40, 30*ms, 200*ms, 60*ms),
-				stallStreamRec("b", 0, 40, 30*ms, 200*ms, 60*ms),
-				stallStreamRec("c", 0, 40, 30*ms, 200*ms, 60*ms),
+				stallStreamRec("a", 0, 40, 30*ms, 200*ms, 12*ms),
+				stallStreamRec("b", 0, 40, 30*ms, 200*ms, 12*ms),
+				stallStreamRec("c", 0, 40, 30*ms, 200*ms, 12*ms),
 			},
 		},
 		{
@@ -118,7 +144,7 @@ func TestStallDetector(t *testing.T) {
 				if m.Kind != event.MarkerStall || int(m.Values["streams"]) != tt.wantStreams || len(m.RequestIDs) != tt.wantStreams {
 					t.Fatalf("marker %+v, want a stall of %d streams", m, tt.wantStreams)
 				}
-				if m.Values["gap_ms"] < 20 || m.Duration < 20*ms || m.Message == "" {
+				if m.Values["gap_ms"] < 10 || m.Duration < 10*ms || m.Message == "" || m.Cause == "" {
 					t.Fatalf("marker %+v: pause too short or no message", m)
 				}
 			}
@@ -208,5 +234,226 @@ func TestStallDetectorIgnoresShortAndNil(t *testing.T) {
 	}
 	if len(d.gaps) != 0 {
 		t.Fatalf("a two-chunk stream produced gaps")
+	}
+}
+
+// clientStages are a record's client stages when it was written at sent,
+// had its headers at headers and its first content at first, all from its
+// start (its intended time).
+func clientStages(sent, headers, first time.Duration) []event.StageTiming {
+	st := func(s event.Stage, d time.Duration) event.StageTiming {
+		return event.StageTiming{Stage: s, Duration: d, Provenance: event.Measured}
+	}
+	return []event.StageTiming{
+		st(event.StageSerialize, sent/2), st(event.StageWrite, sent-sent/2),
+		st(event.StageWaitHeaders, headers-sent), st(event.StageFirstToken, first-headers),
+	}
+}
+
+// oneRequest makes a record of a request sent at sent (from stallT0) that
+// got its headers at headers and its first of n tokens at first, one every
+// 10 ms.
+func oneRequest(id string, sent, headers, first time.Duration, n int) *event.Request {
+	start := stallT0.Add(sent - time.Millisecond)
+	r := &event.Request{ID: id, Start: start, Intended: start, Outcome: event.OutcomeOK,
+		Stages: clientStages(time.Millisecond, headers-sent+time.Millisecond, first-sent+time.Millisecond)}
+	for i := range n {
+		r.Chunks = append(r.Chunks, event.Chunk{At: first - sent + time.Millisecond + time.Duration(i)*10*time.Millisecond, Tokens: 1})
+	}
+	return r
+}
+
+// fourPausing are four streams of 10 ms gaps that pause for pause at 200 ms.
+func fourPausing(pause time.Duration) []*event.Request {
+	ms := time.Millisecond
+	var out []*event.Request
+	for i := range 4 {
+		out = append(out, stallStreamRec(fmt.Sprint("s", i), time.Duration(i)*ms, 60, 10*ms, 200*ms, pause))
+	}
+	return out
+}
+
+// detect feeds recs (and the probe's late moments) to a detector and
+// returns every marker.
+func detect(t *testing.T, recs []*event.Request, starved ...interval) []event.Marker {
+	t.Helper()
+	d := NewStallDetector(StallConfig{})
+	for _, s := range starved {
+		d.Starved(s.from, s.to)
+	}
+	var got []event.Marker
+	for _, r := range recs {
+		got = append(got, d.Add(r)...)
+	}
+	return append(got, d.Flush()...)
+}
+
+func TestStallCauses(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	at := func(d time.Duration) time.Time { return stallT0.Add(d) }
+	timed := func(r *event.Request, stages map[event.Stage]time.Duration) *event.Request {
+		r.Server = &event.ServerTiming{Source: "test", Stages: stages}
+		return r
+	}
+	tests := []struct {
+		name     string
+		recs     []*event.Request
+		starved  []interval
+		want     event.StallCause
+		evidence string // in the message
+	}{
+		{
+			name:     "nothing else ran: the front end by elimination",
+			recs:     fourPausing(30 * ms),
+			want:     event.StallFrontEndBlock,
+			evidence: "no prefill ran in it",
+		},
+		{
+			name: "a request's front-end work covers it",
+			recs: append(fourPausing(30*ms),
+				// Written just before the pause, headers just after it, queued a while.
+				oneRequest("tok", 199*ms, 232*ms, 900*ms, 3)),
+			want:     event.StallFrontEndBlock,
+			evidence: "request tok was written",
+		},
+		{
+			name:     "the server's tokenization covers it",
+			recs:     append(fourPausing(30*ms), timed(oneRequest("tok", 199*ms, 200*ms, 900*ms, 3), map[event.Stage]time.Duration{event.StageTokenize: 30 * ms})),
+			want:     event.StallFrontEndBlock,
+			evidence: "the server's tokenization of request tok",
+		},
+		{
+			name:     "another request's first token ends it",
+			recs:     append(fourPausing(30*ms), oneRequest("new", 150*ms, 151*ms, 245*ms, 3)),
+			want:     event.StallPrefillInterference,
+			evidence: "request new's first token came",
+		},
+		{
+			name: "the server's timing puts a prefill over it",
+			recs: append(fourPausing(30*ms),
+				timed(oneRequest("pre", 150*ms, 151*ms, 400*ms, 3), map[event.Stage]time.Duration{event.StagePrefill: 250 * ms})),
+			want:     event.StallPrefillInterference,
+			evidence: "the server's timing puts request pre's",
+		},
+		{
+			name:     "a request may have been in prefill: unexplained",
+			recs:     append(fourPausing(30*ms), oneRequest("wait", 150*ms, 151*ms, 900*ms, 3)),
+			want:     event.StallUnexplained,
+			evidence: "1 request(s) may have been in prefill",
+		},
+		{
+			name:     "the probe ran late over it",
+			recs:     append(fourPausing(30*ms), oneRequest("new", 150*ms, 151*ms, 245*ms, 3)),
+			starved:  []interval{{at(195 * ms), at(250 * ms)}},
+			want:     event.StallProbeStarved,
+			evidence: "latscope's own goroutines ran late",
+		},
+		{
+			name:     "a little probe lag is not the cause",
+			recs:     fourPausing(30 * ms),
+			starved:  []interval{{at(200 * ms), at(205 * ms)}},
+			want:     event.StallFrontEndBlock,
+			evidence: "no prefill ran in it",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := detect(t, tt.recs, tt.starved...)
+			if len(got) != 1 {
+				t.Fatalf("got %d markers, want 1: %+v", len(got), got)
+			}
+			m := got[0]
+			if m.Cause != tt.want || !strings.Contains(m.Message, tt.evidence) || !strings.HasPrefix(m.Message, causeWords[tt.want]+": 4 streams") {
+				t.Fatalf("marker %q (cause %s), want cause %s with %q", m.Message, m.Cause, tt.want, tt.evidence)
+			}
+			if m.Values["streams"] != 4 || len(m.RequestIDs) != 4 {
+				t.Fatalf("marker %+v: want the four paused streams", m)
+			}
+		})
+	}
+}
+
+// A long prefill in chunks slows every decode step it shares, one pause
+// after another; the request whose first token ends the run was waiting
+// for it through all of them, and the run is one marker.
+func TestStallRunOfChunkedPrefill(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	var recs []*event.Request
+	for i := range 4 {
+		r := &event.Request{ID: fmt.Sprint("s", i), Start: stallT0, Intended: stallT0, Outcome: event.OutcomeOK,
+			Stages: clientStages(ms, 2*ms, 5*ms)}
+		at := 5*ms + time.Duration(i)*100*time.Microsecond
+		for k := range 80 {
+			r.Chunks = append(r.Chunks, event.Chunk{At: at, Tokens: 1})
+			if k >= 20 && k < 26 { // six 30 ms steps: the prefill's chunks
+				at += 30 * ms
+			} else {
+				at += 10 * ms
+			}
+		}
+		recs = append(recs, r)
+	}
+	// The long prompt was sent at 100 ms, had its headers at 110 ms and
+	// its first token one step after the last chunk.
+	recs = append(recs, oneRequest("long", 100*ms, 110*ms, 5*ms+20*10*ms+6*30*ms+10*ms, 5))
+	got := detect(t, recs)
+	if len(got) != 1 {
+		t.Fatalf("got %d markers, want one for the run: %+v", len(got), got)
+	}
+	m := got[0]
+	if m.Cause != event.StallPrefillInterference || m.Values["pauses"] != 6 || !strings.Contains(m.Message, "request long") {
+		t.Fatalf("marker %q (%s, %v pauses), want prefill interference over 6 pauses naming request long", m.Message, m.Cause, m.Values["pauses"])
+	}
+}
+
+// A stall waits for the requests sent before it ended: their records may
+// hold the evidence (here, the first token that ended it).
+func TestStallWaitsForRequestsInFlight(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	d := NewStallDetector(StallConfig{Hold: time.Second, MaxHold: time.Minute})
+	d.Sent("new", stallT0.Add(150*ms))
+	var got []event.Marker
+	for _, r := range fourPausing(30 * ms) {
+		got = append(got, d.Add(r)...)
+	}
+	got = append(got, d.Advance(stallT0.Add(10*time.Second))...)
+	if len(got) != 0 {
+		t.Fatalf("stall emitted while a request sent before it was in flight: %+v", got)
+	}
+	got = append(got, d.Add(oneRequest("new", 150*ms, 151*ms, 245*ms, 3))...)
+	if len(got) != 1 || got[0].Cause != event.StallPrefillInterference {
+		t.Fatalf("got %+v, want one prefill interference once the request reported", got)
+	}
+
+	// Never reported: given up after MaxHold.
+	d2 := NewStallDetector(StallConfig{Hold: time.Second, MaxHold: 20 * time.Second})
+	d2.Sent("lost", stallT0.Add(150*ms))
+	for _, r := range fourPausing(30 * ms) {
+		d2.Add(r)
+	}
+	if got := d2.Advance(stallT0.Add(15 * time.Second)); len(got) != 0 {
+		t.Fatalf("emitted before MaxHold: %+v", got)
+	}
+	if got := d2.Advance(stallT0.Add(21 * time.Second)); len(got) != 1 || got[0].Cause != event.StallUnexplained {
+		t.Fatalf("got %+v, want the stall after MaxHold, unexplained (the lost request may have been prefilling)", got)
+	}
+}
+
+func TestSharedPause(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	d := NewStallDetector(StallConfig{Hold: time.Hour})
+	for _, r := range fourPausing(30 * ms) {
+		d.Add(r)
+	}
+	if !d.SharedPause("x", stallT0.Add(190*ms), stallT0.Add(232*ms)) {
+		t.Errorf("a gap over the four streams' stall is not a shared pause")
+	}
+	if d.SharedPause("x", stallT0.Add(400*ms), stallT0.Add(440*ms)) {
+		t.Errorf("a gap where no other stream paused is a shared pause")
 	}
 }

@@ -63,7 +63,7 @@ const demoSteps = "4,8,16,24,8"
 
 func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, pool int) error {
 	ctx := cmd.Context()
-	if !cmd.Flags().Changed("duration") && !cmd.Flags().Changed("requests") {
+	if !cmd.Flags().Changed("duration") && !cmd.Flags().Changed("requests") && !cmd.Flags().Changed("trace") {
 		if useDashboard(cmd.OutOrStdout(), f.noTUI) {
 			f.untilStopped = true // until q
 		} else {
@@ -73,7 +73,7 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 	// On the dashboard the demo tells its story by itself: the load steps
 	// past the 8 batch slots, so the queue fills, takes over the TTFT, and
 	// drains again.
-	fixedLoad := cmd.Flags().Changed("concurrency") || cmd.Flags().Changed("rate") || cmd.Flags().Changed("steps")
+	fixedLoad := cmd.Flags().Changed("concurrency") || cmd.Flags().Changed("rate") || cmd.Flags().Changed("steps") || cmd.Flags().Changed("trace")
 	if f.untilStopped && !fixedLoad {
 		f.steps, f.repeatSteps = demoSteps, true
 	}

@@ -57,6 +57,10 @@ type loadFlags struct {
 	repeatSteps  bool
 	loadSteps    []probe.LoadStep // parsed from steps
 
+	trace      string
+	traceSpeed float64
+	traceLoad  *probe.Trace // read from trace
+
 	noTUI        bool
 	noColor      bool
 	window       string
@@ -92,6 +96,8 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.Float64VarP(&f.rate, "rate", "r", 0, "open loop: requests per second (overrides closed loop)")
 	fl.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: poisson, constant or gamma")
 	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape: 1 = poisson, <1 burstier, >1 smoother")
+	fl.StringVar(&f.trace, "trace", "", "open loop on a trace's schedule, with its prompt and output lengths: a latscope recording, JSONL or CSV (timestamp,prompt_tokens,output_tokens), the Azure LLM inference trace CSV or the Mooncake trace JSONL")
+	fl.Float64Var(&f.traceSpeed, "trace-speed", 1, "replay --trace this many times as fast (2: twice the rate)")
 	fl.DurationVarP(&f.duration, "duration", "d", 0, "stop after this long (default 30s when --requests is not set)")
 	fl.IntVarP(&f.requests, "requests", "n", 0, "stop after this many requests (warm-up not counted)")
 	fl.IntVar(&f.warmup, "warmup", 0, "warm-up requests sent first and kept out of the statistics")
@@ -175,6 +181,9 @@ func (f *loadFlags) validate() error {
 		return errors.New("--steps is a stepped closed loop: give --steps or --rate, not both")
 	}
 	f.loadSteps = steps
+	if err := f.readTrace(); err != nil {
+		return err
+	}
 	switch {
 	case f.timeout < 0:
 		return fmt.Errorf("--timeout %s: want 0 (no limit) or more", f.timeout)
@@ -189,10 +198,40 @@ func (f *loadFlags) validate() error {
 	case !f.noGPU && f.gpuInterval <= 0:
 		return fmt.Errorf("--gpu-interval %s: want more than 0", f.gpuInterval)
 	}
-	if f.duration == 0 && f.requests == 0 && !f.untilStopped {
-		f.duration = 30 * time.Second
+	if f.duration == 0 && f.requests == 0 && !f.untilStopped && f.traceLoad == nil {
+		f.duration = 30 * time.Second // a trace ends by itself
 	}
 	return nil
+}
+
+// readTrace reads --trace, when given, and checks it goes with the rest of
+// the load flags.
+func (f *loadFlags) readTrace() error {
+	switch {
+	case f.trace == "":
+		return nil
+	case f.rate > 0 || len(f.loadSteps) > 0:
+		return errors.New("--trace is its own schedule: give --trace, or --rate or --steps, not both")
+	case f.promptFile != "":
+		return errors.New("--trace sets the prompt lengths: give --trace or --prompt-file, not both")
+	case !(f.traceSpeed > 0) || math.IsInf(f.traceSpeed, 0):
+		return fmt.Errorf("--trace-speed %g: want a positive factor (1: as recorded)", f.traceSpeed)
+	}
+	t, err := probe.ReadTrace(f.trace)
+	if err != nil {
+		return fmt.Errorf("--trace: %w", err)
+	}
+	f.traceLoad = t
+	return nil
+}
+
+// traceRate is the rate --trace offers, in requests per second.
+func (f *loadFlags) traceRate() float64 {
+	t := f.traceLoad
+	if t == nil || len(t.Requests) < 2 || t.Duration() <= 0 {
+		return 0
+	}
+	return float64(len(t.Requests)-1) / t.Duration().Seconds() * f.traceSpeed
 }
 
 // validateLoad checks the flags that shape the load.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,9 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	}
 
 	s := &session{offered: f.rate}
+	if f.traceLoad != nil {
+		s.offered = f.traceRate()
+	}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -106,6 +110,8 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	}
 
 	prompts, err := preparePrompts(ctx, stderr, ep, id.model, probe.PromptConfig{
+		ShortestPrompt: f.traceLoad.ShortestPrompt(), // 0 without a trace
+
 		PromptTokens: promptLen, OutputTokens: outputLen, SharedPrefix: f.sharedPrefix,
 		Seed: seed, File: f.promptFile,
 	})
@@ -125,6 +131,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 		Concurrency: f.concurrency, Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness,
 		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: seed,
 		Steps: f.loadSteps, RepeatSteps: f.repeatSteps,
+		Trace: f.traceLoad, TraceSpeed: f.traceSpeed,
 	}, prompts)
 	if err != nil {
 		return nil, fmt.Errorf("set up the load: %w", err)
@@ -293,6 +300,10 @@ func (f *loadFlags) load() event.Load {
 		Seed: f.seed.value(), SeedDrawn: f.seed.drawn,
 	}
 	switch {
+	case f.traceLoad != nil:
+		t := f.traceLoad
+		l.Mode, l.Concurrency, l.Rate = "trace", 0, f.traceRate()
+		l.Arrival = fmt.Sprintf("trace %s (%s, %d requests) at %gx", filepath.Base(f.trace), t.Format, len(t.Requests), f.traceSpeed)
 	case f.rate > 0:
 		l.Mode, l.Concurrency, l.Rate, l.Arrival, l.Burstiness = "open", 0, f.rate, f.arrival, f.burstiness
 	case len(f.loadSteps) > 0:

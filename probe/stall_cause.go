@@ -1,0 +1,360 @@
+package probe
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/latscope/latscope/event"
+)
+
+// reqFacts is what one finished request says about the server's time line,
+// on the probe's clock: the evidence a stall's cause is decided from.
+type reqFacts struct {
+	id        string
+	sent      time.Time // the request was written: it reached the server about then
+	frontDone time.Time // its response headers arrived (zero: none)
+	first     time.Time // its first content chunk arrived (zero: none)
+	end       time.Time // the last the probe saw of it
+	streamed  interval  // first to last read with content (zero: fewer than two)
+	// frontEnd and prefill are the server's own timing of this request's
+	// front-end work and prefill, placed from when it was sent and when
+	// its first token came (zero when the server reported none).
+	frontEnd interval
+	prefill  interval
+}
+
+// pastFrontEnd is when f was done with the server's front end, as far as
+// the probe can tell: its response headers, else when it was written.
+func (f *reqFacts) pastFrontEnd() time.Time {
+	if f.frontDone.IsZero() {
+		return f.sent
+	}
+	return f.frontDone
+}
+
+// frontEndWindow is f's front-end work: the server's timing of it, else
+// from when it was written to its response headers; ok is false when
+// neither is known.
+func (f *reqFacts) frontEndWindow() (w interval, server, ok bool) {
+	if f.frontEnd.dur() > 0 {
+		return f.frontEnd, true, true
+	}
+	w = interval{f.sent, f.frontDone}
+	return w, false, !f.frontDone.IsZero() && w.dur() > 0
+}
+
+// factsOf extracts r's evidence; false when r never reached the server.
+func factsOf(r *event.Request) (reqFacts, bool) {
+	sent, ok := stageEnd(r, event.StageWrite)
+	if !ok || r.Start.IsZero() {
+		return reqFacts{}, false
+	}
+	f := reqFacts{id: streamID(r), sent: sent, end: sent}
+	f.frontDone, _ = stageEnd(r, event.StageWaitHeaders)
+	if n := len(r.Chunks); n > 0 {
+		f.first = r.Start.Add(r.Chunks[0].At)
+		f.end = r.Start.Add(r.Chunks[n-1].At)
+		if reads := readTimes(r); len(reads) > 1 {
+			f.streamed = interval{r.Start.Add(reads[0]), r.Start.Add(reads[len(reads)-1])}
+		}
+	}
+	if e := r.Intended.Add(r.E2E); r.E2E > 0 && e.After(f.end) {
+		f.end = e
+	}
+	if st := r.Server; st != nil {
+		if tok, ok := st.Stages[event.StageTokenize]; ok && tok > 0 {
+			f.frontEnd = interval{sent, sent.Add(st.Stages[event.StageHTTP] + tok)}
+		}
+		if pre, ok := st.Stages[event.StagePrefill]; ok && pre > 0 && !f.first.IsZero() {
+			f.prefill = interval{f.first.Add(-pre - st.Stages[event.StageFirstDecode]), f.first}
+		}
+	}
+	return f, true
+}
+
+// stageEnd is when r's client stage s ended: the stages run back to back
+// from the intended send time.
+func stageEnd(r *event.Request, s event.Stage) (time.Time, bool) {
+	t := r.Intended
+	if t.IsZero() {
+		t = r.Start.Add(-r.SchedLag)
+	}
+	for _, st := range r.Stages {
+		t = t.Add(st.Duration)
+		if st.Stage == s {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// verdict is a stall's cause and what shows it.
+type verdict struct {
+	cause    event.StallCause
+	evidence string
+	values   map[string]float64
+	closer   *reqFacts // the request whose first token ended the pause
+}
+
+// closeWithin is how many of the streams' normal gaps after a pause a
+// request's first token may come and still be the end of its prefill:
+// with chunked prefill the last chunk and the first token take a step or
+// two after the long one, and a slow step may follow.
+const closeWithin = 4
+
+// classify decides one stall's cause, strongest evidence first: the probe
+// itself, the server's front end seen working through the pause, a prefill
+// ending it, and, when no request of the probe could have been in prefill,
+// the front end by elimination.
+func (d *StallDetector) classify(s *stallGroup) verdict {
+	if v, ok := d.starvedOver(s); ok {
+		return v
+	}
+	if v, ok := d.frontEndOver(s); ok {
+		return v
+	}
+	if v, ok := d.prefillOver(s); ok {
+		return v
+	}
+	possible := d.prefillsPossible(s)
+	if possible == 0 {
+		return verdict{cause: event.StallFrontEndBlock,
+			evidence: "no prefill ran in it: no request of the probe was between its response headers and its first token"}
+	}
+	return verdict{cause: event.StallUnexplained,
+		evidence: fmt.Sprintf("nothing shows a prefill, the server's front end or the probe in it (%d request(s) may have been in prefill)", possible),
+		values:   map[string]float64{"maybe_prefilling": float64(possible)}}
+}
+
+// starvedOver: the probe's own scheduling lag covers at least half the pause.
+func (d *StallDetector) starvedOver(s *stallGroup) (verdict, bool) {
+	p := s.span()
+	var covered time.Duration
+	for _, w := range d.starved {
+		covered += p.overlap(w)
+	}
+	covered = min(covered, p.dur())
+	if 2*covered < p.dur() {
+		return verdict{}, false
+	}
+	share := covered.Seconds() / p.dur().Seconds()
+	return verdict{cause: event.StallProbeStarved,
+		evidence: fmt.Sprintf("latscope's own goroutines ran late for %s of it (%.0f%%): the probe paused, not the server", fmtMS(covered), 100*share),
+		values:   map[string]float64{"covered_share": share, "probe_lag_ms": ms(covered)}}, true
+}
+
+// frontEndOver: a request's front-end work (the server's timing of it, or
+// from when it was written to its response headers) lies mostly in the
+// pause and covers at least half of what the pause took beyond a normal
+// gap. A window much longer than the pause (headers sent only with a batch
+// slot, so the queue is in it) is no evidence, nor is a short one that
+// explains little of it.
+func (d *StallDetector) frontEndOver(s *stallGroup) (verdict, bool) {
+	p := s.span()
+	excess := max(p.dur()-s.itl(), p.dur()/4)
+	var best *reqFacts
+	var bestOv time.Duration
+	var bestServer bool
+	for i := range d.requests {
+		f := &d.requests[i]
+		w, server, ok := f.frontEndWindow()
+		if !ok {
+			continue
+		}
+		ov := p.overlap(w)
+		if 2*ov >= excess && 2*ov >= w.dur() && ov > bestOv {
+			best, bestOv, bestServer = f, ov, server
+		}
+	}
+	if best == nil {
+		return verdict{}, false
+	}
+	share := bestOv.Seconds() / p.dur().Seconds()
+	what := fmt.Sprintf("request %s was written %s and got its response headers %s: its front-end work (parsing, tokenization) covers %.0f%% of the pause",
+		best.id, relative(p.from.Sub(best.sent), "before it", "into it"), relative(best.frontDone.Sub(p.to), "after it", "before its end"), 100*share)
+	if bestServer {
+		what = fmt.Sprintf("the server's tokenization of request %s (%s) covers %.0f%% of it", best.id, fmtMS(best.frontEnd.dur()), 100*share)
+	}
+	return verdict{cause: event.StallFrontEndBlock, evidence: what,
+		values: map[string]float64{"covered_share": share, "front_end_ms": ms(bestOv)}}, true
+}
+
+// prefillOver: another request's first token ended the pause, or the
+// server's timing puts a request's prefill over at least half of it.
+func (d *StallDetector) prefillOver(s *stallGroup) (verdict, bool) {
+	p := s.span()
+	limit := p.to.Add(closeWithin * s.itl())
+	var closer *reqFacts
+	for i := range d.requests {
+		f := &d.requests[i]
+		if s.members[f.id] || f.first.IsZero() || !f.first.After(p.from) || f.first.After(limit) {
+			continue
+		}
+		if closer == nil || f.first.Before(closer.first) {
+			closer = f
+		}
+	}
+	if closer != nil {
+		after := closer.first.Sub(p.to)
+		return verdict{cause: event.StallPrefillInterference, closer: closer,
+			evidence: fmt.Sprintf("request %s's first token came %s: its prefill ran in the pause", closer.id, relative(after, "after it", "before the streams resumed")),
+			values:   map[string]float64{"first_token_after_ms": ms(after)}}, true
+	}
+	for i := range d.requests {
+		f := &d.requests[i]
+		if ov := p.overlap(f.prefill); ov > 0 && 2*ov >= p.dur() {
+			return verdict{cause: event.StallPrefillInterference,
+				evidence: fmt.Sprintf("the server's timing puts request %s's %s prefill over it", f.id, fmtMS(f.prefill.dur())),
+				values:   map[string]float64{"prefill_ms": ms(f.prefill.dur())}}, true
+		}
+	}
+	return verdict{}, false
+}
+
+// prefillsPossible counts the probe's requests that may have been in
+// prefill during s: past their front end and not yet at their first
+// token (or, with the server's timing, prefilling then), and the requests
+// sent before it ended that have not reported.
+func (d *StallDetector) prefillsPossible(s *stallGroup) int {
+	p := s.span()
+	n := 0
+	for i := range d.requests {
+		f := &d.requests[i]
+		if s.members[f.id] {
+			continue
+		}
+		if f.prefill.dur() > 0 {
+			if p.overlap(f.prefill) > 0 {
+				n++
+			}
+			continue
+		}
+		until := f.first
+		if until.IsZero() {
+			until = f.end
+		}
+		if f.pastFrontEnd().Before(p.to) && until.After(p.from) {
+			n++
+		}
+	}
+	for _, sent := range d.inFlight {
+		if sent.Before(p.to) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitedThrough reports whether f was past its front end and still waiting
+// for its first token through all of s: its prefill may be what s was.
+func waitedThrough(f *reqFacts, s *stallGroup) bool {
+	return !f.pastFrontEnd().After(s.from) && !f.first.Before(s.to)
+}
+
+// decide classifies a run of stalls and makes their markers. A request
+// whose first token ended the run's last pause, and that was waiting for
+// it through the earlier ones, was prefilling through all of them (chunked
+// prefill). Consecutive pauses with one cause make one marker.
+func (d *StallDetector) decide(run []*stallGroup) []event.Marker {
+	var kept []*stallGroup
+	var verdicts []verdict
+	for _, s := range run {
+		if d.qualifies(s) {
+			kept = append(kept, s)
+			verdicts = append(verdicts, d.classify(s))
+		}
+	}
+	// Carry a closing first token back over the pauses it waited through.
+	for i := len(kept) - 1; i > 0; i-- {
+		c := verdicts[i].closer
+		if c == nil {
+			continue
+		}
+		for j := i - 1; j >= 0 && verdicts[j].cause == event.StallUnexplained && waitedThrough(c, kept[j]); j-- {
+			verdicts[j] = verdict{cause: event.StallPrefillInterference, closer: c,
+				evidence: fmt.Sprintf("request %s was waiting for its first token through it, and that token ended the run of pauses: its prefill ran in them", c.id)}
+		}
+	}
+	var out []event.Marker
+	for i := 0; i < len(kept); {
+		j := i + 1
+		for j < len(kept) && verdicts[j].cause == verdicts[i].cause {
+			j++
+		}
+		// The last pause's evidence names what ended a prefill run; the
+		// first's what began any other.
+		v := verdicts[i]
+		if v.cause == event.StallPrefillInterference {
+			v = verdicts[j-1]
+		}
+		out = append(out, stallMarker(kept[i:j], v))
+		i = j
+	}
+	return out
+}
+
+// causeWords names a cause at the start of a marker's message.
+var causeWords = map[event.StallCause]string{
+	event.StallPrefillInterference: "prefill interference",
+	event.StallFrontEndBlock:       "front-end block",
+	event.StallProbeStarved:        "probe starved",
+	event.StallUnexplained:         "unexplained pause",
+}
+
+// stallMarker makes one marker of consecutive pauses with one cause.
+func stallMarker(part []*stallGroup, v verdict) event.Marker {
+	first, last := part[0], part[len(part)-1]
+	seen := map[string]bool{}
+	var ids []string
+	var longest, paused time.Duration
+	for _, s := range part {
+		for _, id := range s.ids {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		longest = max(longest, s.longest)
+		paused += s.span().dur()
+	}
+	whole := last.to.Sub(first.from)
+	// The streams' gaps need not line up exactly: the longest gap says how
+	// bad the pause was, the overlap how much of it they shared.
+	head := fmt.Sprintf("%s: %d streams paused together for %s (longest gap %s, normal gap %s)",
+		causeWords[v.cause], len(ids), fmtMS(paused), fmtMS(longest), fmtMS(first.itl()))
+	if len(part) > 1 {
+		head = fmt.Sprintf("%s: %d streams paused %d times in a row over %s (%s of it together, longest gap %s, normal gap %s)",
+			causeWords[v.cause], len(ids), len(part), fmtMS(whole), fmtMS(paused), fmtMS(longest), fmtMS(first.itl()))
+	}
+	values := map[string]float64{
+		"streams":        float64(len(ids)),
+		"pauses":         float64(len(part)),
+		"gap_ms":         ms(paused),
+		"longest_gap_ms": ms(longest),
+		"itl_ms":         ms(first.itl()),
+	}
+	for k, x := range v.values {
+		values[k] = x
+	}
+	return event.Marker{
+		Time:       first.from,
+		Kind:       event.MarkerStall,
+		Source:     "stall-detector",
+		Duration:   whole,
+		Message:    head + "; " + v.evidence,
+		Values:     values,
+		RequestIDs: ids,
+		Cause:      v.cause,
+	}
+}
+
+func fmtMS(d time.Duration) string { return fmt.Sprintf("%.1f ms", ms(d)) }
+
+// relative says d with ahead when it is not negative, else -d with behind:
+// "2.0 ms before it", "0.1 ms into it".
+func relative(d time.Duration, ahead, behind string) string {
+	if d < 0 {
+		return fmtMS(-d) + " " + behind
+	}
+	return fmtMS(d) + " " + ahead
+}
