@@ -40,10 +40,24 @@ func WriteTable(w io.Writer, s Summary) error {
 	writeServer(tw, s.Server)
 	writeGPU(tw, s.GPU)
 	writeMarkers(tw, s.Markers, s.Insights)
+	writeLost(tw, s.Lost)
 	if tw.err != nil {
-		return fmt.Errorf("write report: %w", tw.err)
+		return fmt.Errorf("write the summary: %w", tw.err)
 	}
 	return nil
+}
+
+// writeLost says how many events never reached this summary (an attached
+// agent's ring no longer held them), so a gap is never silent.
+func writeLost(w *errWriter, lost map[string]int64) {
+	if len(lost) == 0 {
+		return
+	}
+	var parts []string
+	for _, k := range sortedKeys(lost) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, lost[k]))
+	}
+	w.printf("\nLost events (not in these figures): %s\n", strings.Join(parts, ", "))
 }
 
 // errWriter keeps the first write error so the sections need not check each line.

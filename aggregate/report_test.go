@@ -253,3 +253,16 @@ func TestLossesAreCounted(t *testing.T) {
 		t.Fatalf("lost = %d, want 42", got)
 	}
 }
+
+func TestTableSaysWhatWasLost(t *testing.T) {
+	t.Parallel()
+	a := New(Config{})
+	a.Add(event.NewLoss(&event.Loss{Time: base(), Consumer: "agent-stream", Events: 91}))
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, a.Summary()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "Lost events (not in these figures): agent-stream 91") {
+		t.Errorf("table does not say what was lost:\n%s", buf.String())
+	}
+}
