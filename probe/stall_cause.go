@@ -21,6 +21,26 @@ type reqFacts struct {
 	// its first token came (zero when the server reported none).
 	frontEnd interval
 	prefill  interval
+	// arrivals are the content chunks' arrival times and tokens, to see
+	// whether a pause ended in a burst.
+	arrivals []arrival
+}
+
+// arrival is one content chunk as the probe received it.
+type arrival struct {
+	at     time.Time
+	tokens int32
+}
+
+// tokensBetween counts the tokens f received in [from, to].
+func (f *reqFacts) tokensBetween(from, to time.Time) int {
+	n := 0
+	for _, a := range f.arrivals {
+		if !a.at.Before(from) && !a.at.After(to) {
+			n += int(a.tokens)
+		}
+	}
+	return n
 }
 
 // pastFrontEnd is when f was done with the server's front end, as far as
@@ -52,6 +72,10 @@ func factsOf(r *event.Request) (reqFacts, bool) {
 	f := reqFacts{id: streamID(r), sent: sent, end: sent}
 	f.frontDone, _ = stageEnd(r, event.StageWaitHeaders)
 	if n := len(r.Chunks); n > 0 {
+		f.arrivals = make([]arrival, n)
+		for i, c := range r.Chunks {
+			f.arrivals[i] = arrival{at: r.Start.Add(c.At), tokens: max(c.Tokens, 1)}
+		}
 		f.first = r.Start.Add(r.Chunks[0].At)
 		f.end = r.Start.Add(r.Chunks[n-1].At)
 		if reads := readTimes(r); len(reads) > 1 {
@@ -104,8 +128,9 @@ const closeWithin = 4
 
 // classify decides one stall's cause, strongest evidence first: the probe
 // itself, the server's front end seen working through the pause, a prefill
-// ending it, and, when no request of the probe could have been in prefill,
-// the front end by elimination.
+// ending it, and, when no request of the probe could have been in prefill
+// and the streams' tokens piled up behind the pause, the front end by
+// elimination.
 func (d *StallDetector) classify(s *stallGroup) verdict {
 	if v, ok := d.starvedOver(s); ok {
 		return v
@@ -118,12 +143,39 @@ func (d *StallDetector) classify(s *stallGroup) verdict {
 	}
 	possible := d.prefillsPossible(s)
 	if possible == 0 {
-		return verdict{cause: event.StallFrontEndBlock,
-			evidence: "no prefill ran in it: no request of the probe was between its response headers and its first token"}
+		burst, of := d.burstAfter(s)
+		if 2*burst >= of {
+			return verdict{cause: event.StallFrontEndBlock,
+				evidence: fmt.Sprintf("no prefill ran in it (no request of the probe was between its response headers and its first token), and the tokens of %d of %d streams piled up and came in a burst when it ended: the engine kept decoding while the front end held the frames", burst, of),
+				values:   map[string]float64{"burst_streams": float64(burst)}}
+		}
+		return verdict{cause: event.StallUnexplained,
+			evidence: fmt.Sprintf("no prefill of the probe's ran in it, but no burst of held tokens ended it (%d of %d streams): the engine itself paused, or the server's host was starved", burst, of),
+			values:   map[string]float64{"burst_streams": float64(burst)}}
 	}
 	return verdict{cause: event.StallUnexplained,
 		evidence: fmt.Sprintf("nothing shows a prefill, the server's front end or the probe in it (%d request(s) may have been in prefill)", possible),
 		values:   map[string]float64{"maybe_prefilling": float64(possible)}}
+}
+
+// burstAfter counts the stall's streams whose tokens came in a burst as it
+// ended: at least two within half a normal gap of its end. A blocked front
+// end (tokenization, the event loop) does not stop the engine, so the tokens
+// it made meanwhile arrive together once the frames go out; a pause of the
+// engine itself ends with the next token alone.
+func (d *StallDetector) burstAfter(s *stallGroup) (burst, of int) {
+	end := s.to.Add(max(s.itl()/2, 2*time.Millisecond))
+	for i := range d.requests {
+		f := &d.requests[i]
+		if !s.members[f.id] {
+			continue
+		}
+		of++
+		if f.tokensBetween(s.to, end) >= 2 {
+			burst++
+		}
+	}
+	return burst, of
 }
 
 // starvedOver: the probe's own scheduling lag covers at least half the pause.

@@ -138,7 +138,7 @@ func (r runResult) flagged(f event.Flag) (n, ok int) {
 }
 
 // runLoad runs a Runner and keeps everything it emits.
-func runLoad(t *testing.T, d probe.Doer, cfg probe.LoadConfig, prompts *probe.PromptSource, setup func(*probe.Runner)) runResult {
+func runLoad(t testing.TB, d probe.Doer, cfg probe.LoadConfig, prompts *probe.PromptSource, setup func(*probe.Runner)) runResult {
 	t.Helper()
 	r, err := probe.NewRunner(d, cfg, prompts)
 	if err != nil {
@@ -163,7 +163,7 @@ func runLoad(t *testing.T, d probe.Doer, cfg probe.LoadConfig, prompts *probe.Pr
 	return out
 }
 
-func prompts(t *testing.T, promptTokens, outputTokens int, seed int64) *probe.PromptSource {
+func prompts(t testing.TB, promptTokens, outputTokens int, seed int64) *probe.PromptSource {
 	t.Helper()
 	p, err := probe.NewPromptSource(t.Context(), probe.PromptConfig{
 		PromptTokens: probe.Length{Mean: promptTokens}, OutputTokens: probe.Length{Mean: outputTokens}, Seed: seed})
@@ -173,7 +173,7 @@ func prompts(t *testing.T, promptTokens, outputTokens int, seed int64) *probe.Pr
 	return p
 }
 
-func simClient(t *testing.T, url string, hc *http.Client) *probe.Client {
+func simClient(t testing.TB, url string, hc *http.Client) *probe.Client {
 	t.Helper()
 	c, err := probe.NewClient(probe.ClientConfig{BaseURL: url, Dialect: probe.DialectOpenAIChat, Model: sim.DefaultModel,
 		Timeout: time.Minute, HTTPClient: hc})

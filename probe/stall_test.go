@@ -273,6 +273,24 @@ func fourPausing(pause time.Duration) []*event.Request {
 	return out
 }
 
+// withBurst makes each stream's first chunk after its longest gap carry
+// three tokens: a front end that held the frames while the engine kept
+// decoding releases them together.
+func withBurst(recs []*event.Request) []*event.Request {
+	for _, r := range recs {
+		longest, after := time.Duration(0), 0
+		for i := 1; i < len(r.Chunks); i++ {
+			if g := r.Chunks[i].At - r.Chunks[i-1].At; g > longest {
+				longest, after = g, i
+			}
+		}
+		if after > 0 {
+			r.Chunks[after].Tokens = 3
+		}
+	}
+	return recs
+}
+
 // detect feeds recs (and the probe's late moments) to a detector and
 // returns every marker.
 func detect(t *testing.T, recs []*event.Request, starved ...interval) []event.Marker {
@@ -304,10 +322,16 @@ func TestStallCauses(t *testing.T) {
 		evidence string // in the message
 	}{
 		{
-			name:     "nothing else ran: the front end by elimination",
-			recs:     fourPausing(30 * ms),
+			name:     "nothing else ran and the held tokens came in a burst: the front end by elimination",
+			recs:     withBurst(fourPausing(30 * ms)),
 			want:     event.StallFrontEndBlock,
-			evidence: "no prefill ran in it",
+			evidence: "piled up and came in a burst",
+		},
+		{
+			name:     "nothing else ran but no burst followed: the engine paused, unexplained",
+			recs:     fourPausing(30 * ms),
+			want:     event.StallUnexplained,
+			evidence: "no burst of held tokens ended it",
 		},
 		{
 			name: "a request's front-end work covers it",
@@ -351,7 +375,7 @@ func TestStallCauses(t *testing.T) {
 		},
 		{
 			name:     "a little probe lag is not the cause",
-			recs:     fourPausing(30 * ms),
+			recs:     withBurst(fourPausing(30 * ms)),
 			starved:  []interval{{at(200 * ms), at(205 * ms)}},
 			want:     event.StallFrontEndBlock,
 			evidence: "no prefill ran in it",

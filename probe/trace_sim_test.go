@@ -62,28 +62,25 @@ func quickStream(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, chunk+chunk+`data: {"choices":[],"usage":{"prompt_tokens":16,"completion_tokens":2}}`+"\n\ndata: [DONE]\n\n")
 }
 
-// A trace of 1,000 requests at 50 req/s replays on its schedule: every
-// request is meant for its time in the trace (over the speed), and is sent
-// within 1 ms of it at the 99th percentile. Requests due while this
-// process's own timers ran late (measured beside the run: the machine's
-// two cores are shared) say nothing about the probe's schedule and are
-// left out; the server answers at once, so it takes no CPU from the probe.
-func TestTraceReplaysOnSchedule(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("timing: not under -short or -race")
-	}
-	const speed = 4 // 200 req/s: the property holds, and the test takes 5 s
+// traceRun replays a 1,000-request Poisson trace at 50 req/s (times speed)
+// against a server that answers at once, checks that every request was
+// meant for its time in the trace and asked for the trace's output, and
+// returns how late each was sent: all of them, and those not due while this
+// process's own timers ran late (then the machine, not the probe, decided
+// when anything ran; the machine's two cores are shared).
+func traceRun(tb testing.TB, speed float64) (all, clean []time.Duration) {
+	tb.Helper()
 	tr := poissonTrace(1000, 50)
 	srv := httptest.NewServer(http.HandlerFunc(quickStream))
-	t.Cleanup(srv.Close)
-	watchCtx, stopWatch := context.WithCancel(t.Context())
+	tb.Cleanup(srv.Close)
+	watchCtx, stopWatch := context.WithCancel(tb.Context())
 	watched := hiccups(watchCtx)
-	res := runLoad(t, simClient(t, srv.URL, nil), probe.LoadConfig{Trace: tr, TraceSpeed: speed, Drain: 10 * time.Second},
-		prompts(t, 32, 2, 1), nil)
+	res := runLoad(tb, simClient(tb, srv.URL, nil), probe.LoadConfig{Trace: tr, TraceSpeed: speed, Drain: 10 * time.Second},
+		prompts(tb, 32, 2, 1), nil)
 	stopWatch()
 	late := <-watched
 	if len(res.recs) != len(tr.Requests) {
-		t.Fatalf("%d records for %d trace requests", len(res.recs), len(tr.Requests))
+		tb.Fatalf("%d records for %d trace requests", len(res.recs), len(tr.Requests))
 	}
 	first := res.recs[0].Intended
 	for _, r := range res.recs {
@@ -91,32 +88,70 @@ func TestTraceReplaysOnSchedule(t *testing.T) {
 			first = r.Intended
 		}
 	}
-	var lags, all []time.Duration
 	for _, r := range res.recs {
 		want := tr.Requests[r.Seq]
 		if d := r.Intended.Sub(first) - time.Duration(float64(want.At)/speed); d > time.Microsecond || d < -time.Microsecond {
-			t.Fatalf("request %d meant for %v after the first, the trace says %v", r.Seq, r.Intended.Sub(first), time.Duration(float64(want.At)/speed))
+			tb.Fatalf("request %d meant for %v after the first, the trace says %v", r.Seq, r.Intended.Sub(first), time.Duration(float64(want.At)/speed))
 		}
 		if r.TargetOutputTokens != want.OutputTokens || !r.OK() {
-			t.Fatalf("request %d: %s %s, asked %d tokens, the trace says %d", r.Seq, r.Outcome, r.Error, r.TargetOutputTokens, want.OutputTokens)
+			tb.Fatalf("request %d: %s %s, asked %d tokens, the trace says %d", r.Seq, r.Outcome, r.Error, r.TargetOutputTokens, want.OutputTokens)
 		}
 		lag := r.Start.Sub(r.Intended)
 		all = append(all, lag)
 		due := window{r.Intended.Add(-time.Millisecond), r.Start}
 		if !slices.ContainsFunc(late, func(w window) bool { return w.overlap(due) > 0 }) {
-			lags = append(lags, lag)
+			clean = append(clean, lag)
 		}
 	}
 	slices.Sort(all)
-	t.Logf("all %d requests: p50 %v, p99 %v, max %v; this process's timers ran over a millisecond late %d times",
-		len(all), all[len(all)/2], all[len(all)*99/100], all[len(all)-1], len(late))
-	if 2*len(lags) < len(all) {
-		t.Skipf("this process's timers ran late around %d of %d requests: the machine is too busy to judge the schedule", len(all)-len(lags), len(all))
+	slices.Sort(clean)
+	return all, clean
+}
+
+// A trace replays on its schedule: every request is meant for its time in
+// the trace (over the speed), with the trace's lengths, and none is sent
+// before its time. How late they go out is a matter of speed, measured by
+// BenchmarkTraceSchedule, not asserted here.
+func TestTraceReplaysOnSchedule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays 1,000 requests: not under -short")
 	}
-	slices.Sort(lags)
-	p50, p99 := lags[len(lags)/2], lags[len(lags)*99/100]
-	t.Logf("send time against the trace's: p50 %v, p99 %v (%d requests at %g req/s, %d left out)", p50, p99, len(lags), 50.0*speed, len(all)-len(lags))
-	if p99 > time.Millisecond {
-		t.Errorf("sent %v after the trace's time at p99, want within 1 ms", p99)
+	all, _ := traceRun(t, 8)
+	if all[0] < 0 {
+		t.Fatalf("a request was sent %v before its time", -all[0])
 	}
+}
+
+// BenchmarkTraceSchedule measures how late trace requests go out against
+// their schedule (the target: within 1 ms at p99 at 50 req/s), beside a
+// baseline in the same process: how late a plain timer set for the same
+// moments wakes.
+//
+//	go test ./probe -run '^$' -bench TraceSchedule -benchtime 1x
+func BenchmarkTraceSchedule(b *testing.B) {
+	for range b.N {
+		all, clean := traceRun(b, 1)
+		base := timerLateness(poissonTrace(1000, 50))
+		p99 := func(ds []time.Duration) float64 { return float64(ds[len(ds)*99/100]) / float64(time.Millisecond) }
+		b.ReportMetric(p99(all), "p99-ms")
+		if len(clean) > 0 {
+			b.ReportMetric(p99(clean), "p99-quiet-ms")
+		}
+		b.ReportMetric(p99(base), "timer-p99-ms")
+		b.ReportMetric(p99(all)/max(p99(base), 1e-6), "x-timer")
+	}
+}
+
+// timerLateness sleeps until each of the trace's times with a plain timer
+// and returns how late each wake-up was, sorted.
+func timerLateness(tr *probe.Trace) []time.Duration {
+	start := time.Now()
+	out := make([]time.Duration, 0, len(tr.Requests))
+	for _, r := range tr.Requests {
+		due := start.Add(r.At)
+		time.Sleep(time.Until(due))
+		out = append(out, time.Since(due))
+	}
+	slices.Sort(out)
+	return out
 }
