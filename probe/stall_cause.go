@@ -127,28 +127,31 @@ type verdict struct {
 const closeWithin = 4
 
 // classify decides one stall's cause, strongest evidence first: the probe
-// itself, the server's front end seen working through the pause, a prefill
-// ending it, and, when no request of the probe could have been in prefill
-// and the streams' tokens piled up behind the pause, the front end by
-// elimination.
+// itself; the server's front end, when the streams' tokens piled up behind
+// the pause (a blocked front end does not stop the engine) and a request's
+// front-end work lies in it, or no request of the probe could have been in
+// prefill; then a prefill ending it.
 func (d *StallDetector) classify(s *stallGroup) verdict {
 	if v, ok := d.starvedOver(s); ok {
 		return v
 	}
-	if v, ok := d.frontEndOver(s); ok {
+	burst, of := d.burstAfter(s)
+	held := 2*burst >= of
+	if v, ok := d.frontEndOver(s); ok && held {
+		v.evidence += fmt.Sprintf(", and the tokens of %d of %d streams came in a burst when it ended", burst, of)
+		v.values["burst_streams"] = float64(burst)
 		return v
 	}
 	if v, ok := d.prefillOver(s); ok {
 		return v
 	}
 	possible := d.prefillsPossible(s)
-	if possible == 0 {
-		burst, of := d.burstAfter(s)
-		if 2*burst >= of {
-			return verdict{cause: event.StallFrontEndBlock,
-				evidence: fmt.Sprintf("no prefill ran in it (no request of the probe was between its response headers and its first token), and the tokens of %d of %d streams piled up and came in a burst when it ended: the engine kept decoding while the front end held the frames", burst, of),
-				values:   map[string]float64{"burst_streams": float64(burst)}}
-		}
+	switch {
+	case possible == 0 && held:
+		return verdict{cause: event.StallFrontEndBlock,
+			evidence: fmt.Sprintf("no prefill ran in it (no request of the probe was between its response headers and its first token), and the tokens of %d of %d streams piled up and came in a burst when it ended: the engine kept decoding while the front end held the frames", burst, of),
+			values:   map[string]float64{"burst_streams": float64(burst)}}
+	case possible == 0:
 		return verdict{cause: event.StallUnexplained,
 			evidence: fmt.Sprintf("no prefill of the probe's ran in it, but no burst of held tokens ended it (%d of %d streams): the engine itself paused, or the server's host was starved", burst, of),
 			values:   map[string]float64{"burst_streams": float64(burst)}}

@@ -335,7 +335,7 @@ func TestStallCauses(t *testing.T) {
 		},
 		{
 			name: "a request's front-end work covers it",
-			recs: append(fourPausing(30*ms),
+			recs: append(withBurst(fourPausing(30*ms)),
 				// Written just before the pause, headers just after it, queued a while.
 				oneRequest("tok", 199*ms, 232*ms, 900*ms, 3)),
 			want:     event.StallFrontEndBlock,
@@ -343,9 +343,16 @@ func TestStallCauses(t *testing.T) {
 		},
 		{
 			name:     "the server's tokenization covers it",
-			recs:     append(fourPausing(30*ms), timed(oneRequest("tok", 199*ms, 200*ms, 900*ms, 3), map[event.Stage]time.Duration{event.StageTokenize: 30 * ms})),
+			recs:     append(withBurst(fourPausing(30*ms)), timed(oneRequest("tok", 199*ms, 200*ms, 900*ms, 3), map[event.Stage]time.Duration{event.StageTokenize: 30 * ms})),
 			want:     event.StallFrontEndBlock,
 			evidence: "the server's tokenization of request tok",
+		},
+		{
+			name: "a front-end window in it without a burst after it is no evidence",
+			recs: append(fourPausing(30*ms),
+				oneRequest("tok", 199*ms, 232*ms, 900*ms, 3)),
+			want:     event.StallUnexplained,
+			evidence: "may have been in prefill",
 		},
 		{
 			name:     "another request's first token ends it",
