@@ -48,6 +48,37 @@ type Settler interface {
 	Settle(ctx context.Context)
 }
 
+// ErrInterrupted is among Run's errors when ctx ended before the primary
+// sources had ended on their own (Ctrl-C): the consumers still got every
+// event emitted until then. It is decided when the primaries return, before
+// any consumer sees the end of the stream, so a consumer's reaction to the
+// end cannot change it.
+var ErrInterrupted = errors.New("interrupted")
+
+// SplitInterrupted returns err without ErrInterrupted (however deep it is
+// joined), and whether it was there.
+func SplitInterrupted(err error) (rest error, interrupted bool) {
+	if err == nil {
+		return nil, false
+	}
+	if err == ErrInterrupted {
+		return nil, true
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err, false
+	}
+	var kept []error
+	for _, e := range joined.Unwrap() {
+		r, in := SplitInterrupted(e)
+		interrupted = interrupted || in
+		if r != nil {
+			kept = append(kept, r)
+		}
+	}
+	return errors.Join(kept...), interrupted
+}
+
 // Config is one session's wiring.
 type Config struct {
 	// Header, when set, is published before any other event.
@@ -70,8 +101,8 @@ type Config struct {
 // closes the fan-out, so every consumer sees its channel close after the last
 // event. Nothing emitted is lost on the way: after ctx ends (Ctrl-C) the
 // stage and the fan-out still drain what the sources emitted while stopping.
-// Run returns the primaries' errors, and the aux sources' errors other than
-// their context ending.
+// Run returns the primaries' errors, the aux sources' errors other than
+// their context ending, and ErrInterrupted when ctx ended the primaries.
 func Run(ctx context.Context, cfg Config, fan *Fanout) error {
 	size := cfg.Buffer
 	if size <= 0 {
@@ -122,6 +153,9 @@ func Run(ctx context.Context, cfg Config, fan *Fanout) error {
 		primaryWG.Go(func() { record(s.Run(ctx, emit), false) })
 	}
 	primaryWG.Wait()
+	if ctx.Err() != nil {
+		record(ErrInterrupted, false)
+	}
 
 	if st, ok := cfg.Stage.(Settler); ok {
 		st.Settle(ctx)

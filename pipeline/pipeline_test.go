@@ -202,8 +202,8 @@ func TestCtrlCStillDeliversWhatSourcesEmitWhileStopping(t *testing.T) {
 		}
 		return nil
 	})
-	if err := Run(ctx, Config{Primary: []Source{src}, Buffer: 1}, fan); err != nil {
-		t.Fatal(err)
+	if err := Run(ctx, Config{Primary: []Source{src}, Buffer: 1}, fan); err != ErrInterrupted && !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("Run = %v, want ErrInterrupted", err)
 	}
 	if n := len(<-got); n != 101 {
 		t.Fatalf("got %d events after Ctrl-C, want all 101", n)
@@ -229,5 +229,36 @@ func TestLatestKeepsTheNewest(t *testing.T) {
 	case <-l.Changed():
 		t.Fatal("one wake-up per unread change, not one per Put")
 	default:
+	}
+}
+
+func TestInterruptionIsDecidedWhenThePrimariesEnd(t *testing.T) {
+	t.Parallel()
+	// A consumer that cancels ctx on seeing the stream end must not make a
+	// finished run look interrupted.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fan := NewFanout()
+	sub := fan.Subscribe("viewer", 16, Lossless)
+	go func() {
+		for range sub.Events() {
+		}
+		cancel()
+	}()
+	err := Run(ctx, Config{Primary: []Source{SourceFunc(func(context.Context, func(event.Event)) error { return nil })}}, fan)
+	if _, interrupted := SplitInterrupted(err); interrupted {
+		t.Fatalf("Run = %v: a run whose sources ended by themselves is not interrupted", err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	err = Run(ctx2, Config{Primary: []Source{SourceFunc(func(ctx context.Context, _ func(event.Event)) error {
+		cancel2()
+		<-ctx.Done()
+		return nil
+	})}}, NewFanout())
+	if rest, interrupted := SplitInterrupted(err); !interrupted || rest != nil {
+		t.Fatalf("Run = %v: want only ErrInterrupted after Ctrl-C", err)
+	}
+	if rest, in := SplitInterrupted(errors.Join(errors.Join(ErrInterrupted), nil)); rest != nil || !in {
+		t.Fatalf("SplitInterrupted of a nested join = %v, %v", rest, in)
 	}
 }

@@ -54,6 +54,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res := NewResult(j.steps, set.SLO)
 	res.Stopped, res.Interrupted = st.stopped, st.interrupted
 	j.publish(res, nil, true)
+	runErr, _ = pipeline.SplitInterrupted(runErr) // the result says so: Interrupted
 	return res, runErr
 }
 

@@ -30,14 +30,15 @@ type measurement struct {
 	consumers []consumer
 }
 
-// errInterrupted is joined to run's error when ctx ended before the sources
-// did (Ctrl-C): the summary covers what was measured until then.
-var errInterrupted = errors.New("interrupted")
+// errInterrupted is among run's errors when ctx ended the run before its
+// sources ended (Ctrl-C): the summary covers what was measured until then.
+var errInterrupted = pipeline.ErrInterrupted
 
 // withoutInterrupted removes errInterrupted from err, for a run that was
 // ended on purpose (quitting the dashboard).
 func withoutInterrupted(err error) error {
-	return dropErrors(err, func(e error) bool { return e == errInterrupted })
+	rest, _ := pipeline.SplitInterrupted(err)
+	return rest
 }
 
 // dropErrors returns err without the errors drop matches: err itself, or
@@ -61,7 +62,7 @@ func dropErrors(err error, drop func(error) bool) error {
 
 // run runs the pipeline to its end and returns the whole run's summary:
 // every request the sources emitted is in it, Ctrl-C included (then the
-// error includes errInterrupted). Consumers are not stopped by ctx either:
+// error includes pipeline.ErrInterrupted). Consumers are not stopped by ctx either:
 // the fan-out closes their channels after the last event, so they take
 // everything.
 func (m measurement) run(ctx context.Context) (aggregate.Summary, error) {
@@ -82,9 +83,6 @@ func (m measurement) run(ctx context.Context) (aggregate.Summary, error) {
 	go func() { summaryc <- agg.Run(drainCtx, aggSub.Events(), aggregate.DefaultEvery, publish) }()
 
 	err := pipeline.Run(ctx, m.pipe, fan)
-	if ctx.Err() != nil {
-		err = errors.Join(err, errInterrupted)
-	}
 	summary := <-summaryc
 	for _, wait := range waits {
 		err = errors.Join(err, wait())
