@@ -80,8 +80,11 @@ func TestStagesPayTheirCosts(t *testing.T) {
 				t.Errorf("request %d: %s took %d us, less than its cost %v", i, st.Name, st.Us, floor)
 			}
 		}
-		if got := time.Duration(tr.ArrivalToFirstFrameUs) * time.Microsecond; got > waited {
-			t.Errorf("request %d: the stages add up to %v, more than the client waited (%v)", i, got, waited)
+		// Up to the first frame's write the stages happen before the client
+		// can have it. (The flush is stamped once the write returns, which a
+		// busy machine may delay past the client's read.)
+		if got := time.Duration(tr.ArrivalToFirstFrameUs-tr.FramingUs) * time.Microsecond; got > waited {
+			t.Errorf("request %d: the stages before the first frame's write add up to %v, more than the client waited (%v)", i, got, waited)
 		}
 	}
 	if testing.Verbose() {
