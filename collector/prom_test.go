@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -215,15 +214,9 @@ func TestPromFailureAndRecovery(t *testing.T) {
 func TestPromFailureKinds(t *testing.T) {
 	t.Parallel()
 	vllm := promFixture(t, "vllm_v1_b.prom")
-	refused := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		return "http://" + addr + "/metrics"
-	}()
+	// Port 1: never handed out as an ephemeral port, so no other test's
+	// server can take it between here and the scrape.
+	refused := "http://127.0.0.1:1/metrics"
 	cases := []struct {
 		name    string
 		handler http.HandlerFunc

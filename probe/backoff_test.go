@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"sync"
 	"testing"
@@ -48,14 +47,13 @@ func (d *scriptDoer) Do(_ context.Context, spec RequestSpec) *event.Request {
 
 func refusedURL(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + ln.Addr().String()
-	_ = ln.Close()
-	return url
+	return "http://" + refusedAddr
 }
+
+// refusedAddr is a loopback address nothing listens on: port 1 is never
+// handed out as an ephemeral port, so no other test's server can take it
+// (a port opened and closed here could be).
+const refusedAddr = "127.0.0.1:1"
 
 // runPaused runs cfg through d with the pauses logged instead of taken.
 func runPaused(t *testing.T, d Doer, cfg LoadConfig) (RunStats, *runCollector, *pauseLog, *Runner) {

@@ -441,12 +441,7 @@ func runWireOutcome(t *testing.T, tc wireOutcomeCase) *event.Request {
 	t.Helper()
 	url := ""
 	if tc.handler == nil {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		url = "http://" + ln.Addr().String()
-		_ = ln.Close()
+		url = "http://" + refusedAddr
 	} else if tc.tls {
 		srv := httptest.NewUnstartedServer(tc.handler)
 		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the failed handshake is the point
@@ -680,12 +675,7 @@ func TestCredentialsInTheURLStayOutOfTheRecord(t *testing.T) {
 	if got := srv.requests()[0].header.Get("Authorization"); !strings.HasPrefix(got, "Basic ") {
 		t.Errorf("Authorization %q: the URL's credentials should still be sent, as basic auth", got)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://user:pw-secret-3@" + ln.Addr().String()
-	_ = ln.Close()
+	refused := "http://user:pw-secret-3@" + refusedAddr
 	rec = newWireClient(t, refused, DialectOpenAIChat, nil).Do(t.Context(), wireSpec("refused", 1))
 	if rec.Outcome != event.OutcomeConnect || strings.Contains(rec.Error+rec.Target, "pw-secret-3") || strings.Contains(rec.Error+rec.Target, "user") {
 		t.Fatalf("outcome %s, error %q, target %q: want connect with no credentials shown", rec.Outcome, rec.Error, rec.Target)

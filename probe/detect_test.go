@@ -180,12 +180,7 @@ func TestDetectSendsCredentials(t *testing.T) {
 // none shows the URL's credentials.
 func TestDetectSaysWhy(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://user:pw-secret@" + ln.Addr().String()
-	_ = ln.Close()
+	refused := "http://user:pw-secret@" + refusedAddr // nothing listens there
 
 	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
 	if err != nil {
@@ -211,7 +206,7 @@ func TestDetectSaysWhy(t *testing.T) {
 	}{
 		{"malformed", Endpoint{BaseURL: "http://user:pw-secret@[::1"}, "URL REDACTED@[::1: missing ']' in host", nil},
 		{"scheme", Endpoint{BaseURL: "ftp://host"}, `want http:// or https://, not "ftp:"`, nil},
-		{"refused", Endpoint{BaseURL: refused}, "GET /v1/models: connection refused by " + ln.Addr().String(), nil},
+		{"refused", Endpoint{BaseURL: refused}, "GET /v1/models: connection refused by " + refusedAddr, nil},
 		{"unknown name", Endpoint{BaseURL: "http://llm.invalid:8000", HTTPClient: noSuchHost}, "unknown host llm.invalid: the name does not resolve", nil},
 		{"untrusted certificate", Endpoint{BaseURL: tlsSrv.URL}, "certificate is signed by an authority latscope does not trust (trust it with --ca-cert FILE", nil},
 		{"silent", Endpoint{BaseURL: "http://" + silent.Addr().String(), Timeout: 200 * time.Millisecond}, "GET /v1/models: no answer within 200ms", ErrNoAnswer},

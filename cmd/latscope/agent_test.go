@@ -1,51 +1,95 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
-	"net"
+	"io"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 )
 
-// freeAddr returns a loopback address nobody listens on right now.
-func freeAddr(t *testing.T) string {
+// runningAgent is `latscope agent` run in-process on a port the kernel
+// picked: its address is read from the line the agent prints when it
+// listens, so no other server can take the port first.
+type runningAgent struct {
+	addr   string
+	stop   context.CancelFunc
+	done   chan struct{}
+	stdout string
+	stderr strings.Builder
+	err    error
+}
+
+func startAgent(t *testing.T, args ...string) *runningAgent {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ctx, stop := context.WithCancel(context.Background())
+	a := &runningAgent{stop: stop, done: make(chan struct{})}
+	pr, pw := io.Pipe()
+	var stdout bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs(append([]string{"agent", "--listen", "127.0.0.1:0"}, args...))
+	root.SetOut(&stdout)
+	root.SetErr(pw)
+	scanned := make(chan struct{})
+	go func() {
+		defer close(a.done)
+		a.err = root.ExecuteContext(ctx)
+		a.stdout = stdout.String()
+		pw.Close()
+		<-scanned // a.stderr is complete
+	}()
+	addr := make(chan string, 1)
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			a.stderr.WriteString(line + "\n")
+			if rest, ok := strings.CutPrefix(line, "latscope agent: serving http://"); ok {
+				host, _, _ := strings.Cut(rest, "/")
+				addr <- host
+			}
+		}
+		close(addr)
+	}()
+	select {
+	case a.addr = <-addr:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent did not say where it listens")
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	if a.addr == "" {
+		<-a.done
+		t.Fatalf("agent: %v\n%s", a.err, a.stderr.String())
+	}
+	// Read stderr again only after done: the scanner writes it until then.
+	t.Cleanup(func() { stop(); <-a.done })
+	return a
+}
+
+// wait stops the agent (Ctrl-C ends its linger) and waits for it.
+func (a *runningAgent) wait() {
+	a.stop()
+	<-a.done
 }
 
 func TestAgentAndAttach(t *testing.T) {
 	url := serveTinySim(t)
-	addr := freeAddr(t)
-	var wg sync.WaitGroup
-	var agentOut, agentErr string
-	var agentRunErr error
-	ctx, stopAgent := context.WithCancel(context.Background())
-	defer stopAgent()
-	wg.Go(func() {
-		agentOut, agentErr, agentRunErr = executeCtx(t, ctx, "agent", "--url", url, "--listen", addr, "-n", "40", "-c", "4",
-			"--prompt-tokens", "32", "--output-tokens", "8", "--no-gpu", "--linger", "30s", "--quiet")
-	})
-	// attach retries until the agent listens, and ends when the agent's
-	// session ends.
-	out, stderr, err := execute(t, "attach", "http://"+addr, "--no-tui")
+	agent := startAgent(t, "--url", url, "-n", "40", "-c", "4",
+		"--prompt-tokens", "32", "--output-tokens", "8", "--no-gpu", "--linger", "30s", "--quiet")
+	// attach ends when the agent's session ends.
+	out, stderr, err := execute(t, "attach", "http://"+agent.addr, "--no-tui")
 	if err != nil {
 		t.Fatalf("attach: %v\n%s", err, stderr)
 	}
-	stopAgent() // it lingers for late dashboards; Ctrl-C ends that
-	wg.Wait()
-	if agentRunErr != nil {
-		t.Fatalf("agent: %v\n%s", agentRunErr, agentErr)
+	agent.wait() // it lingers for late dashboards; Ctrl-C ends that
+	if agent.err != nil {
+		t.Fatalf("agent: %v\n%s", agent.err, agent.stderr.String())
 	}
 	want := "Requests: 40 sent, 40 ok"
-	if !strings.Contains(agentOut, want) || !strings.Contains(out, want) {
-		t.Errorf("agent and attach disagree or miss requests.\nagent:\n%s\nattach:\n%s", agentOut, out)
+	if !strings.Contains(agent.stdout, want) || !strings.Contains(out, want) {
+		t.Errorf("agent and attach disagree or miss requests.\nagent:\n%s\nattach:\n%s", agent.stdout, out)
 	}
 }
 

@@ -152,14 +152,7 @@ func TestRunKeepsSecretsOutOfItsOutput(t *testing.T) {
 	withCreds := strings.Replace(url, "://", "://alice:url-secret-1@", 1)
 	common := []string{"--no-tui", "-n", "3", "--no-gpu", "--prompt-tokens", "16", "--output-tokens", "4",
 		"--api-key", "sk-key-secret-2", "--header", "X-Api-Key: hdr-secret-value-3", "--scrape-interval", "100ms"}
-	refused := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return "http://alice:url-secret-1@" + ln.Addr().String()
-	}()
+	refused := "http://alice:url-secret-1@127.0.0.1:1" // port 1: nothing listens there
 	runs := [][]string{
 		append([]string{"run", "--url", withCreds, "--json", "--metrics-url", strings.Replace(url, "://", "://bob:metrics-secret-4@", 1) + "/metrics"}, common...),
 		append([]string{"run", "--url", withCreds}, common...),

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -57,16 +56,10 @@ func TestNoOutputCarriesTheSecrets(t *testing.T) {
 
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "agent.lsr")
-	addr := freeAddr(t)
-	ctx, stopAgent := context.WithCancel(context.Background())
-	defer stopAgent()
-	var wg sync.WaitGroup
-	var agentOut, agentErr string
-	wg.Go(func() {
-		agentOut, agentErr, _ = executeCtx(t, ctx, "agent", "--url", gateway.URL, "--api-key", apiKey, "--token", token,
-			"--listen", addr, "-n", "12", "-c", "3", "--prompt-tokens", "16", "--output-tokens", "4", "--no-gpu",
-			"--scrape-interval", "100ms", "--record", rec, "--otlp-export", collector.URL, "--linger", "1m")
-	})
+	agent := startAgent(t, "--url", gateway.URL, "--api-key", apiKey, "--token", token,
+		"-n", "12", "-c", "3", "--prompt-tokens", "16", "--output-tokens", "4", "--no-gpu",
+		"--scrape-interval", "100ms", "--record", rec, "--otlp-export", collector.URL, "--linger", "1m")
+	addr := agent.addr
 	// The raw event stream and /metrics, as a dashboard and Prometheus see them.
 	stream := readUntilEnd(t, "http://"+addr+"/events", token)
 	metrics := get(t, "http://"+addr+"/metrics", token)
@@ -74,11 +67,10 @@ func TestNoOutputCarriesTheSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("attach: %v\n%s", err, attachErr)
 	}
-	stopAgent()
-	wg.Wait()
+	agent.wait()
 
 	outputs := map[string]string{
-		"agent stdout": agentOut, "agent stderr": agentErr, "attach stdout": attachOut, "attach stderr": attachErr,
+		"agent stdout": agent.stdout, "agent stderr": agent.stderr.String(), "attach stdout": attachOut, "attach stderr": attachErr,
 		"event stream": stream, "metrics": metrics,
 	}
 	raw, err := os.ReadFile(rec)
