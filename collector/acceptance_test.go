@@ -163,9 +163,17 @@ func TestAcceptanceSlottedHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.CloseIdleConnections()
-	// The simulator in this mode stands in for llama-server: the server
-	// kind is what tells the attributor when the headers leave.
-	reqs, _, _ := runThrough(t, client, probe.LoadConfig{Concurrency: streams, Requests: requests}, NewAttributor(AttributorConfig{Server: "llamacpp"}))
+	// The simulator in this mode stands in for llama-server; the server
+	// kind, as detection finds it, tells the attributor when the headers
+	// leave.
+	found, err := probe.Detect(context.Background(), probe.Endpoint{BaseURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found.Server != probe.ServerLatscopeSimSlotted {
+		t.Fatalf("detected %q, want %q", found.Server, probe.ServerLatscopeSimSlotted)
+	}
+	reqs, _, _ := runThrough(t, client, probe.LoadConfig{Concurrency: streams, Requests: requests}, NewAttributor(AttributorConfig{Server: found.Server}))
 	if len(reqs) != requests {
 		t.Fatalf("%d records, want %d", len(reqs), requests)
 	}

@@ -109,8 +109,11 @@ func HeaderTimings() []ServerHeaderTiming {
 		// vLLM's OpenAI server starts the event stream before the engine
 		// has even queued the request.
 		{Server: "vllm", When: "at once, before the request is queued"},
-		// latscope's simulator behaves as vLLM does.
+		// latscope's simulator behaves as vLLM does, unless told otherwise
+		// (sim --headers), which its model list says.
 		{Server: "latscope-sim", When: "at once, before the request is queued"},
+		{Server: "latscope-sim-slotted", AtSlot: true, When: "when a batch slot takes the request"},
+		{Server: "latscope-sim-first-token", When: "with the first token"},
 		// TGI's streaming routes send the headers before generation.
 		{Server: "tgi", When: "at once, before the request is queued"},
 		// llm-d-inference-sim (detected as llm-d-sim) holds the headers

@@ -909,6 +909,7 @@ func TestHeadersAtSlot(t *testing.T) {
 	t.Parallel()
 	for server, want := range map[string]bool{
 		"llamacpp": true, "vllm": false, "latscope-sim": false, "llm-d-sim": false,
+		"latscope-sim-slotted": true, "latscope-sim-first-token": false,
 		"tgi": false, "openai": false, "unknown": false, "": false,
 	} {
 		if got := HeadersAtSlot(server); got != want {

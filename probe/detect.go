@@ -12,7 +12,7 @@ import (
 
 // Detected is what Detect learned about a server.
 type Detected struct {
-	Server  string   // vllm, sglang, tgi, llamacpp, ollama, latscope-sim, llm-d-sim or openai (an unrecognised OpenAI-compatible server)
+	Server  string   // vllm, sglang, tgi, llamacpp, ollama, latscope-sim (or -slotted, -first-token), llm-d-sim or openai (an unrecognised OpenAI-compatible server)
 	Dialect string   // the default dialect for that server
 	Models  []string // models the server lists; the first is the default --model
 }
@@ -20,6 +20,23 @@ type Detected struct {
 // ServerLatscopeSim is the server kind Detect reports for latscope's own
 // simulator: everything measured against it describes the simulator.
 const ServerLatscopeSim = "latscope-sim"
+
+// Server kinds of the simulator in its other header timings (sim
+// --headers): their waits for the headers hold different stages.
+const (
+	// ServerLatscopeSimSlotted sends a stream's headers when a batch slot
+	// takes the request, as llama-server does.
+	ServerLatscopeSimSlotted = ServerLatscopeSim + "-slotted"
+	// ServerLatscopeSimFirstToken sends them with the first token, as
+	// llm-d's simulator does.
+	ServerLatscopeSimFirstToken = ServerLatscopeSim + "-first-token"
+)
+
+// IsLatscopeSim reports whether a server kind is latscope's simulator, in
+// any of its modes.
+func IsLatscopeSim(server string) bool {
+	return server == ServerLatscopeSim || server == ServerLatscopeSimSlotted || server == ServerLatscopeSimFirstToken
+}
 
 // ServerLlmdSim is the server kind Detect reports for llm-d's inference
 // simulator (llm-d-inference-sim): it speaks vLLM's API and metrics, and
@@ -148,8 +165,9 @@ func classifyServer(bodies map[string][]byte) (Detected, bool) {
 			d.Models = nonEmpty(str("/get_model_info", "model_path"))
 		}
 	case owners["latscope-sim"]:
-		// latscope's own simulator speaks vLLM's API and metrics.
-		d.Server, d.Dialect = ServerLatscopeSim, DialectOpenAIChat
+		// latscope's own simulator speaks vLLM's API and metrics, and says
+		// when its headers leave.
+		d.Server, d.Dialect = simServerKind(bodies["/v1/models"]), DialectOpenAIChat
 	case has("/admin/config", "time-to-first-token", "inter-token-latency"):
 		// llm-d-inference-sim says owned_by "vllm" but has no /version; its
 		// settings hold the latencies it simulates, which no server has.
@@ -184,6 +202,26 @@ func openAIModels(b []byte) ([]string, map[string]bool) {
 		owners[strings.ToLower(m.OwnedBy)] = true
 	}
 	return ids, owners
+}
+
+// simServerKind names the simulator's kind from the header timing its model
+// list states; a timing it does not state or that is unknown is at once.
+func simServerKind(b []byte) string {
+	var list struct {
+		Data []struct {
+			Headers string `json:"latscope_headers"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(b, &list) != nil || len(list.Data) == 0 {
+		return ServerLatscopeSim
+	}
+	switch list.Data[0].Headers {
+	case "slotted":
+		return ServerLatscopeSimSlotted
+	case "first-token":
+		return ServerLatscopeSimFirstToken
+	}
+	return ServerLatscopeSim
 }
 
 func ollamaTags(b []byte) []string {

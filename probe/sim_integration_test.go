@@ -419,3 +419,26 @@ func TestStallDetectorQuietWithTokenizerPool(t *testing.T) {
 		t.Logf("a shared pause the engine or the probe explains: %s (%s)", m.Message, strings.Join(report, "; "))
 	}
 }
+
+// TestDetectSimHeaderModes: the simulator's model list says when its
+// headers leave, and detection names the kind that carries it.
+func TestDetectSimHeaderModes(t *testing.T) {
+	t.Parallel()
+	for mode, want := range map[sim.HeaderTiming]string{
+		sim.HeadersAtOnce:     probe.ServerLatscopeSim,
+		sim.HeadersSlotted:    probe.ServerLatscopeSimSlotted,
+		sim.HeadersFirstToken: probe.ServerLatscopeSimFirstToken,
+	} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			url := startSim(t, sim.Config{Headers: mode})
+			got, err := probe.Detect(context.Background(), probe.Endpoint{BaseURL: url})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Server != want || got.Dialect != probe.DialectOpenAIChat || !probe.IsLatscopeSim(got.Server) {
+				t.Errorf("detected %+v, want %s", got, want)
+			}
+		})
+	}
+}

@@ -76,6 +76,9 @@ func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
 		"data": []map[string]any{{
 			"id": s.cfg.Model, "object": "model", "created": 0, "owned_by": "latscope-sim",
 			"root": s.cfg.Model, "max_model_len": s.prof.MaxModelLen,
+			// Says when a stream's headers leave, so a client can tell
+			// whether waiting for them includes the queue.
+			"latscope_headers": string(s.cfg.Headers),
 		}},
 	})
 }

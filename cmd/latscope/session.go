@@ -186,7 +186,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 		Time: time.Now(), Latscope: version, RunID: runner.RunID(), Name: host, Host: host,
 		Target: conn.shown, MetricsURL: event.RedactURL(metricsURL),
 		Server: id.server, Dialect: id.dialect, Model: id.model,
-		Simulated: id.server == probe.ServerLatscopeSim || extra != nil && extra.simulated,
+		Simulated: probe.IsLatscopeSim(id.server) || extra != nil && extra.simulated,
 		Load:      f.load(),
 	}
 	return s, nil

@@ -39,6 +39,8 @@ Modes make it behave like servers other than vLLM; all are off by default:
   --headers slotted          headers when a batch slot takes the request (llama-server),
                              so waiting for headers includes the queue;
   --headers first-token      headers with the first token (llm-d's simulator);
+                             the model list says which (latscope_headers), so
+                             latscope run detects latscope-sim-slotted or -first-token;
   --close-after-stream       a streamed response leaves its connection dead without
                              Connection: close (llama-server): the client's next request
                              on it fails (EOF) before any response byte;
