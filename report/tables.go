@@ -86,6 +86,12 @@ func describeLoad(l event.Load) string {
 	case "closed":
 		parts = append(parts, fmt.Sprintf("closed loop, %d streams", l.Concurrency))
 	case "":
+	case "sweep":
+		p := "sweep"
+		if l.Arrival != "" {
+			p += ", " + l.Arrival + " arrivals"
+		}
+		parts = append(parts, p)
 	default:
 		parts = append(parts, l.Mode)
 	}

@@ -16,6 +16,16 @@ type judge struct {
 	cur         *meter
 	steps       []Step
 	lastPublish time.Time
+	arrival     string // from the session header, for the result
+}
+
+// result is the result of the steps judged so far.
+func (j *judge) result() Result {
+	res := NewResult(j.steps, j.set.SLO)
+	if res.Mode == OpenLoop {
+		res.Arrival = j.arrival
+	}
+	return res
 }
 
 func (j *judge) run(events <-chan event.Event) {
@@ -30,6 +40,10 @@ func (j *judge) run(events <-chan event.Event) {
 }
 
 func (j *judge) add(ev event.Event) {
+	if ev.Kind == event.KindSession && ev.Session != nil {
+		j.arrival = ev.Session.Load.Arrival
+		return
+	}
 	if mk, ok := parseMarker(ev); ok {
 		j.onMarker(mk, ev.Marker.Time)
 		return
@@ -85,7 +99,7 @@ func (j *judge) finishStep() {
 		default: // the stepper was interrupted and is not waiting
 		}
 	}
-	j.publish(NewResult(j.steps, j.set.SLO), nil, false)
+	j.publish(j.result(), nil, false)
 }
 
 func (j *judge) publishLive() {
@@ -96,7 +110,7 @@ func (j *judge) publishLive() {
 	}
 	step, snap := m.result()
 	live := &Live{Step: step, Phase: m.phase(), Elapsed: m.clock.Sub(m.start), Snapshot: snap}
-	j.publish(NewResult(j.steps, j.set.SLO), live, false)
+	j.publish(j.result(), live, false)
 }
 
 func (j *judge) publish(res Result, live *Live, done bool) {
@@ -117,7 +131,7 @@ func Replay(events <-chan event.Event, cfg Config) (Result, error) {
 	}
 	j := &judge{set: &set}
 	j.run(events)
-	res := NewResult(j.steps, set.SLO)
+	res := j.result()
 	res.Stopped = "the recording ended"
 	if n := len(res.Steps); n > 0 && res.Steps[n-1].Interrupted {
 		res.Stopped, res.Interrupted = "interrupted", true

@@ -3,6 +3,7 @@ package sweep
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
@@ -147,16 +148,40 @@ func (m *meter) addRequest(ev event.Event) {
 	}
 }
 
+// minTrendRequests is the fewest completions a TTFT trend is fitted
+// through: minTrendPoints groups of minPerGroup.
+const minTrendRequests = minTrendPoints * minPerGroup
+
+// recentTTFT returns the completions the TTFT trend is fitted through and
+// the stretch they cover: those of the last window, or, where the window
+// holds too few for a trend (a low rate), the last minTrendRequests of the
+// measured part over their longer stretch, so that a slow step is judged
+// on as many requests as a fast one rather than running to --step-max.
+// (m.ttft holds measured completions only; pruning keeps the last window
+// and the last minTrendRequests of them.)
+func (m *meter) recentTTFT() ([]point, time.Duration) {
+	w := m.set.Window
+	recent := within(m.ttft, m.reqClock.Add(-w), m.reqClock)
+	if len(recent) >= minTrendRequests || len(m.ttft) <= len(recent) {
+		return recent, w
+	}
+	sorted := slices.Clone(m.ttft)
+	slices.SortFunc(sorted, func(a, b point) int { return a.t.Compare(b.t) })
+	last := sorted[max(0, len(sorted)-minTrendRequests):]
+	return last, max(w, m.reqClock.Sub(last[0].t))
+}
+
 // pruneTTFT drops latencies older than the trend needs, once they make up
-// half the slice, so a long step holds about one window of them.
+// half the slice, so a long step holds about one window of them (and never
+// fewer than the last minTrendRequests).
 func (m *meter) pruneTTFT() {
 	cut := m.reqClock.Add(-m.set.Window)
 	if len(m.ttft) < 64 || !m.ttft[len(m.ttft)/2].t.Before(cut) {
 		return
 	}
 	keep := m.ttft[:0]
-	for _, p := range m.ttft {
-		if !p.t.Before(cut) {
+	for i, p := range m.ttft {
+		if !p.t.Before(cut) || i >= len(m.ttft)-minTrendRequests {
 			keep = append(keep, p)
 		}
 	}
@@ -235,13 +260,14 @@ func (m *meter) errorRate() float64 {
 }
 
 // signalsAt fits the step's trends at now: TTFT over the last window of
-// completions, the backlogs over the last window and the whole measured
-// part.
+// completions (or the last minTrendRequests of them, where the window holds
+// fewer), the backlogs over the last window and the whole measured part.
 func (m *meter) signalsAt(now time.Time) Signals {
 	w, tol, grow := m.set.Window, m.set.Tolerance, m.set.MinGrowth
 	whole := now.Sub(m.from)
+	ttft, ttftSpan := m.recentTTFT()
 	return Signals{
-		TTFT:        trendOf(medianPoints(within(m.ttft, m.reqClock.Add(-w), m.reqClock)), w, tol, m.set.ttftFloor),
+		TTFT:        trendOf(medianPoints(ttft), ttftSpan, tol, m.set.ttftFloor),
 		Queue:       trendOf(within(m.queue, now.Add(-w), now), w, tol, grow),
 		InFlight:    trendOf(within(m.inFlight, now.Add(-w), now), w, tol, grow),
 		QueueAll:    trendOf(within(m.queue, m.from, now), whole, tol, grow),

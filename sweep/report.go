@@ -12,7 +12,7 @@ import (
 // milliseconds), the max load, knee and saturation, and why each step ended.
 func WriteTable(w io.Writer, r Result) error {
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "Sweep: %s, %d steps", modeText(r.Mode), len(r.Steps))
+	fmt.Fprintf(b, "Sweep: %s, %d steps", modeText(r.Mode, r.Arrival), len(r.Steps))
 	if r.SLO != "" {
 		fmt.Fprintf(b, ", SLO %s", r.SLO)
 	}
@@ -48,9 +48,12 @@ func WriteTable(w io.Writer, r Result) error {
 	return nil
 }
 
-func modeText(m Mode) string {
-	if m == ClosedLoop {
+func modeText(m Mode, arrival string) string {
+	switch {
+	case m == ClosedLoop:
 		return "closed loop (concurrency)"
+	case arrival != "":
+		return "open loop (rate, " + arrival + " arrivals)"
 	}
 	return "open loop (rate)"
 }

@@ -12,9 +12,13 @@ import (
 
 // Result is a sweep: its steps and what they say about the server.
 type Result struct {
-	Mode  Mode   `json:"mode"`
-	SLO   string `json:"slo,omitempty"` // the objectives, as written
-	Steps []Step `json:"steps"`         // in the order they ran
+	Mode Mode `json:"mode"`
+	// Arrival is the open-loop arrival process (constant, poisson, gamma)
+	// as the session header gives it: constant arrivals find the server's
+	// capacity, Poisson ones the load it takes under bursts.
+	Arrival string `json:"arrival,omitempty"`
+	SLO     string `json:"slo,omitempty"` // the objectives, as written
+	Steps   []Step `json:"steps"`         // in the order they ran
 
 	// MaxLoad is the highest load that passed (met the SLO, or without one
 	// ran without saturating) with every lower load passing too: the load

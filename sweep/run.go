@@ -51,7 +51,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}, fan)
 	<-judged
 
-	res := NewResult(j.steps, set.SLO)
+	res := j.result()
 	res.Stopped, res.Interrupted = st.stopped, st.interrupted
 	j.publish(res, nil, true)
 	runErr, _ = pipeline.SplitInterrupted(runErr) // the result says so: Interrupted

@@ -433,3 +433,24 @@ func TestStepEndedBySourceIsJudgedOnWhatItHad(t *testing.T) {
 		t.Errorf("throughput %.1f, want 50", got.Throughput)
 	}
 }
+
+// TestRunSlowStepIsJudgedOnItsLastRequests: at 1 req/s a 4 s window holds
+// too few completions for a TTFT trend, so the step is judged on its last
+// 15 instead of running to its maximum time.
+func TestRunSlowStepIsJudgedOnItsLastRequests(t *testing.T) {
+	clock := &vclock{t: t0}
+	server := fifoServer{capacity: 100, prefill: 20 * time.Millisecond, decode: 100 * time.Millisecond}
+	res, err := Run(context.Background(), synthConfig(clock, server, Plan{Mode: OpenLoop, Start: 1, Factor: 2, Max: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Steps) != 1 {
+		t.Fatalf("%d steps, want 1: %+v", len(res.Steps), res.Steps)
+	}
+	s := res.Steps[0]
+	// 15 completions after the 1 s warm-up: decided at about 16 s, well
+	// before the 20 s maximum.
+	if !s.Steady || !s.Pass || s.Measured > 17*time.Second {
+		t.Errorf("step at 1 req/s: steady %v pass %v measured %s (%s); want steady within about 15 s", s.Steady, s.Pass, s.Measured, s.Reason)
+	}
+}

@@ -132,6 +132,10 @@ func load(h *event.Session, p *event.ProbeSample) string {
 			return fmt.Sprintf("stepped c=%d", p.Concurrency)
 		}
 		return "stepped load"
+	case "sweep":
+		if l.Arrival != "" {
+			return "sweep " + l.Arrival
+		}
 	}
 	return l.Mode
 }

@@ -6,22 +6,28 @@ import (
 	"testing"
 )
 
+// TestSweepSmoke runs a short sweep with the default (constant) arrivals,
+// which the result names.
 func TestSweepSmoke(t *testing.T) {
 	url := serveTinySim(t)
 	out, stderr, err := execute(t, "sweep", "--url", url, "--no-tui", "--json", "--rates", "10,20", "--refine", "0",
 		"--steady-window", "1s", "--step-warmup", "300ms", "--step-max", "3s", "--prompt-tokens", "32", "--output-tokens", "8",
-		"--arrival", "constant", "--no-gpu", "--scrape-interval", "200ms")
+		"--no-gpu", "--scrape-interval", "200ms")
 	if err != nil {
 		t.Fatalf("sweep: %v\n%s", err, stderr)
 	}
 	var res struct {
-		Steps []struct {
+		Arrival string `json:"arrival"`
+		Steps   []struct {
 			Sent int64 `json:"sent"`
 		} `json:"steps"`
 		Saturation any `json:"saturation"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if res.Arrival != "constant" {
+		t.Errorf("arrival %q, want the sweep's default, constant", res.Arrival)
 	}
 	if len(res.Steps) != 2 || res.Steps[0].Sent == 0 || res.Saturation == nil {
 		t.Errorf("sweep result %+v: want two measured steps and a saturation finding\n%s", res, out)
