@@ -271,11 +271,17 @@ func breaches(objectives []aggregate.Objective, w *aggregate.WindowStats) map[st
 	return out
 }
 
-// markerRow is one marker as the panel lists it.
+// markerRow is one marker as the panel lists it, or a run of stall
+// markers of one cause folded into their newest.
 type markerRow struct {
-	at   time.Duration // since the session started
-	kind event.MarkerKind
-	text string
+	at    time.Duration // since the session started
+	kind  event.MarkerKind
+	cause event.StallCause
+	text  string
+	// count is how many markers the row stands for (1 unless folded);
+	// oldest is then the time of the oldest of them.
+	count  int
+	oldest time.Duration
 }
 
 // markerRows lists the snapshot's recent markers and the screen's own,
@@ -283,18 +289,39 @@ type markerRow struct {
 func markerRows(s *aggregate.Snapshot, own *markerLog) []markerRow {
 	begin := s.Now.Add(-s.Elapsed)
 	rows := make([]markerRow, 0, len(s.Markers.Recent)+len(own.items))
+	row := func(m event.Marker) markerRow {
+		at := m.Time.Sub(begin)
+		return markerRow{at: at, kind: m.Kind, cause: m.Cause, text: m.Message, count: 1, oldest: at}
+	}
 	for _, m := range s.Markers.Recent {
-		rows = append(rows, markerRow{m.Time.Sub(begin), m.Kind, m.Message})
+		rows = append(rows, row(m))
 	}
 	for _, m := range own.items {
-		rows = append(rows, markerRow{m.Time.Sub(begin), m.Kind, m.Message})
+		rows = append(rows, row(m))
 	}
 	slices.SortStableFunc(rows, func(a, b markerRow) int { return cmp.Compare(b.at, a.at) })
 	ins := make([]markerRow, 0, len(s.Insights)+len(rows))
 	for _, m := range s.Insights {
-		ins = append(ins, markerRow{-1, m.Kind, m.Message})
+		ins = append(ins, markerRow{at: -1, kind: m.Kind, text: m.Message, count: 1, oldest: -1})
 	}
-	return append(ins, rows...)
+	return append(ins, foldStalls(rows)...)
+}
+
+// foldStalls folds each run of consecutive stall markers of one cause into
+// its newest, counted: under a steady load the same pause recurs every
+// batch (a prefill wave a second), and one line per pause would push every
+// other marker off the panel.
+func foldStalls(rows []markerRow) []markerRow {
+	out := rows[:0]
+	for _, r := range rows {
+		if n := len(out); n > 0 && r.cause != "" && out[n-1].kind == r.kind && out[n-1].cause == r.cause {
+			out[n-1].count += r.count
+			out[n-1].oldest = r.oldest
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // renderMarkers draws the markers panel body: newest first, each with its
@@ -311,7 +338,11 @@ func renderMarkers(st *styles, rows []markerRow, width, height int) []string {
 			at = clock(r.at)
 		}
 		kind := st.markerStyle(r.kind).Render(fmt.Sprintf("%-8s", shortKind(r.kind)))
-		lines := wrap(r.text, textW)
+		text := r.text
+		if r.count > 1 {
+			text = fmt.Sprintf("×%d since %s · %s", r.count, clockShort(r.oldest), text)
+		}
+		lines := wrap(text, textW)
 		for i, l := range lines {
 			if len(out) >= height {
 				break

@@ -1,0 +1,47 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
+)
+
+// TestMarkersFoldRepeatedStalls: a run of stall markers of one cause is one
+// counted line; a different cause or another kind of marker breaks the run.
+func TestMarkersFoldRepeatedStalls(t *testing.T) {
+	begin := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	stall := func(sec int, cause event.StallCause) event.Marker {
+		return event.Marker{Time: begin.Add(time.Duration(sec) * time.Second), Kind: event.MarkerStall, Cause: cause,
+			Message: string(cause) + " at " + time.Duration(sec*int(time.Second)).String()}
+	}
+	snap := &aggregate.Snapshot{Now: begin.Add(time.Minute), Elapsed: time.Minute}
+	snap.Markers.Recent = []event.Marker{
+		stall(10, event.StallPrefillInterference),
+		stall(11, event.StallPrefillInterference),
+		{Time: begin.Add(12 * time.Second), Kind: event.MarkerNote, Message: "load step: 16 concurrent streams"},
+		stall(13, event.StallPrefillInterference),
+		stall(14, event.StallPrefillInterference),
+		stall(15, event.StallPrefillInterference),
+		stall(16, event.StallUnexplained),
+	}
+	rows := markerRows(snap, &markerLog{})
+	var got []string
+	for _, r := range rows {
+		got = append(got, string(r.cause)+"×"+string(rune('0'+r.count)))
+	}
+	want := []string{"unexplained×1", "prefill_interference×3", "×1", "prefill_interference×2"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+
+	lines := renderMarkers(newStyles(plainRenderer(), true), rows, 120, 10)
+	if !strings.Contains(lines[1], "×3 since 0:13 · prefill_interference at 15s") {
+		t.Errorf("folded line %q: want the count, the oldest time and the newest marker", lines[1])
+	}
+	if strings.Contains(lines[0], "×") {
+		t.Errorf("a single marker is not counted: %q", lines[0])
+	}
+}
