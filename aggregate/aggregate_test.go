@@ -300,9 +300,23 @@ func TestGPUAndMarkers(t *testing.T) {
 		if i%2 == 1 {
 			kind = event.MarkerGap
 		}
-		a.Add(event.NewMarker(&event.Marker{Time: t0.Add(time.Duration(i) * time.Second), Kind: kind, Message: string(rune('a' + i))}))
+		cause := event.StallPrefillInterference
+		if i == 4 {
+			cause = event.StallProbeStarved
+		}
+		a.Add(event.NewMarker(&event.Marker{Time: t0.Add(time.Duration(i) * time.Second), Kind: kind, Cause: cause, Message: string(rune('a' + i))}))
 	}
 	s := a.Summary()
+	if c := s.Markers.StallCauses; len(c) != 2 || c[event.StallPrefillInterference] != 2 || c[event.StallProbeStarved] != 1 {
+		t.Errorf("stall causes = %v, want 2 prefill interference and 1 probe starved (gaps have no cause)", c)
+	}
+	var table strings.Builder
+	if err := WriteTable(&table, s); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Markers: gap 2, stall 3 (prefill interference 2, probe starved 1)"; !strings.Contains(table.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, table.String())
+	}
 	if s.GPU == nil || !s.GPU.Available || !s.GPU.Simulated {
 		t.Errorf("gpu = %+v, want the last (simulated) sample", s.GPU)
 	}

@@ -257,11 +257,7 @@ const maxReportMarkers = 10
 
 func writeMarkers(w *errWriter, m Markers, insights []event.Marker) {
 	if len(m.Counts) > 0 {
-		var parts []string
-		for _, k := range sortedKeys(m.Counts) {
-			parts = append(parts, fmt.Sprintf("%s %d", k, m.Counts[k]))
-		}
-		w.printf("\nMarkers: %s\n", strings.Join(parts, ", "))
+		w.printf("\nMarkers: %s\n", m.CountsText())
 		recent := m.Recent
 		if len(recent) > maxReportMarkers {
 			recent = recent[len(recent)-maxReportMarkers:]

@@ -1,8 +1,10 @@
 package aggregate
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/latscope/latscope/event"
@@ -315,17 +317,21 @@ func windowServer(r *ring[serverSlot], from, to int64) (map[string]float64, floa
 // markerState counts markers by kind and keeps the most recent ones.
 type markerState struct {
 	counts map[event.MarkerKind]int64
+	causes map[event.StallCause]int64
 	recent []event.Marker // ring
 	next   int
 	total  int64
 }
 
 func newMarkerState(keep int) markerState {
-	return markerState{counts: make(map[event.MarkerKind]int64), recent: make([]event.Marker, 0, keep)}
+	return markerState{counts: make(map[event.MarkerKind]int64), causes: make(map[event.StallCause]int64), recent: make([]event.Marker, 0, keep)}
 }
 
 func (m *markerState) add(x *event.Marker) {
 	bump(m.counts, x.Kind, "other")
+	if x.Kind == event.MarkerStall && x.Cause != "" {
+		bump(m.causes, x.Cause, "other")
+	}
 	m.total++
 	if len(m.recent) < cap(m.recent) {
 		m.recent = append(m.recent, *x)
@@ -338,9 +344,30 @@ func (m *markerState) add(x *event.Marker) {
 // Markers is the marker section of a snapshot.
 type Markers struct {
 	Counts map[event.MarkerKind]int64 `json:"counts"`
+	// StallCauses counts the stall markers by the cause their evidence
+	// points to.
+	StallCauses map[event.StallCause]int64 `json:"stall_causes,omitempty"`
 	// Recent holds the latest markers to arrive, in time order: a marker
 	// can arrive after later ones (a stall is reported once it is over).
 	Recent []event.Marker `json:"recent"`
+}
+
+// CountsText says how many markers of each kind there were, the stalls by
+// cause: "gap 2, stall 3 (prefill interference 2, probe starved 1)".
+func (m Markers) CountsText() string {
+	var parts []string
+	for _, k := range sortedKeys(m.Counts) {
+		part := fmt.Sprintf("%s %d", k, m.Counts[k])
+		if k == event.MarkerStall && len(m.StallCauses) > 0 {
+			var causes []string
+			for _, c := range sortedKeys(m.StallCauses) {
+				causes = append(causes, fmt.Sprintf("%s %d", strings.ReplaceAll(string(c), "_", " "), m.StallCauses[c]))
+			}
+			part += " (" + strings.Join(causes, ", ") + ")"
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (m *markerState) stats() Markers {
@@ -350,6 +377,12 @@ func (m *markerState) stats() Markers {
 	}
 	for k, v := range m.counts {
 		out.Counts[k] = v
+	}
+	if len(m.causes) > 0 {
+		out.StallCauses = make(map[event.StallCause]int64, len(m.causes))
+		for k, v := range m.causes {
+			out.StallCauses[k] = v
+		}
 	}
 	out.Recent = append(out.Recent, m.recent[m.next:]...)
 	out.Recent = append(out.Recent, m.recent[:m.next]...)

@@ -43,6 +43,16 @@ func (f *reqFacts) tokensBetween(from, to time.Time) int {
 	return n
 }
 
+// firstArrivalFrom is when f's first content chunk at or after t arrived.
+func (f *reqFacts) firstArrivalFrom(t time.Time) (time.Time, bool) {
+	for _, a := range f.arrivals {
+		if !a.at.Before(t) {
+			return a.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // pastFrontEnd is when f was done with the server's front end, as far as
 // the probe can tell: its response headers, else when it was written.
 func (f *reqFacts) pastFrontEnd() time.Time {
@@ -161,20 +171,23 @@ func (d *StallDetector) classify(s *stallGroup) verdict {
 		values:   map[string]float64{"maybe_prefilling": float64(possible)}}
 }
 
-// burstAfter counts the stall's streams whose tokens came in a burst as it
-// ended: at least two within half a normal gap of its end. A blocked front
-// end (tokenization, the event loop) does not stop the engine, so the tokens
-// it made meanwhile arrive together once the frames go out; a pause of the
-// engine itself ends with the next token alone.
+// burstAfter counts the stall's streams whose tokens came in a burst as
+// they resumed: at least two within half a normal gap of the stream's own
+// first arrival after the pause. A blocked front end (tokenization, the
+// event loop) does not stop the engine, so the tokens it made meanwhile
+// arrive together once the frames go out; a pause of the engine itself
+// ends with the next token alone. Each stream is measured from its own
+// resumption: a front end flushing the held frames one stream after
+// another resumes them a few milliseconds apart.
 func (d *StallDetector) burstAfter(s *stallGroup) (burst, of int) {
-	end := s.to.Add(max(s.itl()/2, 2*time.Millisecond))
+	within := max(s.itl()/2, 2*time.Millisecond)
 	for i := range d.requests {
 		f := &d.requests[i]
 		if !s.members[f.id] {
 			continue
 		}
 		of++
-		if f.tokensBetween(s.to, end) >= 2 {
+		if resumed, ok := f.firstArrivalFrom(s.to); ok && f.tokensBetween(resumed, resumed.Add(within)) >= 2 {
 			burst++
 		}
 	}

@@ -273,6 +273,17 @@ func fourPausing(pause time.Duration) []*event.Request {
 	return out
 }
 
+// staggeredPausing are four streams of 10 ms gaps that pause at 200 ms,
+// stream i for pause + i×step: they resume one after another.
+func staggeredPausing(pause, step time.Duration) []*event.Request {
+	ms := time.Millisecond
+	var out []*event.Request
+	for i := range 4 {
+		out = append(out, stallStreamRec(fmt.Sprint("s", i), time.Duration(i)*ms, 60, 10*ms, 200*ms, pause+time.Duration(i)*step))
+	}
+	return out
+}
+
 // withBurst makes each stream's first chunk after its longest gap carry
 // three tokens: a front end that held the frames while the engine kept
 // decoding releases them together.
@@ -326,6 +337,15 @@ func TestStallCauses(t *testing.T) {
 			recs:     withBurst(fourPausing(30 * ms)),
 			want:     event.StallFrontEndBlock,
 			evidence: "piled up and came in a burst",
+		},
+		{
+			// A loaded front end writes the held frames out stream by
+			// stream, 7 ms apart: each stream's burst follows its own
+			// resumption, not the first stream's.
+			name:     "the held frames went out one stream after another, each in a burst",
+			recs:     withBurst(staggeredPausing(30*ms, 6*ms)),
+			want:     event.StallFrontEndBlock,
+			evidence: "the tokens of 4 of 4 streams piled up",
 		},
 		{
 			name:     "nothing else ran but no burst followed: the engine paused, unexplained",

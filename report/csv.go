@@ -93,6 +93,9 @@ func writeCSV(w io.Writer, rec *Recording) error {
 	for _, k := range slices.Sorted(maps.Keys(s.Markers.Counts)) {
 		rows.add("marker", string(k), "count", float64(s.Markers.Counts[k]), "markers", "")
 	}
+	for _, c := range slices.Sorted(maps.Keys(s.Markers.StallCauses)) {
+		rows.add("stall_cause", string(c), "count", float64(s.Markers.StallCauses[c]), "markers", "")
+	}
 	return writeCSVRows(w, CSVColumns, rows)
 }
 

@@ -60,6 +60,7 @@ func TestCSVHasTheDocumentedColumns(t *testing.T) {
 		{[3]string{"server", "running", "peak"}, "8", "requests", "server"},
 		{[3]string{"gpu", "gpu0", "util"}, "90", "%", "simulated"},
 		{[3]string{"marker", "stall", "count"}, "1", "markers", ""},
+		{[3]string{"stall_cause", "front_end_block", "count"}, "1", "markers", ""},
 	} {
 		row, ok := rows[tc.key]
 		if !ok {

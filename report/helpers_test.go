@@ -82,7 +82,7 @@ func (s synth) events() []event.Event {
 		)
 	}
 	for _, m := range []event.Marker{
-		{Time: t0.Add(20 * time.Second), Kind: event.MarkerStall, Source: "stall-detector", Message: "4 streams paused together, longest gap ~100 ms", Duration: 100 * time.Millisecond},
+		{Time: t0.Add(20 * time.Second), Kind: event.MarkerStall, Cause: event.StallFrontEndBlock, Source: "stall-detector", Message: "front-end block: 4 streams paused together, longest gap ~100 ms", Duration: 100 * time.Millisecond},
 		{Time: t0.Add(40 * time.Second), Kind: event.MarkerNote, Source: "test", Message: "halfway there"},
 	} {
 		out = append(out, recorded{m.Time.Add(time.Second), event.NewMarker(&m)})

@@ -39,7 +39,8 @@ func TestMarkdownHasTheTables(t *testing.T) {
 		"| queue depth (waiting) |",
 		"## GPU (latest sample) - SIMULATED",
 		"| 0 | Simulated H100 | 90% | 20.0 / 80.0 GiB | 400 W | 60 C | 1980 MHz |",
-		"| stall | stall-detector | 4 streams paused together, longest gap ~100 ms |",
+		"| stall | stall-detector | front-end block: 4 streams paused together, longest gap ~100 ms |",
+		"Counts: note 1, stall 1 (front end block 1)",
 		"## Insights\n\n- queue wait is",
 	} {
 		if !strings.Contains(md, want) {

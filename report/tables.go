@@ -321,12 +321,8 @@ func markerTables(s *aggregate.Summary) []table {
 	m := s.Markers
 	var out []table
 	if len(m.Counts) > 0 {
-		var parts []string
-		for _, k := range slices.Sorted(maps.Keys(m.Counts)) {
-			parts = append(parts, fmt.Sprintf("%s %d", k, m.Counts[k]))
-		}
 		t := table{Title: "Markers", Columns: []string{"time", "kind", "source", "message"},
-			Notes: []string{"Counts: " + strings.Join(parts, ", ")}}
+			Notes: []string{"Counts: " + m.CountsText()}}
 		recent := m.Recent[max(0, len(m.Recent)-maxMarkers):]
 		for _, x := range recent {
 			t.Rows = append(t.Rows, []string{markerTime(x.Time, s), string(x.Kind), x.Source, x.Message})
