@@ -20,37 +20,14 @@ import (
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/sim"
+	"github.com/latscope/latscope/sim/simtest"
 )
 
 // serveSim runs a simulator with the tiny profile and cfg's modes on a
 // loopback port until the test ends, and returns its URL.
 func serveSim(t *testing.T, cfg sim.Config) string {
 	t.Helper()
-	profile, err := sim.ProfileByName("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Profile = profile
-	server, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = server.Serve(ctx, ln)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-served
-		_ = server.Close()
-	})
-	return "http://" + ln.Addr().String()
+	return simtest.ServeTiny(t, cfg)
 }
 
 // truths collects the simulator's truth of every request, by request id.

@@ -7,7 +7,6 @@ package probe_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,28 +17,13 @@ import (
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/sim"
+	"github.com/latscope/latscope/sim/simtest"
 )
 
 // startSim serves a simulator on a loopback port for the test's lifetime.
 func startSim(t *testing.T, cfg sim.Config) string {
 	t.Helper()
-	srv, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		_ = srv.Close()
-	})
-	return "http://" + ln.Addr().String()
+	return simtest.Serve(t, cfg)
 }
 
 func tinyProfile(t *testing.T) sim.Profile {

@@ -12,6 +12,7 @@ import (
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/sim"
+	"github.com/latscope/latscope/sim/simtest"
 	"github.com/latscope/latscope/sweep"
 )
 
@@ -76,27 +77,10 @@ func analyticCapacity(p sim.Profile) float64 {
 	return admitted / step.Seconds()
 }
 
-// startSim serves the simulator on loopback with its spans going to recv's
-// listener, for the test's lifetime.
+// startSim serves the simulator on loopback for the test's lifetime.
 func startSim(t *testing.T, cfg sim.Config) string {
 	t.Helper()
-	srv, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		_ = srv.Close()
-	})
-	return "http://" + ln.Addr().String()
+	return simtest.Serve(t, cfg)
 }
 
 // TestSweepFindsSimCapacity is the acceptance test: an open-loop sweep of

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/sim"
+	"github.com/latscope/latscope/sim/simtest"
 )
 
 // execute runs the latscope command line in-process and returns stdout,
@@ -44,24 +44,7 @@ func serveTinySim(t *testing.T) string {
 // serveTinySimWith runs the simulator's fast profile with cfg's modes.
 func serveTinySimWith(t *testing.T, cfg sim.Config) string {
 	t.Helper()
-	prof, err := sim.ProfileByName("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Profile = prof
-	srv, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done; _ = srv.Close() })
-	return "http://" + ln.Addr().String()
+	return simtest.ServeTiny(t, cfg)
 }
 
 func TestRunJSONAgainstSimulator(t *testing.T) {
