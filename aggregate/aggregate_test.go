@@ -473,3 +473,33 @@ func TestReconnectsFromTheProbe(t *testing.T) {
 		t.Errorf("JSON lacks the reconnects:\n%s", js.String())
 	}
 }
+
+// TestSummaryFoldsRepeatedStalls: the table lists a run of stalls of one
+// cause as one line, counted, and keeps other markers apart.
+func TestSummaryFoldsRepeatedStalls(t *testing.T) {
+	t.Parallel()
+	a := New(Config{})
+	t0 := base()
+	add := func(sec int, kind event.MarkerKind, cause event.StallCause, msg string) {
+		a.Add(event.NewMarker(&event.Marker{Time: t0.Add(time.Duration(sec) * time.Second), Kind: kind, Cause: cause, Message: msg}))
+	}
+	for i := range 5 {
+		add(i, event.MarkerStall, event.StallPrefillInterference, fmt.Sprintf("prefill interference %d", i))
+	}
+	add(5, event.MarkerNote, "", "load step")
+	add(6, event.MarkerStall, event.StallPrefillInterference, "prefill interference 6")
+
+	runs := FoldStalls(a.Summary().Markers.Recent)
+	if len(runs) != 3 || runs[0].Count != 5 || runs[0].Message != "prefill interference 4" || !runs[0].First.Equal(t0) || runs[1].Count != 1 || runs[2].Count != 1 {
+		t.Fatalf("runs %+v: want the five stalls as one, the note, the last stall", runs)
+	}
+	var table strings.Builder
+	if err := WriteTable(&table, a.Summary()); err != nil {
+		t.Fatal(err)
+	}
+	out := table.String()
+	if !strings.Contains(out, "×5 since "+t0.Format(time.TimeOnly+".000")+" · prefill interference 4") ||
+		strings.Contains(out, "prefill interference 3") || !strings.Contains(out, "load step") {
+		t.Errorf("table markers:\n%s", out)
+	}
+}

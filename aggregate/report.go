@@ -258,12 +258,16 @@ const maxReportMarkers = 10
 func writeMarkers(w *errWriter, m Markers, insights []event.Marker) {
 	if len(m.Counts) > 0 {
 		w.printf("\nMarkers: %s\n", m.CountsText())
-		recent := m.Recent
+		recent := FoldStalls(m.Recent)
 		if len(recent) > maxReportMarkers {
 			recent = recent[len(recent)-maxReportMarkers:]
 		}
 		for _, x := range recent {
-			w.printf("  %s %-11s %s\n", x.Time.Format(time.TimeOnly+".000"), x.Kind, x.Message)
+			msg := x.Message
+			if x.Count > 1 {
+				msg = fmt.Sprintf("×%d since %s · %s", x.Count, x.First.Format(time.TimeOnly+".000"), msg)
+			}
+			w.printf("  %s %-11s %s\n", x.Time.Format(time.TimeOnly+".000"), x.Kind, msg)
 		}
 	}
 	if len(insights) > 0 {

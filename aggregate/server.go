@@ -352,6 +352,33 @@ type Markers struct {
 	Recent []event.Marker `json:"recent"`
 }
 
+// MarkerRun is a run of markers listed as one: a stall marker followed by
+// others of the same cause with nothing between them, or any other marker
+// alone. Marker is the newest of the run.
+type MarkerRun struct {
+	event.Marker
+	Count int       // markers in the run (1: alone)
+	First time.Time // the oldest one's time
+}
+
+// FoldStalls folds each run of consecutive stall markers of one cause into
+// its newest, counted; ms must be in time order, and so is the result.
+// Under a steady load the same pause recurs every batch (a prefill wave a
+// second), and a line per pause would hide every other marker.
+func FoldStalls(ms []event.Marker) []MarkerRun {
+	out := make([]MarkerRun, 0, len(ms))
+	for _, m := range ms {
+		if n := len(out); n > 0 && m.Kind == event.MarkerStall && m.Cause != "" &&
+			out[n-1].Kind == m.Kind && out[n-1].Cause == m.Cause {
+			out[n-1].Marker = m
+			out[n-1].Count++
+			continue
+		}
+		out = append(out, MarkerRun{Marker: m, Count: 1, First: m.Time})
+	}
+	return out
+}
+
 // CountsText says how many markers of each kind there were, the stalls by
 // cause: "gap 2, stall 3 (prefill interference 2, probe starved 1)".
 func (m Markers) CountsText() string {

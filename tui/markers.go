@@ -285,43 +285,27 @@ type markerRow struct {
 }
 
 // markerRows lists the snapshot's recent markers and the screen's own,
-// newest first; the aggregator's current insights come first of all.
+// newest first, each run of stalls of one cause folded into one row; the
+// aggregator's current insights come first of all.
 func markerRows(s *aggregate.Snapshot, own *markerLog) []markerRow {
 	begin := s.Now.Add(-s.Elapsed)
-	rows := make([]markerRow, 0, len(s.Markers.Recent)+len(own.items))
-	row := func(m event.Marker) markerRow {
-		at := m.Time.Sub(begin)
-		return markerRow{at: at, kind: m.Kind, cause: m.Cause, text: m.Message, count: 1, oldest: at}
-	}
-	for _, m := range s.Markers.Recent {
-		rows = append(rows, row(m))
-	}
-	for _, m := range own.items {
-		rows = append(rows, row(m))
-	}
-	slices.SortStableFunc(rows, func(a, b markerRow) int { return cmp.Compare(b.at, a.at) })
-	ins := make([]markerRow, 0, len(s.Insights)+len(rows))
+	all := make([]event.Marker, 0, len(s.Markers.Recent)+len(own.items))
+	all = append(all, s.Markers.Recent...)
+	all = append(all, own.items...)
+	// Newest first, markers of one time in the order they came; then
+	// reversed into the time order FoldStalls takes, and listed backwards.
+	slices.SortStableFunc(all, func(a, b event.Marker) int { return b.Time.Compare(a.Time) })
+	slices.Reverse(all)
+	runs := aggregate.FoldStalls(all)
+	rows := make([]markerRow, 0, len(s.Insights)+len(runs))
 	for _, m := range s.Insights {
-		ins = append(ins, markerRow{at: -1, kind: m.Kind, text: m.Message, count: 1, oldest: -1})
+		rows = append(rows, markerRow{at: -1, kind: m.Kind, text: m.Message, count: 1, oldest: -1})
 	}
-	return append(ins, foldStalls(rows)...)
-}
-
-// foldStalls folds each run of consecutive stall markers of one cause into
-// its newest, counted: under a steady load the same pause recurs every
-// batch (a prefill wave a second), and one line per pause would push every
-// other marker off the panel.
-func foldStalls(rows []markerRow) []markerRow {
-	out := rows[:0]
-	for _, r := range rows {
-		if n := len(out); n > 0 && r.cause != "" && out[n-1].kind == r.kind && out[n-1].cause == r.cause {
-			out[n-1].count += r.count
-			out[n-1].oldest = r.oldest
-			continue
-		}
-		out = append(out, r)
+	for i := len(runs) - 1; i >= 0; i-- {
+		r := runs[i]
+		rows = append(rows, markerRow{at: r.Time.Sub(begin), kind: r.Kind, cause: r.Cause, text: r.Message, count: r.Count, oldest: r.First.Sub(begin)})
 	}
-	return out
+	return rows
 }
 
 // renderMarkers draws the markers panel body: newest first, each with its
