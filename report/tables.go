@@ -323,12 +323,19 @@ func markerTables(s *aggregate.Summary) []table {
 	if len(m.Counts) > 0 {
 		t := table{Title: "Markers", Columns: []string{"time", "kind", "source", "message"},
 			Notes: []string{"Counts: " + m.CountsText()}}
-		recent := m.Recent[max(0, len(m.Recent)-maxMarkers):]
+		runs := aggregate.FoldStalls(m.Recent)
+		recent := runs[max(0, len(runs)-maxMarkers):]
+		shown := 0
 		for _, x := range recent {
-			t.Rows = append(t.Rows, []string{markerTime(x.Time, s), string(x.Kind), x.Source, x.Message})
+			msg := x.Message
+			if x.Count > 1 {
+				msg = fmt.Sprintf("×%d since %s · %s", x.Count, markerTime(x.First, s), msg)
+			}
+			t.Rows = append(t.Rows, []string{markerTime(x.Time, s), string(x.Kind), x.Source, msg})
+			shown += x.Count
 		}
-		if len(recent) < len(m.Recent) || int64(len(m.Recent)) < sum(m.Counts) {
-			t.Notes = append(t.Notes, fmt.Sprintf("Showing the latest %d.", len(recent)))
+		if shown < len(m.Recent) || int64(len(m.Recent)) < sum(m.Counts) {
+			t.Notes = append(t.Notes, fmt.Sprintf("Showing the latest %d.", shown))
 		}
 		out = append(out, t)
 	}
