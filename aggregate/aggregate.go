@@ -166,7 +166,15 @@ func (a *Aggregator) Add(ev event.Event) {
 		a.addRequest(ev.Request)
 	case ev.Server != nil:
 		a.see(ev.Server.Time)
-		a.server.add(ev.Server)
+		if x := ev.Server; x.Time != x.Time.Round(0) {
+			// Wall-clock time only, as for requests (a copy: the payload
+			// is shared with the other consumers).
+			c := *x
+			c.Time = c.Time.Round(0)
+			a.server.add(&c)
+		} else {
+			a.server.add(x)
+		}
 	case ev.GPU != nil:
 		a.see(ev.GPU.Time)
 		a.gpu = ev.GPU
@@ -199,7 +207,7 @@ func (a *Aggregator) Add(ev event.Event) {
 }
 
 func (a *Aggregator) see(t time.Time) {
-	if t.After(a.latest) {
+	if t = t.Round(0); t.After(a.latest) {
 		a.latest = t
 	}
 }
@@ -209,7 +217,11 @@ func (a *Aggregator) addRequest(r *event.Request) {
 		a.counts.warmup++
 		return
 	}
-	sent, end := r.SentAt(), r.EndedAt()
+	// Wall-clock times only, as a recording keeps them: a live time's
+	// monotonic reading is taken apart from its wall-clock one, and on a
+	// busy machine the two can be microseconds out of step, so spans taken
+	// from them would differ from the same spans replayed.
+	sent, end := r.SentAt().Round(0), r.EndedAt().Round(0)
 	if !sent.IsZero() && (a.reqStart.IsZero() || sent.Before(a.reqStart)) {
 		a.reqStart = sent
 	}

@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -501,5 +502,46 @@ func TestSummaryFoldsRepeatedStalls(t *testing.T) {
 	if !strings.Contains(out, "×5 since "+t0.Format(time.TimeOnly+".000")+" · prefill interference 4") ||
 		strings.Contains(out, "prefill interference 3") || !strings.Contains(out, "load step") {
 		t.Errorf("table markers:\n%s", out)
+	}
+}
+
+// TestSummaryOnWallClockTimes: live events carry monotonic clock readings,
+// recorded ones do not; the summary of the same events is the same either
+// way, because the aggregator keeps wall-clock times only.
+func TestSummaryOnWallClockTimes(t *testing.T) {
+	t.Parallel()
+	now := time.Now() // with a monotonic reading
+	var live []event.Event
+	for i := range 20 {
+		at := now.Add(time.Duration(i) * 7 * time.Millisecond)
+		live = append(live,
+			event.NewRequest(&event.Request{ID: fmt.Sprint("r", i), Intended: at, Start: at, Outcome: event.OutcomeOK,
+				TTFT: 3 * time.Millisecond, E2E: 13 * time.Millisecond, OutputTokens: 11}),
+			event.NewServer(&event.ServerSample{Time: at, Source: "m", Waiting: new(float64(i % 3))}))
+	}
+	a, b := New(Config{}), New(Config{})
+	for _, ev := range live {
+		a.Add(ev)
+		line, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back event.Event
+		if err := json.Unmarshal(line, &back); err != nil {
+			t.Fatal(err)
+		}
+		b.Add(back)
+	}
+	sa, sb := a.Summary(), b.Summary()
+	if sa.Start != sa.Start.Round(0) {
+		t.Errorf("summary start %v keeps a monotonic reading", sa.Start)
+	}
+	ja, _ := json.Marshal(sa)
+	jb, _ := json.Marshal(sb)
+	if string(ja) != string(jb) {
+		t.Errorf("live and recorded events summarize differently:\nlive     %s\nrecorded %s", ja, jb)
+	}
+	if st := live[1].Server.Time; st == st.Round(0) {
+		t.Error("the server sample's time was changed in place: the payload is shared with other consumers")
 	}
 }
