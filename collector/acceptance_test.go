@@ -67,6 +67,15 @@ func runThrough(t *testing.T, client *probe.Client, load probe.LoadConfig, attri
 	if err != nil {
 		t.Fatal(err)
 	}
+	reqs, last := runPipeline(ctx, t, pipeline.Config{Primary: []pipeline.Source{runner}, Stage: attributor})
+	return reqs, last, runner.Stats()
+}
+
+// runPipeline runs cfg to its end with one lossless consumer and returns
+// the request records in the order they came out, and the last probe
+// sample.
+func runPipeline(ctx context.Context, t *testing.T, cfg pipeline.Config) ([]*event.Request, *event.ProbeSample) {
+	t.Helper()
 	fan := pipeline.NewFanout()
 	sub := fan.Subscribe("test", 64, pipeline.Lossless)
 	type result struct {
@@ -86,11 +95,11 @@ func runThrough(t *testing.T, client *probe.Client, load probe.LoadConfig, attri
 		}
 		collected <- res
 	}()
-	if err := pipeline.Run(ctx, pipeline.Config{Primary: []pipeline.Source{runner}, Stage: attributor}, fan); err != nil {
+	if err := pipeline.Run(ctx, cfg, fan); err != nil {
 		t.Fatal(err)
 	}
 	res := <-collected
-	return res.reqs, res.probe, runner.Stats()
+	return res.reqs, res.probe
 }
 
 // TestAcceptanceCloseAfterStream: against a server that leaves every
@@ -307,23 +316,8 @@ func TestAcceptanceIntervalQueueHeaderModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fan := pipeline.NewFanout()
-	sub := fan.Subscribe("test", 64, pipeline.Lossless)
-	collected := make(chan []*event.Request)
-	go func() {
-		var got []*event.Request
-		for ev := range sub.Events() {
-			if ev.Request != nil {
-				got = append(got, ev.Request)
-			}
-		}
-		collected <- got
-	}()
 	attributor := NewAttributor(AttributorConfig{Server: probe.ServerLlmdSim})
-	if err := pipeline.Run(ctx, pipeline.Config{Primary: []pipeline.Source{runner}, Aux: []pipeline.Source{prom}, Stage: attributor}, fan); err != nil {
-		t.Fatal(err)
-	}
-	got := <-collected
+	got, _ := runPipeline(ctx, t, pipeline.Config{Primary: []pipeline.Source{runner}, Aux: []pipeline.Source{prom}, Stage: attributor})
 	slices.SortFunc(got, func(a, b *event.Request) int { return a.Start.Compare(b.Start) })
 	if len(got) != requests {
 		t.Fatalf("%d requests out, want %d", len(got), requests)

@@ -311,22 +311,7 @@ func TestEndToEndSimIntervalOnly(t *testing.T) {
 		return nil
 	})
 	attributor := NewAttributor(AttributorConfig{Server: "latscope-sim"})
-	fan := pipeline.NewFanout()
-	sub := fan.Subscribe("test", 64, pipeline.Lossless)
-	collected := make(chan []*event.Request)
-	go func() {
-		var got []*event.Request
-		for ev := range sub.Events() {
-			if ev.Request != nil {
-				got = append(got, ev.Request)
-			}
-		}
-		collected <- got
-	}()
-	if err := pipeline.Run(ctx, pipeline.Config{Primary: []pipeline.Source{probeSource}, Aux: []pipeline.Source{prom}, Stage: attributor}, fan); err != nil {
-		t.Fatal(err)
-	}
-	got := <-collected
+	got, _ := runPipeline(ctx, t, pipeline.Config{Primary: []pipeline.Source{probeSource}, Aux: []pipeline.Source{prom}, Stage: attributor})
 	if len(got) != streams*perLoop {
 		t.Fatalf("%d requests out, want %d", len(got), streams*perLoop)
 	}

@@ -1271,24 +1271,9 @@ func TestEndToEndSimProbeOTLP(t *testing.T) {
 		workers.Wait()
 		return nil
 	})
-	fan := pipeline.NewFanout()
-	sub := fan.Subscribe("test", 16, pipeline.Lossless)
-	collected := make(chan []*event.Request)
-	go func() {
-		var got []*event.Request
-		for ev := range sub.Events() {
-			if ev.Request != nil {
-				got = append(got, ev.Request)
-			}
-		}
-		collected <- got
-	}()
-	if err := pipeline.Run(ctx, pipeline.Config{
+	got, _ := runPipeline(ctx, t, pipeline.Config{
 		Primary: []pipeline.Source{probeSource}, Aux: []pipeline.Source{receiver}, Stage: attributor,
-	}, fan); err != nil {
-		t.Fatal(err)
-	}
-	got := <-collected
+	})
 	if len(got) != requests {
 		t.Fatalf("got %d requests out, want %d", len(got), requests)
 	}
