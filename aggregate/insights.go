@@ -149,17 +149,25 @@ func (a *Aggregator) tokenizeInsight(s *Snapshot, add addInsight) {
 // from its prompt cache (event.FlagPromptCached): their prefill, and the
 // TTFT that holds it, are not those of a cold prompt.
 func (a *Aggregator) promptCacheInsight(s *Snapshot, add addInsight) {
-	ok, cached := s.Requests.OK, s.Requests.Flags[event.FlagPromptCached]
-	if ok < insightMinRequests || cached == 0 {
-		return
-	}
-	share := float64(cached) / float64(ok)
-	if share < promptCachedMin {
+	share, cached, ok, enough := flagShare(s, event.FlagPromptCached, promptCachedMin)
+	if !enough {
 		return
 	}
 	add(fmt.Sprintf("%s of requests were served largely from the server's prompt cache: their prefill is not a cold prefill (%d of %d had at least half of the prompt cached)",
 		pct(share), cached, ok),
 		map[string]float64{"share": share, "requests": float64(cached), "ok": float64(ok)})
+}
+
+// flagShare is the share of the ok requests flagged flag, the counts it
+// comes from, and whether it is worth an insight: enough requests, and a
+// share of at least the given one.
+func flagShare(s *Snapshot, flag event.Flag, least float64) (share float64, flagged, ok int64, enough bool) {
+	ok, flagged = s.Requests.OK, s.Requests.Flags[flag]
+	if ok < insightMinRequests || flagged == 0 {
+		return 0, flagged, ok, false
+	}
+	share = float64(flagged) / float64(ok)
+	return share, flagged, ok, share >= least
 }
 
 func (a *Aggregator) overheadInsight(s *Snapshot, add addInsight) {

@@ -80,12 +80,8 @@ func (a *Aggregator) stallInsights(_ *Snapshot, add addInsight) {
 // nagleInsight says how many requests show Nagle's signature on their
 // connection (event.FlagNagleSuspect).
 func (a *Aggregator) nagleInsight(s *Snapshot, add addInsight) {
-	ok, n := s.Requests.OK, s.Requests.Flags[event.FlagNagleSuspect]
-	if ok < insightMinRequests || n == 0 {
-		return
-	}
-	share := float64(n) / float64(ok)
-	if share < nagleShareMin {
+	share, n, ok, enough := flagShare(s, event.FlagNagleSuspect, nagleShareMin)
+	if !enough {
 		return
 	}
 	add(fmt.Sprintf("%s of requests show Nagle's signature on their connection (frames held about 40 ms and released together, again and again): the server's socket has Nagle's algorithm on against the client's delayed ACKs; set TCP_NODELAY on it",
