@@ -353,6 +353,9 @@ func (m *meter) result() (Step, aggregate.Snapshot) {
 		s.Reason = "running"
 	}
 	s.ErrorsOver = s.ErrorRate > m.set.StopErrors
+	if m.decided && !s.Interrupted && s.OK == 0 {
+		s.Failed = noSuccess(sum, m.cut)
+	}
 	s.SLO = checks(aggregate.Evaluate(sum, m.set.SLO))
 	s.Pass = !s.stopsSweep() && s.OK > 0
 	for _, c := range s.SLO {

@@ -1,6 +1,8 @@
 package sweep
 
 import (
+	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -77,6 +79,10 @@ type Step struct {
 	ErrorsOver  bool   `json:"errors_over_limit"`
 	Interrupted bool   `json:"interrupted,omitempty"`
 	Reason      string `json:"reason"` // why the step ended, in words
+	// Failed says why no measured request of the step succeeded ("no
+	// request succeeded: connection refused by ..."); empty when one did.
+	// Such a step measured nothing of the server, so it ends the sweep.
+	Failed string `json:"failed,omitempty"`
 
 	// SLO holds each objective checked against the measured requests.
 	SLO []Check `json:"slo,omitempty"`
@@ -94,7 +100,47 @@ type Check struct {
 }
 
 // stopsSweep reports whether no higher load is worth trying after s.
-func (s *Step) stopsSweep() bool { return s.Saturated || s.ErrorsOver || s.Interrupted }
+func (s *Step) stopsSweep() bool {
+	return s.Saturated || s.ErrorsOver || s.Interrupted || s.Failed != ""
+}
+
+// MarshalJSON writes a latency the step did not measure (no successful
+// request) as null, not as a 0 that reads as measured.
+func (s Step) MarshalJSON() ([]byte, error) {
+	type plain Step // without this method
+	return json.Marshal(struct {
+		plain
+		TTFT *aggregate.Stats `json:"ttft"`
+		ITL  *aggregate.Stats `json:"itl"`
+		TPOT *aggregate.Stats `json:"tpot"`
+		E2E  *aggregate.Stats `json:"e2e"`
+	}{plain(s), measured(s.TTFT), measured(s.ITL), measured(s.TPOT), measured(s.E2E)})
+}
+
+// measured returns st, or nil when nothing was measured.
+func measured(st aggregate.Stats) *aggregate.Stats {
+	if st.Count == 0 {
+		return nil
+	}
+	return &st
+}
+
+// noSuccess says why a step had no successful request: the top error the
+// step's summary kept, else that its requests never finished.
+func noSuccess(sum aggregate.Summary, cut int64) string {
+	const what = "no request succeeded"
+	if top := sum.Requests.TopErrors; len(top) > 0 {
+		msg := top[0].Message
+		if msg == "" {
+			msg = string(top[0].Outcome)
+		}
+		return what + ": " + msg
+	}
+	if cut > 0 {
+		return fmt.Sprintf("%s: %d still in flight when the step ended (the step is shorter than one request)", what, cut)
+	}
+	return what + ": none was measured"
+}
 
 // checks converts the aggregator's SLO results.
 func checks(results []aggregate.SLOResult) []Check {
