@@ -116,7 +116,11 @@ func (r *Result) maxLoad(withSLO bool) *Finding {
 	if withSLO {
 		why = "the highest load that met " + r.SLO
 	}
-	if fail >= 0 {
+	switch {
+	case fail >= 0 && r.Steps[fail].Failed != "":
+		// It did not fail on its load: it measured nothing.
+		why += fmt.Sprintf(" (%s at step %d had no successful request)", r.Steps[fail].Load, r.Steps[fail].Index)
+	case fail >= 0:
 		why += fmt.Sprintf(" (%s at step %d did not)", r.Steps[fail].Load, r.Steps[fail].Index)
 	}
 	if r.Failure != "" {

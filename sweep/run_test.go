@@ -346,7 +346,7 @@ func TestRunStopsOnErrors(t *testing.T) {
 	if want := "step 3 (40 req/s): no request succeeded"; !strings.HasPrefix(res.Stopped, want) || !strings.HasPrefix(res.Failure, want) {
 		t.Errorf("stopped %q, failure %q: want %q", res.Stopped, res.Failure, want)
 	}
-	if res.MaxLoad == nil || res.MaxLoad.Load.Value != 20 || !strings.Contains(res.MaxLoad.Why, "lower bound") {
+	if res.MaxLoad == nil || res.MaxLoad.Load.Value != 20 || !strings.Contains(res.MaxLoad.Why, "(40 req/s at step 3 had no successful request); a lower bound") {
 		t.Errorf("max load %+v: want 20 req/s, a lower bound", res.MaxLoad)
 	}
 }

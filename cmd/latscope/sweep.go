@@ -55,7 +55,12 @@ largest stage of TTFT), and the saturation throughput, per step with TTFT,
 ITL, TPOT and E2E percentiles, the queue's share of TTFT, goodput and errors.
 Arrivals are constant by default, which measures the server's capacity;
 --arrival poisson queues earlier, as real traffic does, and finds the load
-that meets the objectives under bursts.`,
+that meets the objectives under bursts.
+
+A step without a successful request (every request refused, 429, or the
+server gone) ends the sweep, which then exits 1 naming the step and its most
+common error. The load flags of run (-c, --steps, --rate, --duration, ...)
+are refused: the steps set the load.`,
 		Example: `  latscope sweep --url http://127.0.0.1:8000 --slo 'ttft.p99<300ms' --no-tui
   latscope sweep --url http://127.0.0.1:8000 --rates 2,4,8,12,16 --arrival poisson --json > sweep.json
   latscope sweep --url http://127.0.0.1:8000 --streams 1,2,4,8,16,32 --record sweep.lsr`,
