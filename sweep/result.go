@@ -76,11 +76,11 @@ func NewResult(steps []Step, objectives []aggregate.Objective) Result {
 // findings, when no step had a successful request.
 const NoSuccessNote = "no step had a successful request"
 
-// anySuccess reports whether a step that ran to its end had a successful
-// request.
+// anySuccess reports whether a step that ran to its end measured a
+// successful request.
 func (r *Result) anySuccess() bool {
-	for _, s := range r.Steps {
-		if !s.Interrupted && s.OK > 0 {
+	for i := range r.Steps {
+		if !r.Steps[i].Interrupted && r.Steps[i].measuredSuccess() {
 			return true
 		}
 	}
@@ -167,8 +167,8 @@ func (r *Result) knee() *Finding {
 func (r *Result) saturation() *Finding {
 	top := -1
 	for _, i := range r.byLoad() {
-		if r.Steps[i].OK == 0 {
-			continue // measured nothing: its throughput of 0 is no finding
+		if !r.Steps[i].measuredSuccess() {
+			continue // its throughput of 0 measured nothing: no finding
 		}
 		if top < 0 || r.Steps[i].Throughput > r.Steps[top].Throughput {
 			top = i

@@ -79,9 +79,10 @@ type Step struct {
 	ErrorsOver  bool   `json:"errors_over_limit"`
 	Interrupted bool   `json:"interrupted,omitempty"`
 	Reason      string `json:"reason"` // why the step ended, in words
-	// Failed says why no measured request of the step succeeded ("no
-	// request succeeded: connection refused by ..."); empty when one did.
-	// Such a step measured nothing of the server, so it ends the sweep.
+	// Failed says why no request of the step succeeded, warm-up and
+	// cool-down included ("no request succeeded: connection refused by
+	// ..."); empty when one did. Such a step measured nothing of the
+	// server (it refuses everything, or is gone), so it ends the sweep.
 	Failed string `json:"failed,omitempty"`
 
 	// SLO holds each objective checked against the measured requests.
@@ -103,6 +104,10 @@ type Check struct {
 func (s *Step) stopsSweep() bool {
 	return s.Saturated || s.ErrorsOver || s.Interrupted || s.Failed != ""
 }
+
+// measuredSuccess reports whether a request succeeded in the measured
+// part: one sent in it, or one completing in it (the throughput).
+func (s *Step) measuredSuccess() bool { return s.OK > 0 || s.Throughput > 0 }
 
 // MarshalJSON writes a latency the step did not measure (no successful
 // request) as null, not as a 0 that reads as measured.
