@@ -67,7 +67,7 @@ are refused: the steps set the load.`,
 		Args: cobra.NoArgs,
 		// Refuse what the sweep would ignore before anything connects.
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
-			if err := refuseRunFlags(cmd.Flags()); err != nil {
+			if err := refuseUnusedFlags(cmd.Flags(), &sf); err != nil {
 				return err
 			}
 			return sf.validate()
@@ -124,9 +124,10 @@ var sweepRefused = []struct{ name, instead string }{
 	{"window", "the sweep's dashboard plots its steps; --steady-window is how long a step must hold still"},
 }
 
-// refuseRunFlags refuses a shared load flag the sweep would ignore, naming
-// the sweep flag to use instead.
-func refuseRunFlags(fl *pflag.FlagSet) error {
+// refuseUnusedFlags refuses a flag the sweep would ignore: a shared load
+// flag, naming the sweep flag to use instead, or one of its own that the
+// chosen steps leave unused.
+func refuseUnusedFlags(fl *pflag.FlagSet, sf *sweepFlags) error {
 	for _, r := range sweepRefused {
 		f := fl.Lookup(r.name)
 		if f == nil || !f.Changed {
@@ -137,6 +138,20 @@ func refuseRunFlags(fl *pflag.FlagSet) error {
 			instead = fmt.Sprintf(instead, f.Value.String())
 		}
 		return fmt.Errorf("sweep does not take --%s; %s", r.name, instead)
+	}
+	given := "--rates"
+	if sf.streams != "" {
+		given = "--streams"
+	}
+	for _, name := range []string{"rate-start", "rate-factor", "rate-max"} {
+		if fl.Changed(name) && (sf.rates != "" || sf.streams != "") {
+			return fmt.Errorf("--%s applies to the default doubling rates; %s lists the steps itself", name, given)
+		}
+	}
+	for _, name := range []string{"arrival", "burstiness"} {
+		if fl.Changed(name) && sf.streams != "" {
+			return fmt.Errorf("--%s applies to open-loop (rate) steps, not to --streams (closed loop)", name)
+		}
 	}
 	return nil
 }
@@ -205,10 +220,7 @@ func (sf *sweepFlags) validate() error {
 
 func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) error {
 	ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if err := sf.validate(); err != nil {
-		return err
-	}
-	plan, err := sf.plan()
+	plan, err := sf.plan() // checked with the other flags by validate, in PreRunE
 	if err != nil {
 		return err
 	}

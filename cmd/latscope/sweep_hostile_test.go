@@ -203,6 +203,8 @@ func TestSweepRefusesFlagsItDoesNotUse(t *testing.T) {
 		{[]string{"--step-max", "1s", "--steady-window", "2s"}, "--step-max 1s: want at least --step-warmup + --steady-window"},
 		{[]string{"--step-warmup", "0s"}, "--step-warmup 0s: want more than 0"},
 		{[]string{"--stop-errors", "0"}, "--stop-errors 0: want a share above 0"},
+		{[]string{"--rates", "2,4", "--rate-max", "64"}, "--rate-max applies to the default doubling rates; --rates lists the steps itself"},
+		{[]string{"--streams", "1,2", "--arrival", "poisson"}, "--arrival applies to open-loop (rate) steps, not to --streams"},
 	} {
 		args := append([]string{"sweep", "--url", srv.URL, "--no-tui", "--no-gpu"}, tc.args...)
 		_, _, err := execute(t, args...)
