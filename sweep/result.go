@@ -232,12 +232,7 @@ func (r Result) Curve() []CurvePoint {
 }
 
 // stat returns v, one of st's figures, or nil when st measured nothing.
-func stat(st aggregate.Stats, v float64) *float64 {
-	if st.Count == 0 {
-		return nil
-	}
-	return &v
-}
+func stat(st aggregate.Stats, v float64) *float64 { return valueIf(st.Count > 0, v) }
 
 // markFlatThroughput marks a closed-loop step saturated when it added too
 // little throughput over the best of the lower loads: past capacity, more

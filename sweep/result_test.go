@@ -159,10 +159,14 @@ func TestResultWithoutASuccessfulRequest(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil || len(got.Steps) != 1 || len(got.Curve) != 1 {
 		t.Fatalf("JSON %v: %s", err, b.String())
 	}
-	for _, k := range []string{"ttft", "itl", "tpot", "e2e"} {
+	for _, k := range []string{"ttft", "itl", "tpot", "e2e", "queue_share", "queue_depth"} {
 		if v := string(got.Steps[0][k]); v != "null" {
 			t.Errorf("step %s = %s, want null", k, v)
 		}
+	}
+	// Measured, if nothing succeeded: no successes a second, all errors.
+	if v, e := string(got.Steps[0]["ok_per_s"]), string(got.Steps[0]["error_rate"]); v != "0" || e != "1" {
+		t.Errorf("step ok_per_s %s, error_rate %s: want 0 and 1, measured", v, e)
 	}
 	for _, k := range []string{"ttft_p50", "ttft_p99", "itl_p99", "tpot_p50"} {
 		if v := string(got.Curve[0][k]); v != "null" {

@@ -109,17 +109,29 @@ func (s *Step) stopsSweep() bool {
 // part: one sent in it, or one completing in it (the throughput).
 func (s *Step) measuredSuccess() bool { return s.OK > 0 || s.Throughput > 0 }
 
-// MarshalJSON writes a latency the step did not measure (no successful
-// request) as null, not as a 0 that reads as measured.
+// MarshalJSON writes a figure the step did not measure (a latency without
+// a successful request, rates without a measured part, the queue without
+// a breakdown or metrics) as null, not as a 0 that reads as measured.
 func (s Step) MarshalJSON() ([]byte, error) {
 	type plain Step // without this method
+	rated := s.Measured > 0
 	return json.Marshal(struct {
 		plain
-		TTFT *aggregate.Stats `json:"ttft"`
-		ITL  *aggregate.Stats `json:"itl"`
-		TPOT *aggregate.Stats `json:"tpot"`
-		E2E  *aggregate.Stats `json:"e2e"`
-	}{plain(s), measured(s.TTFT), measured(s.ITL), measured(s.TPOT), measured(s.E2E)})
+		TTFT       *aggregate.Stats `json:"ttft"`
+		ITL        *aggregate.Stats `json:"itl"`
+		TPOT       *aggregate.Stats `json:"tpot"`
+		E2E        *aggregate.Stats `json:"e2e"`
+		Offered    *float64         `json:"offered_per_s"`
+		Throughput *float64         `json:"ok_per_s"`
+		TokPerSec  *float64         `json:"tok_per_s"`
+		ErrorRate  *float64         `json:"error_rate"`
+		QueueShare *float64         `json:"queue_share"`
+		QueueDepth *float64         `json:"queue_depth"`
+	}{
+		plain(s), measured(s.TTFT), measured(s.ITL), measured(s.TPOT), measured(s.E2E),
+		valueIf(rated, s.Offered), valueIf(rated, s.Throughput), valueIf(rated, s.TokPerSec),
+		valueIf(s.Sent > 0, s.ErrorRate), valueIf(s.HasBreakdown, s.QueueShare), valueIf(s.HasQueueDepth, s.QueueDepth),
+	})
 }
 
 // measured returns st, or nil when nothing was measured.
@@ -128,6 +140,14 @@ func measured(st aggregate.Stats) *aggregate.Stats {
 		return nil
 	}
 	return &st
+}
+
+// valueIf returns v, or nil when it was not measured.
+func valueIf(ok bool, v float64) *float64 {
+	if !ok {
+		return nil
+	}
+	return &v
 }
 
 // noSuccess says why a step had no successful request: the top error the
