@@ -3,8 +3,6 @@ package main
 // latscope sweep against servers that fail it, and flags it has no use for.
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -90,88 +88,60 @@ func TestSweepAgainstAServerThatOnly429s(t *testing.T) {
 	}
 }
 
-// notifyWriter is a stderr that calls onLine for each line written.
-type notifyWriter struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	part   []byte
-	onLine func(string)
-}
-
-func (w *notifyWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(p)
-	w.part = append(w.part, p...)
-	for {
-		i := bytes.IndexByte(w.part, '\n')
-		if i < 0 {
-			break
-		}
-		w.onLine(string(w.part[:i]))
-		w.part = w.part[i+1:]
-	}
-	return len(p), nil
-}
-
-func (w *notifyWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
-
-// TestSweepAgainstAServerKilledMidSweep: the server goes away once the
-// first step is judged; the second step gets no success, the sweep stops
+// TestSweepAgainstAServerKilledMidSweep: the server goes away at the first
+// request of the second step (each step runs a runner of its own, whose id
+// leads every X-Request-Id); that step gets no success, the sweep stops
 // there (no refinements against a dead port) and exits 1 naming the cause.
 func TestSweepAgainstAServerKilledMidSweep(t *testing.T) {
 	t.Parallel()
 	h := tinySim(t)
-	var afterKill atomic.Int64
-	var killed atomic.Bool
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if killed.Load() {
-			afterKill.Add(1)
+	var (
+		mu       sync.Mutex
+		firstRun string // the runner of step 1
+		killed   bool
+		srv      *httptest.Server
+	)
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isCompletion(r) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		run := r.Header.Get("X-Request-Id")
+		run = run[:max(strings.LastIndexByte(run, '-'), 0)] // ls-<run>-<seq>
+		mu.Lock()
+		if firstRun == "" {
+			firstRun = run
+		}
+		if run != firstRun && !killed {
+			killed = true
+			_ = srv.Listener.Close() // from now on connections are refused
+			srv.CloseClientConnections()
+		}
+		dead := killed
+		mu.Unlock()
+		if dead {
+			panic(http.ErrAbortHandler) // a dead server does not answer
 		}
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	var once sync.Once
-	kill := func() {
-		killed.Store(true)
-		_ = srv.Listener.Close() // new connections are refused
-		srv.CloseClientConnections()
-	}
-	stderr := &notifyWriter{onLine: func(line string) {
-		// Event-driven: the sweep says step 1 is judged.
-		if strings.HasPrefix(line, "latscope sweep: step 1 ") {
-			once.Do(kill)
-		}
-	}}
-	var stdout bytes.Buffer
-	root := newRootCmd()
-	root.SetArgs(append([]string{"sweep", "--url", srv.URL, "--rates", "20,40,80", "--refine", "3"}, shortSweep...))
-	root.SetOut(&stdout)
-	root.SetErr(stderr)
-	err := root.ExecuteContext(context.Background())
+	stdout, stderr, err := execute(t, append([]string{"sweep", "--url", srv.URL, "--rates", "5,10,20", "--refine", "3"}, shortSweep...)...)
 
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != exitFailure {
-		t.Fatalf("err %v, want exit %d\nstderr:\n%s\nstdout:\n%s", err, exitFailure, stderr, stdout.String())
+		t.Fatalf("err %v, want exit %d\nstderr:\n%s\nstdout:\n%s", err, exitFailure, stderr, stdout)
 	}
-	if want := "step 2 (40 req/s): no request succeeded: connection refused"; !strings.Contains(err.Error(), want) {
+	if want := "step 2 (10 req/s): no request succeeded: connection refused"; !strings.Contains(err.Error(), want) {
 		t.Errorf("err %q, want it to say %q", err, want)
 	}
-	out := stdout.String()
-	for _, want := range []string{"Sweep: open loop (rate, constant arrivals), 2 steps", "Failed: step 2 (40 req/s): no request succeeded: connection refused", "lower bound"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("table lacks %q:\n%s", want, out)
+	for _, want := range []string{"Sweep: open loop (rate, constant arrivals), 2 steps", "Failed: step 2 (10 req/s): no request succeeded: connection refused",
+		"Max load: 5 req/s (step 1)", "(10 req/s at step 2 had no successful request); a lower bound"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
 	}
-	if strings.Contains(stderr.String(), "step 3 ") {
+	if strings.Contains(stderr, "step 3 ") {
 		t.Errorf("a step ran against the dead server after step 2:\n%s", stderr)
-	}
-	if n := afterKill.Load(); n > 0 {
-		t.Logf("%d requests reached the server as it was killed", n)
 	}
 }
 
