@@ -125,8 +125,6 @@ func (m *meter) addRequest(ev event.Event) {
 		return
 	}
 	if r.OK() {
-		// Any success shows the server answers, even one outside the
-		// measured part (past capacity those may be the only ones).
 		m.succeeded++
 	}
 	switch {
@@ -360,8 +358,11 @@ func (m *meter) result() (Step, aggregate.Snapshot) {
 		s.Reason = "running"
 	}
 	s.ErrorsOver = s.ErrorRate > m.set.StopErrors
-	if m.decided && !s.Interrupted && m.succeeded == 0 {
-		s.Failed = noSuccess(sum, m.cut)
+	// Past capacity the measured requests may all be cut off while older
+	// ones complete in the measured part: that measures the server. A
+	// server that died in the warm-up has successes only before it.
+	if m.decided && !s.Interrupted && s.OK == 0 && m.completed == 0 {
+		s.Failed = noSuccess(sum, m.cut, m.succeeded > 0)
 	}
 	s.SLO = checks(aggregate.Evaluate(sum, m.set.SLO))
 	s.Pass = !s.stopsSweep() && s.OK > 0

@@ -8,11 +8,11 @@ import (
 	"github.com/latscope/latscope/event"
 )
 
-// TestMeterFailsAStepOnlyWithoutAnySuccess: a step fails (Failed, naming
-// the top error) when not one of its requests succeeded; past capacity a
-// step whose measured requests were all cut off still succeeded in its
-// warm-up, so it is judged on its load, not failed.
-func TestMeterFailsAStepOnlyWithoutAnySuccess(t *testing.T) {
+// TestMeterFailsAStepWithoutASuccess: a step fails (Failed, naming the top
+// error) when no request succeeded in its measured part; past capacity a
+// step whose measured requests were all cut off still saw older ones
+// complete in it, so it is judged on its load, not failed.
+func TestMeterFailsAStepWithoutASuccess(t *testing.T) {
 	set, err := Config{Warmup: time.Second, Window: 2 * time.Second, StepMax: 10 * time.Second}.rules()
 	if err != nil {
 		t.Fatal(err)
@@ -47,13 +47,21 @@ func TestMeterFailsAStepOnlyWithoutAnySuccess(t *testing.T) {
 		t.Errorf("all 429: failed %q, pass %v, verdict %q; want it failed, naming the 429", s.Failed, s.Pass, s.Verdict())
 	}
 
-	// One success in the warm-up; every measured request cut off.
-	past := []event.Event{req(100*time.Millisecond, 500*time.Millisecond, event.OutcomeOK)}
+	// A warm-up request completes in the measured part; every measured
+	// request is cut off.
+	var past []event.Event
 	for i := range 20 {
 		past = append(past, req(time.Second+time.Duration(i)*100*time.Millisecond, 0, event.OutcomeCancelled))
 	}
-	if s := step(past...); s.Failed != "" || s.TTFT.Count != 0 {
+	if s := step(append(past, req(100*time.Millisecond, 1500*time.Millisecond, event.OutcomeOK))...); s.Failed != "" || s.TTFT.Count != 0 {
 		t.Errorf("past capacity: failed %q, TTFT %+v; want it judged on its load, with no measured TTFT", s.Failed, s.TTFT)
+	}
+
+	// The server died in the warm-up: its successes end before the
+	// measured part, whose requests all fail.
+	died := append([]event.Event{req(100*time.Millisecond, 100*time.Millisecond, event.OutcomeOK)}, rejected[10:]...)
+	if s := step(died...); s.Failed != "no request succeeded after the warm-up: http 429: rate limited" {
+		t.Errorf("died in the warm-up: failed %q, want it failed after the warm-up", s.Failed)
 	}
 
 	if s := step(req(2*time.Second, 0, event.OutcomeCancelled)); !strings.Contains(s.Failed, "1 still in flight when the step ended") {

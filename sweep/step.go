@@ -79,10 +79,11 @@ type Step struct {
 	ErrorsOver  bool   `json:"errors_over_limit"`
 	Interrupted bool   `json:"interrupted,omitempty"`
 	Reason      string `json:"reason"` // why the step ended, in words
-	// Failed says why no request of the step succeeded, warm-up and
-	// cool-down included ("no request succeeded: connection refused by
-	// ..."); empty when one did. Such a step measured nothing of the
-	// server (it refuses everything, or is gone), so it ends the sweep.
+	// Failed says why no request succeeded in the step's measured part,
+	// neither one sent in it nor one completing in it ("no request
+	// succeeded: connection refused by ..."); empty when one did. Such a
+	// step measured nothing of the server (it refuses everything, or is
+	// gone), so it ends the sweep.
 	Failed string `json:"failed,omitempty"`
 
 	// SLO holds each objective checked against the measured requests.
@@ -150,10 +151,14 @@ func valueIf(ok bool, v float64) *float64 {
 	return &v
 }
 
-// noSuccess says why a step had no successful request: the top error the
-// step's summary kept, else that its requests never finished.
-func noSuccess(sum aggregate.Summary, cut int64) string {
-	const what = "no request succeeded"
+// noSuccess says why a step had no successful request (after its warm-up,
+// when some succeeded in it): the top error the step's summary kept, else
+// that its requests never finished.
+func noSuccess(sum aggregate.Summary, cut int64, inWarmup bool) string {
+	what := "no request succeeded"
+	if inWarmup {
+		what += " after the warm-up"
+	}
 	if top := sum.Requests.TopErrors; len(top) > 0 {
 		msg := top[0].Message
 		if msg == "" {
