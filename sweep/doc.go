@@ -54,7 +54,10 @@
 //     what still moved.
 //
 // A step passes when it was sustainable (not saturated, errors within the
-// limit, some requests succeeded) and met every objective of the SLO.
+// limit, some requests succeeded) and met every objective of the SLO. A
+// step without a successful measured request (a server that refuses
+// everything, or went away) measured nothing of the server: it ends the
+// sweep, refinements too, and Result.Failure names it and its top error.
 //
 // # Findings
 //
@@ -66,6 +69,10 @@
 //     timings joined onto the requests (the attributor as Stage).
 //   - Saturation: the step with the highest throughput; the server's
 //     ceiling when some step saturated it.
+//
+// Each comes only from steps with a successful request; after a failed
+// step the max load is a lower bound. Latencies a step did not measure are
+// null in the JSON and "-" in the table, never 0.
 //
 // # Wiring
 //

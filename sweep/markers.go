@@ -75,11 +75,20 @@ func resultMarker(t time.Time, s Step) event.Event {
 	if s.Pass {
 		pass = "passed"
 	}
-	return note(t, fmt.Sprintf("step %d: %s offered, %.1f ok/s, TTFT p99 %.1f ms, %s, %s", s.Index, s.Load, s.Throughput, s.TTFT.P99, verdict, pass),
-		map[string]float64{
-			keyStep: float64(s.Index), keyPhase: phaseResult,
-			"ok_per_s": s.Throughput, "ttft_p99_ms": s.TTFT.P99, "pass": flag(s.Pass),
-		})
+	if s.Failed != "" {
+		verdict = s.Failed
+	}
+	values := map[string]float64{
+		keyStep: float64(s.Index), keyPhase: phaseResult,
+		"ok_per_s": s.Throughput, "pass": flag(s.Pass),
+	}
+	// A TTFT the step did not measure is left out, not marked as 0.
+	ttft := "TTFT p99 -"
+	if s.TTFT.Count > 0 {
+		ttft = fmt.Sprintf("TTFT p99 %.1f ms", s.TTFT.P99)
+		values["ttft_p99_ms"] = s.TTFT.P99
+	}
+	return note(t, fmt.Sprintf("step %d: %s offered, %.1f ok/s, %s, %s, %s", s.Index, s.Load, s.Throughput, ttft, verdict, pass), values)
 }
 
 // stepMarker is a sweep marker as read back from the stream.

@@ -43,6 +43,7 @@ type meter struct {
 	warmup, cooldown, cut    int64
 
 	records     int64 // request records of this step seen
+	succeeded   int64 // successful ones, warm-up and cool-down too
 	expect      int64 // request records the step's source emitted; -1 until its end marker
 	endTime     time.Time
 	endCause    string
@@ -117,12 +118,16 @@ func (m *meter) addRequest(ev event.Event) {
 	if inWindow {
 		m.offered++
 	}
-	switch {
-	case r.Outcome == event.OutcomeCancelled:
+	if r.Outcome == event.OutcomeCancelled {
 		// In flight when the step ended: its latency is unknown, only
 		// that it was at least its age.
 		m.cut++
 		return
+	}
+	if r.OK() {
+		m.succeeded++
+	}
+	switch {
 	case sent.Before(m.from):
 		m.warmup++
 		w := *r
@@ -353,6 +358,12 @@ func (m *meter) result() (Step, aggregate.Snapshot) {
 		s.Reason = "running"
 	}
 	s.ErrorsOver = s.ErrorRate > m.set.StopErrors
+	// Past capacity the measured requests may all be cut off while older
+	// ones complete in the measured part: that measures the server. A
+	// server that died in the warm-up has successes only before it.
+	if m.decided && !s.Interrupted && s.OK == 0 && m.completed == 0 {
+		s.Failed = noSuccess(sum, m.cut, m.succeeded > 0)
+	}
 	s.SLO = checks(aggregate.Evaluate(sum, m.set.SLO))
 	s.Pass = !s.stopsSweep() && s.OK > 0
 	for _, c := range s.SLO {

@@ -137,6 +137,12 @@ func (p Plan) next(steps []Step) (StepSpec, bool, string) {
 			nCoarse++
 		}
 	}
+	// A step without a successful request measured nothing: the server
+	// is down or refuses everything, so no load above or between is
+	// worth sending to it.
+	if f := firstFailed(steps); f != nil {
+		return StepSpec{}, false, f.failure()
+	}
 	stopped := len(steps) > 0 && steps[len(steps)-1].stopsSweep()
 	if nRefine == 0 && !stopped && nCoarse < len(coarse) {
 		return StepSpec{Load: coarse[nCoarse]}, true, ""
@@ -155,6 +161,22 @@ func (p Plan) next(steps []Step) (StepSpec, bool, string) {
 		return StepSpec{}, false, fmt.Sprintf("%s; refined to between %s and %s", why, lo, hi)
 	}
 	return StepSpec{Load: mid, Refine: true}, true, ""
+}
+
+// firstFailed returns the first step, in the order they ran, without a
+// successful request, or nil.
+func firstFailed(steps []Step) *Step {
+	for i := range steps {
+		if steps[i].Failed != "" {
+			return &steps[i]
+		}
+	}
+	return nil
+}
+
+// failure names the step and why it failed.
+func (s *Step) failure() string {
+	return fmt.Sprintf("step %d (%s): %s", s.Index, s.Load, s.Failed)
 }
 
 // coarseEnd says why the coarse steps ended.

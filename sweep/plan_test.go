@@ -145,6 +145,25 @@ func TestNextStopsOnErrors(t *testing.T) {
 	}
 }
 
+// TestNextStopsWhenNoRequestSucceeded: a step without a successful
+// request (a dead or refusing server) ends the sweep, refinements too.
+func TestNextStopsWhenNoRequestSucceeded(t *testing.T) {
+	p := Plan{Mode: OpenLoop, Start: 10, Factor: 2, Max: 80, Refine: 3}
+	dead := Step{StepSpec: StepSpec{Index: 2, Load: Load{OpenLoop, 20}}, ErrorsOver: true, ErrorRate: 1,
+		Failed: "no request succeeded: connection refused by 127.0.0.1:1: nothing listens on that port"}
+	steps := []Step{{StepSpec: StepSpec{Index: 1, Load: Load{OpenLoop, 10}}, Pass: true, OK: 5}, dead}
+	want := "step 2 (20 req/s): no request succeeded: connection refused"
+	if _, ok, why := p.next(steps); ok || !strings.HasPrefix(why, want) {
+		t.Errorf("next after a failed step: ok %v, %q; want no refinement, %q", ok, why, want)
+	}
+	// A refinement without a successful request ends the sweep as well.
+	dead.Index, dead.Load.Value, dead.Refine = 3, 14.14, true
+	steps = []Step{steps[0], {StepSpec: StepSpec{Index: 2, Load: Load{OpenLoop, 20}}, Saturated: true, OK: 5}, dead}
+	if _, ok, why := p.next(steps); ok || !strings.HasPrefix(why, "step 3 (14.14 req/s): no request succeeded") {
+		t.Errorf("next after a failed refinement: ok %v, %q; want the sweep to stop", ok, why)
+	}
+}
+
 func TestBoundaryTakesTheBoundaryFromBelow(t *testing.T) {
 	step := func(load float64, pass bool) Step {
 		return Step{StepSpec: StepSpec{Load: Load{OpenLoop, load}}, Pass: pass}

@@ -33,6 +33,10 @@ type Result struct {
 	// stopped (Ctrl-C) rather than finished.
 	Stopped     string `json:"stopped"`
 	Interrupted bool   `json:"interrupted,omitempty"`
+	// Failure names the step that had no successful request and why
+	// ("step 2 (4 req/s): no request succeeded: connection refused by
+	// ..."): the sweep could not measure the server and ended there.
+	Failure string `json:"failure,omitempty"`
 	// Notes explain a missing finding or a caveat, in words.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -53,10 +57,34 @@ func NewResult(steps []Step, objectives []aggregate.Objective) Result {
 	if len(steps) > 0 {
 		r.Mode = steps[0].Load.Mode
 	}
+	if f := firstFailed(r.Steps); f != nil {
+		r.Failure = f.failure()
+	}
+	if len(steps) > 0 && !r.anySuccess() {
+		// Nothing was measured: a max load, knee or saturation would be
+		// read off zeros.
+		r.Notes = append(r.Notes, NoSuccessNote)
+		return r
+	}
 	r.MaxLoad = r.maxLoad(len(objectives) > 0)
 	r.Knee = r.knee()
 	r.Saturation = r.saturation()
 	return r
+}
+
+// NoSuccessNote is the note, and what the table says in place of the
+// findings, when no step had a successful request.
+const NoSuccessNote = "no step had a successful request"
+
+// anySuccess reports whether a step that ran to its end measured a
+// successful request.
+func (r *Result) anySuccess() bool {
+	for i := range r.Steps {
+		if !r.Steps[i].Interrupted && r.Steps[i].measuredSuccess() {
+			return true
+		}
+	}
+	return false
 }
 
 func sloText(objectives []aggregate.Objective) string {
@@ -88,8 +116,15 @@ func (r *Result) maxLoad(withSLO bool) *Finding {
 	if withSLO {
 		why = "the highest load that met " + r.SLO
 	}
-	if fail >= 0 {
+	switch {
+	case fail >= 0 && r.Steps[fail].Failed != "":
+		// It did not fail on its load: it measured nothing.
+		why += fmt.Sprintf(" (%s at step %d had no successful request)", r.Steps[fail].Load, r.Steps[fail].Index)
+	case fail >= 0:
 		why += fmt.Sprintf(" (%s at step %d did not)", r.Steps[fail].Load, r.Steps[fail].Index)
+	}
+	if r.Failure != "" {
+		why += "; a lower bound: the sweep failed before it found the limit"
 	}
 	return finding(s, why)
 }
@@ -132,6 +167,9 @@ func (r *Result) knee() *Finding {
 func (r *Result) saturation() *Finding {
 	top := -1
 	for _, i := range r.byLoad() {
+		if !r.Steps[i].measuredSuccess() {
+			continue // its throughput of 0 measured nothing: no finding
+		}
 		if top < 0 || r.Steps[i].Throughput > r.Steps[top].Throughput {
 			top = i
 		}
@@ -143,6 +181,9 @@ func (r *Result) saturation() *Finding {
 		if s.Saturated {
 			return finding(&r.Steps[top], fmt.Sprintf("the highest throughput; step %d saturated the server", s.Index))
 		}
+	}
+	if r.Failure != "" {
+		return finding(&r.Steps[top], "the highest throughput seen before the sweep failed")
 	}
 	r.Notes = append(r.Notes, "no step saturated the server: its capacity may be higher than the saturation throughput shown")
 	return finding(&r.Steps[top], "the highest throughput seen (the server did not saturate)")
@@ -165,12 +206,13 @@ type CurvePoint struct {
 	Load       Load    `json:"load"`
 	Throughput float64 `json:"ok_per_s"`
 	TokPerSec  float64 `json:"tok_per_s"`
-	TTFTP50    float64 `json:"ttft_p50"`
-	TTFTP99    float64 `json:"ttft_p99"`
-	ITLP99     float64 `json:"itl_p99"`
-	TPOTP50    float64 `json:"tpot_p50"`
-	Pass       bool    `json:"pass"`
-	Saturated  bool    `json:"saturated"`
+	// Latencies are null where the step measured none.
+	TTFTP50   *float64 `json:"ttft_p50"`
+	TTFTP99   *float64 `json:"ttft_p99"`
+	ITLP99    *float64 `json:"itl_p99"`
+	TPOTP50   *float64 `json:"tpot_p50"`
+	Pass      bool     `json:"pass"`
+	Saturated bool     `json:"saturated"`
 }
 
 // Curve returns throughput against latency, one point per step that was
@@ -181,19 +223,23 @@ func (r Result) Curve() []CurvePoint {
 		s := &r.Steps[i]
 		out = append(out, CurvePoint{
 			Step: s.Index, Load: s.Load, Throughput: s.Throughput, TokPerSec: s.TokPerSec,
-			TTFTP50: s.TTFT.P50, TTFTP99: s.TTFT.P99, ITLP99: s.ITL.P99, TPOTP50: s.TPOT.P50,
+			TTFTP50: stat(s.TTFT, s.TTFT.P50), TTFTP99: stat(s.TTFT, s.TTFT.P99),
+			ITLP99: stat(s.ITL, s.ITL.P99), TPOTP50: stat(s.TPOT, s.TPOT.P50),
 			Pass: s.Pass, Saturated: s.Saturated,
 		})
 	}
 	return out
 }
 
+// stat returns v, one of st's figures, or nil when st measured nothing.
+func stat(st aggregate.Stats, v float64) *float64 { return valueIf(st.Count > 0, v) }
+
 // markFlatThroughput marks a closed-loop step saturated when it added too
 // little throughput over the best of the lower loads: past capacity, more
 // streams only wait longer. (In open loop saturation shows as a growing
 // backlog instead.)
 func markFlatThroughput(s *Step, earlier []Step, tolerance float64) {
-	if s.Load.Mode != ClosedLoop || s.Saturated || s.Interrupted {
+	if s.Load.Mode != ClosedLoop || s.Saturated || s.Interrupted || s.Failed != "" {
 		return
 	}
 	var best *Step

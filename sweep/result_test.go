@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
@@ -15,7 +16,7 @@ import (
 func synthStep(index int, load, ok, ttftP99 float64, largest event.Stage, pass, saturated bool) Step {
 	s := Step{
 		StepSpec:   StepSpec{Index: index, Load: Load{OpenLoop, load}},
-		Throughput: ok, TokPerSec: 16 * ok,
+		Throughput: ok, TokPerSec: 16 * ok, OK: int64(10 * ok),
 		TTFT: aggregate.Stats{Count: 100, P50: ttftP99 / 2, P99: ttftP99}, ITL: aggregate.Stats{Count: 1000, P99: 10},
 		Steady: !saturated, Saturated: saturated, Pass: pass,
 		Reason: "synthetic",
@@ -118,6 +119,65 @@ func TestResultNotes(t *testing.T) {
 	}
 }
 
+// TestResultWithoutASuccessfulRequest: steps that measured nothing yield
+// no findings, and the table and JSON show what was not measured as "-"
+// and null, not 0.
+func TestResultWithoutASuccessfulRequest(t *testing.T) {
+	failed := Step{
+		StepSpec: StepSpec{Index: 1, Load: Load{OpenLoop, 2}}, Measured: time.Second,
+		Sent: 20, Errors: 20, ErrorRate: 1, ErrorsOver: true, Steady: true,
+		Failed: "no request succeeded: HTTP 429", Reason: "errors 100.0% passed the 5.0% limit",
+	}
+	r := NewResult([]Step{failed}, nil)
+	if r.MaxLoad != nil || r.Knee != nil || r.Saturation != nil {
+		t.Errorf("findings %+v %+v %+v: want none from a step without a success", r.MaxLoad, r.Knee, r.Saturation)
+	}
+	if want := "step 1 (2 req/s): no request succeeded: HTTP 429"; r.Failure != want {
+		t.Errorf("failure %q, want %q", r.Failure, want)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	table := b.String()
+	for _, want := range []string{"Failed: step 1 (2 req/s): no request succeeded: HTTP 429", "Saturation: none (no step had a successful request)", "Max load: none (no step had a successful request)"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	if strings.Contains(table, "0.00") {
+		t.Errorf("table shows a latency it did not measure as 0.00:\n%s", table)
+	}
+	b.Reset()
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Steps []map[string]json.RawMessage `json:"steps"`
+		Curve []map[string]json.RawMessage `json:"curve"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil || len(got.Steps) != 1 || len(got.Curve) != 1 {
+		t.Fatalf("JSON %v: %s", err, b.String())
+	}
+	for _, k := range []string{"ttft", "itl", "tpot", "e2e", "queue_share", "queue_depth"} {
+		if v := string(got.Steps[0][k]); v != "null" {
+			t.Errorf("step %s = %s, want null", k, v)
+		}
+	}
+	// Measured, if nothing succeeded: no successes a second, all errors.
+	if v, e := string(got.Steps[0]["ok_per_s"]), string(got.Steps[0]["error_rate"]); v != "0" || e != "1" {
+		t.Errorf("step ok_per_s %s, error_rate %s: want 0 and 1, measured", v, e)
+	}
+	for _, k := range []string{"ttft_p50", "ttft_p99", "itl_p99", "tpot_p50"} {
+		if v := string(got.Curve[0][k]); v != "null" {
+			t.Errorf("curve %s = %s, want null", k, v)
+		}
+	}
+	if v := string(got.Steps[0]["failed"]); !strings.Contains(v, "HTTP 429") {
+		t.Errorf("step failed = %s, want the cause", v)
+	}
+}
+
 func TestCurveIsByLoad(t *testing.T) {
 	r := NewResult(sweepSteps(), nil)
 	c := r.Curve()
@@ -129,7 +189,13 @@ func TestCurveIsByLoad(t *testing.T) {
 			t.Errorf("curve not by load: %v before %v", c[i-1].Load, c[i].Load)
 		}
 	}
-	if p := c[3]; p.Step != 7 || p.Throughput != 107 || p.TTFTP99 != 90 || p.TTFTP50 != 45 || p.ITLP99 != 10 {
+	val := func(v *float64) float64 {
+		if v == nil {
+			return -1
+		}
+		return *v
+	}
+	if p := c[3]; p.Step != 7 || p.Throughput != 107 || val(p.TTFTP99) != 90 || val(p.TTFTP50) != 45 || val(p.ITLP99) != 10 {
 		t.Errorf("fourth point %+v, want step 7", p)
 	}
 	if r.Step(5) == nil || r.Step(5).Load.Value != 141.4 || r.Step(99) != nil {

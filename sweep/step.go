@@ -1,6 +1,8 @@
 package sweep
 
 import (
+	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -77,6 +79,12 @@ type Step struct {
 	ErrorsOver  bool   `json:"errors_over_limit"`
 	Interrupted bool   `json:"interrupted,omitempty"`
 	Reason      string `json:"reason"` // why the step ended, in words
+	// Failed says why no request succeeded in the step's measured part,
+	// neither one sent in it nor one completing in it ("no request
+	// succeeded: connection refused by ..."); empty when one did. Such a
+	// step measured nothing of the server (it refuses everything, or is
+	// gone), so it ends the sweep.
+	Failed string `json:"failed,omitempty"`
 
 	// SLO holds each objective checked against the measured requests.
 	SLO []Check `json:"slo,omitempty"`
@@ -94,7 +102,75 @@ type Check struct {
 }
 
 // stopsSweep reports whether no higher load is worth trying after s.
-func (s *Step) stopsSweep() bool { return s.Saturated || s.ErrorsOver || s.Interrupted }
+func (s *Step) stopsSweep() bool {
+	return s.Saturated || s.ErrorsOver || s.Interrupted || s.Failed != ""
+}
+
+// measuredSuccess reports whether a request succeeded in the measured
+// part: one sent in it, or one completing in it (the throughput).
+func (s *Step) measuredSuccess() bool { return s.OK > 0 || s.Throughput > 0 }
+
+// MarshalJSON writes a figure the step did not measure (a latency without
+// a successful request, rates without a measured part, the queue without
+// a breakdown or metrics) as null, not as a 0 that reads as measured.
+func (s Step) MarshalJSON() ([]byte, error) {
+	type plain Step // without this method
+	rated := s.Measured > 0
+	return json.Marshal(struct {
+		plain
+		TTFT       *aggregate.Stats `json:"ttft"`
+		ITL        *aggregate.Stats `json:"itl"`
+		TPOT       *aggregate.Stats `json:"tpot"`
+		E2E        *aggregate.Stats `json:"e2e"`
+		Offered    *float64         `json:"offered_per_s"`
+		Throughput *float64         `json:"ok_per_s"`
+		TokPerSec  *float64         `json:"tok_per_s"`
+		ErrorRate  *float64         `json:"error_rate"`
+		QueueShare *float64         `json:"queue_share"`
+		QueueDepth *float64         `json:"queue_depth"`
+	}{
+		plain(s), measured(s.TTFT), measured(s.ITL), measured(s.TPOT), measured(s.E2E),
+		valueIf(rated, s.Offered), valueIf(rated, s.Throughput), valueIf(rated, s.TokPerSec),
+		valueIf(s.Sent > 0, s.ErrorRate), valueIf(s.HasBreakdown, s.QueueShare), valueIf(s.HasQueueDepth, s.QueueDepth),
+	})
+}
+
+// measured returns st, or nil when nothing was measured.
+func measured(st aggregate.Stats) *aggregate.Stats {
+	if st.Count == 0 {
+		return nil
+	}
+	return &st
+}
+
+// valueIf returns v, or nil when it was not measured.
+func valueIf(ok bool, v float64) *float64 {
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+// noSuccess says why a step had no successful request (after its warm-up,
+// when some succeeded in it): the top error the step's summary kept, else
+// that its requests never finished.
+func noSuccess(sum aggregate.Summary, cut int64, inWarmup bool) string {
+	what := "no request succeeded"
+	if inWarmup {
+		what += " after the warm-up"
+	}
+	if top := sum.Requests.TopErrors; len(top) > 0 {
+		msg := top[0].Message
+		if msg == "" {
+			msg = string(top[0].Outcome)
+		}
+		return what + ": " + msg
+	}
+	if cut > 0 {
+		return fmt.Sprintf("%s: %d still in flight when the step ended (the step is shorter than one request)", what, cut)
+	}
+	return what + ": none was measured"
+}
 
 // checks converts the aggregator's SLO results.
 func checks(results []aggregate.SLOResult) []Check {

@@ -59,7 +59,11 @@ func renderSweep(st *styles, p *sweep.Progress, objectives []aggregate.Objective
 	}
 	pts := sweepPoints(p)
 	if len(pts) == 0 {
-		lines = append(lines, fit(st.dim.Render(" no step measured yet"), width))
+		empty := " no step measured yet"
+		if len(p.Result.Steps) > 0 {
+			empty = " " + sweep.NoSuccessNote // steps ran, but measured nothing to plot
+		}
+		lines = append(lines, fit(st.dim.Render(empty), width))
 		return pad(append(lines, findings...), height)
 	}
 	pl := newSweepPlot(pts, sweepLimits(objectives), width-sweepYLabelW-1, plotH)
@@ -315,6 +319,8 @@ func sweepTitle(st *styles, p *sweep.Progress) string {
 	switch c := p.Current; {
 	case c != nil:
 		t += fmt.Sprintf(" · step %d: %s · %s %s", c.Step.Index, c.Step.Load, c.Phase, clockShort(c.Elapsed))
+	case p.Done && p.Result.Failure != "":
+		t += " · failed: " + p.Result.Failure
 	case p.Done:
 		t += fmt.Sprintf(" · done, %d steps: %s", n, p.Result.Stopped)
 	default:

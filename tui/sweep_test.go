@@ -115,3 +115,27 @@ func TestRenderSweepSmallAndEmpty(t *testing.T) {
 		t.Errorf("finished panel:\n%s", out)
 	}
 }
+
+// TestRenderSweepWithoutASuccess: a sweep whose only step had no
+// successful request says it failed and why, plots nothing and claims no
+// finding: "-" where nothing was measured, not 0.
+func TestRenderSweepWithoutASuccess(t *testing.T) {
+	st := newStyles(plainRenderer(), true)
+	failed := sweep.Step{
+		StepSpec: sweep.StepSpec{Index: 1, Load: sweep.Load{Mode: sweep.OpenLoop, Value: 2}},
+		Sent:     20, Errors: 20, ErrorRate: 1, ErrorsOver: true,
+		Failed: "no request succeeded: http 429",
+	}
+	res := sweep.NewResult([]sweep.Step{failed}, nil)
+	res.Stopped = res.Failure
+	out := ansi.Strip(strings.Join(renderSweep(st, &sweep.Progress{Result: res, Done: true}, nil, 100, 12), "\n"))
+	for _, want := range []string{"failed: step 1 (2 req/s): no request succeeded: http 429", "no step had a successful request",
+		"max load -", "saturation -"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("panel lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "0 ok/s") || strings.Contains(out, "0.00") {
+		t.Errorf("panel shows an unmeasured figure as 0:\n%s", out)
+	}
+}

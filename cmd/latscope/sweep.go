@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
@@ -53,11 +55,23 @@ largest stage of TTFT), and the saturation throughput, per step with TTFT,
 ITL, TPOT and E2E percentiles, the queue's share of TTFT, goodput and errors.
 Arrivals are constant by default, which measures the server's capacity;
 --arrival poisson queues earlier, as real traffic does, and finds the load
-that meets the objectives under bursts.`,
+that meets the objectives under bursts.
+
+A step without a successful request (every request refused, 429, or the
+server gone) ends the sweep, which then exits 1 naming the step and its most
+common error. The load flags of run (-c, --steps, --rate, --duration, ...)
+are refused: the steps set the load.`,
 		Example: `  latscope sweep --url http://127.0.0.1:8000 --slo 'ttft.p99<300ms' --no-tui
   latscope sweep --url http://127.0.0.1:8000 --rates 2,4,8,12,16 --arrival poisson --json > sweep.json
   latscope sweep --url http://127.0.0.1:8000 --streams 1,2,4,8,16,32 --record sweep.lsr`,
 		Args: cobra.NoArgs,
+		// Refuse what the sweep would ignore before anything connects.
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseUnusedFlags(cmd.Flags(), &sf); err != nil {
+				return err
+			}
+			return sf.validate()
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if target == "" {
 				return errors.New("--url is required: the server to sweep, e.g. --url http://127.0.0.1:8000")
@@ -86,7 +100,60 @@ that meets the objectives under bursts.`,
 	arrival := fl.Lookup("arrival")
 	arrival.DefValue = probe.ArrivalConstant
 	arrival.Usage = "open-loop arrivals: constant (the sweep's default: the server's capacity), poisson (as real traffic queues) or gamma"
+	for _, r := range sweepRefused {
+		_ = fl.MarkHidden(r.name) // registered by the shared load flags; it exists
+	}
 	return cmd
+}
+
+// sweepRefused are the shared load flags the sweep has no use for: each
+// step sets its own load and length. Each names the sweep's flag to use
+// instead (%s: the value given).
+var sweepRefused = []struct{ name, instead string }{
+	{"concurrency", "use --streams %s (closed-loop steps)"},
+	{"steps", "use --streams %s (closed-loop steps, each run until steady)"},
+	{"step-duration", "each step runs until it is steady, at most --step-max"},
+	{"repeat-steps", "a sweep runs each step once"},
+	{"rate", "use --rates %s (open-loop steps) or --rate-start/--rate-max"},
+	{"trace", "a sweep sets its own load: --rates or --streams"},
+	{"trace-speed", "a sweep sets its own load: --rates or --streams"},
+	{"duration", "each step runs until it is steady, at most --step-max"},
+	{"requests", "each step runs until it is steady, at most --step-max"},
+	{"warmup", "use --step-warmup (the start of each step kept out of its statistics)"},
+	{"drain", "the requests still in flight when a step ends are cut off and left out"},
+	{"window", "the sweep's dashboard plots its steps; --steady-window is how long a step must hold still"},
+}
+
+// refuseUnusedFlags refuses a flag the sweep would ignore: a shared load
+// flag, naming the sweep flag to use instead, or one of its own that the
+// chosen steps leave unused.
+func refuseUnusedFlags(fl *pflag.FlagSet, sf *sweepFlags) error {
+	for _, r := range sweepRefused {
+		f := fl.Lookup(r.name)
+		if f == nil || !f.Changed {
+			continue
+		}
+		instead := r.instead
+		if strings.Contains(instead, "%s") {
+			instead = fmt.Sprintf(instead, f.Value.String())
+		}
+		return fmt.Errorf("sweep does not take --%s; %s", r.name, instead)
+	}
+	given := "--rates"
+	if sf.streams != "" {
+		given = "--streams"
+	}
+	for _, name := range []string{"rate-start", "rate-factor", "rate-max"} {
+		if fl.Changed(name) && (sf.rates != "" || sf.streams != "") {
+			return fmt.Errorf("--%s applies to the default doubling rates; %s lists the steps itself", name, given)
+		}
+	}
+	for _, name := range []string{"arrival", "burstiness"} {
+		if fl.Changed(name) && sf.streams != "" {
+			return fmt.Errorf("--%s applies to open-loop (rate) steps, not to --streams (closed loop)", name)
+		}
+	}
+	return nil
 }
 
 // plan turns the flags into a sweep plan.
@@ -110,13 +177,51 @@ func (sf *sweepFlags) plan() (sweep.Plan, error) {
 	return sweep.Plan{Mode: sweep.OpenLoop, Start: sf.rateStart, Factor: sf.rateFactor, Max: sf.rateMx, Refine: sf.refine}, nil
 }
 
-func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) error {
-	ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+// validate checks the sweep's flags, naming the one to change, so a bad
+// one is refused before the sweep connects.
+func (sf *sweepFlags) validate() error {
 	plan, err := sf.plan()
 	if err != nil {
 		return err
 	}
+	loads := plan
+	loads.Refine = 0 // checked apart, so each error names its flag
+	if err := loads.Validate(); err != nil {
+		switch {
+		case sf.streams != "":
+			return fmt.Errorf("--streams: %w", err)
+		case sf.rates != "":
+			return fmt.Errorf("--rates: %w", err)
+		}
+		return fmt.Errorf("--rate-start/--rate-factor/--rate-max: %w", err)
+	}
 	if err := plan.Validate(); err != nil {
+		return fmt.Errorf("--refine: %w", err)
+	}
+	// The sweep fills a zero with its default, so a flag's 0 would not
+	// mean what it says.
+	switch {
+	case sf.warmup <= 0:
+		return fmt.Errorf("--step-warmup %s: want more than 0", sf.warmup)
+	case sf.window <= 0:
+		return fmt.Errorf("--steady-window %s: want more than 0", sf.window)
+	case sf.stepMax < sf.warmup+sf.window:
+		return fmt.Errorf("--step-max %s: want at least --step-warmup + --steady-window (%s)", sf.stepMax, sf.warmup+sf.window)
+	}
+	stop, err := sweep.ParseFraction(sf.stopErrors)
+	if err != nil {
+		return fmt.Errorf("--stop-errors: %w", err)
+	}
+	if stop == 0 {
+		return fmt.Errorf("--stop-errors %s: want a share above 0", sf.stopErrors)
+	}
+	return nil
+}
+
+func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) error {
+	ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+	plan, err := sf.plan() // checked with the other flags by validate, in PreRunE
+	if err != nil {
 		return err
 	}
 	stopErrors, err := sweep.ParseFraction(sf.stopErrors)
@@ -213,6 +318,10 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	switch {
 	case r.res.Interrupted && !dashboard:
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the table covers the steps run until then")}
+	case r.res.Failure != "":
+		// A step measured nothing of the server: the sweep did not find
+		// its capacity, whatever it printed about the steps before.
+		return &exitError{code: exitFailure, err: errors.New("sweep failed: " + r.res.Failure)}
 	case len(objectives) > 0 && r.res.MaxLoad == nil:
 		return &exitError{code: exitSLOMissed, err: errors.New("no load met the objectives")}
 	}
@@ -251,7 +360,15 @@ func sweepProgressLines(w io.Writer, next func(sweep.Progress)) func(sweep.Progr
 
 // stepLine is one step in a few words.
 func stepLine(st *sweep.Step) string {
-	return fmt.Sprintf("%.2f ok/s  TTFT p99 %.1f ms  %s", st.Throughput, st.TTFT.P99, st.Verdict())
+	ttft := "-" // no successful request: nothing measured
+	if st.TTFT.Count > 0 {
+		ttft = fmt.Sprintf("%.1f ms", st.TTFT.P99)
+	}
+	line := fmt.Sprintf("%.2f ok/s  TTFT p99 %s  %s", st.Throughput, ttft, st.Verdict())
+	if st.Failed != "" {
+		line += ": " + st.Failed
+	}
+	return line
 }
 
 // sweepFeed shows a sweep on the dashboard: the running step's snapshot in
