@@ -73,3 +73,42 @@ func TestOpenStreamsASparseFile(t *testing.T) {
 		t.Fatalf("got %v, want ErrNotRecording", err)
 	}
 }
+
+// TestCreateRefusesWhatIsNotAFile: --record /dev/null (or a FIFO, or a
+// directory) is refused before anything is opened, so the device is neither
+// truncated nor chmodded, overwrite or not.
+func TestCreateRefusesWhatIsNotAFile(t *testing.T) {
+	t.Parallel()
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/dev/null", fifo, t.TempDir()} {
+		before, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, overwrite := range []bool{false, true} {
+			done := make(chan error, 1)
+			go func() {
+				w, err := Create(path, testHeader(), Options{Overwrite: overwrite})
+				if err == nil {
+					w.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, fileread.ErrNotRegular) {
+					t.Errorf("Create(%s, overwrite %v) = %v, want it refused as not a regular file", path, overwrite, err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("Create(%s) did not return", path)
+			}
+		}
+		after, err := os.Stat(path)
+		if err != nil || after.Mode() != before.Mode() {
+			t.Errorf("%s: mode %v before, %v after (%v)", path, before.Mode(), after.Mode(), err)
+		}
+	}
+}

@@ -61,7 +61,7 @@ func Open(path string, l Limit) (io.ReadCloser, error) {
 	if err := check(path, info, l); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|NonBlock, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", l.name(path), unwrapPath(err))
 	}

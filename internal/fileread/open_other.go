@@ -2,4 +2,5 @@
 
 package fileread
 
-const openFlags = 0
+// NonBlock is 0 where open has no such flag.
+const NonBlock = 0

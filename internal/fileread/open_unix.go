@@ -4,5 +4,6 @@ package fileread
 
 import "syscall"
 
-// openFlags keeps open from blocking on a FIFO swapped in after the check.
-const openFlags = syscall.O_NONBLOCK
+// NonBlock, added to open's flags, keeps open from blocking on a FIFO
+// swapped in after a check; it changes nothing for a regular file.
+const NonBlock = syscall.O_NONBLOCK
