@@ -68,7 +68,7 @@ func windowsOf(rec *Recording, length time.Duration) ([]window, error) {
 		}
 		agg.Add(ev)
 	}}
-	if _, err := readEvents(rec.Path, ro.add); err != nil {
+	if _, err := readEvents(rec.file, rec.Path, ro.add); err != nil {
 		return nil, err
 	}
 	ro.flush()
