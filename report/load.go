@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -70,12 +71,13 @@ func (r *Recording) Name() string { return filepath.Base(r.Path) }
 // killed writer) is reported in Warnings and covers every complete frame; a
 // file that is not a recording, is damaged, or was written by a version
 // this build cannot read is an error.
-func Load(path string) (*Recording, error) { return LoadAs(path, path) }
+func Load(path string) (*Recording, error) { return LoadAs(context.Background(), path, path) }
 
 // LoadAs is Load of the file at path, named name in the report and its
-// messages: a recording read from standard input is read from a copy.
-func LoadAs(path, name string) (*Recording, error) {
-	scan, err := scanRecording(path, name)
+// messages (a recording read from standard input is read from a copy). It
+// stops reading when ctx ends: a large file takes a while.
+func LoadAs(ctx context.Context, path, name string) (*Recording, error) {
+	scan, err := scanRecording(ctx, path, name)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +97,7 @@ func LoadAs(path, name string) (*Recording, error) {
 		plan.takeBefore(at, agg, rec)
 		agg.Add(ev)
 	}}
-	if _, err := readEvents(path, name, ro.add); err != nil {
+	if _, err := readEvents(ctx, path, name, ro.add); err != nil {
 		return nil, err
 	}
 	ro.flush()
@@ -119,10 +121,10 @@ type scan struct {
 	firstDone, lastDone time.Time
 }
 
-func scanRecording(path, name string) (scan, error) {
+func scanRecording(ctx context.Context, path, name string) (scan, error) {
 	var s scan
 	var clock orderClock
-	torn, err := readEvents(path, name, func(ev event.Event) {
+	torn, err := readEvents(ctx, path, name, func(ev event.Event) {
 		s.events++
 		before := clock.latest
 		at := clock.key(ev)
@@ -152,7 +154,7 @@ func scanRecording(path, name string) (scan, error) {
 // readEvents calls fn for every event of the recording at path (called
 // name in errors), the header first. A torn tail ends the events without an
 // error and is returned.
-func readEvents(path, name string, fn func(event.Event)) (*recorder.TornTailError, error) {
+func readEvents(ctx context.Context, path, name string, fn func(event.Event)) (*recorder.TornTailError, error) {
 	r, err := recorder.Open(path)
 	if err != nil {
 		if path != name {
@@ -161,7 +163,10 @@ func readEvents(path, name string, fn func(event.Event)) (*recorder.TornTailErro
 		return nil, explain(err)
 	}
 	defer r.Close()
-	for {
+	for n := 0; ; n++ {
+		if n%4096 == 0 && ctx.Err() != nil { // a check per event would cost more than it saves
+			return nil, fmt.Errorf("read %s: %w", name, ctx.Err())
+		}
 		ev, err := r.Next()
 		var torn *recorder.TornTailError
 		switch {

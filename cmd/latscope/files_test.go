@@ -305,3 +305,18 @@ func TestPartialRecordingReportsSaySo(t *testing.T) {
 		}
 	}
 }
+
+// TestReportOfAFileIsCancelled: report reads a large file twice; it stops
+// when the context ends instead of reading on.
+func TestReportOfAFileIsCancelled(t *testing.T) {
+	rec := tinyRecording(t, t.TempDir(), "a.lsr")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, args := range [][]string{{"report", rec}, {"report", rec, "--compare", rec}} {
+		_, _, err := executeCtx(t, ctx, args...)
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != exitInterrupted || !errors.Is(err, context.Canceled) {
+			t.Errorf("latscope %s, cancelled: err = %v, want exit %d", strings.Join(args, " "), err, exitInterrupted)
+		}
+	}
+}

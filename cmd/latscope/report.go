@@ -57,7 +57,12 @@ FILE (or --compare) "-" reads a recording from standard input.`,
 			if err != nil {
 				return err
 			}
-			return runReport(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args[0], compare, output)
+			err = runReport(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args[0], compare, output)
+			var ee *exitError
+			if err != nil && cmd.Context().Err() != nil && !errors.As(err, &ee) {
+				err = &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: %w", err)}
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVarP(&format, "format", "f", string(report.Markdown), "output format: md, json, csv or html (default from -o's extension, else md)")
@@ -95,7 +100,7 @@ func runReport(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f
 		return err
 	}
 	defer cleanup()
-	base, err := report.LoadAs(file, name)
+	base, err := report.LoadAs(ctx, file, name)
 	if err != nil {
 		return err
 	}
@@ -109,12 +114,12 @@ func runReport(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f
 			return lerr
 		}
 		defer cleanup()
-		other, lerr := report.LoadAs(file, name)
+		other, lerr := report.LoadAs(ctx, file, name)
 		if lerr != nil {
 			return lerr
 		}
 		recs = append(recs, other)
-		cmp, cerr := report.Compare(base, other)
+		cmp, cerr := report.CompareContext(ctx, base, other)
 		if cerr != nil {
 			return cerr
 		}
