@@ -40,15 +40,29 @@ func recordingArg(ctx context.Context, in io.Reader, arg string) (path, name str
 	if err != nil {
 		return "", "", nothing, fmt.Errorf("%s: copy the recording: %w", stdinName, err)
 	}
-	cleanup = func() {
-		tmp.Close()
-		os.Remove(tmp.Name())
-	}
+	path, cleanup = unlinkedPath(tmp)
 	if err := copyRecording(ctx, tmp, in); err != nil {
 		cleanup()
 		return "", "", nothing, err
 	}
-	return tmp.Name(), stdinName, cleanup, nil
+	return path, stdinName, cleanup, nil
+}
+
+// unlinkedPath removes the temporary file's name at once where the system
+// can still open it by its descriptor (Linux's /proc/self/fd), so that no
+// copy is left behind however the process ends (a SIGPIPE from a closed
+// stdout kills it before any cleanup). Elsewhere cleanup removes it.
+func unlinkedPath(tmp *os.File) (path string, cleanup func()) {
+	byFD := fmt.Sprintf("/proc/self/fd/%d", tmp.Fd())
+	a, err1 := os.Stat(byFD)
+	b, err2 := tmp.Stat()
+	if err1 == nil && err2 == nil && os.SameFile(a, b) && os.Remove(tmp.Name()) == nil {
+		return byFD, func() { tmp.Close() }
+	}
+	return tmp.Name(), func() {
+		tmp.Close()
+		os.Remove(tmp.Name())
+	}
 }
 
 // copyRecording copies a recording from in to out, reading it as it goes
