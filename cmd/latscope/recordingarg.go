@@ -70,7 +70,11 @@ func unlinkedPath(tmp *os.File) (path string, cleanup func()) {
 // recording damaged further on is copied up to the damage, which the
 // command's own reading then reports with its offset.
 func copyRecording(ctx context.Context, out io.Writer, in io.Reader) error {
-	rd, err := recorder.NewReader(io.TeeReader(fileread.Stream(ctx, in), out))
+	// A context of its own: reading stops when the copy does, and a stop on
+	// purpose is not an interruption.
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	rd, err := recorder.NewReader(io.TeeReader(fileread.Stream(sctx, in), out))
 	if err == nil {
 		for err == nil {
 			_, err = rd.Next()

@@ -217,9 +217,11 @@ func IsStdin(path string) bool {
 // goroutine this reader owns, and Read returns ctx's error as soon as ctx
 // ends. Then in is closed if it can be, which wakes the goroutine where the
 // system allows; where it does not, the goroutine is left blocked and ends
-// with the process.
-func Stream(ctx context.Context, in io.Reader) io.Reader {
-	s := &stream{ctx: ctx, chunks: make(chan chunk), free: make(chan []byte, 1)}
+// with the process. Close stops the goroutine the same way (closing in): a
+// reader that stops before the end does not leave it reading.
+func Stream(ctx context.Context, in io.Reader) io.ReadCloser {
+	ctx, stop := context.WithCancel(ctx)
+	s := &stream{ctx: ctx, stop: stop, chunks: make(chan chunk), free: make(chan []byte, 1)}
 	s.free <- make([]byte, 64*KiB)
 	go s.pump(in)
 	return s
@@ -232,6 +234,7 @@ type chunk struct {
 
 type stream struct {
 	ctx    context.Context
+	stop   context.CancelFunc
 	chunks chan chunk
 	free   chan []byte // the buffer, handed back once consumed
 	cur    []byte      // the part of the latest chunk not yet read
@@ -269,6 +272,12 @@ func (s *stream) pump(in io.Reader) {
 			return
 		}
 	}
+}
+
+// Close stops reading in; a later Read returns context.Canceled.
+func (s *stream) Close() error {
+	s.stop()
+	return nil
 }
 
 func (s *stream) Read(p []byte) (int, error) {

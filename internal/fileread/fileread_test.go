@@ -147,3 +147,36 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamCloseStopsReading: a reader that stops early does not leave the
+// goroutine reading: Close closes the input, so its writer sees the end.
+func TestStreamCloseStopsReading(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	s := Stream(context.Background(), pr)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for err == nil { // fills the pipe if nobody closed its reading end
+			_, err = pw.Write(make([]byte, 64*KiB))
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, syscall.EPIPE) {
+			t.Fatalf("the writer got %v, want EPIPE", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not close the input")
+	}
+	if _, err := s.Read(make([]byte, 1)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Read after Close: %v", err)
+	}
+}
