@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/pipeline"
 )
 
@@ -158,9 +158,9 @@ func clientTLS(caFile string) (*tls.Config, error) {
 	if caFile == "" {
 		return nil, nil
 	}
-	pem, err := os.ReadFile(caFile)
+	pem, err := fileread.ReadFile(caFile, fileread.Limit{Flag: "--ca", Max: MaxPEMBytes, What: "a certificate"})
 	if err != nil {
-		return nil, fmt.Errorf("attach: read ca file: %w", err)
+		return nil, fmt.Errorf("attach: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {

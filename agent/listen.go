@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/latscope/latscope/internal/fileread"
 )
 
 // DefaultListen is where an agent listens unless told otherwise: loopback
@@ -59,11 +61,32 @@ func (c ListenConfig) Validate() error {
 		return errors.New("tls needs both a certificate and a key file")
 	}
 	if c.TLSCert != "" {
-		if _, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey); err != nil {
-			return fmt.Errorf("load tls certificate: %w", err)
+		if _, err := c.keyPair(); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// MaxPEMBytes bounds a certificate, key or CA file: real ones are a few
+// KiB, and the limit keeps a path such as /dev/zero from being read on.
+const MaxPEMBytes = fileread.MiB
+
+// keyPair reads the certificate and its key, each a bounded regular file.
+func (c ListenConfig) keyPair() (tls.Certificate, error) {
+	cert, err := fileread.ReadFile(c.TLSCert, fileread.Limit{Flag: "--tls-cert", Max: MaxPEMBytes, What: "a certificate"})
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("load tls certificate: %w", err)
+	}
+	key, err := fileread.ReadFile(c.TLSKey, fileread.Limit{Flag: "--tls-key", Max: MaxPEMBytes, What: "a key"})
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("load tls certificate: %w", err)
+	}
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("load tls certificate: --tls-cert %s, --tls-key %s: %w", c.TLSCert, c.TLSKey, err)
+	}
+	return pair, nil
 }
 
 // exposed reports whether the address reaches beyond this machine.
@@ -88,9 +111,9 @@ func (c ListenConfig) tlsConfig() (*tls.Config, error) {
 	if c.TLSCert == "" {
 		return nil, nil
 	}
-	cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+	cert, err := c.keyPair()
 	if err != nil {
-		return nil, fmt.Errorf("load tls certificate: %w", err)
+		return nil, err
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }

@@ -7,10 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/latscope/latscope/internal/fileread"
 )
+
+// maxPromptFile bounds a prompt file, which is held in memory.
+const maxPromptFile = 64 << 20
 
 // maxPromptLine bounds one prompt-file line.
 const maxPromptLine = 16 << 20
@@ -19,9 +23,9 @@ const maxPromptLine = 16 << 20
 // object ({"prompt": "..."} or {"messages": [...]}) or plain text. Blank
 // lines are skipped; a bad JSON line is an error naming its line number.
 func readPromptFile(path string) ([]string, error) {
-	f, err := os.Open(path)
+	f, err := fileread.Open(path, fileread.Limit{Flag: "--prompt-file", Max: maxPromptFile, What: "a prompt file"})
 	if err != nil {
-		return nil, fmt.Errorf("prompt file: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	prompts, err := parsePrompts(f)

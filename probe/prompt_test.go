@@ -378,7 +378,7 @@ func TestPromptFile(t *testing.T) {
 		t.Fatalf("bad JSON line: error %v, want one naming the file and line 3", err)
 	}
 	_, err = NewPromptSource(t.Context(), PromptConfig{File: filepath.Join(dir, "missing.txt"), OutputTokens: Length{Mean: 32}})
-	if err == nil || !strings.Contains(err.Error(), "prompt file") || !os.IsNotExist(unwrapPromptErr(err)) {
+	if err == nil || !strings.Contains(err.Error(), "--prompt-file") || !os.IsNotExist(unwrapPromptErr(err)) {
 		t.Fatalf("missing file: error %v", err)
 	}
 	binary := filepath.Join(dir, "weights.bin")

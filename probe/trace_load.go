@@ -10,12 +10,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/recorder"
 )
 
@@ -35,6 +35,15 @@ const MooncakeBlockTokens = 512
 // maxTraceLine bounds one line of a text trace (a Mooncake line lists a
 // hash id per 512 prompt tokens).
 const maxTraceLine = 1 << 20
+
+// maxTraceFile bounds a text trace, and maxTraceRequests the requests a
+// trace of either kind may hold: a trace is held in memory.
+const (
+	maxTraceFile     = 1 << 30
+	maxTraceRequests = 10_000_000
+)
+
+var errTooManyRequests = fmt.Errorf("more than %d requests, the most a trace may hold", maxTraceRequests)
 
 // TraceRequest is one request of a trace.
 type TraceRequest struct {
@@ -87,12 +96,13 @@ func ReadTrace(path string) (*Trace, error) {
 			return nil, fmt.Errorf("trace %s: %w", path, err)
 		}
 		return t, nil
-	case !errors.Is(err, recorder.ErrNotRecording):
+	case !errors.Is(err, recorder.ErrNotRecording) && !errors.Is(err, fileread.ErrNotRegular):
 		return nil, fmt.Errorf("trace: %w", err)
 	}
-	f, err := os.Open(path)
+	// A path that is not a regular file is refused here, in the trace's name.
+	f, err := fileread.Open(path, fileread.Limit{Flag: "trace", Max: maxTraceFile, What: "a text trace"})
 	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	t, err := ParseTrace(f)
@@ -130,6 +140,9 @@ func traceFromRecording(rec *recorder.Reader) (*Trace, error) {
 		if r.PromptTokens < 1 || out < 1 {
 			continue // nothing to size it by
 		}
+		if len(t.Requests) == maxTraceRequests {
+			return nil, errTooManyRequests
+		}
 		t.Requests = append(t.Requests, TraceRequest{At: time.Duration(r.Intended.UnixNano()), PromptTokens: r.PromptTokens, OutputTokens: out})
 	}
 	startAtZero(t.Requests)
@@ -163,6 +176,9 @@ func ParseTrace(in io.Reader) (*Trace, error) {
 		r, err := parse(line)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		if len(t.Requests) == maxTraceRequests {
+			return nil, fmt.Errorf("line %d: %w", n, errTooManyRequests)
 		}
 		t.Requests = append(t.Requests, r)
 	}

@@ -52,6 +52,17 @@ func (e *TornTailError) Error() string {
 	return fmt.Sprintf("recording cut short: the %d bytes from offset %d are an incomplete frame (the writer stopped mid-write); every event before them was read", e.Size, e.Offset)
 }
 
+// JoinedError says that a second recording begins at Offset: two files were
+// joined (cat a b > c). Reading stops there rather than sum two sessions as
+// one; every event before Offset has been returned.
+type JoinedError struct {
+	Offset int64 // where the second recording's file header begins
+}
+
+func (e *JoinedError) Error() string {
+	return fmt.Sprintf("a second recording begins at byte offset %d: this file is two recordings joined (as by cat a b > c), which cannot be summed as one session; split it at that offset (head -c %d) and read each part", e.Offset, e.Offset)
+}
+
 // CorruptError says that the frame at Offset is damaged or is not a frame.
 // Every event of the frames before it has been returned.
 type CorruptError struct {

@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/fileread"
 )
 
 // Reader iterates a recording's events in file order, the session header
@@ -19,7 +19,7 @@ import (
 type Reader struct {
 	frames *frameScanner
 	dec    *zstd.Decoder
-	file   *os.File // set when Open opened it; Close closes it
+	file   io.Closer // set when Open opened it; Close closes it
 
 	header  *event.Session
 	first   *event.Event // the header event, returned by the first Next
@@ -31,8 +31,11 @@ type Reader struct {
 }
 
 // Open opens the recording at path and reads its headers; see NewReader.
+// Only a regular file is opened (a FIFO or a device would block or never
+// end; read those with NewReader); the reader streams it, one frame at a
+// time, however large it is.
 func Open(path string) (*Reader, error) {
-	f, err := os.Open(path)
+	f, err := fileread.Open(path, fileread.Limit{})
 	if err != nil {
 		return nil, fmt.Errorf("open recording: %w", err)
 	}
@@ -107,6 +110,13 @@ func (r *Reader) readFileHeader() error {
 	return h.check()
 }
 
+// isFileHeader reports whether a skippable frame's payload is a recording's
+// file header: where it is not the first frame, a second recording begins.
+func isFileHeader(payload []byte) bool {
+	var h fileHeader
+	return len(payload) <= maxHeaderBytes && json.Unmarshal(payload, &h) == nil && h.Magic == fileMagic
+}
+
 // Header returns the recording's session header.
 func (r *Reader) Header() *event.Session { return r.header }
 
@@ -153,6 +163,9 @@ func (r *Reader) nextFrame() error {
 			return err
 		}
 		if f.skippable {
+			if isFileHeader(f.data) {
+				return &JoinedError{Offset: f.offset}
+			}
 			continue
 		}
 		r.frameAt, r.line = f.offset, 0

@@ -30,6 +30,9 @@ type ReplayOptions struct {
 	Paused bool
 	// Clock paces the replay; nil means the system clock.
 	Clock Clock
+	// Name is what errors call the file; empty means its path. A recording
+	// read from standard input is replayed from a copy, named "-" here.
+	Name string
 }
 
 // Replay is a pipeline.Source that emits a recording's events, the session
@@ -42,6 +45,7 @@ type ReplayOptions struct {
 // aggregate on the events' own times (event.Event.Time), as they do live.
 type Replay struct {
 	path   string
+	name   string // for errors
 	from   time.Time
 	pacer  *pacer
 	mu     sync.Mutex
@@ -57,8 +61,13 @@ func NewReplay(path string, opts ReplayOptions) *Replay {
 	if speed <= 0 {
 		speed = 1
 	}
+	name := opts.Name
+	if name == "" {
+		name = path
+	}
 	return &Replay{
 		path:  path,
+		name:  name,
 		from:  opts.From,
 		pacer: &pacer{clock: clockOrSystem(opts.Clock), speed: speed, paused: opts.Paused, changed: make(chan struct{})},
 	}
@@ -71,7 +80,7 @@ func NewReplay(path string, opts ReplayOptions) *Replay {
 func (r *Replay) Run(ctx context.Context, emit func(event.Event)) error {
 	rd, err := Open(r.path)
 	if err != nil {
-		return fmt.Errorf("replay: %w", err)
+		return fmt.Errorf("replay %s: %w", r.name, err)
 	}
 	defer rd.Close()
 	var at, first time.Time // the emit time, and the first event's
@@ -81,7 +90,7 @@ func (r *Replay) Run(ctx context.Context, emit func(event.Event)) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("replay %s: %w", r.path, err)
+			return fmt.Errorf("replay %s: %w", r.name, err)
 		}
 		at = later(at, ev.Time())
 		if first.IsZero() {

@@ -16,6 +16,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/fileread"
 )
 
 // DefaultFlushInterval is the longest an event waits in memory before it is
@@ -87,14 +88,29 @@ type Writer struct {
 
 // Create creates a recording at path, readable and writable by its owner
 // only (mode 0600), and writes the file header and the session header. It
-// refuses to replace an existing file unless opts.Overwrite is set.
+// refuses to replace an existing file unless opts.Overwrite is set, and
+// refuses anything but a regular file even then: a device such as
+// /dev/null, a FIFO or a directory. An overwritten file keeps its mode and
+// owner: Create never changes a file it did not create.
 func Create(path string, header *event.Session, opts Options) (*Writer, error) {
 	if header == nil {
 		return nil, errors.New("create recording: no session header")
 	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if opts.Overwrite {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	// Look before opening: opening a FIFO for writing blocks, and O_TRUNC
+	// must not reach anything but a regular file.
+	info, err := os.Stat(path)
+	switch {
+	case err == nil && !info.Mode().IsRegular():
+		return nil, fmt.Errorf("create recording: %s: %w (%s)", path, fileread.ErrNotRegular, fileread.Kind(info.Mode()))
+	case err == nil && !opts.Overwrite:
+		return nil, fmt.Errorf("create recording: %s already exists (choose another name, or allow overwriting): %w", path, fs.ErrExist)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("create recording: %w", err)
+	}
+	created := err != nil
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL | fileread.NonBlock
+	if !created {
+		flags = os.O_WRONLY | os.O_TRUNC | fileread.NonBlock // no O_CREATE: it exists, as checked
 	}
 	f, err := os.OpenFile(path, flags, 0o600)
 	if errors.Is(err, fs.ErrExist) {
@@ -103,17 +119,30 @@ func Create(path string, header *event.Session, opts Options) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create recording: %w", err)
 	}
-	// An overwritten file keeps its old mode, and a umask may have changed
-	// the new one's.
-	if err := f.Chmod(0o600); err != nil {
+	// Check what was opened too: the path may have changed since the look.
+	if info, err = f.Stat(); err != nil || !info.Mode().IsRegular() {
 		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s: %w (%s)", path, fileread.ErrNotRegular, fileread.Kind(info.Mode()))
+		}
 		return nil, fmt.Errorf("create recording: %w", err)
+	}
+	if created {
+		// A umask may have changed the new file's mode. The file is ours:
+		// O_EXCL made it.
+		if err := f.Chmod(0o600); err != nil {
+			f.Close()
+			os.Remove(path)
+			return nil, fmt.Errorf("create recording: %w", err)
+		}
 	}
 	w, err := NewWriter(f, header, opts)
 	if err != nil {
 		// Leave no file that is not a recording behind.
 		f.Close()
-		os.Remove(path)
+		if created {
+			os.Remove(path)
+		}
 		return nil, err
 	}
 	w.file = f

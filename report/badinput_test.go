@@ -74,6 +74,11 @@ func TestTornTailIsAWarning(t *testing.T) {
 		if f != CSV && !strings.Contains(buf.String(), "cut short at byte offset") {
 			t.Errorf("%s report does not carry the warning", f)
 		}
+		// Every format says the recording is partial, CSV included.
+		want := map[Format]string{Markdown: "partial recording", HTML: "partial recording", JSON: `"partial": true`, CSV: "recording,partial,value,1,bool"}[f]
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("%s report does not say the recording is partial (%q)", f, want)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"maps"
 	"math"
 	"slices"
@@ -56,12 +57,17 @@ func (c Change) Tested() bool { return !math.IsNaN(c.P) }
 // Compare compares other with base. It reads both files once more, to cut
 // them into windows.
 func Compare(base, other *Recording) (*Comparison, error) {
+	return CompareContext(context.Background(), base, other)
+}
+
+// CompareContext is Compare, which stops reading when ctx ends.
+func CompareContext(ctx context.Context, base, other *Recording) (*Comparison, error) {
 	cmp := &Comparison{Base: base, Other: other, Window: windowLength(base, other)}
-	wa, err := windowsOf(base, cmp.Window)
+	wa, err := windowsOf(ctx, base, cmp.Window)
 	if err != nil {
 		return nil, err
 	}
-	wb, err := windowsOf(other, cmp.Window)
+	wb, err := windowsOf(ctx, other, cmp.Window)
 	if err != nil {
 		return nil, err
 	}

@@ -114,7 +114,7 @@ func TestWindowsCountTheRequestsCompletedInThem(t *testing.T) {
 	t.Parallel()
 	s := defaultSynth(2)
 	rec := s.load(t)
-	ws, err := windowsOf(rec, 10*time.Second)
+	ws, err := windowsOf(t.Context(), rec, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,14 @@ func (r *csvRows) stats(section, name, unit string, st aggregate.Stats, prov str
 	}
 }
 
+// boolNum is 1 for true, 0 for false.
+func boolNum(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func csvNum(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return ""
@@ -49,7 +57,15 @@ func csvNum(v float64) string {
 
 func writeCSV(w io.Writer, rec *Recording) error {
 	s := &rec.Summary
+	// First, whether the recording is whole: a cut-off one says so here,
+	// where a spreadsheet shows it, as the other formats' banners do.
+	// The value stays a number, as in every row: 1 for partial.
 	var rows csvRows
+	rows.add("recording", "partial", "value", boolNum(rec.Partial), "bool", "")
+	rows.add("recording", "events", "value", float64(rec.Events), "events", "")
+	if rec.Partial {
+		rows.add("recording", "cut_at", "value", float64(rec.CutAt), "bytes", "")
+	}
 	r := s.Requests
 	for _, c := range []struct {
 		name string
@@ -157,14 +173,16 @@ func gpuRows(rows *csvRows, s *aggregate.Summary) {
 }
 
 func writeCSVComparison(w io.Writer, c *Comparison) error {
-	rows := make([][]string, len(c.Changes))
-	for i, ch := range c.Changes {
+	// First, whether each recording is whole, as in a single report.
+	rows := make([][]string, 1, 1+len(c.Changes))
+	rows[0] = []string{"recording", "partial", "value", "bool", csvNum(boolNum(c.Base.Partial)), csvNum(boolNum(c.Other.Partial)), "", "", "", "false", "", ""}
+	for _, ch := range c.Changes {
 		p := ""
 		if ch.Tested() {
 			p = strconv.FormatFloat(ch.P, 'g', 4, 64)
 		}
-		rows[i] = []string{ch.Section, ch.Name, ch.Stat, ch.Unit, csvNum(ch.Base), csvNum(ch.Other), csvNum(ch.Delta),
-			csvNum(ch.DeltaPct), p, strconv.FormatBool(ch.Significant), strconv.Itoa(ch.Windows[0]), strconv.Itoa(ch.Windows[1])}
+		rows = append(rows, []string{ch.Section, ch.Name, ch.Stat, ch.Unit, csvNum(ch.Base), csvNum(ch.Other), csvNum(ch.Delta),
+			csvNum(ch.DeltaPct), p, strconv.FormatBool(ch.Significant), strconv.Itoa(ch.Windows[0]), strconv.Itoa(ch.Windows[1])})
 	}
 	return writeCSVRows(w, CSVComparisonColumns, rows)
 }

@@ -15,6 +15,8 @@ import (
 type extra struct {
 	File     string              `json:"file"`
 	Events   int64               `json:"events"`
+	Partial  bool                `json:"partial"`          // cut short: see warnings
+	CutAt    *int64              `json:"cut_at,omitempty"` // where, in bytes`
 	Warnings []string            `json:"warnings"`
 	Series   Series              `json:"series"`
 	Bands    map[string]bandJSON `json:"bands"`
@@ -32,7 +34,10 @@ type bandJSON struct {
 }
 
 func extraOf(rec *Recording) extra {
-	x := extra{File: rec.Path, Events: rec.Events, Warnings: rec.Warnings, Series: rec.Series, Bands: map[string]bandJSON{}}
+	x := extra{File: rec.Path, Events: rec.Events, Partial: rec.Partial, Warnings: rec.Warnings, Series: rec.Series, Bands: map[string]bandJSON{}}
+	if rec.Partial {
+		x.CutAt = &rec.CutAt
+	}
 	if x.Warnings == nil {
 		x.Warnings = []string{}
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +16,7 @@ import (
 // Recording is one recording, replayed through an aggregator: its summary,
 // the run's TTFT breakdown bands and the time series the charts draw.
 type Recording struct {
-	// Path is the file it was read from.
+	// Path is the file it was read from, as the user named it.
 	Path string
 	// Summary is the whole run, as aggregate computes it, with every URL
 	// passed through event.RedactURL again.
@@ -28,10 +29,16 @@ type Recording struct {
 	Series Series
 	// Events counts the events read, the session header included.
 	Events int64
+	// Partial says the recording was cut short (its writer was killed, or
+	// ran out of disk, mid-frame): the report covers only the events before
+	// CutAt, the byte offset of the incomplete frame. Every format says so.
+	Partial bool
+	CutAt   int64
 	// Warnings say what the report could not cover, e.g. a torn tail.
 	Warnings []string
 
-	scan scan // what a comparison needs to replay the file again
+	scan scan   // what a comparison needs to replay the file again
+	file string // where the file is read again: Path, or a copy of a stream
 }
 
 // Simulated reports whether the session or its GPU was latscope's simulator.
@@ -64,16 +71,22 @@ func (r *Recording) Name() string { return filepath.Base(r.Path) }
 // killed writer) is reported in Warnings and covers every complete frame; a
 // file that is not a recording, is damaged, or was written by a version
 // this build cannot read is an error.
-func Load(path string) (*Recording, error) {
-	scan, err := scanRecording(path)
+func Load(path string) (*Recording, error) { return LoadAs(context.Background(), path, path) }
+
+// LoadAs is Load of the file at path, named name in the report and its
+// messages (a recording read from standard input is read from a copy). It
+// stops reading when ctx ends: a large file takes a while.
+func LoadAs(ctx context.Context, path, name string) (*Recording, error) {
+	scan, err := scanRecording(ctx, path, name)
 	if err != nil {
 		return nil, err
 	}
-	rec := &Recording{Path: path, Events: scan.events, scan: scan}
+	rec := &Recording{Path: name, Events: scan.events, scan: scan, file: path}
 	if scan.torn != nil {
+		rec.Partial, rec.CutAt = true, scan.torn.Offset
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf(
-			"%s was cut short at byte offset %d (its last %d bytes are an incomplete frame, as when the writer is killed); this report covers the %d events before that offset",
-			path, scan.torn.Offset, scan.torn.Size, scan.events))
+			"partial recording: %s was cut short at byte offset %d (its last %d bytes are an incomplete frame, as when the writer is killed); this report covers the %d events before that offset",
+			name, scan.torn.Offset, scan.torn.Size, scan.events))
 	}
 
 	agg := aggregate.New(aggregate.Config{})
@@ -84,7 +97,7 @@ func Load(path string) (*Recording, error) {
 		plan.takeBefore(at, agg, rec)
 		agg.Add(ev)
 	}}
-	if _, err := readEvents(path, ro.add); err != nil {
+	if _, err := readEvents(ctx, path, name, ro.add); err != nil {
 		return nil, err
 	}
 	ro.flush()
@@ -108,10 +121,10 @@ type scan struct {
 	firstDone, lastDone time.Time
 }
 
-func scanRecording(path string) (scan, error) {
+func scanRecording(ctx context.Context, path, name string) (scan, error) {
 	var s scan
 	var clock orderClock
-	torn, err := readEvents(path, func(ev event.Event) {
+	torn, err := readEvents(ctx, path, name, func(ev event.Event) {
 		s.events++
 		before := clock.latest
 		at := clock.key(ev)
@@ -138,15 +151,22 @@ func scanRecording(path string) (scan, error) {
 	return s, nil
 }
 
-// readEvents calls fn for every event of the recording at path, the header
-// first. A torn tail ends the events without an error and is returned.
-func readEvents(path string, fn func(event.Event)) (*recorder.TornTailError, error) {
+// readEvents calls fn for every event of the recording at path (called
+// name in errors), the header first. A torn tail ends the events without an
+// error and is returned.
+func readEvents(ctx context.Context, path, name string, fn func(event.Event)) (*recorder.TornTailError, error) {
 	r, err := recorder.Open(path)
 	if err != nil {
+		if path != name {
+			return nil, fmt.Errorf("%s: %w", name, explain(err))
+		}
 		return nil, explain(err)
 	}
 	defer r.Close()
-	for {
+	for n := 0; ; n++ {
+		if n%4096 == 0 && ctx.Err() != nil { // a check per event would cost more than it saves
+			return nil, fmt.Errorf("read %s: %w", name, ctx.Err())
+		}
 		ev, err := r.Next()
 		var torn *recorder.TornTailError
 		switch {
@@ -155,7 +175,7 @@ func readEvents(path string, fn func(event.Event)) (*recorder.TornTailError, err
 		case errors.As(err, &torn):
 			return torn, nil
 		case err != nil:
-			return nil, fmt.Errorf("read %s: %w", path, explain(err))
+			return nil, fmt.Errorf("read %s: %w", name, explain(err))
 		}
 		fn(ev)
 	}

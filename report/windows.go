@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
@@ -36,7 +37,7 @@ type window struct {
 // requests (and samples) that fall in it; a window with no events is kept
 // (its throughput is zero). Events come in time order, so only one window
 // is open at a time.
-func windowsOf(rec *Recording, length time.Duration) ([]window, error) {
+func windowsOf(ctx context.Context, rec *Recording, length time.Duration) ([]window, error) {
 	s := rec.scan
 	if s.firstDone.IsZero() || length <= 0 {
 		return nil, nil
@@ -68,7 +69,7 @@ func windowsOf(rec *Recording, length time.Duration) ([]window, error) {
 		}
 		agg.Add(ev)
 	}}
-	if _, err := readEvents(rec.Path, ro.add); err != nil {
+	if _, err := readEvents(ctx, rec.file, rec.Path, ro.add); err != nil {
 		return nil, err
 	}
 	ro.flush()

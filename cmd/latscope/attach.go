@@ -16,6 +16,7 @@ import (
 
 	"github.com/latscope/latscope/agent"
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/tui"
 )
@@ -74,9 +75,9 @@ agent's name before the extension).`,
 // readAgentsFile reads agent URLs, one per line; blank lines and # comments
 // are skipped.
 func readAgentsFile(path string) ([]string, error) {
-	file, err := os.Open(path)
+	file, err := fileread.Open(path, fileread.Limit{Flag: "--agents", Max: fileread.MiB, What: "a list of agents"})
 	if err != nil {
-		return nil, fmt.Errorf("--agents: %w", err)
+		return nil, err
 	}
 	defer file.Close()
 	var urls []string

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latscope/latscope/agent"
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/probe"
 )
 
@@ -89,9 +91,9 @@ func loadTLS(caFile string, insecure bool) (*tls.Config, error) {
 	case caFile == "":
 		return nil, nil
 	}
-	pem, err := os.ReadFile(caFile)
+	pem, err := fileread.ReadFile(caFile, certLimit("--ca-cert"))
 	if err != nil {
-		return nil, fmt.Errorf("--ca-cert: %w", err)
+		return nil, err
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil {
@@ -183,4 +185,9 @@ func (t *headerTransport) CloseIdleConnections() {
 	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
+}
+
+// certLimit bounds a certificate or CA file named by flag.
+func certLimit(flag string) fileread.Limit {
+	return fileread.Limit{Flag: flag, Max: agent.MaxPEMBytes, What: "a certificate"}
 }

@@ -32,21 +32,34 @@ On the dashboard, space pauses playback and ← / → seek ten seconds; quitting
 prints the whole recording's summary.
 
 A file cut short (the recording process was killed) replays up to its last
-complete frame, with a warning naming the offset of the torn tail.`,
+complete frame, with a warning naming the offset of the torn tail. A file that
+is two recordings joined (cat a b > c) is refused at the second one's offset.
+
+FILE "-" reads the recording from standard input (a pipe): it is copied to a
+temporary file as it arrives, and playback starts once the pipe is closed;
+then pause and seek work as for a file.`,
 		Example: `  latscope replay session.lsr --no-tui
   latscope replay session.lsr --no-tui --json > summary.json
-  latscope replay session.lsr --speed 10`,
+  latscope replay session.lsr --speed 10
+  ssh gpu-box cat session.lsr | latscope replay - --no-tui`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sp, err := parseSpeed(speed, noTUI)
 			if err != nil {
 				return err
 			}
-			path := args[0]
+			path, name, cleanup, err := recordingArg(cmd.Context(), cmd.InOrStdin(), args[0])
+			if err != nil {
+				return err
+			}
+			defer cleanup()
 			// Open once up front: a file that is not a recording, or from
 			// another version, fails here with a clear message.
 			rd, err := recorder.Open(path)
 			if err != nil {
+				if name != path {
+					return fmt.Errorf("%s: %w", name, err)
+				}
 				return err
 			}
 			rd.Close()
@@ -59,11 +72,11 @@ complete frame, with a warning naming the offset of the torn tail.`,
 				}
 				sp = recorder.MaxSpeed // then the whole file's summary, as --no-tui prints it
 			}
-			m := measurement{pipe: pipeline.Config{Primary: []pipeline.Source{recorder.NewReplay(path, recorder.ReplayOptions{Speed: sp})}}}
+			m := measurement{pipe: pipeline.Config{Primary: []pipeline.Source{recorder.NewReplay(path, recorder.ReplayOptions{Speed: sp, Name: name})}}}
 			summary, err := m.run(cmd.Context())
 			var torn *recorder.TornTailError
 			if errors.As(err, &torn) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "latscope: warning: %s: %v; the summary covers everything before it\n", path, torn)
+				fmt.Fprintf(cmd.ErrOrStderr(), "latscope: warning: %s: %v; the summary covers everything before it\n", name, torn)
 				err = withoutTorn(err)
 			}
 			interrupted := errors.Is(err, errInterrupted)

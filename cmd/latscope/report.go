@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/report"
 )
 
@@ -26,7 +29,8 @@ Formats (--format, or from -o's extension):
   json  the same object as 'latscope run --json', plus a "report" key with the
         time series and the TTFT breakdown bands
   csv   one row per (metric or stage, statistic): section, name, statistic,
-        value, unit, provenance
+        value, unit, provenance; the first row, recording,partial, is 1 for a
+        recording cut short
   html  one self-contained page (no scripts, nothing fetched) with SVG charts:
         the TTFT breakdown, TTFT and ITL p50/p99 over time, and queue depth
 
@@ -38,7 +42,11 @@ Welch's t-test on the per-window values gives p < 0.05 after Holm-Bonferroni
 correction over all rows.
 
 A recording cut short (the writer was killed) is reported up to its last
-complete frame, with a warning naming the offset.`,
+complete frame; the report says it is partial, in every format, and a
+warning names the offset. A file that is two recordings joined (cat a b > c)
+is refused at the second one's offset.
+
+FILE (or --compare) "-" reads a recording from standard input.`,
 		Example: `  latscope report session.zst
   latscope report session.zst -o session.html
   latscope report before.zst --compare after.zst --format md
@@ -49,7 +57,12 @@ complete frame, with a warning naming the offset.`,
 			if err != nil {
 				return err
 			}
-			return runReport(cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args[0], compare, output)
+			err = runReport(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args[0], compare, output)
+			var ee *exitError
+			if err != nil && cmd.Context().Err() != nil && !errors.As(err, &ee) {
+				err = &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: %w", err)}
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVarP(&format, "format", "f", string(report.Markdown), "output format: md, json, csv or html (default from -o's extension, else md)")
@@ -73,13 +86,21 @@ func reportFormat(flag string, given bool, output string) (report.Format, error)
 	return f, nil
 }
 
-func runReport(stdout, stderr io.Writer, f report.Format, path, comparePath, output string) error {
+func runReport(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f report.Format, path, comparePath, output string) error {
 	for _, in := range []string{path, comparePath} {
 		if in != "" && output != "" && sameFile(in, output) {
 			return fmt.Errorf("-o %s would overwrite the recording %s", output, in)
 		}
 	}
-	base, err := report.Load(path)
+	if fileread.IsStdin(path) && fileread.IsStdin(comparePath) {
+		return errors.New("FILE and --compare both read standard input: give at most one as -")
+	}
+	file, name, cleanup, err := recordingArg(ctx, stdin, path)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	base, err := report.LoadAs(ctx, file, name)
 	if err != nil {
 		return err
 	}
@@ -88,12 +109,17 @@ func runReport(stdout, stderr io.Writer, f report.Format, path, comparePath, out
 	if comparePath == "" {
 		err = report.Write(&buf, f, base)
 	} else {
-		other, lerr := report.Load(comparePath)
+		file, name, cleanup, lerr := recordingArg(ctx, stdin, comparePath)
+		if lerr != nil {
+			return lerr
+		}
+		defer cleanup()
+		other, lerr := report.LoadAs(ctx, file, name)
 		if lerr != nil {
 			return lerr
 		}
 		recs = append(recs, other)
-		cmp, cerr := report.Compare(base, other)
+		cmp, cerr := report.CompareContext(ctx, base, other)
 		if cerr != nil {
 			return cerr
 		}

@@ -114,7 +114,7 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.window, "window", "10s", "the dashboard's window at start: 10s, 1m, 5m or run (w cycles)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the final summary as one JSON object on stdout instead of the table")
 	fl.StringVar(&f.record, "record", "", "record the session to this file (zstd-compressed events; replay it with `latscope replay`, summarise it with `latscope report`)")
-	fl.BoolVar(&f.recordOverwrite, "record-overwrite", false, "let --record replace an existing file")
+	fl.BoolVar(&f.recordOverwrite, "record-overwrite", false, "let --record replace an existing regular file (it keeps its mode and owner; a new file is made 0600)")
 	fl.StringVar(&f.otlpExport, "otlp-export", "", "send each request as an OpenTelemetry trace (one span per stage) to this OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318")
 	fl.StringVar(&f.slo, "slo", "", `objectives that set the exit code, e.g. "ttft.p99<500ms,itl.p99<50ms"`)
 	fl.StringVar(&f.metricsURL, "metrics-url", "", "server Prometheus metrics (default: the target's /metrics)")

@@ -114,10 +114,10 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run", "--url", "http://127.0.0.1:1", "--scrape-interval", "0s"}, "--scrape-interval 0s"},
 		{[]string{"run", "--url", "http://127.0.0.1:1", "--shared-prefix", "-3"}, "--shared-prefix -3"},
 		{[]string{"run", "--url", "http://127.0.0.1:1", "--ca-cert", "x.pem", "--insecure"}, "--ca-cert and --insecure: give one or the other"},
-		{[]string{"run", "--url", "http://127.0.0.1:1", "--ca-cert", "/nonexistent/ca.pem"}, "--ca-cert: open /nonexistent/ca.pem"},
+		{[]string{"run", "--url", "http://127.0.0.1:1", "--ca-cert", "/nonexistent/ca.pem"}, "--ca-cert /nonexistent/ca.pem: no such file"},
 		{[]string{"run", "--url", "ftp://host"}, `--url: URL ftp://host: want http:// or https://, not "ftp:"`},
 		{[]string{"run", "--url", "http://127.0.0.1:1", "--header", "X-Api-Key: a\x01b"}, "--header number 1: header X-Api-Key: its value holds a control character"},
-		{[]string{"run", "--url", "http://127.0.0.1:1", "--prompt-file", "/nonexistent/prompts.txt", "--dialect", "tgi"}, "prompt file: open /nonexistent/prompts.txt"},
+		{[]string{"run", "--url", "http://127.0.0.1:1", "--prompt-file", "/nonexistent/prompts.txt", "--dialect", "tgi"}, "--prompt-file /nonexistent/prompts.txt: no such file"},
 	}
 	for _, tc := range tests {
 		_, _, err := execute(t, tc.args...)

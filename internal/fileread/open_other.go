@@ -1,0 +1,6 @@
+//go:build !unix
+
+package fileread
+
+// NonBlock is 0 where open has no such flag.
+const NonBlock = 0
