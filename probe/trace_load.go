@@ -37,10 +37,11 @@ const MooncakeBlockTokens = 512
 const maxTraceLine = 1 << 20
 
 // maxTraceFile bounds a text trace, and maxTraceRequests the requests a
-// trace of either kind may hold: a trace is held in memory.
+// trace of either kind may hold: a trace is held in memory (about 170 B a
+// request, so a full one is about 170 MB).
 const (
 	maxTraceFile     = 1 << 30
-	maxTraceRequests = 10_000_000
+	maxTraceRequests = 1_000_000
 )
 
 var errTooManyRequests = fmt.Errorf("more than %d requests, the most a trace may hold", maxTraceRequests)
