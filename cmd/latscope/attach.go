@@ -16,6 +16,7 @@ import (
 
 	"github.com/latscope/latscope/agent"
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/tui"
 )
@@ -237,12 +238,22 @@ func (l *lateRecording) start(ctx context.Context, fan *pipeline.Fanout) func() 
 				return
 			}
 			err = rec.w.Record(ctx, sub.Events())
+			l.rec = rec // read by lateEvents once done is received
 			done <- errors.Join(err, rec.w.Close())
 			return
 		}
 		done <- nil
 	}()
 	return func() error { return <-done }
+}
+
+// lateEvents announces the events the agent's recording could not write,
+// undated: the local clock is not the agent's.
+func (l *lateRecording) lateEvents() []event.Event {
+	if l.rec == nil {
+		return nil
+	}
+	return l.rec.lateEvents()
 }
 
 // attachFeed drives the dashboard from several agents: the first agent's

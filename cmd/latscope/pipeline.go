@@ -132,7 +132,8 @@ func addRecorderAndExport(ctx context.Context, stderr io.Writer, f *loadFlags, s
 		}
 		fmt.Fprintf(stderr, "latscope: recording to %s\n", f.record)
 		m.consumers = append(m.consumers, rec)
-		m.observers = append(m.observers, rec.warnWhenBehind(stderr))
+		m.observers = append(m.observers, rec.warnWhenBehind(stderr), rec.warnWhenFailing(stderr, time.Now))
+		m.pipe.Aux = append(m.pipe.Aux, rec.losses(time.Now))
 	}
 	if f.otlpExport != "" {
 		exp, err := newTraceExport(ctx, f.otlpExport)
