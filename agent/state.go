@@ -84,7 +84,8 @@ func (c *Client) received(ev event.Event) {
 	c.st.Events++
 	c.st.LastID = c.lastID
 	switch {
-	case ev.Loss != nil:
+	case ev.Loss != nil && ev.Loss.Consumer != event.ConsumerRecorder:
+		// The agent's recording missing events is no loss of the stream's.
 		c.st.Lost += ev.Loss.Events
 	case ev.Session != nil:
 		switch {
