@@ -32,11 +32,11 @@ const (
 	MetricGaps           = "latscope_sse_gaps_total"
 	MetricEventsDropped  = "latscope_sse_events_dropped_total"
 	MetricUnauthorized   = "latscope_unauthorized_requests_total" // label path
+	MetricUptime         = "latscope_agent_uptime_seconds"
 	// Events a consumer of the agent's own pipeline did not get or could
 	// not keep, from the Loss records it published; consumer "recorder":
 	// events --record could not write (a full disk).
 	MetricEventsLost = "latscope_events_lost_total" // label consumer
-	MetricUptime         = "latscope_agent_uptime_seconds"
 	// What the inference server's own metrics said, as of the latest scrape,
 	// so a fleet dashboard shows each server's queue beside its latency.
 	MetricServerWaiting = "latscope_server_requests_waiting"
