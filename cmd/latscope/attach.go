@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +26,7 @@ func newAttachCmd() *cobra.Command {
 	var (
 		agentsFile, token, caFile, record string
 		noTUI, jsonOut, noColor           bool
+		connectTimeout                    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "attach URL [URL...]",
@@ -58,7 +60,11 @@ agent's name before the extension).`,
 			if token == "" {
 				token = os.Getenv(agent.TokenEnv)
 			}
-			return runAttach(cmd, urls, token, caFile, record, jsonOut, useDashboard(cmd.OutOrStdout(), noTUI), noColor)
+			if connectTimeout <= 0 {
+				return fmt.Errorf("--connect-timeout %s: want more than 0", connectTimeout)
+			}
+			return runAttach(cmd, urls, agent.ClientConfig{Token: token, CAFile: caFile, ConnectTimeout: connectTimeout},
+				record, jsonOut, useDashboard(cmd.OutOrStdout(), noTUI), noColor)
 		},
 	}
 	fl := cmd.Flags()
@@ -69,6 +75,7 @@ agent's name before the extension).`,
 	fl.BoolVar(&noTUI, "no-tui", false, "print a status line per agent, and their summaries at the end")
 	fl.BoolVar(&jsonOut, "json", false, "print the summaries as JSON (with --no-tui)")
 	fl.BoolVar(&noColor, "no-color", false, "dashboard without colour (also NO_COLOR=1)")
+	fl.DurationVar(&connectTimeout, "connect-timeout", 10*time.Second, "limit for each step of a connection to an agent: dial, TLS handshake, response headers")
 	return cmd
 }
 
@@ -107,13 +114,15 @@ type attached struct {
 	err     error
 }
 
-func runAttach(cmd *cobra.Command, urls []string, token, caFile, record string, jsonOut, dashboard bool, noColor bool) error {
+func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, record string, jsonOut, dashboard bool, noColor bool) error {
 	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
 	runCtx, stopRuns := context.WithCancel(ctx)
 	defer stopRuns()
 	agents := make([]*attached, 0, len(urls))
 	for _, u := range urls {
-		c, err := agent.NewClient(agent.ClientConfig{URL: u, Token: token, CAFile: caFile})
+		cfg := base
+		cfg.URL = u
+		c, err := agent.NewClient(cfg)
 		if err != nil {
 			return fmt.Errorf("attach %s: %w", u, err)
 		}
@@ -133,8 +142,16 @@ func runAttach(cmd *cobra.Command, urls []string, token, caFile, record string, 
 			m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
 			feed.agents = append(feed.agents, attachedFeed{client: a.client, feeds: feeds})
 		} else {
-			line := statusLine(&prefixWriter{w: stderr, mu: &mu, prefix: func() string { return a.client.Name() + ": " }})
-			m.observers = append(m.observers, line)
+			w := &prefixWriter{w: stderr, mu: &mu, prefix: func() string { return a.client.Name() + ": " }}
+			line := statusLine(w)
+			watch := &attachWatch{client: a.client, w: w, now: time.Now}
+			m.observers = append(m.observers, func(s aggregate.Snapshot) {
+				watch.observe()
+				// Zeros from an agent never reached would read as an idle one.
+				if a.client.Status().Connections > 0 {
+					line(s)
+				}
+			})
 		}
 		if record != "" {
 			path := record
@@ -158,16 +175,57 @@ func runAttach(cmd *cobra.Command, urls []string, token, caFile, record string, 
 		}
 	}
 	wg.Wait()
+	unreached := neverConnected(agents)
 	if jsonOut {
-		return writeAttachJSON(cmd.OutOrStdout(), agents)
+		if err := writeAttachJSON(cmd.OutOrStdout(), agents); err != nil {
+			return err
+		}
+		return attachOutcome(agents, unreached)
 	}
-	var errs []error
 	for _, a := range agents {
+		if st := a.client.Status(); st.Connections == 0 {
+			fmt.Fprintf(cmd.OutOrStdout(), "== agent %s (%s): never connected: %s\n\n", a.client.Name(), a.url, lastError(st))
+			continue
+		}
 		fmt.Fprintf(cmd.OutOrStdout(), "== agent %s (%s)\n", a.client.Name(), a.url)
 		if err := aggregate.WriteTable(cmd.OutOrStdout(), a.summary); err != nil {
 			return fmt.Errorf("write the summary: %w", err)
 		}
 		fmt.Fprintln(cmd.OutOrStdout())
+	}
+	if len(unreached) > 0 && len(unreached) < len(agents) {
+		fmt.Fprintf(stderr, "latscope: %d of %d agents never connected: %s\n", len(unreached), len(agents), strings.Join(unreached, "; "))
+	}
+	return attachOutcome(agents, unreached)
+}
+
+// neverConnected names each agent no connection reached, with its last
+// error.
+func neverConnected(agents []*attached) []string {
+	var out []string
+	for _, a := range agents {
+		if st := a.client.Status(); st.Connections == 0 {
+			out = append(out, fmt.Sprintf("%s (%s): %s", a.client.Name(), a.url, lastError(st)))
+		}
+	}
+	return out
+}
+
+func lastError(st agent.Status) string {
+	if st.LastErr == "" {
+		return "no connection was tried"
+	}
+	return st.LastErr
+}
+
+// attachOutcome fails an attach that reached no agent (exit 1, naming each
+// agent and its last error), and one where an agent failed.
+func attachOutcome(agents []*attached, unreached []string) error {
+	if len(unreached) == len(agents) {
+		return &exitError{code: exitFailure, err: fmt.Errorf("no agent could be reached: %s", strings.Join(unreached, "; "))}
+	}
+	var errs []error
+	for _, a := range agents {
 		if a.err != nil {
 			errs = append(errs, fmt.Errorf("agent %s: %w", a.url, a.err))
 		}
@@ -177,16 +235,23 @@ func runAttach(cmd *cobra.Command, urls []string, token, caFile, record string, 
 
 func writeAttachJSON(w io.Writer, agents []*attached) error {
 	type entry struct {
-		Agent   string            `json:"agent"`
-		URL     string            `json:"url"`
-		Error   string            `json:"error,omitempty"`
-		Summary aggregate.Summary `json:"summary"`
+		Agent string `json:"agent"`
+		URL   string `json:"url"`
+		// Connections counts the connections made; 0: never reached, and
+		// Error says why.
+		Connections int64             `json:"connections"`
+		Error       string            `json:"error,omitempty"`
+		Summary     aggregate.Summary `json:"summary"`
 	}
 	out := make([]entry, 0, len(agents))
 	for _, a := range agents {
-		e := entry{Agent: a.client.Name(), URL: a.url, Summary: a.summary}
-		if a.err != nil {
+		st := a.client.Status()
+		e := entry{Agent: a.client.Name(), URL: a.url, Connections: st.Connections, Summary: a.summary}
+		switch {
+		case a.err != nil:
 			e.Error = a.err.Error()
+		case st.Connections == 0:
+			e.Error = "never connected: " + lastError(st)
 		}
 		out = append(out, e)
 	}
@@ -306,8 +371,69 @@ func agentStatusLine(st agent.Status) string {
 	if st.Err != "" {
 		line += ": " + st.Err
 	}
+	if st.State == agent.Reconnecting && !st.RetryAt.IsZero() {
+		line += "; retrying in " + untilText(st.RetryAt, time.Now())
+	}
 	if st.Lost > 0 {
 		line += fmt.Sprintf("; %d events lost", st.Lost)
 	}
 	return line
+}
+
+// attachLineEvery is the least time between two lines about the same
+// connection error of one agent: the backoff retries it more often at first.
+const attachLineEvery = 10 * time.Second
+
+// attachWatch says on w what goes wrong with one agent as it happens, for
+// the headless output (the dashboard shows the same in its header): a
+// failed connection (a new error at once, the same one again at most every
+// attachLineEvery), giving up, events dropped because their ids went
+// backwards, and events the agent says it no longer held. It reads the
+// client's status on the aggregator's goroutine, at every snapshot.
+type attachWatch struct {
+	client *agent.Client
+	w      io.Writer
+	now    func() time.Time
+
+	attempt  int    // the failed attempt last seen
+	lastErr  string // the error last said
+	lastLine time.Time
+	failed   bool
+	dups     int64
+	lost     int64
+}
+
+func (a *attachWatch) observe() {
+	st := a.client.Status()
+	now := a.now()
+	switch {
+	case st.State == agent.Reconnecting && st.Attempt != a.attempt:
+		a.attempt = st.Attempt
+		if st.Err != a.lastErr || now.Sub(a.lastLine) >= attachLineEvery {
+			a.lastErr, a.lastLine = st.Err, now
+			fmt.Fprintf(a.w, "%s; retrying in %s (attempt %d)\n", st.Err, untilText(st.RetryAt, now), st.Attempt)
+		}
+	case st.State == agent.Failed && !a.failed:
+		a.failed = true
+		fmt.Fprintf(a.w, "gave up: %s\n", st.Err)
+	case st.State == agent.Streaming:
+		a.attempt = 0
+	}
+	if st.Duplicates > a.dups {
+		fmt.Fprintf(a.w, "%d events dropped: their ids went backwards (taken for duplicates); %d in all\n", st.Duplicates-a.dups, st.Duplicates)
+		a.dups = st.Duplicates
+	}
+	if st.Lost > a.lost {
+		fmt.Fprintf(a.w, "%d events lost: the agent no longer held them; %d in all\n", st.Lost-a.lost, st.Lost)
+		a.lost = st.Lost
+	}
+}
+
+// untilText is the time left until at, rounded for a person.
+func untilText(at, now time.Time) string {
+	d := max(at.Sub(now), 0)
+	if d < time.Second {
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
 }

@@ -14,7 +14,7 @@ import (
 
 // Exit codes, documented in the README and in `latscope --help`.
 const (
-	exitFailure     = 1   // bad flags, the server could not be reached or set up, a write failed
+	exitFailure     = 1   // bad flags, the server (or, attached, every agent) could not be reached or set up, a write failed
 	exitSLOMissed   = 2   // --slo: at least one objective was missed
 	exitAllFailed   = 3   // requests were sent and none succeeded
 	exitInterrupted = 130 // Ctrl-C or SIGTERM: the summary so far was printed
