@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -159,7 +160,14 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 				ext := filepath.Ext(record)
 				path = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(record, ext), i+1, ext)
 			}
-			m.consumers = append(m.consumers, &lateRecording{path: path})
+			rec := &lateRecording{path: path}
+			m.consumers = append(m.consumers, rec)
+			if dashboard {
+				feed.agents[len(feed.agents)-1].rec = rec
+			} else {
+				w := &prefixWriter{w: stderr, mu: &mu, prefix: func() string { return a.client.Name() + ": " }}
+				m.observers = append(m.observers, rec.warnWhenFailing(w, time.Now))
+			}
 		}
 		wg.Go(func() {
 			a.summary, a.err = m.run(runCtx)
@@ -283,7 +291,7 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 // agent's session header arrives (it is the file's first record).
 type lateRecording struct {
 	path string
-	rec  *recording
+	rec  atomic.Pointer[recording] // set once the file is created
 }
 
 func (l *lateRecording) start(ctx context.Context, fan *pipeline.Fanout) func() error {
@@ -302,8 +310,8 @@ func (l *lateRecording) start(ctx context.Context, fan *pipeline.Fanout) func() 
 				done <- err
 				return
 			}
+			l.rec.Store(rec)
 			err = rec.w.Record(ctx, sub.Events())
-			l.rec = rec // read by lateEvents once done is received
 			done <- errors.Join(err, rec.w.Close())
 			return
 		}
@@ -315,10 +323,34 @@ func (l *lateRecording) start(ctx context.Context, fan *pipeline.Fanout) func() 
 // lateEvents announces the events the agent's recording could not write,
 // undated: the local clock is not the agent's.
 func (l *lateRecording) lateEvents() []event.Event {
-	if l.rec == nil {
-		return nil
+	if rec := l.rec.Load(); rec != nil {
+		return rec.lateEvents()
 	}
-	return l.rec.lateEvents()
+	return nil
+}
+
+// warnWhenFailing is recording.warnWhenFailing once the file exists.
+func (l *lateRecording) warnWhenFailing(w io.Writer, now func() time.Time) func(aggregate.Snapshot) {
+	var warn func(aggregate.Snapshot)
+	return func(s aggregate.Snapshot) {
+		if warn == nil {
+			rec := l.rec.Load()
+			if rec == nil {
+				return
+			}
+			warn = rec.warnWhenFailing(w, now)
+		}
+		warn(s)
+	}
+}
+
+// failure says how the recording failed, for the dashboard; "" while it
+// has not.
+func (l *lateRecording) failure() string {
+	if rec := l.rec.Load(); rec != nil {
+		return rec.failure()
+	}
+	return ""
 }
 
 // attachFeed drives the dashboard from several agents: the first agent's
@@ -332,6 +364,7 @@ type attachedFeed struct {
 	client *agent.Client
 	feeds  chan *tui.LiveFeed
 	feed   *tui.LiveFeed
+	rec    *lateRecording // nil without --record
 }
 
 // ready waits for every agent's feed (their consumers start with their
@@ -357,6 +390,11 @@ func (f *attachFeed) Frame() (tui.Frame, uint64) {
 		}
 		if st := a.client.Status(); st.State != agent.Streaming {
 			out.Status = append(out.Status, agentStatusLine(st))
+		}
+		if a.rec != nil {
+			if msg := a.rec.failure(); msg != "" {
+				out.Status = append(out.Status, "agent "+a.client.Name()+": "+msg)
+			}
 		}
 	}
 	return out, version

@@ -11,6 +11,7 @@ import (
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/recorder"
 )
 
 // recordLossEvery is the least time between two Loss records, and between
@@ -100,9 +101,22 @@ func (r *recording) warnWhenFailing(w io.Writer, now func() time.Time) func(aggr
 			return
 		}
 		said, lastSaid = st.Unwritten, now()
-		fmt.Fprintf(w, "latscope: recording to %s failed: %s; %d events not recorded so far%s\n",
-			r.path, rootCause(st.Err), st.Unwritten, brokenNote(st.Broken))
+		fmt.Fprintf(w, "latscope: %s\n", r.failureText(st))
 	}
+}
+
+// failure says how the recording failed; "" while it has not.
+func (r *recording) failure() string {
+	st := r.w.Stats()
+	if st.Unwritten == 0 {
+		return ""
+	}
+	return r.failureText(st)
+}
+
+func (r *recording) failureText(st recorder.Stats) string {
+	return fmt.Sprintf("recording to %s failed: %s; %d events not recorded so far%s",
+		r.path, rootCause(st.Err), st.Unwritten, brokenNote(st.Broken))
 }
 
 func brokenNote(broken bool) string {

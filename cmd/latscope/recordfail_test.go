@@ -149,17 +149,7 @@ func (l *lossTap) start(_ context.Context, fan *pipeline.Fanout) func() error {
 // on stderr while it runs, counts the events not recorded in its JSON
 // summary, the same number its error gives, and fails. Mounting needs root.
 func TestRunRecordingToAFullFilesystem(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small tmpfs needs root")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
-	if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, 60<<10), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir := mountTinyTmpfs(t, 4<<10)
 	url := serveTinySim(t)
 	file := filepath.Join(dir, "run.lsr")
 	stdout, stderr, err := execute(t, "run", "--url", url, "--no-tui", "--json", "--duration", "3s", "-c", "4",
@@ -219,5 +209,56 @@ func TestNoticeUpdatesReplaceTheirNotice(t *testing.T) {
 	got := b.recent(time.Now())
 	if len(got) != 2 || got[0] != "recording to x" || !strings.Contains(got[1], "; 10 events not recorded so far") {
 		t.Fatalf("notices %q, want the first notice and the latest update", got)
+	}
+}
+
+// mountTinyTmpfs mounts a 64 KiB tmpfs that a filler file leaves free
+// bytes of, or skips the test: mounting needs root.
+func mountTinyTmpfs(t *testing.T, free int) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, 64<<10-free), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// An agent whose --record fills its disk says so on its stderr, counts the
+// events not recorded on /metrics, and announces them on its feed, so an
+// attached dashboard's summary counts them too.
+func TestAgentSaysItsRecordingFailed(t *testing.T) {
+	dir := mountTinyTmpfs(t, 4<<10)
+	file := filepath.Join(dir, "agent.lsr")
+	url := serveTinySim(t)
+	a := startAgent(t, "--url", url, "--duration", "3s", "-c", "4", "--prompt-tokens", "32", "--output-tokens", "8",
+		"--no-metrics", "--no-gpu", "--linger", "30s", "--quiet", "--record", file)
+	out, stderr, err := execute(t, "attach", "http://"+a.addr, "--no-tui", "--json")
+	if err != nil {
+		t.Fatalf("attach: %v\n%s", err, stderr)
+	}
+	var got []struct{ Summary struct{ Unrecorded *aggregate.Unrecorded } }
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
+		t.Fatalf("attach JSON: %v\n%s", err, out)
+	}
+	if u := got[0].Summary.Unrecorded; u == nil || u.Events == 0 || !strings.Contains(u.Reason, "no space left on device") {
+		t.Errorf("the attached summary's unrecorded = %+v, want the agent's loss", u)
+	}
+	metrics := get(t, "http://"+a.addr+"/metrics", "")
+	if !regexp.MustCompile(`latscope_events_lost_total\{consumer="recorder"\} [1-9]`).MatchString(metrics) {
+		t.Errorf("/metrics does not count the events not recorded:\n%s", metrics)
+	}
+	a.wait()
+	if a.err == nil || !strings.Contains(a.err.Error(), "events not recorded") {
+		t.Errorf("agent: %v, want it to fail with the count", a.err)
+	}
+	if !strings.Contains(a.stderr.String(), "recording to "+file+" failed: no space left on device;") {
+		t.Errorf("the agent's stderr does not say it:\n%s", a.stderr.String())
 	}
 }
