@@ -243,7 +243,9 @@ func TestAgentSaysItsRecordingFailed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("attach: %v\n%s", err, stderr)
 	}
-	var got []struct{ Summary struct{ Unrecorded *aggregate.Unrecorded } }
+	var got []struct {
+		Summary struct{ Unrecorded *aggregate.Unrecorded }
+	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
 		t.Fatalf("attach JSON: %v\n%s", err, out)
 	}
