@@ -66,7 +66,7 @@ func writeUnrecorded(w *errWriter, u *Unrecorded) {
 	if u == nil {
 		return
 	}
-	w.printf("\nRecording incomplete: %d events not recorded (in these figures, not in the file)", u.Events)
+	w.printf("\nRecording incomplete: %d events are missing from the recording", u.Events)
 	if u.Reason != "" {
 		w.printf(": %s", u.Reason)
 	}

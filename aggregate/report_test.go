@@ -267,8 +267,8 @@ func TestTableSaysWhatWasLost(t *testing.T) {
 	}
 }
 
-// The recorder's losses are in the figures, only not in the file: they are
-// counted apart from Lost, in the table and in the JSON.
+// The recorder's losses are in a live run's figures, only not in the file:
+// they are counted apart from Lost, in the table and in the JSON.
 func TestUnrecordedEventsAreCountedApart(t *testing.T) {
 	t.Parallel()
 	a := New(Config{})
@@ -286,7 +286,7 @@ func TestUnrecordedEventsAreCountedApart(t *testing.T) {
 	if err := WriteTable(&table, s); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(table.String(), "Recording incomplete: 1164 events not recorded") {
+	if !strings.Contains(table.String(), "Recording incomplete: 1164 events are missing from the recording") {
 		t.Errorf("table does not say the recording is incomplete:\n%s", table.String())
 	}
 	if err := WriteJSON(&js, s); err != nil {

@@ -391,8 +391,8 @@ type Summary struct {
 	Insights     []event.Marker        `json:"insights"`
 	// Lost counts events that never reached the aggregator, by consumer.
 	Lost map[string]int64 `json:"lost,omitempty"`
-	// Unrecorded counts events missing from the recording (in the figures
-	// above, not in the file).
+	// Unrecorded counts events missing from the recording: a live run's
+	// figures have them, a replay of the file does not.
 	Unrecorded *Unrecorded `json:"unrecorded,omitempty"`
 }
 
