@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
@@ -133,7 +134,8 @@ func addRecorderAndExport(ctx context.Context, stderr io.Writer, f *loadFlags, s
 		fmt.Fprintf(stderr, "latscope: recording to %s\n", f.record)
 		m.consumers = append(m.consumers, rec)
 		m.observers = append(m.observers, rec.warnWhenBehind(stderr), rec.warnWhenFailing(stderr, time.Now))
-		m.pipe.Aux = append(m.pipe.Aux, rec.losses(time.Now))
+		// Clipped: the session's own list of aux sources stays as it is.
+		m.pipe.Aux = append(slices.Clip(m.pipe.Aux), rec.losses(time.Now))
 	}
 	if f.otlpExport != "" {
 		exp, err := newTraceExport(ctx, f.otlpExport)
