@@ -118,8 +118,8 @@ func TestAttachThatReachesNoAgentSaysWhyAndFails(t *testing.T) {
 	}
 }
 
-// fakeAgent serves one session whose event ids go backwards twice, then
-// ends it.
+// fakeAgent serves one session whose event ids go backwards twice, with a
+// gap record for 5 events the agent no longer held, then ends it.
 func fakeAgent(t *testing.T) *httptest.Server {
 	t.Helper()
 	frame := func(id int, ev event.Event) string {
@@ -134,8 +134,9 @@ func fakeAgent(t *testing.T) *httptest.Server {
 		return event.NewRequest(&event.Request{ID: id, Start: at, Intended: at, Outcome: event.OutcomeOK})
 	}
 	header := event.NewSession(&event.Session{Time: at, Name: "east", Target: "http://x", Load: event.Load{Mode: "closed"}})
+	gap := event.NewLoss(&event.Loss{Time: at, Consumer: "agent-stream", Events: 5, Reason: "no longer in the agent's ring"})
 	body := frame(1, header) + frame(2, req("a")) + frame(2, req("a")) + frame(1, header) + frame(3, req("b")) +
-		"event: end\ndata: {}\n\n"
+		frame(9, gap) + frame(10, req("c")) + "event: end\ndata: {}\n\n"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set(agent.StreamHeader, "run-1")
@@ -146,7 +147,7 @@ func fakeAgent(t *testing.T) *httptest.Server {
 }
 
 // Events whose ids go backwards are dropped, said when it happens and
-// counted in the summary and its JSON.
+// counted in the summary and its JSON; so is a gap the agent announces.
 func TestAttachSaysAndCountsIDsGoingBackwards(t *testing.T) {
 	t.Parallel()
 	srv := fakeAgent(t)
@@ -158,7 +159,10 @@ func TestAttachSaysAndCountsIDsGoingBackwards(t *testing.T) {
 	if !strings.Contains(stderr, "east: 2 events dropped: their ids went backwards") {
 		t.Errorf("stderr does not say ids went backwards:\n%s", stderr)
 	}
-	if !strings.Contains(stdout, "Lost events (not in these figures): attach 2") {
+	if !strings.Contains(stderr, "east: 5 events lost: the agent no longer held them") {
+		t.Errorf("stderr does not say the gap:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "Lost events (not in these figures): agent-stream 5, attach 2") {
 		t.Errorf("the summary does not count them:\n%s", stdout)
 	}
 	out, _, err := attachUntil(t, never, "--no-tui", "--json", srv.URL)
