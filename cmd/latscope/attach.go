@@ -113,24 +113,34 @@ type attached struct {
 	url     string
 	summary aggregate.Summary
 	err     error
+	// Headless only: its lines on stderr, and what goes wrong with it.
+	out   io.Writer
+	watch *attachWatch
 }
 
 func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, record string, jsonOut, dashboard bool, noColor bool) error {
 	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
 	runCtx, stopRuns := context.WithCancel(ctx)
 	defer stopRuns()
+	var mu sync.Mutex // serialises the status lines of several agents
 	agents := make([]*attached, 0, len(urls))
 	for _, u := range urls {
+		a := &attached{url: u}
 		cfg := base
 		cfg.URL = u
+		if !dashboard {
+			a.out = &prefixWriter{w: stderr, mu: &mu, prefix: func() string { return a.client.Name() + ": " }}
+			a.watch = &attachWatch{w: a.out, now: time.Now}
+			cfg.OnState = a.watch.onState // a failed connection is said at once
+		}
 		c, err := agent.NewClient(cfg)
 		if err != nil {
 			return fmt.Errorf("attach %s: %w", u, err)
 		}
-		agents = append(agents, &attached{client: c, url: u})
+		a.client = c
+		agents = append(agents, a)
 	}
 	var wg sync.WaitGroup
-	var mu sync.Mutex // serialises the status lines of several agents
 	feed := &attachFeed{}
 	for i, a := range agents {
 		// Each agent is one timeline: its own pipeline and aggregator, on
@@ -143,13 +153,12 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 			m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
 			feed.agents = append(feed.agents, attachedFeed{client: a.client, feeds: feeds})
 		} else {
-			w := &prefixWriter{w: stderr, mu: &mu, prefix: func() string { return a.client.Name() + ": " }}
-			line := statusLine(w)
-			watch := &attachWatch{client: a.client, w: w, now: time.Now}
+			line := statusLine(a.out)
 			m.observers = append(m.observers, func(s aggregate.Snapshot) {
-				watch.observe()
+				st := a.client.Status()
+				a.watch.counts(st)
 				// Zeros from an agent never reached would read as an idle one.
-				if a.client.Status().Connections > 0 {
+				if st.Connections > 0 {
 					line(s)
 				}
 			})
@@ -165,8 +174,7 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 			if dashboard {
 				feed.agents[len(feed.agents)-1].rec = rec
 			} else {
-				w := &prefixWriter{w: stderr, mu: &mu, prefix: func() string { return a.client.Name() + ": " }}
-				m.observers = append(m.observers, rec.warnWhenFailing(w, time.Now))
+				m.observers = append(m.observers, rec.warnWhenFailing(a.out, time.Now))
 			}
 		}
 		wg.Go(func() {
@@ -425,38 +433,46 @@ const attachLineEvery = 10 * time.Second
 // attachWatch says on w what goes wrong with one agent as it happens, for
 // the headless output (the dashboard shows the same in its header): a
 // failed connection (a new error at once, the same one again at most every
-// attachLineEvery), giving up, events dropped because their ids went
-// backwards, and events the agent says it no longer held. It reads the
-// client's status on the aggregator's goroutine, at every snapshot.
+// attachLineEvery) and giving up, from the client's state changes; events
+// dropped because their ids went backwards and events the agent says it no
+// longer held, from its counts at every snapshot.
 type attachWatch struct {
-	client *agent.Client
-	w      io.Writer
-	now    func() time.Time
+	w   io.Writer
+	now func() time.Time
 
-	attempt  int    // the failed attempt last seen
-	lastErr  string // the error last said
+	mu       sync.Mutex // onState runs on the client's goroutine, counts on the aggregator's
+	lastErr  string     // the error last said
 	lastLine time.Time
-	failed   bool
 	dups     int64
 	lost     int64
 }
 
-func (a *attachWatch) observe() {
-	st := a.client.Status()
+// onState is the client's OnState: it only writes a line, so it does not
+// hold the client up.
+func (a *attachWatch) onState(st agent.Status) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	now := a.now()
-	switch {
-	case st.State == agent.Reconnecting && st.Attempt != a.attempt:
-		a.attempt = st.Attempt
+	switch st.State {
+	case agent.Reconnecting:
 		if st.Err != a.lastErr || now.Sub(a.lastLine) >= attachLineEvery {
 			a.lastErr, a.lastLine = st.Err, now
 			fmt.Fprintf(a.w, "%s; retrying in %s (attempt %d)\n", st.Err, untilText(st.RetryAt, now), st.Attempt)
 		}
-	case st.State == agent.Failed && !a.failed:
-		a.failed = true
+	case agent.Failed:
 		fmt.Fprintf(a.w, "gave up: %s\n", st.Err)
-	case st.State == agent.Streaming:
-		a.attempt = 0
+	case agent.Streaming:
+		if a.lastErr != "" {
+			fmt.Fprintf(a.w, "connected\n")
+			a.lastErr = ""
+		}
 	}
+}
+
+// counts says the events dropped or lost since it last looked.
+func (a *attachWatch) counts(st agent.Status) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if st.Duplicates > a.dups {
 		fmt.Fprintf(a.w, "%d events dropped: their ids went backwards (taken for duplicates); %d in all\n", st.Duplicates-a.dups, st.Duplicates)
 		a.dups = st.Duplicates
