@@ -39,7 +39,10 @@ never mixes one agent's times with another's or with this machine's clock.
 
 A dropped connection is retried with backoff and resumed from the last event
 received; nothing the agent's replay ring still holds is lost, and anything
-older is counted as lost, never silently skipped.
+older is counted as lost, never silently skipped. An agent that cannot be
+reached is said as it happens, with why and when the next try is; events
+whose ids go backwards are dropped as duplicates, said and counted. An
+attach that reached no agent exits 1, naming each and its last error.
 
 With several agents, --record FILE writes one file per agent (FILE with the
 agent's name before the extension).`,
