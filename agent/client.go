@@ -39,6 +39,9 @@ type ClientConfig struct {
 	// IdleTimeout ends a connection on which nothing, not even the agent's
 	// heartbeat, arrived for this long (default 3 × DefaultHeartbeat).
 	IdleTimeout time.Duration
+	// ConnectTimeout bounds each connection's dial, TLS handshake and wait
+	// for the response's headers, each (default 10 s, the headers 15 s).
+	ConnectTimeout time.Duration
 	// OnState, when set, is called from Run's goroutine with the new status
 	// at every change of state. It must not block.
 	OnState func(Status)
@@ -50,9 +53,11 @@ type ClientConfig struct {
 // agents are several Clients.
 //
 // Clocks: every event keeps the agent's timestamps. The client never
-// shifts them, never stamps an event with the local clock and never
-// invents an event; a consumer aggregates each agent on that agent's own
-// timeline and never mixes it with another's or with the local clock.
+// shifts them, never stamps an event with the local clock and invents
+// only one kind of event, a Loss record for events it dropped because
+// their ids went backwards, dated with the agent's last event; a consumer
+// aggregates each agent on that agent's own timeline and never mixes it
+// with another's or with the local clock.
 //
 // Across reconnections the client resumes after the last event it emitted,
 // so it emits every event the agent's ring still holds exactly once; what
@@ -66,9 +71,10 @@ type Client struct {
 	running atomic.Bool
 
 	// Resume point; Run's goroutine only.
-	lastID uint64
-	hasID  bool
-	run    string // the agent run's StreamHeader value
+	lastID   uint64
+	hasID    bool
+	run      string    // the agent run's StreamHeader value
+	lastTime time.Time // the last emitted event's own time, to date the client's Loss records
 
 	mu sync.Mutex
 	st Status
@@ -114,6 +120,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	dial, headers := 10*time.Second, 15*time.Second
+	if cfg.ConnectTimeout > 0 {
+		dial, headers = cfg.ConnectTimeout, cfg.ConnectTimeout
+	}
 	display := event.RedactURL(eventsURL)
 	c := &Client{
 		cfg:     cfg,
@@ -121,10 +131,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		display: display,
 		http: &http.Client{Transport: &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:           (&net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}).DialContext,
 			TLSClientConfig:       tlsCfg,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ResponseHeaderTimeout: 15 * time.Second,
+			TLSHandshakeTimeout:   dial,
+			ResponseHeaderTimeout: headers,
 			ForceAttemptHTTP2:     true,
 		}},
 		log: cfg.Logger.With("component", "attach", "agent", display),
@@ -251,7 +261,15 @@ func (c *Client) connect(ctx context.Context, emit func(event.Event)) (progresse
 		if errors.As(err, &untrusted) {
 			return false, fmt.Errorf("%w: %w", ErrUntrusted, err)
 		}
-		return false, fmt.Errorf("connect: %w", err)
+		if ctx.Err() == nil && connCtx.Err() != nil {
+			return false, fmt.Errorf("cannot reach %s: nothing received for %s", c.display, c.cfg.IdleTimeout)
+		}
+		// The url.Error repeats the method and URL; say them once.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return false, fmt.Errorf("cannot reach %s: %w", c.display, err)
 	}
 	defer resp.Body.Close()
 	if err := checkResponse(resp); err != nil {
@@ -275,7 +293,7 @@ func checkResponse(resp *http.Response) error {
 		resp.StatusCode == http.StatusMethodNotAllowed:
 		return fmt.Errorf("%w: %s", ErrProtocol, resp.Status)
 	case resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("agent answered %s", resp.Status) // retried: a proxy or a restart
+		return fmt.Errorf("the agent answered %s", resp.Status) // retried: a proxy or a restart
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		return fmt.Errorf("%w: content type %q", ErrProtocol, ct)
@@ -305,6 +323,8 @@ func (c *Client) connected(run string) {
 func (c *Client) read(body io.Reader, emit func(event.Event)) (progressed bool, err error) {
 	sr := newSSEReader(body, c.cfg.MaxEventBytes)
 	d := decoder{lastID: c.lastID, hasID: c.hasID}
+	var dups int64 // dropped since the last event emitted
+	defer func() { c.announceDuplicates(dups, emit) }()
 	for {
 		msg, err := sr.next()
 		if err != nil {
@@ -318,14 +338,34 @@ func (c *Client) read(body io.Reader, emit func(event.Event)) (progressed bool, 
 			return progressed, err
 		}
 		if !ok {
-			c.countDuplicate(d.duplicate)
+			if d.duplicate {
+				c.countDuplicate()
+				dups++
+			}
 			continue
 		}
+		c.announceDuplicates(dups, emit)
+		dups = 0
 		emit(ev)
 		c.lastID, c.hasID = d.lastID, true
+		if t := ev.Time(); !t.IsZero() {
+			c.lastTime = t
+		}
 		c.received(ev)
 		progressed = true
 	}
+}
+
+// announceDuplicates emits a Loss record for n events dropped in a row
+// because their ids went backwards, so that the aggregator counts them
+// (they are not in its figures) and a screen shows them. It is dated with
+// the last event's own time: the agent's clock, never the local one.
+func (c *Client) announceDuplicates(n int64, emit func(event.Event)) {
+	if n <= 0 {
+		return
+	}
+	emit(event.NewLoss(&event.Loss{Time: c.lastTime, Consumer: event.ConsumerAttach, Events: n,
+		Reason: fmt.Sprintf("event ids went backwards (after id %d): dropped as duplicates", c.lastID)}))
 }
 
 // activity pushes back the idle watchdog whenever bytes arrive, heartbeat

@@ -44,9 +44,10 @@
 // a bearer token (Authorization: Bearer ..., compared in constant time)
 // unless InsecureNoAuth is set on purpose; New refuses to start otherwise.
 // /events and /metrics require the token when one is set and answer 401
-// (counted in latscope_unauthorized_requests_total) without it. /healthz is
-// open, so supervisors and load balancers can probe it; it reports counts
-// only, nothing about the target. TLS is served from a certificate and key
+// (counted in latscope_unauthorized_requests_total; logged once, then at
+// most one line every 10 s with the count) without it. /healthz is open, so
+// supervisors and load balancers can probe it: without the token it says
+// only {"status":"ok"}, with it the counts too, never the target. TLS is served from a certificate and key
 // file. The token never appears in a log line, an error, an event or a
 // metric.
 //

@@ -67,13 +67,21 @@ func FuzzClientStream(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ids []uint64 // c.lastID is the previous event's id until emit returns
+		var ids []uint64  // c.lastID is the previous event's id until emit returns
+		var dropped int64 // announced by the client's own Loss records
 		_, err = c.read(bytes.NewReader(stream), func(ev event.Event) {
 			if err := ev.Validate(); err != nil {
 				t.Fatalf("emitted an invalid event: %v", err)
 			}
+			if ev.Loss != nil && ev.Loss.Consumer == event.ConsumerAttach {
+				dropped += ev.Loss.Events
+				return
+			}
 			ids = append(ids, c.lastID)
 		})
+		if got := c.Status().Duplicates; got != dropped {
+			t.Fatalf("%d duplicates counted, %d announced", got, dropped)
+		}
 		emitted := len(ids)
 		if emitted > 0 {
 			ids = append(ids[1:], c.lastID)

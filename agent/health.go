@@ -5,9 +5,10 @@ import (
 	"net/http"
 )
 
-// Health is what /healthz answers. It is served without the token, so that
-// a load balancer or a supervisor can probe the agent: it holds counts only,
-// nothing about the target or the session.
+// Health is what /healthz answers with the token (or when the agent needs
+// none). Without the token, /healthz says only that the agent is alive
+// ({"status":"ok"}), so that a load balancer or a supervisor can probe it
+// while its counters stay with those who hold the token.
 type Health struct {
 	Status          string  `json:"status"` // "ok", or "ended" once the session is over
 	UptimeSeconds   float64 `json:"uptime_s"`
@@ -35,5 +36,12 @@ func (s *Server) Health() Health {
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")
+	if !s.auth.allows(r) {
+		// Liveness only: not a refusal, so neither counted nor logged.
+		_ = json.NewEncoder(w).Encode(struct {
+			Status string `json:"status"`
+		}{"ok"})
+		return
+	}
 	_ = json.NewEncoder(w).Encode(s.Health())
 }

@@ -26,6 +26,7 @@ type agentUnderTest struct {
 	*Server
 	addr string // host:port
 	url  string // http://host:port
+	stop func() // stops serving and waits for Serve; once, also at the test's end
 }
 
 // startAgent serves a Server on a free loopback port until the test ends.
@@ -43,17 +44,18 @@ func startAgent(t testing.TB, cfg Config) *agentUnderTest {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx, ln) }()
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
 	})
+	t.Cleanup(stop)
 	scheme := "http"
 	if cfg.Listen.TLSCert != "" {
 		scheme = "https"
 	}
-	return &agentUnderTest{Server: s, addr: ln.Addr().String(), url: scheme + "://" + ln.Addr().String()}
+	return &agentUnderTest{Server: s, addr: ln.Addr().String(), url: scheme + "://" + ln.Addr().String(), stop: stop}
 }
 
 // attached is a Client running until the test ends, with what it emitted.

@@ -33,6 +33,10 @@ const (
 	MetricEventsDropped  = "latscope_sse_events_dropped_total"
 	MetricUnauthorized   = "latscope_unauthorized_requests_total" // label path
 	MetricUptime         = "latscope_agent_uptime_seconds"
+	// Events a consumer of the agent's own pipeline did not get or could
+	// not keep, from the Loss records it published; consumer "recorder":
+	// events --record could not write (a full disk).
+	MetricEventsLost = "latscope_events_lost_total" // label consumer
 	// What the inference server's own metrics said, as of the latest scrape,
 	// so a fleet dashboard shows each server's queue beside its latency.
 	MetricServerWaiting = "latscope_server_requests_waiting"
@@ -51,7 +55,7 @@ func MetricNames() []string {
 		MetricRequests, MetricOutputTokens, MetricPromptTokens, MetricInFlight,
 		MetricEvents, MetricEventsInvalid, MetricRingEvents, MetricRingBytes,
 		MetricClients, MetricConnections, MetricClientsDropped, MetricGaps,
-		MetricEventsDropped, MetricUnauthorized, MetricUptime,
+		MetricEventsDropped, MetricUnauthorized, MetricUptime, MetricEventsLost,
 		MetricServerWaiting, MetricServerRunning, MetricServerKVCache,
 	}
 	for _, h := range histogramFamilies {
@@ -84,6 +88,7 @@ type metrics struct {
 	gaps           prometheus.Counter
 	eventsDropped  prometheus.Counter
 	unauthorized   *prometheus.CounterVec
+	eventsLost     *prometheus.CounterVec
 }
 
 // Bucket bounds in seconds, on a 1-2.5-5 scale so that they read well.
@@ -141,6 +146,9 @@ func newMetrics(ring *ring, uptime func() time.Duration) *metrics {
 		eventsDropped:  counter(MetricEventsDropped, "Events announced as lost in gap records."),
 		unauthorized: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricUnauthorized,
 			Help: "Requests refused with 401 for a missing or wrong token, by path."}, []string{"path"}),
+		eventsLost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricEventsLost,
+			Help: "Events a consumer of the agent's pipeline did not get or could not keep, from its Loss records (recorder: not written by --record)."},
+			[]string{"consumer"}),
 		serverWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricServerWaiting,
 			Help: "Requests waiting in the inference server's queue, from its own metrics (latest scrape)."}),
 		serverRunning: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricServerRunning,
@@ -150,7 +158,7 @@ func newMetrics(ring *ring, uptime func() time.Duration) *metrics {
 	}
 	m.reg.MustRegister(m.ttft, m.itl, m.tpot, m.e2e, m.stage, m.breakdown, m.requests,
 		m.outputTokens, m.promptTokens, m.inFlight, m.events, m.eventsInvalid,
-		m.clients, m.connections, m.clientsDropped, m.gaps, m.eventsDropped, m.unauthorized,
+		m.clients, m.connections, m.clientsDropped, m.gaps, m.eventsDropped, m.unauthorized, m.eventsLost,
 		m.serverWaiting, m.serverRunning, m.serverKVCache,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: MetricRingEvents, Help: "Events the replay ring holds."},
 			func() float64 { return float64(ring.stats().Events) }),
@@ -170,6 +178,8 @@ func (m *metrics) observe(ev event.Event) {
 		m.observeRequest(ev.Request)
 	case ev.Probe != nil:
 		m.inFlight.Set(float64(ev.Probe.InFlight))
+	case ev.Loss != nil:
+		m.eventsLost.WithLabelValues(lossLabel(ev.Loss.Consumer)).Add(float64(max(ev.Loss.Events, 0)))
 	case ev.Server != nil && !ev.Server.Stale:
 		setIf(m.serverWaiting, ev.Server.Waiting)
 		setIf(m.serverRunning, ev.Server.Running)
@@ -214,4 +224,14 @@ func setIf(g prometheus.Gauge, v *float64) {
 	if v != nil {
 		g.Set(*v)
 	}
+}
+
+// lossLabel bounds the consumer label to the names latscope's own pipeline
+// uses, so a malformed event cannot grow the series without limit.
+func lossLabel(consumer string) string {
+	switch consumer {
+	case event.ConsumerRecorder, "dashboard", "aggregator", "agent":
+		return consumer
+	}
+	return "other"
 }

@@ -3,8 +3,11 @@ package agent
 import (
 	"bufio"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +43,8 @@ func TestMetricsParseAndExportExactlyTheDocumentedNames(t *testing.T) {
 	if err != nil || !strings.Contains(first, `"kind":"loss"`) {
 		t.Fatalf("resumed after id 1: %q, %v; want a gap record first", first, err)
 	}
+	// The agent's --record could not write 5 events: its pipeline says so.
+	publishAll(t, a.Server, event.NewLoss(&event.Loss{Time: t0, Consumer: event.ConsumerRecorder, Events: 5, Reason: "no space left on device"}))
 	a.End()
 	if _, err := c.finish(t); err != nil {
 		t.Fatal(err)
@@ -98,6 +103,7 @@ func TestMetricsParseAndExportExactlyTheDocumentedNames(t *testing.T) {
 		{MetricEventsDropped, nil, counterValue, 1},
 		{MetricRingEvents, nil, gaugeValue, 3},
 		{MetricUptime, nil, gaugeValue, 90},
+		{MetricEventsLost, map[string]string{"consumer": "recorder"}, counterValue, 5},
 	}
 	for _, c := range checks {
 		m := find(families[c.family], c.labels)
@@ -118,7 +124,7 @@ func TestHealthz(t *testing.T) {
 	publishAll(t, a.Server, sessionEvent("rack-7"), requestEvent(1))
 	stuckClient(t, a.addr, rightToken)
 	clock.Add(5 * time.Second)
-	resp, body := get(t, a, "/healthz", "")
+	resp, body := get(t, a, "/healthz", rightToken)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("/healthz: %s %s", resp.Status, resp.Header.Get("Content-Type"))
 	}
@@ -129,9 +135,70 @@ func TestHealthz(t *testing.T) {
 	if want := (Health{Status: "ok", UptimeSeconds: 5, EventsPublished: 2, Clients: 1, RingEvents: 2}); h != want {
 		t.Fatalf("/healthz = %+v, want %+v", h, want)
 	}
+	// Without the token, or with a wrong one, it is alive and says no more.
+	for _, token := range []string{"", wrongToken} {
+		resp, body := get(t, a, "/healthz", token)
+		if resp.StatusCode != http.StatusOK || strings.TrimSpace(body) != `{"status":"ok"}` {
+			t.Errorf("/healthz with token %q: %s %s, want 200 and only the status", token, resp.Status, body)
+		}
+	}
 	a.End()
 	if h := a.Health(); h.Status != "ended" {
 		t.Fatalf("after End: %+v", h)
+	}
+}
+
+// A burst of refused requests is logged in a bounded number of lines that
+// count every one of them: the first, then one line every 10 s, and what
+// is left when the agent stops.
+func TestRefusedRequestsAreLoggedInFewLines(t *testing.T) {
+	t.Parallel()
+	clock := newManualClock()
+	var logged lockedBuffer
+	a := startAgent(t, Config{Listen: ListenConfig{Token: rightToken}, Now: clock.Now,
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	const burst = 2000
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	defer client.CloseIdleConnections()
+	refuse := func(n int) {
+		for range n {
+			req, _ := http.NewRequest(http.MethodGet, a.url+"/metrics", nil)
+			req.Header.Set("Authorization", "Bearer "+wrongToken)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("a wrong token got %s", resp.Status)
+			}
+		}
+	}
+	refuse(burst)
+	clock.Add(10 * time.Second)
+	refuse(1) // says the burst
+	refuse(7) // within 10 s of that line: said when the agent stops
+	a.stop()
+
+	var lines, counted int
+	for _, line := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
+		if !strings.Contains(line, "refused") {
+			continue
+		}
+		lines++
+		if i := strings.Index(line, "count="); i >= 0 {
+			n, err := strconv.Atoi(strings.Fields(line[i+len("count="):])[0])
+			if err != nil {
+				t.Fatalf("line %q: %v", line, err)
+			}
+			counted += n
+		} else {
+			counted++ // the first refusal's own line
+		}
+	}
+	if lines != 3 || counted != burst+8 {
+		t.Fatalf("%d lines counting %d refusals, want 3 lines counting %d:\n%s", lines, counted, burst+8, logged.String())
 	}
 }
 

@@ -62,6 +62,7 @@ type Server struct {
 	started  time.Time
 	mux      *http.ServeMux
 	clients  atomic.Int64
+	refusals *refusalLog
 
 	// clientGone, when set by a test, hears how each stream ended.
 	clientGone func(err error)
@@ -95,6 +96,7 @@ func New(cfg Config) (*Server, error) {
 		streamID: hex.EncodeToString(id),
 		started:  cfg.Now(),
 	}
+	s.refusals = &refusalLog{log: s.log, now: cfg.Now}
 	s.metrics = newMetrics(s.ring, func() time.Duration { return s.cfg.Now().Sub(s.started) })
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/events", s.serveEvents)
@@ -184,6 +186,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = errors.Join(fmt.Errorf("shut down: %w", err), srv.Close())
 	}
 	<-served
+	s.refusals.flush()
 	return err
 }
 
@@ -203,7 +206,7 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, path string) bool
 		return true
 	}
 	s.metrics.unauthorized.WithLabelValues(path).Inc()
-	s.log.Info("refused a request without the right token", "path", path, "remote", r.RemoteAddr)
+	s.refusals.refused(path, r.RemoteAddr)
 	refuse(w)
 	return false
 }

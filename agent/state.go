@@ -52,6 +52,9 @@ type Status struct {
 	// Err is why the last connection ended (Reconnecting) or why the client
 	// gave up (Failed).
 	Err string
+	// LastErr is the latest connection error, kept in every state after it
+	// (a client stopped while it retried still says why it could not connect).
+	LastErr string
 	// Attempt counts failed connections in a row; RetryAt is when the next
 	// one is tried (Reconnecting only).
 	Attempt int
@@ -63,15 +66,13 @@ type Status struct {
 	// found the agent had restarted (its ids began again at 1).
 	Connections int64
 	Restarts    int64
-	// Duplicates counts events dropped for repeating an id already
-	// received; a latscope agent never sends any.
+	// Duplicates counts events dropped for an id no greater than one
+	// already received (ids went backwards); a latscope agent never sends
+	// any. The client announces them with Loss records (event.ConsumerAttach).
 	Duplicates int64
 }
 
-func (c *Client) countDuplicate(dup bool) {
-	if !dup {
-		return
-	}
+func (c *Client) countDuplicate() {
 	c.mu.Lock()
 	c.st.Duplicates++
 	c.mu.Unlock()
@@ -84,7 +85,8 @@ func (c *Client) received(ev event.Event) {
 	c.st.Events++
 	c.st.LastID = c.lastID
 	switch {
-	case ev.Loss != nil:
+	case ev.Loss != nil && ev.Loss.Consumer != event.ConsumerRecorder:
+		// The agent's recording missing events is no loss of the stream's.
 		c.st.Lost += ev.Loss.Events
 	case ev.Session != nil:
 		switch {
@@ -102,6 +104,7 @@ func (c *Client) setState(s State, err error) {
 	c.st.Err = ""
 	if err != nil {
 		c.st.Err = err.Error()
+		c.st.LastErr = c.st.Err
 	}
 	if s != Reconnecting {
 		c.st.Attempt, c.st.RetryAt = 0, time.Time{}

@@ -91,6 +91,7 @@ type Aggregator struct {
 	session *event.Session     // the session's header, when one came
 	probe   *event.ProbeSample // the probe's latest view of itself
 	lost    map[string]int64   // events consumers missed, by consumer
+	unrec   Unrecorded         // events the recording could not write
 
 	clamped      int64 // values outside the histograms' range, clamped into it
 	droppedStage int64 // stage values dropped because of maxStageKeys
@@ -194,6 +195,13 @@ func (a *Aggregator) Add(ev event.Event) {
 	case ev.Probe != nil:
 		a.see(ev.Probe.Time)
 		a.probe = ev.Probe
+	case ev.Loss != nil && ev.Loss.Consumer == event.ConsumerRecorder:
+		// In the statistics, only not in the file: counted apart from Lost.
+		a.see(ev.Loss.Time)
+		a.unrec.Events += max(ev.Loss.Events, 0)
+		if a.unrec.Reason == "" {
+			a.unrec.Reason = ev.Loss.Reason
+		}
 	case ev.Loss != nil:
 		a.see(ev.Loss.Time)
 		key := ev.Loss.Consumer

@@ -41,6 +41,7 @@ func WriteTable(w io.Writer, s Summary) error {
 	writeGPU(tw, s.GPU)
 	writeMarkers(tw, s.Markers, s.Insights)
 	writeLost(tw, s.Lost)
+	writeUnrecorded(tw, s.Unrecorded)
 	if tw.err != nil {
 		return fmt.Errorf("write the summary: %w", tw.err)
 	}
@@ -58,6 +59,18 @@ func writeLost(w *errWriter, lost map[string]int64) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, lost[k]))
 	}
 	w.printf("\nLost events (not in these figures): %s\n", strings.Join(parts, ", "))
+}
+
+// writeUnrecorded says how many events the recording misses, and why.
+func writeUnrecorded(w *errWriter, u *Unrecorded) {
+	if u == nil {
+		return
+	}
+	w.printf("\nRecording incomplete: %d events are missing from the recording", u.Events)
+	if u.Reason != "" {
+		w.printf(": %s", u.Reason)
+	}
+	w.printf("\n")
 }
 
 // errWriter keeps the first write error so the sections need not check each line.

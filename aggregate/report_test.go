@@ -266,3 +266,39 @@ func TestTableSaysWhatWasLost(t *testing.T) {
 		t.Errorf("table does not say what was lost:\n%s", buf.String())
 	}
 }
+
+// The recorder's losses are in a live run's figures, only not in the file:
+// they are counted apart from Lost, in the table and in the JSON.
+func TestUnrecordedEventsAreCountedApart(t *testing.T) {
+	t.Parallel()
+	a := New(Config{})
+	const why = "write recording: no space left on device"
+	a.Add(event.NewLoss(&event.Loss{Time: base(), Consumer: event.ConsumerRecorder, Events: 1000, Reason: why}))
+	a.Add(event.NewLoss(&event.Loss{Time: base(), Consumer: event.ConsumerRecorder, Events: 164, Reason: "later"}))
+	s := a.Summary()
+	if s.Unrecorded == nil || s.Unrecorded.Events != 1164 || s.Unrecorded.Reason != why {
+		t.Fatalf("unrecorded = %+v, want 1164 events and the first reason", s.Unrecorded)
+	}
+	if len(s.Lost) != 0 {
+		t.Errorf("lost = %v: unrecorded events are not lost to the figures", s.Lost)
+	}
+	var table, js bytes.Buffer
+	if err := WriteTable(&table, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "Recording incomplete: 1164 events are missing from the recording") {
+		t.Errorf("table does not say the recording is incomplete:\n%s", table.String())
+	}
+	if err := WriteJSON(&js, s); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Unrecorded *Unrecorded `json:"unrecorded"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &got); err != nil || got.Unrecorded == nil || got.Unrecorded.Events != 1164 {
+		t.Errorf("JSON unrecorded = %+v (%v), want 1164 events", got.Unrecorded, err)
+	}
+	if clean := New(Config{}).Summary(); clean.Unrecorded != nil {
+		t.Errorf("a run without a recorder loss has unrecorded %+v", clean.Unrecorded)
+	}
+}

@@ -12,7 +12,8 @@ import (
 // WriteJSON prints s as one JSON object: the Summary's own shape (see its
 // field tags), with the top-level keys session, start, end, requests, ttft,
 // itl, tpot, e2e, tok_per_s_per_request, sched_lag, stages, breakdown,
-// server, gpu, markers, insights (and lost, when events were lost).
+// server, gpu, markers, insights (and lost, when events were lost, and
+// unrecorded, when the recording could not write some).
 // Latencies are milliseconds as floats ({count,mean,p50,p90,p99,max}).
 func WriteJSON(w io.Writer, s Summary) error {
 	if s.Insights == nil {

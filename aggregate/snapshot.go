@@ -25,6 +25,9 @@ type Snapshot struct {
 	// that lost them (an attached agent's gap, a lossy relay). Empty when
 	// nothing was lost.
 	Lost map[string]int64
+	// Unrecorded counts events the recording could not write (zero when
+	// there is none, or it wrote everything).
+	Unrecorded Unrecorded
 	// Windows holds the statistics over the last 10 s, 1 min, 5 min and the
 	// whole run, indexed by Window.
 	Windows   [NumWindows]WindowStats
@@ -186,6 +189,7 @@ func (a *Aggregator) Snapshot(now time.Time) Snapshot {
 		p := *a.probe
 		s.Probe = &p
 	}
+	s.Unrecorded = a.unrec
 	if len(a.lost) > 0 {
 		s.Lost = copyMap(a.lost)
 	}
@@ -387,6 +391,16 @@ type Summary struct {
 	Insights     []event.Marker        `json:"insights"`
 	// Lost counts events that never reached the aggregator, by consumer.
 	Lost map[string]int64 `json:"lost,omitempty"`
+	// Unrecorded counts events missing from the recording: a live run's
+	// figures have them, a replay of the file does not.
+	Unrecorded *Unrecorded `json:"unrecorded,omitempty"`
+}
+
+// Unrecorded counts the events a recording could not write, from the
+// recorder's Loss records, and the first reason given.
+type Unrecorded struct {
+	Events int64  `json:"events"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Summary turns a snapshot into the whole-run summary.
@@ -395,6 +409,7 @@ func (s Snapshot) Summary() Summary {
 	out := Summary{
 		Session:      s.Session,
 		Lost:         s.Lost,
+		Unrecorded:   unrecorded(s.Unrecorded),
 		Start:        s.Start,
 		Duration:     s.Requests.Duration,
 		Requests:     s.Requests,
@@ -435,4 +450,13 @@ func (a *Aggregator) MemoryBytes() int {
 
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// unrecorded is nil when the recording missed nothing, so the summary's
+// JSON has the key only when there is something to say.
+func unrecorded(u Unrecorded) *Unrecorded {
+	if u.Events == 0 && u.Reason == "" {
+		return nil
+	}
+	return &u
 }

@@ -104,6 +104,17 @@ type Loss struct {
 	Reason   string    `json:"reason,omitempty"`
 }
 
+// Consumers whose Loss records mean something particular.
+const (
+	// ConsumerRecorder: the recording could not write these events (a full
+	// disk, ...). They reached every other consumer, so they are in the
+	// statistics, but not in the file.
+	ConsumerRecorder = "recorder"
+	// ConsumerAttach: an attach client dropped these events because their
+	// ids went backwards (a repeated id is taken for a duplicate).
+	ConsumerAttach = "attach"
+)
+
 // RedactURL returns raw with any userinfo (user:password@) and the values of
 // query parameters removed, for printing and recording. A string that does
 // not parse as a URL is returned with everything up to an '@' removed.

@@ -61,6 +61,11 @@ type Stats struct {
 	// Unwritten counts events that could not be recorded; Err says why.
 	Unwritten int64
 	Err       error // the first failure, if any
+	// Broken is set once a failed write left a part of a frame in the file
+	// that could not be taken back: nothing more is appended. Until then a
+	// failed frame's events are counted in Unwritten and later frames are
+	// still tried (a full disk may get room again).
+	Broken bool
 }
 
 // Writer records events to a file in the format described in the package
@@ -81,6 +86,7 @@ type Writer struct {
 	pending int64         // events in lines
 	broken  error         // a write failed: the file may end in a torn frame, so nothing more is appended
 	closed  bool
+	failed  chan struct{} // signalled (without waiting) at every failure; see Failed
 
 	mu    sync.Mutex
 	stats Stats
@@ -166,6 +172,7 @@ func NewWriter(out io.Writer, header *event.Session, opts Options) (*Writer, err
 		sync:     opts.Sync,
 		clock:    clockOrSystem(opts.Clock),
 		zenc:     zenc,
+		failed:   make(chan struct{}, 1),
 	}
 	w.json = json.NewEncoder(&w.lines)
 	if err := w.writeHeader(); err != nil {
@@ -190,7 +197,7 @@ func (w *Writer) writeHeader() error {
 	}
 	w.frame = appendHeaderFrame(w.frame[:0], fileHeader{Magic: fileMagic, Format: FormatVersion, Schema: event.SchemaVersion})
 	w.frame = w.zenc.EncodeAll(w.lines.Bytes(), w.frame)
-	took, err := w.writeFrame(w.frame)
+	took, _, err := w.writeFrame(w.frame)
 	if err != nil {
 		return fmt.Errorf("create recording: %w", err)
 	}
@@ -270,10 +277,18 @@ func (w *Writer) Flush() error {
 		return nil
 	}
 	w.frame = w.zenc.EncodeAll(w.lines.Bytes(), w.frame[:0])
-	took, err := w.writeFrame(w.frame)
+	took, n, err := w.writeFrame(w.frame)
 	if err != nil {
-		w.broken = err
-		w.fail(err, w.pending)
+		// The frame's events are dropped, not kept for a retry that could
+		// hold memory without bound; the file stays appendable if no byte
+		// of the frame is left in it.
+		if terr := w.takeBack(n); terr != nil {
+			w.broken = errors.Join(err, terr)
+		}
+		w.lines.Reset()
+		dropped := w.pending
+		w.pending = 0
+		w.fail(err, dropped)
 		return err
 	}
 	w.mu.Lock()
@@ -290,28 +305,63 @@ func (w *Writer) Flush() error {
 	return nil
 }
 
-func (w *Writer) writeFrame(b []byte) (time.Duration, error) {
+// writeFrame writes b and returns how long it took and how many of its
+// bytes were written.
+func (w *Writer) writeFrame(b []byte) (time.Duration, int, error) {
 	start := w.clock.Now()
-	if _, err := w.out.Write(b); err != nil {
-		return 0, fmt.Errorf("write recording: %w", err)
+	n, err := w.out.Write(b)
+	if err != nil {
+		return 0, n, fmt.Errorf("write recording: %w", err)
 	}
 	if w.sync && w.file != nil {
 		if err := w.file.Sync(); err != nil {
-			return 0, fmt.Errorf("sync recording: %w", err)
+			// The frame may or may not be durable; it is in the file.
+			return 0, n, fmt.Errorf("sync recording: %w", err)
 		}
 	}
-	return w.clock.Now().Sub(start), nil
+	return w.clock.Now().Sub(start), n, nil
+}
+
+// takeBack removes the n bytes a failed write left of a frame, so that the
+// file ends at a frame's end and later frames can follow it. Only a file
+// from Create can be cut back; another writer that took part of a frame is
+// torn for good.
+func (w *Writer) takeBack(n int) error {
+	if n <= 0 {
+		return nil
+	}
+	if w.file == nil {
+		return fmt.Errorf("a part of a frame (%d bytes) was written and cannot be taken back", n)
+	}
+	good := w.Stats().Bytes
+	if err := w.file.Truncate(good); err != nil {
+		return fmt.Errorf("cut a torn frame off the recording: %w", err)
+	}
+	if _, err := w.file.Seek(good, io.SeekStart); err != nil {
+		return fmt.Errorf("cut a torn frame off the recording: %w", err)
+	}
+	return nil
 }
 
 // fail counts events that were not recorded and keeps the first reason.
 func (w *Writer) fail(err error, events int64) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.stats.Unwritten += events
 	if w.stats.Err == nil {
 		w.stats.Err = err
 	}
+	w.stats.Broken = w.broken != nil
+	w.mu.Unlock()
+	select {
+	case w.failed <- struct{}{}:
+	default: // one signal pending is enough: Stats has the counts
+	}
 }
+
+// Failed is signalled, without waiting on its reader, whenever events
+// could not be recorded; Stats then says how many, and why. It lets a
+// watcher say a failure as it happens instead of polling.
+func (w *Writer) Failed() <-chan struct{} { return w.failed }
 
 // Stats returns the writer's counters.
 func (w *Writer) Stats() Stats {

@@ -36,7 +36,7 @@ NVML and the metrics endpoint are) and serves what it measures:
             holds gets a record of exactly how many events it missed
   /metrics  latscope's own statistics for Prometheus (stage, TTFT, ITL, E2E
             histograms, requests by outcome), so a fleet can be watched in Grafana
-  /healthz  liveness, open without a token
+  /healthz  liveness, open without a token; its counters only with the token
 
 It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
 --token (or LATSCOPE_TOKEN), or --insecure-no-auth on purpose. With neither

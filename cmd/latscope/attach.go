@@ -11,11 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/latscope/latscope/agent"
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/tui"
@@ -25,6 +28,7 @@ func newAttachCmd() *cobra.Command {
 	var (
 		agentsFile, token, caFile, record string
 		noTUI, jsonOut, noColor           bool
+		connectTimeout                    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "attach URL [URL...]",
@@ -36,7 +40,10 @@ never mixes one agent's times with another's or with this machine's clock.
 
 A dropped connection is retried with backoff and resumed from the last event
 received; nothing the agent's replay ring still holds is lost, and anything
-older is counted as lost, never silently skipped.
+older is counted as lost, never silently skipped. An agent that cannot be
+reached is said as it happens, with why and when the next try is; events
+whose ids go backwards are dropped as duplicates, said and counted. An
+attach that reached no agent exits 1, naming each and its last error.
 
 With several agents, --record FILE writes one file per agent (FILE with the
 agent's name before the extension).`,
@@ -58,7 +65,11 @@ agent's name before the extension).`,
 			if token == "" {
 				token = os.Getenv(agent.TokenEnv)
 			}
-			return runAttach(cmd, urls, token, caFile, record, jsonOut, useDashboard(cmd.OutOrStdout(), noTUI), noColor)
+			if connectTimeout <= 0 {
+				return fmt.Errorf("--connect-timeout %s: want more than 0", connectTimeout)
+			}
+			return runAttach(cmd, urls, agent.ClientConfig{Token: token, CAFile: caFile, ConnectTimeout: connectTimeout},
+				record, jsonOut, useDashboard(cmd.OutOrStdout(), noTUI), noColor)
 		},
 	}
 	fl := cmd.Flags()
@@ -69,6 +80,7 @@ agent's name before the extension).`,
 	fl.BoolVar(&noTUI, "no-tui", false, "print a status line per agent, and their summaries at the end")
 	fl.BoolVar(&jsonOut, "json", false, "print the summaries as JSON (with --no-tui)")
 	fl.BoolVar(&noColor, "no-color", false, "dashboard without colour (also NO_COLOR=1)")
+	fl.DurationVar(&connectTimeout, "connect-timeout", 10*time.Second, "limit for each step of a connection to an agent: dial, TLS handshake, response headers")
 	return cmd
 }
 
@@ -105,22 +117,34 @@ type attached struct {
 	url     string
 	summary aggregate.Summary
 	err     error
+	// Headless only: its lines on stderr, and what goes wrong with it.
+	out   io.Writer
+	watch *attachWatch
 }
 
-func runAttach(cmd *cobra.Command, urls []string, token, caFile, record string, jsonOut, dashboard bool, noColor bool) error {
+func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, record string, jsonOut, dashboard bool, noColor bool) error {
 	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
 	runCtx, stopRuns := context.WithCancel(ctx)
 	defer stopRuns()
+	var mu sync.Mutex // serialises the status lines of several agents
 	agents := make([]*attached, 0, len(urls))
 	for _, u := range urls {
-		c, err := agent.NewClient(agent.ClientConfig{URL: u, Token: token, CAFile: caFile})
+		a := &attached{url: u}
+		cfg := base
+		cfg.URL = u
+		if !dashboard {
+			a.out = &prefixWriter{w: stderr, mu: &mu, prefix: func() string { return a.client.Name() + ": " }}
+			a.watch = &attachWatch{w: a.out, now: time.Now}
+			cfg.OnState = a.watch.onState // a failed connection is said at once
+		}
+		c, err := agent.NewClient(cfg)
 		if err != nil {
 			return fmt.Errorf("attach %s: %w", u, err)
 		}
-		agents = append(agents, &attached{client: c, url: u})
+		a.client = c
+		agents = append(agents, a)
 	}
 	var wg sync.WaitGroup
-	var mu sync.Mutex // serialises the status lines of several agents
 	feed := &attachFeed{}
 	for i, a := range agents {
 		// Each agent is one timeline: its own pipeline and aggregator, on
@@ -133,8 +157,15 @@ func runAttach(cmd *cobra.Command, urls []string, token, caFile, record string, 
 			m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
 			feed.agents = append(feed.agents, attachedFeed{client: a.client, feeds: feeds})
 		} else {
-			line := statusLine(&prefixWriter{w: stderr, mu: &mu, prefix: func() string { return a.client.Name() + ": " }})
-			m.observers = append(m.observers, line)
+			line := statusLine(a.out)
+			m.observers = append(m.observers, func(s aggregate.Snapshot) {
+				st := a.client.Status()
+				a.watch.counts(st)
+				// Zeros from an agent never reached would read as an idle one.
+				if st.Connections > 0 {
+					line(s)
+				}
+			})
 		}
 		if record != "" {
 			path := record
@@ -142,7 +173,13 @@ func runAttach(cmd *cobra.Command, urls []string, token, caFile, record string, 
 				ext := filepath.Ext(record)
 				path = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(record, ext), i+1, ext)
 			}
-			m.consumers = append(m.consumers, &lateRecording{path: path})
+			rec := &lateRecording{path: path}
+			m.consumers = append(m.consumers, rec)
+			if dashboard {
+				feed.agents[len(feed.agents)-1].rec = rec
+			} else {
+				m.observers = append(m.observers, rec.warnWhenFailing(a.out, time.Now))
+			}
 		}
 		wg.Go(func() {
 			a.summary, a.err = m.run(runCtx)
@@ -158,16 +195,57 @@ func runAttach(cmd *cobra.Command, urls []string, token, caFile, record string, 
 		}
 	}
 	wg.Wait()
+	unreached := neverConnected(agents)
 	if jsonOut {
-		return writeAttachJSON(cmd.OutOrStdout(), agents)
+		if err := writeAttachJSON(cmd.OutOrStdout(), agents); err != nil {
+			return err
+		}
+		return attachOutcome(agents, unreached)
 	}
-	var errs []error
 	for _, a := range agents {
+		if st := a.client.Status(); st.Connections == 0 {
+			fmt.Fprintf(cmd.OutOrStdout(), "== agent %s (%s): never connected: %s\n\n", a.client.Name(), a.url, lastError(st))
+			continue
+		}
 		fmt.Fprintf(cmd.OutOrStdout(), "== agent %s (%s)\n", a.client.Name(), a.url)
 		if err := aggregate.WriteTable(cmd.OutOrStdout(), a.summary); err != nil {
 			return fmt.Errorf("write the summary: %w", err)
 		}
 		fmt.Fprintln(cmd.OutOrStdout())
+	}
+	if len(unreached) > 0 && len(unreached) < len(agents) {
+		fmt.Fprintf(stderr, "latscope: %d of %d agents never connected: %s\n", len(unreached), len(agents), strings.Join(unreached, "; "))
+	}
+	return attachOutcome(agents, unreached)
+}
+
+// neverConnected names each agent no connection reached, with its last
+// error.
+func neverConnected(agents []*attached) []string {
+	var out []string
+	for _, a := range agents {
+		if st := a.client.Status(); st.Connections == 0 {
+			out = append(out, fmt.Sprintf("%s (%s): %s", a.client.Name(), a.url, lastError(st)))
+		}
+	}
+	return out
+}
+
+func lastError(st agent.Status) string {
+	if st.LastErr == "" {
+		return "no connection was tried"
+	}
+	return st.LastErr
+}
+
+// attachOutcome fails an attach that reached no agent (exit 1, naming each
+// agent and its last error), and one where an agent failed.
+func attachOutcome(agents []*attached, unreached []string) error {
+	if len(unreached) == len(agents) {
+		return &exitError{code: exitFailure, err: fmt.Errorf("no agent could be reached: %s", strings.Join(unreached, "; "))}
+	}
+	var errs []error
+	for _, a := range agents {
 		if a.err != nil {
 			errs = append(errs, fmt.Errorf("agent %s: %w", a.url, a.err))
 		}
@@ -177,16 +255,23 @@ func runAttach(cmd *cobra.Command, urls []string, token, caFile, record string, 
 
 func writeAttachJSON(w io.Writer, agents []*attached) error {
 	type entry struct {
-		Agent   string            `json:"agent"`
-		URL     string            `json:"url"`
-		Error   string            `json:"error,omitempty"`
-		Summary aggregate.Summary `json:"summary"`
+		Agent string `json:"agent"`
+		URL   string `json:"url"`
+		// Connections counts the connections made; 0: never reached, and
+		// Error says why.
+		Connections int64             `json:"connections"`
+		Error       string            `json:"error,omitempty"`
+		Summary     aggregate.Summary `json:"summary"`
 	}
 	out := make([]entry, 0, len(agents))
 	for _, a := range agents {
-		e := entry{Agent: a.client.Name(), URL: a.url, Summary: a.summary}
-		if a.err != nil {
+		st := a.client.Status()
+		e := entry{Agent: a.client.Name(), URL: a.url, Connections: st.Connections, Summary: a.summary}
+		switch {
+		case a.err != nil:
 			e.Error = a.err.Error()
+		case st.Connections == 0:
+			e.Error = "never connected: " + lastError(st)
 		}
 		out = append(out, e)
 	}
@@ -218,7 +303,7 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 // agent's session header arrives (it is the file's first record).
 type lateRecording struct {
 	path string
-	rec  *recording
+	rec  atomic.Pointer[recording] // set once the file is created
 }
 
 func (l *lateRecording) start(ctx context.Context, fan *pipeline.Fanout) func() error {
@@ -237,6 +322,7 @@ func (l *lateRecording) start(ctx context.Context, fan *pipeline.Fanout) func() 
 				done <- err
 				return
 			}
+			l.rec.Store(rec)
 			err = rec.w.Record(ctx, sub.Events())
 			done <- errors.Join(err, rec.w.Close())
 			return
@@ -244,6 +330,39 @@ func (l *lateRecording) start(ctx context.Context, fan *pipeline.Fanout) func() 
 		done <- nil
 	}()
 	return func() error { return <-done }
+}
+
+// lateEvents announces the events the agent's recording could not write,
+// undated: the local clock is not the agent's.
+func (l *lateRecording) lateEvents() []event.Event {
+	if rec := l.rec.Load(); rec != nil {
+		return rec.lateEvents()
+	}
+	return nil
+}
+
+// warnWhenFailing is recording.warnWhenFailing once the file exists.
+func (l *lateRecording) warnWhenFailing(w io.Writer, now func() time.Time) func(aggregate.Snapshot) {
+	var warn func(aggregate.Snapshot)
+	return func(s aggregate.Snapshot) {
+		if warn == nil {
+			rec := l.rec.Load()
+			if rec == nil {
+				return
+			}
+			warn = rec.warnWhenFailing(w, now)
+		}
+		warn(s)
+	}
+}
+
+// failure says how the recording failed, for the dashboard; "" while it
+// has not.
+func (l *lateRecording) failure() string {
+	if rec := l.rec.Load(); rec != nil {
+		return rec.failure()
+	}
+	return ""
 }
 
 // attachFeed drives the dashboard from several agents: the first agent's
@@ -257,6 +376,7 @@ type attachedFeed struct {
 	client *agent.Client
 	feeds  chan *tui.LiveFeed
 	feed   *tui.LiveFeed
+	rec    *lateRecording // nil without --record
 }
 
 // ready waits for every agent's feed (their consumers start with their
@@ -283,6 +403,11 @@ func (f *attachFeed) Frame() (tui.Frame, uint64) {
 		if st := a.client.Status(); st.State != agent.Streaming {
 			out.Status = append(out.Status, agentStatusLine(st))
 		}
+		if a.rec != nil {
+			if msg := a.rec.failure(); msg != "" {
+				out.Status = append(out.Status, "agent "+a.client.Name()+": "+msg)
+			}
+		}
 	}
 	return out, version
 }
@@ -296,8 +421,77 @@ func agentStatusLine(st agent.Status) string {
 	if st.Err != "" {
 		line += ": " + st.Err
 	}
+	if st.State == agent.Reconnecting && !st.RetryAt.IsZero() {
+		line += "; retrying in " + untilText(st.RetryAt, time.Now())
+	}
 	if st.Lost > 0 {
 		line += fmt.Sprintf("; %d events lost", st.Lost)
 	}
 	return line
+}
+
+// attachLineEvery is the least time between two lines about the same
+// connection error of one agent: the backoff retries it more often at first.
+const attachLineEvery = 10 * time.Second
+
+// attachWatch says on w what goes wrong with one agent as it happens, for
+// the headless output (the dashboard shows the same in its header): a
+// failed connection (a new error at once, the same one again at most every
+// attachLineEvery) and giving up, from the client's state changes; events
+// dropped because their ids went backwards and events the agent says it no
+// longer held, from its counts at every snapshot.
+type attachWatch struct {
+	w   io.Writer
+	now func() time.Time
+
+	mu       sync.Mutex // onState runs on the client's goroutine, counts on the aggregator's
+	lastErr  string     // the error last said
+	lastLine time.Time
+	dups     int64
+	lost     int64
+}
+
+// onState is the client's OnState: it only writes a line, so it does not
+// hold the client up.
+func (a *attachWatch) onState(st agent.Status) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.now()
+	switch st.State {
+	case agent.Reconnecting:
+		if st.Err != a.lastErr || now.Sub(a.lastLine) >= attachLineEvery {
+			a.lastErr, a.lastLine = st.Err, now
+			fmt.Fprintf(a.w, "%s; retrying in %s (attempt %d)\n", st.Err, untilText(st.RetryAt, now), st.Attempt)
+		}
+	case agent.Failed:
+		fmt.Fprintf(a.w, "gave up: %s\n", st.Err)
+	case agent.Streaming:
+		if a.lastErr != "" {
+			fmt.Fprintf(a.w, "connected\n")
+			a.lastErr = ""
+		}
+	}
+}
+
+// counts says the events dropped or lost since it last looked.
+func (a *attachWatch) counts(st agent.Status) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st.Duplicates > a.dups {
+		fmt.Fprintf(a.w, "%d events dropped: their ids went backwards (taken for duplicates); %d in all\n", st.Duplicates-a.dups, st.Duplicates)
+		a.dups = st.Duplicates
+	}
+	if st.Lost > a.lost {
+		fmt.Fprintf(a.w, "%d events lost: the agent no longer held them; %d in all\n", st.Lost-a.lost, st.Lost)
+		a.lost = st.Lost
+	}
+}
+
+// untilText is the time left until at, rounded for a person.
+func untilText(at, now time.Time) string {
+	d := max(at.Sub(now), 0)
+	if d < time.Second {
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
 }

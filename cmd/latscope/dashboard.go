@@ -117,11 +117,23 @@ func (b *noticeBoard) Write(p []byte) (int, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// A notice that repeats the latest one's subject up to its ';' is an
+	// update of it (a failing recording's growing count): it replaces it
+	// rather than push the other notices off the screen.
+	if n := len(b.lines); n > 0 && sameSubject(b.lines[n-1].text, text) {
+		b.lines = b.lines[:n-1]
+	}
 	b.lines = append(b.lines, notice{text: text, at: time.Now()})
 	if len(b.lines) > 4 {
 		b.lines = b.lines[len(b.lines)-4:]
 	}
 	return len(p), nil
+}
+
+// sameSubject reports whether a and b agree up to a ';' that both have.
+func sameSubject(a, b string) bool {
+	i := strings.IndexByte(a, ';')
+	return i > 0 && len(b) > i && b[:i+1] == a[:i+1]
 }
 
 func (b *noticeBoard) recent(now time.Time) []string {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 )
 
@@ -17,6 +18,13 @@ import (
 // consumer; the returned wait blocks until it has taken the last event.
 type consumer interface {
 	start(ctx context.Context, fan *pipeline.Fanout) (wait func() error)
+}
+
+// lateReporter is a consumer with events to give the aggregator after the
+// stream ended: what it found out while taking the last events (the
+// recorder's last frame failing).
+type lateReporter interface {
+	lateEvents() []event.Event
 }
 
 // measurement is one run of a pipeline with the aggregator and its
@@ -86,6 +94,19 @@ func (m measurement) run(ctx context.Context) (aggregate.Summary, error) {
 	summary := <-summaryc
 	for _, wait := range waits {
 		err = errors.Join(err, wait())
+	}
+	// The aggregator's Run has returned: this goroutine owns it now.
+	var late []event.Event
+	for _, c := range m.consumers {
+		if l, ok := c.(lateReporter); ok {
+			late = append(late, l.lateEvents()...)
+		}
+	}
+	if len(late) > 0 {
+		for _, ev := range late {
+			agg.Add(ev)
+		}
+		summary = agg.Summary()
 	}
 	return summary, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
@@ -14,7 +15,7 @@ import (
 
 // Exit codes, documented in the README and in `latscope --help`.
 const (
-	exitFailure     = 1   // bad flags, the server could not be reached or set up, a write failed
+	exitFailure     = 1   // bad flags, the server (or, attached, every agent) could not be reached or set up, a write failed
 	exitSLOMissed   = 2   // --slo: at least one objective was missed
 	exitAllFailed   = 3   // requests were sent and none succeeded
 	exitInterrupted = 130 // Ctrl-C or SIGTERM: the summary so far was printed
@@ -132,7 +133,9 @@ func addRecorderAndExport(ctx context.Context, stderr io.Writer, f *loadFlags, s
 		}
 		fmt.Fprintf(stderr, "latscope: recording to %s\n", f.record)
 		m.consumers = append(m.consumers, rec)
-		m.observers = append(m.observers, rec.warnWhenBehind(stderr))
+		m.observers = append(m.observers, rec.warnWhenBehind(stderr), rec.warnWhenFailing(stderr, time.Now))
+		// Clipped: the session's own list of aux sources stays as it is.
+		m.pipe.Aux = append(slices.Clip(m.pipe.Aux), rec.losses(time.Now))
 	}
 	if f.otlpExport != "" {
 		exp, err := newTraceExport(ctx, f.otlpExport)

@@ -21,6 +21,9 @@ type recording struct {
 	path string
 	w    *recorder.Writer
 	sub  atomic.Pointer[pipeline.Subscription]
+	// announced counts the unrecorded events already announced with a
+	// Loss record (see recordfail.go).
+	announced atomic.Int64
 }
 
 // newRecording creates the file now, so a bad path fails before measuring.

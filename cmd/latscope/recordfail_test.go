@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/recorder"
+)
+
+// diskFullAfter accepts so many bytes, then fails every write with ENOSPC
+// and writes nothing, as a full filesystem does.
+type diskFullAfter struct {
+	mu   sync.Mutex
+	room int
+}
+
+func (d *diskFullAfter) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(p) > d.room {
+		return 0, &os.PathError{Op: "write", Path: "rec.lsr", Err: syscall.ENOSPC}
+	}
+	d.room -= len(p)
+	return len(p), nil
+}
+
+// lines is an io.Writer that keeps what is written and signals each write.
+type lines struct {
+	mu    sync.Mutex
+	text  strings.Builder
+	wrote chan struct{}
+}
+
+func newLines() *lines { return &lines{wrote: make(chan struct{}, 1)} }
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	l.text.Write(p)
+	l.mu.Unlock()
+	select {
+	case l.wrote <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.text.String()
+}
+
+// A recording whose disk fills mid-run says so while the run goes on, the
+// Loss records announce it in the stream, and the summary counts exactly
+// the events the writer could not write.
+func TestRecordingFailureIsSaidAsItHappensAndCounted(t *testing.T) {
+	t.Parallel()
+	header := &event.Session{Time: time.Now(), Target: "http://x", Load: event.Load{Mode: "closed"}}
+	w, err := recorder.NewWriter(&diskFullAfter{room: 512}, header, recorder.Options{FlushInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recording{path: "rec.lsr", w: w}
+	said := newLines()
+	// The source goes on until the failure has been said, as a real run
+	// would, so the failure is met mid-run and not only at the end.
+	var sent int
+	source := pipeline.SourceFunc(func(ctx context.Context, emit func(event.Event)) error {
+		deadline := time.NewTimer(30 * time.Second)
+		defer deadline.Stop()
+		for {
+			for range 50 {
+				sent++
+				at := time.Now()
+				emit(event.NewRequest(&event.Request{ID: strconv.Itoa(sent), Start: at, Intended: at, Outcome: event.OutcomeOK}))
+			}
+			if strings.Contains(said.String(), "failed") {
+				return nil
+			}
+			select {
+			case <-said.wrote:
+			case <-time.After(20 * time.Millisecond):
+			case <-deadline.C:
+				return errors.New("the failure was never said")
+			}
+		}
+	})
+	seen := &lossTap{}
+	m := measurement{
+		pipe:      pipeline.Config{Header: header, Primary: []pipeline.Source{source}, Aux: []pipeline.Source{rec.losses(time.Now)}},
+		agg:       aggregate.Config{Now: time.Now},
+		observers: []func(aggregate.Snapshot){rec.warnWhenFailing(said, time.Now)},
+		consumers: []consumer{rec, seen},
+	}
+	summary, err := m.run(context.Background())
+	st := w.Stats()
+	if err == nil || !strings.Contains(err.Error(), strconv.FormatInt(st.Unwritten, 10)+" events not recorded") {
+		t.Fatalf("run = %v, want the count of events not recorded (%d)", err, st.Unwritten)
+	}
+	if !regexp.MustCompile(`recording to rec.lsr failed: no space left on device; \d+ events not recorded so far`).MatchString(said.String()) {
+		t.Errorf("the failure was not said as it happened:\n%s", said.String())
+	}
+	if summary.Unrecorded == nil || summary.Unrecorded.Events != st.Unwritten || st.Unwritten == 0 {
+		t.Fatalf("summary unrecorded %+v, writer %d: want the same, not 0", summary.Unrecorded, st.Unwritten)
+	}
+	if !strings.Contains(summary.Unrecorded.Reason, "no space left on device") {
+		t.Errorf("reason %q", summary.Unrecorded.Reason)
+	}
+	if seen.n.Load() == 0 {
+		t.Error("no Loss record of the recorder's reached the stream's consumers")
+	}
+}
+
+// lossTap is a consumer that counts the recorder's Loss records it sees.
+type lossTap struct{ n atomic.Int64 }
+
+func (l *lossTap) start(_ context.Context, fan *pipeline.Fanout) func() error {
+	sub := fan.Subscribe("tap", 1024, pipeline.Lossless)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range sub.Events() {
+			if ev.Loss != nil && ev.Loss.Consumer == event.ConsumerRecorder {
+				l.n.Add(1)
+			}
+		}
+	}()
+	return func() error { <-done; return nil }
+}
+
+// A run recording to a filesystem that fills up (a 64 KiB tmpfs) says so
+// on stderr while it runs, counts the events not recorded in its JSON
+// summary, the same number its error gives, and fails. Mounting needs root.
+func TestRunRecordingToAFullFilesystem(t *testing.T) {
+	dir := mountTinyTmpfs(t, 4<<10)
+	url := serveTinySim(t)
+	file := filepath.Join(dir, "run.lsr")
+	stdout, stderr, err := execute(t, "run", "--url", url, "--no-tui", "--json", "--duration", "3s", "-c", "4",
+		"--prompt-tokens", "64", "--output-tokens", "16", "--no-metrics", "--no-gpu", "--record", file)
+	m := regexp.MustCompile(`(\d+) events not recorded`).FindStringSubmatch(errText(err))
+	if m == nil {
+		t.Fatalf("run = %v, want it to fail with the count of events not recorded\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "recording to "+file+" failed: no space left on device;") {
+		t.Errorf("stderr does not say the recording failed while it ran:\n%s", stderr)
+	}
+	var got struct{ Unrecorded *aggregate.Unrecorded }
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	if got.Unrecorded == nil || strconv.FormatInt(got.Unrecorded.Events, 10) != m[1] {
+		t.Errorf("JSON unrecorded %+v, the error says %s", got.Unrecorded, m[1])
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := recorder.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("the recording does not open: %v", err)
+	}
+	defer r.Close()
+	for {
+		if _, err := r.Next(); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Errorf("the recording does not read to its end: %v", err)
+			}
+			break
+		}
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// On the dashboard a failing recording's updates replace its notice
+// instead of pushing the others off the header.
+func TestNoticeUpdatesReplaceTheirNotice(t *testing.T) {
+	t.Parallel()
+	b := &noticeBoard{}
+	update := func(n int) string {
+		return "latscope: recording to x failed: no space left on device; " + strconv.Itoa(n) + " events not recorded so far\n"
+	}
+	_, _ = b.Write([]byte("latscope: recording to x\n"))
+	for n := range 10 {
+		_, _ = b.Write([]byte(update(n + 1)))
+	}
+	got := b.recent(time.Now())
+	if len(got) != 2 || got[0] != "recording to x" || !strings.Contains(got[1], "; 10 events not recorded so far") {
+		t.Fatalf("notices %q, want the first notice and the latest update", got)
+	}
+}
+
+// mountTinyTmpfs mounts a 64 KiB tmpfs that a filler file leaves free
+// bytes of, or skips the test: mounting needs root.
+func mountTinyTmpfs(t *testing.T, free int) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, 64<<10-free), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// An agent whose --record fills its disk says so on its stderr, counts the
+// events not recorded on /metrics, and announces them on its feed, so an
+// attached dashboard's summary counts them too.
+func TestAgentSaysItsRecordingFailed(t *testing.T) {
+	dir := mountTinyTmpfs(t, 4<<10)
+	file := filepath.Join(dir, "agent.lsr")
+	url := serveTinySim(t)
+	a := startAgent(t, "--url", url, "--duration", "3s", "-c", "4", "--prompt-tokens", "32", "--output-tokens", "8",
+		"--no-metrics", "--no-gpu", "--linger", "30s", "--quiet", "--record", file)
+	out, stderr, err := execute(t, "attach", "http://"+a.addr, "--no-tui", "--json")
+	if err != nil {
+		t.Fatalf("attach: %v\n%s", err, stderr)
+	}
+	var got []struct {
+		Summary struct{ Unrecorded *aggregate.Unrecorded }
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
+		t.Fatalf("attach JSON: %v\n%s", err, out)
+	}
+	if u := got[0].Summary.Unrecorded; u == nil || u.Events == 0 || !strings.Contains(u.Reason, "no space left on device") {
+		t.Errorf("the attached summary's unrecorded = %+v, want the agent's loss", u)
+	}
+	metrics := get(t, "http://"+a.addr+"/metrics", "")
+	if !regexp.MustCompile(`latscope_events_lost_total\{consumer="recorder"\} [1-9]`).MatchString(metrics) {
+		t.Errorf("/metrics does not count the events not recorded:\n%s", metrics)
+	}
+	a.wait()
+	if a.err == nil || !strings.Contains(a.err.Error(), "events not recorded") {
+		t.Errorf("agent: %v, want it to fail with the count", a.err)
+	}
+	if !strings.Contains(a.stderr.String(), "recording to "+file+" failed: no space left on device;") {
+		t.Errorf("the agent's stderr does not say it:\n%s", a.stderr.String())
+	}
+}
