@@ -40,6 +40,7 @@ var stageFills = map[event.Stage]string{
 	event.StageNetworkOut:    "#56b4e9", // sky blue
 	event.StageHTTP:          "#f0e442", // yellow
 	event.StageTokenize:      "#009e73", // bluish green
+	event.StageServerWait:    "#f3c77a", // light orange: front end and queue, not told apart
 	event.StageQueue:         "#e69f00", // orange
 	event.StagePrefill:       "#0072b2", // blue
 	event.StageFirstDecode:   "#d55e00", // vermillion

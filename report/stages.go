@@ -19,7 +19,7 @@ var clientStages = []event.Stage{
 var breakdownStages = []event.Stage{
 	event.StageSchedLag, event.StageSerialize, event.StageDNS, event.StageConnect, event.StageTLS,
 	event.StageConnWait, event.StageWrite,
-	event.StageNetworkOut, event.StageHTTP, event.StageTokenize, event.StageQueue, event.StagePrefill,
+	event.StageNetworkOut, event.StageHTTP, event.StageTokenize, event.StageServerWait, event.StageQueue, event.StagePrefill,
 	event.StageFirstDecode, event.StageDetokenize, event.StageNetworkReturn, event.StageUnattributed,
 }
 

@@ -37,6 +37,7 @@ var stageInfos = map[event.Stage]stageInfo{
 	event.StageNetworkOut:    {'n', "net out"},
 	event.StageHTTP:          {'h', "http"},
 	event.StageTokenize:      {'t', "tokenize"},
+	event.StageServerWait:    {'v', "srv wait"}, // front end and queue, not told apart
 	event.StageQueue:         {'q', "queue"},
 	event.StagePrefill:       {'p', "prefill"},
 	event.StageFirstDecode:   {'f', "1st dec"},

@@ -32,6 +32,7 @@ func defaultPalette() palette {
 			event.StageNetworkOut:    "38",
 			event.StageHTTP:          "180",
 			event.StageTokenize:      "220",
+			event.StageServerWait:    "216",
 			event.StageQueue:         "203",
 			event.StagePrefill:       "170",
 			event.StageFirstDecode:   "77",
