@@ -159,7 +159,7 @@ func requestsTable(s *aggregate.Summary) table {
 		t.Notes = append(t.Notes, "Flags: "+strings.Join(parts, ", "))
 	}
 	if r.Clamped > 0 || r.DroppedStages > 0 {
-		t.Notes = append(t.Notes, fmt.Sprintf("%d values clamped into 0..10 min, %d stage values dropped (too many stage names)", r.Clamped, r.DroppedStages))
+		t.Notes = append(t.Notes, fmt.Sprintf("%d values clamped at ±10 min (the histograms' range), %d stage values dropped (too many stage names)", r.Clamped, r.DroppedStages))
 	}
 	return t
 }
