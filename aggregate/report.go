@@ -171,7 +171,7 @@ func writeBreakdown(w *errWriter, b Breakdown) {
 	for _, name := range ordered(b.Stages, event.BreakdownStages()) {
 		st := b.Stages[name]
 		fmt.Fprintf(tw, "  %s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f%%\t%s\n",
-			name, st.Count, st.Mean, st.P50, st.P90, st.P99, 100*st.Share, provenanceText(st))
+			name, st.Count, st.Mean, st.P50, st.P90, st.P99, 100*st.Share, st.ProvenanceText())
 	}
 	_ = tw.Flush()
 	w.printf("  unattributed: %.1f%% of TTFT", 100*b.UnattributedShare)
@@ -181,9 +181,10 @@ func writeBreakdown(w *errWriter, b Breakdown) {
 	w.printf("\n")
 }
 
-// provenanceText is a stage's main provenance (of more than half of its
-// values, or mixed), with the counts when its values differ.
-func provenanceText(st BreakdownStage) string {
+// ProvenanceText is the stage's main provenance (of more than half of its
+// values, or mixed), with the counts when its values differ, e.g.
+// "measured (measured 269, estimated 3)".
+func (st BreakdownStage) ProvenanceText() string {
 	main := st.Mix.Main()
 	if main == "" {
 		provs := make([]string, len(st.Provenance))
@@ -205,6 +206,18 @@ func provenanceText(st BreakdownStage) string {
 		return string(main)
 	}
 	return fmt.Sprintf("%s (%s)", main, strings.Join(parts, ", "))
+}
+
+// MainProvenances is the stage's main provenance alone, or every one seen
+// when none covers most of its values (or they were not counted): what a
+// chart marks it by.
+func (st BreakdownStage) MainProvenances() []event.Provenance {
+	switch main := st.Mix.Main(); main {
+	case "", Mixed:
+		return st.Provenance
+	default:
+		return []event.Provenance{main}
+	}
 }
 
 func writeServer(w *errWriter, s ServerStats) {
