@@ -119,10 +119,12 @@ type counts struct {
 }
 
 // bdStage is one breakdown stage over the run: its values, and how often each
-// provenance was seen for it.
+// provenance was seen for it, over the run and per window slot.
 type bdStage struct {
-	m    *metric
-	prov map[event.Provenance]int64
+	m       *metric
+	prov    map[event.Provenance]int64
+	mix     ProvenanceMix // the run's
+	windows provTracker
 }
 
 // New returns an empty Aggregator.
@@ -371,11 +373,13 @@ func (a *Aggregator) recordBreakdown(r *event.Request, end time.Time) {
 				a.droppedStage++
 				continue
 			}
-			b = &bdStage{m: newMetric(), prov: make(map[event.Provenance]int64)}
+			b = &bdStage{m: newMetric(), prov: make(map[event.Provenance]int64), windows: newProvTracker()}
 			a.breakdown[st.Stage] = b
 		}
 		a.recordDur(b.m, end, st.Duration)
 		bump(b.prov, st.Provenance, "other")
+		b.mix.add(st.Provenance)
+		b.windows.add(end, st.Provenance)
 	}
 }
 

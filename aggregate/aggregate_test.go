@@ -190,8 +190,11 @@ func TestClampCounts(t *testing.T) {
 	r.SchedLag = -time.Millisecond
 	addAll(a, r)
 	s := a.Summary()
-	if s.Requests.Clamped != 3 { // ttft, e2e over 10 min; sched lag negative
-		t.Errorf("clamped = %d, want 3", s.Requests.Clamped)
+	if s.Requests.Clamped != 2 { // ttft, e2e over 10 min; the negative sched lag is kept
+		t.Errorf("clamped = %d, want 2", s.Requests.Clamped)
+	}
+	if s.SchedLag.Negative != 1 || s.SchedLag.Mean != -1 || s.SchedLag.Max != -1 {
+		t.Errorf("sched lag %+v, want one negative value, mean and max -1 ms", s.SchedLag)
 	}
 	if s.TTFT.Max != 600000 {
 		t.Errorf("ttft max = %v, want 600000 (clamped to 10 min)", s.TTFT.Max)

@@ -78,15 +78,24 @@ func (a *Aggregator) bdTTFTMeanMS() float64 {
 	return float64(a.bdTTFT) / float64(a.bdRequests) / displayFactor
 }
 
+// queueShareInsight speaks of queue wait only where the breakdown
+// attributed a queue (on evidence: see collector.Attribute). A breakdown
+// without one says the requests did not queue, or that the server wait
+// (front end and queue) could not be told apart: no queue insight then,
+// not even from the server's queue-time mean, which the breakdown has
+// weighed already. Only without any breakdown is that mean used.
 func (a *Aggregator) queueShareInsight(s *Snapshot, add addInsight) {
 	if q, ok := s.Breakdown.Stages[event.StageQueue]; ok && q.Count >= insightMinRequests && a.bdTTFT > 0 {
 		if q.Share >= queueShareMin {
-			add(fmt.Sprintf("queue wait is %s of TTFT (from the breakdown; queue is %s)", pct(q.Share), provenanceWords(q.Provenance)),
+			add(fmt.Sprintf("queue wait is %s of TTFT (from the breakdown; queue is %s)", pct(q.Share), mixWords(q)),
 				map[string]float64{
 					"share": q.Share, "queue_mean_ms": q.Mean, "ttft_mean_ms": a.bdTTFTMeanMS(),
 					"requests": float64(q.Count), "from_breakdown": 1,
 				})
 		}
+		return
+	}
+	if s.Breakdown.Requests > 0 {
 		return
 	}
 	qm, ok := s.Server.StageMeans["queue"]
@@ -177,13 +186,15 @@ func (a *Aggregator) overheadInsight(s *Snapshot, add addInsight) {
 		return
 	}
 	model := 0.0
-	for _, st := range []event.Stage{event.StageQueue, event.StagePrefill, event.StageFirstDecode} {
+	// The server wait holds the server's front end and any queue, not told
+	// apart: it is kept out of the overhead, as the queue is.
+	for _, st := range []event.Stage{event.StageServerWait, event.StageQueue, event.StagePrefill, event.StageFirstDecode} {
 		model += b.Stages[st].Share
 	}
 	// Unattributed time is unknown, not overhead: keep it out and say how much there is.
 	overhead := 1 - model - b.UnattributedShare
 	if overhead >= overheadShareMin {
-		add(fmt.Sprintf("non-model overhead is %s of TTFT (network, HTTP, tokenization, framing: everything attributed but queue, prefill and first decode; %s more is unattributed)",
+		add(fmt.Sprintf("non-model overhead is %s of TTFT (network, HTTP, tokenization, framing: everything attributed but server wait, queue, prefill and first decode; %s more is unattributed)",
 			pct(overhead), pct(b.UnattributedShare)),
 			map[string]float64{
 				"share": overhead, "model_share": model, "unattributed_share": b.UnattributedShare,
@@ -252,6 +263,34 @@ func pearson(xs, ys []float64) float64 {
 		return 0
 	}
 	return sxy / math.Sqrt(sxx*syy)
+}
+
+// mixWords says where most of a breakdown stage's numbers came from (or
+// that they are mixed), so an insight built on estimates says so.
+func mixWords(st BreakdownStage) string {
+	switch main := st.Mix.Main(); main {
+	case "":
+		return provenanceWords(st.Provenance)
+	case Mixed:
+		return "mixed: " + provenanceWords(st.Provenance)
+	default:
+		if st.Mix.Total() > mixCount(st.Mix, main) {
+			return fmt.Sprintf("%s for %d of %d requests", provenanceWords([]event.Provenance{main}), mixCount(st.Mix, main), st.Mix.Total())
+		}
+		return provenanceWords([]event.Provenance{main})
+	}
+}
+
+func mixCount(m ProvenanceMix, p event.Provenance) int64 {
+	switch p {
+	case event.Measured:
+		return m.Measured
+	case event.ServerReported:
+		return m.Server
+	case event.Estimated:
+		return m.Estimated
+	}
+	return m.Other
 }
 
 // provenanceWords says where a breakdown stage's numbers came from, so an

@@ -234,3 +234,22 @@ func TestPromptCacheInsight(t *testing.T) {
 		})
 	}
 }
+
+// TestNoQueueInsightFromServerWait: a breakdown with a server wait (front
+// end and queue, not told apart) and no queue speaks of no queue wait, not
+// even when the server's queue-time mean is large, and the server wait is
+// not counted as overhead.
+func TestNoQueueInsightFromServerWait(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	a := New(Config{})
+	a.Add(event.NewServer(&event.ServerSample{Time: base(), Stages: map[string]event.HistStat{
+		"queue": {Count: 20, Mean: 60 * ms},
+	}}))
+	withBreakdown(a, 20, map[event.Stage]time.Duration{event.StageServerWait: 60 * ms, event.StagePrefill: 40 * ms})
+	for _, m := range a.Summary().Insights {
+		if strings.Contains(m.Message, "queue wait") || strings.HasPrefix(m.Message, "non-model overhead") {
+			t.Errorf("insight %q from a breakdown without a queue", m.Message)
+		}
+	}
+}

@@ -137,7 +137,7 @@ func writeRequests(w *errWriter, s Summary) {
 		w.printf("Flags: %s\n", strings.Join(parts, ", "))
 	}
 	if r.Clamped > 0 || r.DroppedStages > 0 {
-		w.printf("Note: %d values clamped into 0..10 min, %d stage values dropped (too many stage names)\n",
+		w.printf("Note: %d values clamped at ±10 min (the histograms' range), %d stage values dropped (too many stage names)\n",
 			r.Clamped, r.DroppedStages)
 	}
 }
@@ -183,15 +183,54 @@ func writeBreakdown(w *errWriter, b Breakdown) {
 	fmt.Fprintf(tw, "  stage\tcount\tmean\tp50\tp90\tp99\tshare\tprovenance\n")
 	for _, name := range ordered(b.Stages, event.BreakdownStages()) {
 		st := b.Stages[name]
+		fmt.Fprintf(tw, "  %s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f%%\t%s\n",
+			name, st.Count, st.Mean, st.P50, st.P90, st.P99, 100*st.Share, st.ProvenanceText())
+	}
+	_ = tw.Flush()
+	w.printf("  unattributed: %.1f%% of TTFT", 100*b.UnattributedShare)
+	if u := b.Stages[event.StageUnattributed]; u.Negative > 0 {
+		w.printf("; negative on %d of %d requests (the sources exceed the client's window), shown as they are", u.Negative, u.Count)
+	}
+	w.printf("\n")
+}
+
+// ProvenanceText is the stage's main provenance (of more than half of its
+// values, or mixed), with the counts when its values differ, e.g.
+// "measured (measured 269, estimated 3)".
+func (st BreakdownStage) ProvenanceText() string {
+	main := st.Mix.Main()
+	if main == "" {
 		provs := make([]string, len(st.Provenance))
 		for i, p := range st.Provenance {
 			provs[i] = string(p)
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f%%\t%s\n",
-			name, st.Count, st.Mean, st.P50, st.P90, st.P99, 100*st.Share, strings.Join(provs, ","))
+		return strings.Join(provs, ",")
 	}
-	_ = tw.Flush()
-	w.printf("  unattributed: %.1f%% of TTFT\n", 100*b.UnattributedShare)
+	var parts []string
+	for _, c := range []struct {
+		name  event.Provenance
+		count int64
+	}{{event.Measured, st.Mix.Measured}, {event.ServerReported, st.Mix.Server}, {event.Estimated, st.Mix.Estimated}, {"other", st.Mix.Other}} {
+		if c.count > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c.name, c.count))
+		}
+	}
+	if len(parts) <= 1 {
+		return string(main)
+	}
+	return fmt.Sprintf("%s (%s)", main, strings.Join(parts, ", "))
+}
+
+// MainProvenances is the stage's main provenance alone, or every one seen
+// when none covers most of its values (or they were not counted): what a
+// chart marks it by.
+func (st BreakdownStage) MainProvenances() []event.Provenance {
+	switch main := st.Mix.Main(); main {
+	case "", Mixed:
+		return st.Provenance
+	default:
+		return []event.Provenance{main}
+	}
 }
 
 func writeServer(w *errWriter, s ServerStats) {

@@ -45,7 +45,8 @@ func round3(f float64) float64 {
 // MarshalJSON writes the statistics rounded to microseconds.
 func (s Stats) MarshalJSON() ([]byte, error) {
 	type plain Stats
-	p := plain{Count: s.Count, Mean: round3(s.Mean), P50: round3(s.P50), P90: round3(s.P90), P99: round3(s.P99), Max: round3(s.Max)}
+	p := plain{Count: s.Count, Mean: round3(s.Mean), P50: round3(s.P50), P90: round3(s.P90), P99: round3(s.P99), Max: round3(s.Max),
+		Negative: s.Negative}
 	return json.Marshal(p)
 }
 
@@ -87,7 +88,10 @@ func (b BreakdownStage) MarshalJSON() ([]byte, error) {
 		P90        float64            `json:"p90"`
 		P99        float64            `json:"p99"`
 		Max        float64            `json:"max"`
+		Negative   int64              `json:"negative"` // values below zero, kept as they are
 		Share      float64            `json:"share"`
 		Provenance []event.Provenance `json:"provenance"`
-	}{b.Count, round3(b.Mean), round3(b.P50), round3(b.P90), round3(b.P99), round3(b.Max), round3(b.Share), provs})
+		Main       event.Provenance   `json:"main_provenance"` // of more than half the values, or "mixed"
+		Mix        ProvenanceMix      `json:"provenance_count"`
+	}{b.Count, round3(b.Mean), round3(b.P50), round3(b.P90), round3(b.P99), round3(b.Max), b.Negative, round3(b.Share), provs, b.Mix.Main(), b.Mix})
 }

@@ -59,6 +59,9 @@ type WindowStats struct {
 	SchedLag             Stats
 	Stages               map[event.Stage]Stats // client stages
 	Breakdown            map[event.Stage]Stats // TTFT breakdown stages
+	// BreakdownProvenance counts each breakdown stage's values in the
+	// window by provenance: its Main says whether to mark it estimated.
+	BreakdownProvenance map[event.Stage]ProvenanceMix
 	// Bands are the mean breakdowns of the requests in each TTFT band
 	// (every request, around p50 and p90, the slowest 1%): what a stacked
 	// bar draws, since their stages add up to the band's TTFT.
@@ -102,7 +105,8 @@ type Requests struct {
 	// objective of --slo, and their rate: the goodput. Absent without one.
 	Good       *int64   `json:"good,omitempty"`
 	GoodPerSec *float64 `json:"goodput_per_s,omitempty"`
-	// Clamped counts values outside 0..10 min recorded at the range's edge.
+	// Clamped counts values beyond ±10 min (the histograms' range)
+	// recorded at the range's edge; negative values within it are kept.
 	Clamped int64 `json:"clamped_values,omitempty"`
 	// DroppedStages counts stage values dropped because too many distinct
 	// stage names arrived.
@@ -162,6 +166,9 @@ type BreakdownStage struct {
 	Share float64 `json:"share"`
 	// Provenance lists every provenance seen for this stage, most direct first.
 	Provenance []event.Provenance `json:"provenance"`
+	// Mix counts the stage's values by provenance; Mix.Main() is what a
+	// legend or table marks (estimated, or mixed), not any one request's.
+	Mix ProvenanceMix `json:"provenance_count"`
 }
 
 // Snapshot computes the statistics with windows ending at now.
@@ -254,7 +261,7 @@ func copyMap[K comparable, V any](m map[K]V) map[K]V {
 func (a *Aggregator) breakdownStats() Breakdown {
 	b := Breakdown{Requests: a.bdRequests, Stages: make(map[event.Stage]BreakdownStage, len(a.breakdown))}
 	for name, st := range a.breakdown {
-		bs := BreakdownStage{Stats: a.mg.whole(st.m), Provenance: provenances(st.prov)}
+		bs := BreakdownStage{Stats: a.mg.whole(st.m), Provenance: provenances(st.prov), Mix: st.mix}
 		if a.bdTTFT > 0 {
 			bs.Share = float64(st.m.runTally.sum) / float64(a.bdTTFT)
 		}
@@ -311,6 +318,8 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 		SchedLag:     a.mg.stats(a.schedLag, w, now),
 		Stages:       make(map[event.Stage]Stats, len(a.stages)),
 		Breakdown:    make(map[event.Stage]Stats, len(a.breakdown)),
+
+		BreakdownProvenance: make(map[event.Stage]ProvenanceMix, len(a.breakdown)),
 	}
 	for name, m := range a.stages {
 		if st := a.mg.stats(m, w, now); st.Count > 0 {
@@ -320,6 +329,11 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 	for name, b := range a.breakdown {
 		if st := a.mg.stats(b.m, w, now); st.Count > 0 {
 			ws.Breakdown[name] = st
+			if w == WinRun {
+				ws.BreakdownProvenance[name] = b.mix
+			} else {
+				ws.BreakdownProvenance[name] = b.windows.window(w, now)
+			}
 		}
 	}
 	ws.Bands = a.bands.bands(w, now)

@@ -125,6 +125,7 @@ func (r *ring[T]) each(from, to int64, fn func(*T)) {
 
 // tally keeps a series' exact count, sum and max beside its histogram (HDR's
 // mean and max are bucket-approximate; these are exact to the base unit).
+// Values may be negative (a residual): the sum and max are signed.
 type tally struct {
 	n, sum, max int64
 }
@@ -132,9 +133,21 @@ type tally struct {
 func (t *tally) add(v int64) {
 	t.n++
 	t.sum += v
-	if v > t.max {
+	if t.n == 1 || v > t.max {
 		t.max = v
 	}
+}
+
+// merge adds o's values to t.
+func (t *tally) merge(o tally) {
+	if o.n == 0 {
+		return
+	}
+	if t.n == 0 || o.max > t.max {
+		t.max = o.max
+	}
+	t.n += o.n
+	t.sum += o.sum
 }
 
 // slot is one completed time slot of a metric: a sparse histogram, which
@@ -234,6 +247,7 @@ func recordSlot(s *slot, dense *hdr.Histogram, v int64) {
 }
 
 // clamp brings v into the histograms' range and says whether it had to.
+// Only a metric's non-negative values reach it (see metric.record).
 func clamp(v int64) (int64, bool) {
 	switch {
 	case v < 0:
@@ -246,11 +260,21 @@ func clamp(v int64) (int64, bool) {
 
 // metric is one quantity tracked over every window: a dense 3-digit
 // histogram for the whole run (~172 KB) and two rings of 2-digit slots.
+//
+// HDR histograms hold no negative value, and a residual (unattributed) can
+// be negative: the server's numbers exceed the client's window. Rather than
+// clip those to zero (which biases the mean) or offset them (which would
+// spend the histogram's relative precision on the offset), a metric keeps
+// its negative values' magnitudes in a second metric, neg, made on the
+// first one. The tallies here count every value, signed, so count, mean
+// and max are exact; the percentiles are read from both histograms by rank
+// (signedStats), each within the histogram's precision.
 type metric struct {
 	runTally tally
 	run      *hdr.Histogram // created on first use
 	fine     *slotRing
 	coarse   *slotRing
+	neg      *metric // magnitudes of the negative values; nil until one
 }
 
 func newMetric() *metric {
@@ -266,14 +290,38 @@ func (m *metric) recordRun(v int64) {
 }
 
 // record adds one value (base unit) completed at t; it returns true if the
-// value was clamped.
+// value was clamped (beyond 10 min either way).
 func (m *metric) record(t time.Time, v int64) bool {
+	if v < 0 {
+		return m.recordNegative(t, v)
+	}
 	v, clamped := clamp(v)
 	m.recordRun(v)
 	fs, fd := m.fine.target(t)
 	recordSlot(fs, fd, v)
 	cs, cd := m.coarse.target(t)
 	recordSlot(cs, cd, v)
+	return clamped
+}
+
+// recordNegative counts v (< 0) in m's tallies and its magnitude in m.neg.
+func (m *metric) recordNegative(t time.Time, v int64) bool {
+	if m.neg == nil {
+		m.neg = newMetric()
+	}
+	mag := histHighest + 1 // beyond the range, whatever -v is (-MinInt64 overflows)
+	if v >= -histHighest {
+		mag = -v
+	}
+	clamped := m.neg.record(t, mag)
+	v = -min(mag, histHighest)
+	m.runTally.add(v)
+	if s, _ := m.fine.target(t); s != nil {
+		s.add(v)
+	}
+	if s, _ := m.coarse.target(t); s != nil {
+		s.add(v)
+	}
 	return clamped
 }
 
@@ -301,6 +349,9 @@ func (m *metric) memory() int {
 	if m.run != nil {
 		n += m.run.ByteSize()
 	}
+	if m.neg != nil {
+		n += m.neg.memory()
+	}
 	return n
 }
 
@@ -313,13 +364,17 @@ type Stats struct {
 	P90   float64 `json:"p90"`
 	P99   float64 `json:"p99"`
 	Max   float64 `json:"max"`
+	// Negative counts the values below zero (a residual can be): they are
+	// in the mean and percentiles as they are, never clipped.
+	Negative int64 `json:"negative,omitempty"`
 }
 
-// merger turns slot series into Stats, reusing one dense scratch histogram
+// merger turns slot series into Stats, reusing dense scratch histograms
 // so a snapshot allocates little.
 type merger struct {
-	scratch *hdr.Histogram
-	pcts    []float64
+	scratch    *hdr.Histogram
+	negScratch *hdr.Histogram // the negative values' magnitudes; made on first use
+	pcts       []float64
 }
 
 func newMerger() *merger {
@@ -330,28 +385,47 @@ func newMerger() *merger {
 	}
 }
 
-// window merges the slots of r within [from, to] and summarises them.
-func (mg *merger) window(r *slotRing, from, to int64) Stats {
-	mg.scratch.Reset()
+// window merges the slots of m's ring (fine or coarse) within [from, to]
+// and summarises them.
+func (mg *merger) window(m *metric, fine bool, from, to int64) Stats {
+	ring := func(m *metric) *slotRing {
+		if fine {
+			return m.fine
+		}
+		return m.coarse
+	}
+	t := mergeRing(ring(m), from, to, mg.scratch)
+	if t.n == 0 {
+		return Stats{}
+	}
+	if m.neg == nil {
+		return finishStats(t, mg.scratch.ValueAtPercentilesSlice(mg.pcts))
+	}
+	if mg.negScratch == nil {
+		mg.negScratch = hdr.New(histLowest, histHighest, slotDigits)
+	}
+	negN := mergeRing(ring(m.neg), from, to, mg.negScratch).n
+	return mg.signedStats(t, mg.scratch, mg.negScratch, negN)
+}
+
+// mergeRing merges r's slots within [from, to] into scratch (reset first)
+// and returns their tally.
+func mergeRing(r *slotRing, from, to int64, scratch *hdr.Histogram) tally {
+	scratch.Reset()
 	var t tally
 	r.each(from, to, func(s *slot) {
 		if s.n == 0 {
 			return
 		}
 		if s.h != nil {
-			s.h.MergeInto(mg.scratch)
+			s.h.MergeInto(scratch)
 		}
-		t.n += s.n
-		t.sum += s.sum
-		t.max = max(t.max, s.max)
+		t.merge(s.tally)
 	})
 	if r.active != nil && r.activeEpoch >= from && r.activeEpoch <= to {
-		mg.scratch.Merge(r.active)
+		scratch.Merge(r.active)
 	}
-	if t.n == 0 {
-		return Stats{}
-	}
-	return finishStats(t, mg.scratch.ValueAtPercentilesSlice(mg.pcts))
+	return t
 }
 
 // whole summarises a metric's whole run.
@@ -359,7 +433,33 @@ func (mg *merger) whole(m *metric) Stats {
 	if m.runTally.n == 0 {
 		return Stats{}
 	}
-	return finishStats(m.runTally, m.run.ValueAtPercentilesSlice(mg.pcts))
+	if m.neg == nil {
+		return finishStats(m.runTally, m.run.ValueAtPercentilesSlice(mg.pcts))
+	}
+	return mg.signedStats(m.runTally, m.run, m.neg.run, m.neg.runTally.n)
+}
+
+// signedStats summarises values of which negN are negative: pos holds the
+// others, neg the negatives' magnitudes (either may be nil when empty). A
+// percentile's rank is taken as HDR takes it, over all t.n values; a rank
+// within the negatives reads neg from its other end.
+func (mg *merger) signedStats(t tally, pos, neg *hdr.Histogram, negN int64) Stats {
+	q := make([]int64, len(mg.pcts))
+	posN := t.n - negN
+	for i, p := range mg.pcts {
+		rank := max(int64(p/100*float64(t.n)+0.5), 1)
+		switch {
+		case rank <= negN && neg != nil:
+			// The rank-th smallest signed value is the (negN-rank+1)-th
+			// smallest magnitude.
+			q[i] = -neg.ValueAtPercentile(100 * float64(negN-rank+1) / float64(negN))
+		case posN > 0 && pos != nil:
+			q[i] = pos.ValueAtPercentile(100 * float64(rank-negN) / float64(posN))
+		}
+	}
+	st := finishStats(t, q)
+	st.Negative = negN
+	return st
 }
 
 func finishStats(t tally, q []int64) Stats {
@@ -385,10 +485,7 @@ func (mg *merger) stats(m *metric, w Window, now time.Time) Stats {
 		return mg.whole(m)
 	}
 	fine, from, to, _ := bounds(w, now)
-	if fine {
-		return mg.window(m.fine, from, to)
-	}
-	return mg.window(m.coarse, from, to)
+	return mg.window(m, fine, from, to)
 }
 
 // get returns the slot holding epoch e, or nil if no slot does.

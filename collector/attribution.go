@@ -16,14 +16,16 @@ const (
 	SourceConnectRTT      = "connect_rtt"
 	SourceMetricsInterval = "metrics.interval"
 	SourceResidual        = "residual"
-	// SourceWaitHeaders is a queue the client measured as its wait for the
-	// response headers, from a server that sends them when a slot takes
-	// the request (HeadersAtSlot).
+	// SourceWaitHeaders is a server wait the client measured as its wait
+	// for the response headers, from a server that sends them when a slot
+	// takes the request (HeadersAtSlot): front end and queue, a queue only
+	// when the queue gauge showed requests waiting.
 	SourceWaitHeaders = "wait_headers"
-	// SourceWindowRest is a queue estimated as what is left of the server
-	// window once the server's own prefill and the round trip are placed,
-	// for a server that reports its prefill per request but no queue
-	// (llama.cpp), when its queue gauge showed requests waiting.
+	// SourceWindowRest is a server wait estimated as what is left of the
+	// server window once the server's own prefill and the round trip are
+	// placed, for a server that reports its prefill per request but no
+	// queue (llama.cpp); a queue only when its queue gauge showed requests
+	// waiting.
 	SourceWindowRest = "server_window_rest"
 )
 
@@ -54,9 +56,44 @@ type AttributionInput struct {
 	ServerKind string
 	// Queue is what the server's queue-depth gauge (vLLM
 	// num_requests_waiting, llama.cpp requests_deferred) showed while the
-	// request was at the server. It decides whether the rest of the window
-	// of a server that reports a prefill but no queue is a queue (restQueue).
+	// request was at the server. It is the evidence that decides whether
+	// a wait the server does not split (front end and queue) is called a
+	// queue: only when the gauge showed requests waiting; else it is
+	// StageServerWait.
 	Queue QueueGauge
+}
+
+// queueEvidence is the queue gauge's verdict for one request with the
+// gauge's name, for the Source of what it decides.
+type queueEvidence struct {
+	gauge QueueGauge
+	name  string
+}
+
+// evidence returns in's queue gauge verdict, named after the metrics
+// dialect's waiting gauge where the interval says which.
+func (in AttributionInput) evidence() queueEvidence {
+	name := "the server's queue gauge"
+	if in.Interval != nil {
+		if d, err := DialectByName(in.Interval.Dialect); err == nil && len(d.Waiting) > 0 {
+			name = d.Waiting[0].Name
+		}
+	}
+	return queueEvidence{gauge: in.Queue, name: name}
+}
+
+// waiting reports whether the gauge showed requests waiting.
+func (q queueEvidence) waiting() bool { return q.gauge == QueueWaiting }
+
+// note says what the gauge showed, for a Source.
+func (q queueEvidence) note() string {
+	switch q.gauge {
+	case QueueWaiting:
+		return "taken as queue: " + q.name + " showed requests waiting while this one was at the server"
+	case QueueEmpty:
+		return "not a queue: " + q.name + " showed no request waiting while this one was at the server"
+	}
+	return "front end and queue not told apart: no reading of " + q.name + " covers this request"
 }
 
 // QueueGauge is what the server's queue-depth readings showed while one
@@ -150,28 +187,35 @@ func HeadersAtSlot(server string) bool {
 //
 // Without them, the interval's means are fitted into the window (see
 // fitInterval): they are not this request's numbers, so none may run past
-// the window (a mean is cut to what is left of it), and the queue is what
-// the other stages leave, within what the interval makes plausible. All of
-// these are estimated, and their Source says how they were derived.
+// the window (a mean is cut to what is left of it), and what the other
+// stages leave is the server wait. All of these are estimated, and their
+// Source says how they were derived.
 //
 // Where the server sends its headers when a slot takes the request
-// (HeadersAtSlot(in.ServerKind)), the queue is the client's own measurement:
-// wait_headers less the round trip.
+// (HeadersAtSlot(in.ServerKind)), the server wait is the client's own
+// measurement: wait_headers less the round trip.
+//
+// A server wait holds the server's front end and any queue, not told
+// apart. It is called a queue only on evidence: the server's queue gauge
+// (in.Queue) showed requests waiting while this request was at the server;
+// then it is estimated, and its Source names the gauge. A queue the server
+// reports for the request itself is always its own stage.
 //
 // Every estimate dropped or limited is named in unattributed's Source.
 // Nothing is ever spread over other stages.
 func Attribute(r *event.Request, in AttributionInput) []event.StageTiming {
 	out, window := clientBeforeServer(r)
 	rtt := max(in.Network.RTT, 0)
-	slot := slotWait(r, in.Server, in.ServerKind, rtt)
+	ev := in.evidence()
+	slot := slotWait(r, in.Server, in.ServerKind, rtt, ev)
 	cached := cachedNote(in.Server, r.PromptTokens)
 
 	var fit serverFit
 	if own := serverStages(in.Server, cached); len(own) > 0 {
 		fit = fitReported(window, own, slot, rtt)
-		fit = restQueue(fit, window, rtt, in.Queue, in.Server.Source)
+		fit = restQueue(fit, window, rtt, ev, in.Server.Source)
 	} else {
-		fit = fitInterval(window, intervalEstimates(in.Interval, cached), slot, rtt, in.RecentQueueLimit)
+		fit = fitInterval(window, intervalEstimates(in.Interval, cached), slot, rtt, in.RecentQueueLimit, ev)
 	}
 
 	netSource := in.Network.source()
@@ -251,7 +295,9 @@ const (
 // exceed the window; the network estimates only when they fit beside them.
 func fitReported(window time.Duration, own []event.StageTiming, slot *event.StageTiming, rtt time.Duration) serverFit {
 	fit := serverFit{stages: own}
-	if slot != nil && !slices.ContainsFunc(own, func(s event.StageTiming) bool { return s.Stage == event.StageQueue }) {
+	if slot != nil && !slices.ContainsFunc(own, func(s event.StageTiming) bool {
+		return s.Stage == event.StageQueue || s.Stage == event.StageServerWait
+	}) {
 		fit.stages = append(slices.Clone(own), *slot)
 		sortBreakdown(fit.stages)
 	}
@@ -269,14 +315,14 @@ func fitReported(window time.Duration, own []event.StageTiming, slot *event.Stag
 	return fit
 }
 
-// restQueue adds the queue a server that reports the request's prefill but
+// restQueue adds the wait a server that reports the request's prefill but
 // no queue (llama.cpp's timings.prompt_ms) leaves out: what is left of the
 // server window once the reported stages and the round trip are placed. It
-// is estimated, and only taken as a queue when the server's queue gauge
-// showed requests waiting while this one was at the server; then most of
-// it is the wait for a slot, and its Source names the rest it also holds.
-// Without waiting requests the rest stays unattributed (with a note).
-func restQueue(fit serverFit, window, rtt time.Duration, gauge QueueGauge, source string) serverFit {
+// is estimated, and a server wait (front end and queue, not told apart)
+// unless the server's queue gauge showed requests waiting while this one
+// was at the server: then most of it is the wait for a slot, it is a
+// queue, and its Source names the rest it also holds.
+func restQueue(fit serverFit, window, rtt time.Duration, ev queueEvidence, source string) serverFit {
 	if !prefillWithoutQueue(fit.stages) {
 		return fit
 	}
@@ -288,14 +334,13 @@ func restQueue(fit serverFit, window, rtt time.Duration, gauge QueueGauge, sourc
 	if left <= 0 {
 		return fit
 	}
-	switch gauge {
-	case QueueWaiting:
-		fit.stages = append(fit.stages, event.StageTiming{Stage: event.StageQueue, Duration: left, Provenance: event.Estimated,
-			Source: windowRestSource(source, fit.network)})
-		sortBreakdown(fit.stages)
-	case QueueEmpty:
-		fit.notes = append(fit.notes, "not taken as queue: the server's queue gauge showed no request waiting while this one was at the server")
+	stage := event.StageServerWait
+	if ev.waiting() {
+		stage = event.StageQueue
 	}
+	fit.stages = append(fit.stages, event.StageTiming{Stage: stage, Duration: left, Provenance: event.Estimated,
+		Source: windowRestSource(source, fit.network, ev)})
+	sortBreakdown(fit.stages)
 	return fit
 }
 
@@ -307,18 +352,17 @@ func prefillWithoutQueue(stages []event.StageTiming) bool {
 		switch s.Stage {
 		case event.StagePrefill:
 			prefill = true
-		case event.StageHTTP, event.StageTokenize, event.StageQueue:
+		case event.StageHTTP, event.StageTokenize, event.StageServerWait, event.StageQueue:
 			return false
 		}
 	}
 	return prefill
 }
 
-// windowRestSource says what a queue from restQueue holds: the rest of the
-// server window is the wait for a slot, and every other step between the
-// request's arrival and its first token's departure that the server's
-// prefill leaves out.
-func windowRestSource(source string, lessRTT bool) string {
+// windowRestSource says what a wait from restQueue holds: any wait for a
+// slot, and every other step between the request's arrival and its first
+// token's departure that the server's prefill leaves out.
+func windowRestSource(source string, lessRTT bool, ev queueEvidence) string {
 	prefill := "the reported prefill"
 	if source == sourceLlamaCpp {
 		prefill = "prompt_ms"
@@ -327,8 +371,8 @@ func windowRestSource(source string, lessRTT bool) string {
 	if lessRTT {
 		less += " and the connect RTT"
 	}
-	return fmt.Sprintf("%s (server window less %s: queue wait plus HTTP parsing, tokenization, the server loop's turn and framing the first token; the queue gauge showed requests waiting)",
-		SourceWindowRest, less)
+	return fmt.Sprintf("%s (server window less %s: any queue wait plus HTTP parsing, tokenization, the server loop's turn and framing the first token; %s)",
+		SourceWindowRest, less, ev.note())
 }
 
 // intervalEstimate is what the interval statistics say about a request
@@ -359,8 +403,12 @@ type stageMean struct {
 // has little left, so it gets a small queue, and one that waited long gets
 // its wait. It is never below zero and never above the longest wait the
 // interval, or the recent ones, make plausible (plausibleQueue,
-// recentLimit); what it leaves over stays unattributed.
-func fitInterval(window time.Duration, est intervalEstimate, slot *event.StageTiming, rtt, recentLimit time.Duration) serverFit {
+// recentLimit); what it leaves over stays unattributed. But that rest is
+// only called a queue on evidence: the server's queue gauge showed requests
+// waiting while this request was at the server. Otherwise it is a server
+// wait (front end and queue, not told apart), the whole rest: with slots to
+// spare no queue is made up from the server's front end.
+func fitInterval(window time.Duration, est intervalEstimate, slot *event.StageTiming, rtt, recentLimit time.Duration, ev queueEvidence) serverFit {
 	var fit serverFit
 	left := window
 	if slot != nil {
@@ -388,12 +436,22 @@ func fitInterval(window time.Duration, est intervalEstimate, slot *event.StageTi
 			Source: withNotes(SourceMetricsInterval, notes...)})
 		left -= d
 	}
-	if slot == nil && est.hasQueue {
-		q, capped := queueFit(left, est, recentLimit)
+	switch {
+	case slot != nil || (len(est.means) == 0 && !est.hasQueue):
+		// The slot wait holds the front end and queue already; without
+		// any server estimate the rest is not known to be the server's.
+	case ev.waiting() && est.hasQueue:
+		q, capped := queueFit(left, est, recentLimit, ev)
 		fit.stages = append(fit.stages, q)
 		if capped {
 			fit.notes = append(fit.notes, "queue limited to what the interval makes plausible")
 		}
+	case ev.waiting():
+		fit.stages = append(fit.stages, event.StageTiming{Stage: event.StageQueue, Duration: max(left, 0), Provenance: event.Estimated,
+			Source: withNotes(SourceMetricsInterval, "fit: the rest of the server window", ev.note())})
+	case left > 0:
+		fit.stages = append(fit.stages, event.StageTiming{Stage: event.StageServerWait, Duration: left, Provenance: event.Estimated,
+			Source: withNotes(SourceMetricsInterval, "fit: the rest of the server window, front end and queue", ev.note())})
 	}
 	sortBreakdown(fit.stages)
 	return fit
@@ -403,12 +461,12 @@ func fitInterval(window time.Duration, est intervalEstimate, slot *event.StageTi
 // of its server window once the other stages are placed, between zero and
 // the larger of est.queueLimit and recentLimit. capped says the window left
 // more than that.
-func queueFit(left time.Duration, est intervalEstimate, recentLimit time.Duration) (stage event.StageTiming, capped bool) {
+func queueFit(left time.Duration, est intervalEstimate, recentLimit time.Duration, ev queueEvidence) (stage event.StageTiming, capped bool) {
 	limit, what := est.queueLimit, est.limitWhat
 	if recentLimit > limit {
 		limit, what = recentLimit, "the longest plausible in recent intervals,"
 	}
-	src := fmt.Sprintf("%s (fit: the rest of the server window, at most %s %s)", SourceMetricsInterval, what, showDuration(limit))
+	src := fmt.Sprintf("%s (fit: the rest of the server window, at most %s %s; %s)", SourceMetricsInterval, what, showDuration(limit), ev.note())
 	return event.StageTiming{Stage: event.StageQueue, Duration: min(max(left, 0), limit), Provenance: event.Estimated, Source: src}, left > limit
 }
 
@@ -443,13 +501,17 @@ func showDuration(d time.Duration) string {
 	return d.Round(10 * time.Microsecond).String()
 }
 
-// slotWait is the queue the client measured, where the server sends its
-// headers when a slot takes the request: wait_headers less the round trip,
-// never below zero. Nil where the server kind is not known to do that, or
-// where this request shows otherwise: the server's prefill follows the
-// headers, so a first_token shorter than half the reported prefill means
-// the headers left later than the slot (another server version).
-func slotWait(r *event.Request, st *event.ServerTiming, kind string, rtt time.Duration) *event.StageTiming {
+// slotWait is the wait for a slot the client measured, where the server
+// sends its headers when a slot takes the request: wait_headers less the
+// round trip, never below zero. It holds the server's front end (HTTP
+// parsing, tokenization) as well as any queue, so it is a measured server
+// wait, and an (estimated) queue only when the queue gauge showed requests
+// waiting. Nil where the server kind is not known to send its headers at
+// slot time, or where this request shows otherwise: the server's prefill
+// follows the headers, so a first_token shorter than half the reported
+// prefill means the headers left later than the slot (another server
+// version).
+func slotWait(r *event.Request, st *event.ServerTiming, kind string, rtt time.Duration, ev queueEvidence) *event.StageTiming {
 	if !HeadersAtSlot(kind) {
 		return nil
 	}
@@ -466,8 +528,12 @@ func slotWait(r *event.Request, st *event.ServerTiming, kind string, rtt time.Du
 	if rtt > 0 {
 		notes = append(notes, "less the connect RTT")
 	}
-	notes = append(notes, "includes the server's HTTP parsing and tokenization")
-	return &event.StageTiming{Stage: event.StageQueue, Duration: max(wait-rtt, 0), Provenance: event.Measured,
+	notes = append(notes, "includes the server's HTTP parsing and tokenization", ev.note())
+	stage, prov := event.StageServerWait, event.Measured
+	if ev.waiting() {
+		stage, prov = event.StageQueue, event.Estimated
+	}
+	return &event.StageTiming{Stage: stage, Duration: max(wait-rtt, 0), Provenance: prov,
 		Source: withNotes(SourceWaitHeaders, notes...)}
 }
 
@@ -500,7 +566,7 @@ func withNotes(src string, notes ...string) string {
 
 // serverBreakdownOrder is the order of the server stages in a breakdown.
 var serverBreakdownOrder = []event.Stage{
-	event.StageHTTP, event.StageTokenize, event.StageQueue,
+	event.StageHTTP, event.StageTokenize, event.StageServerWait, event.StageQueue,
 	event.StagePrefill, event.StageFirstDecode, event.StageDetokenize,
 }
 

@@ -23,12 +23,11 @@ func headersWithFirstToken() *event.Request {
 	return r
 }
 
-const srcRestQueue = "server_window_rest (server window less prompt_ms and the connect RTT: queue wait plus HTTP parsing, tokenization, the server loop's turn and framing the first token; the queue gauge showed requests waiting)"
-
 // TestAttributeRestQueue: a server that reports its prefill but no queue,
 // and whose headers tell nothing (they come with the first token), gets the
 // rest of its server window as an estimated queue only when its queue gauge
-// showed requests waiting; the breakdown still adds up to the TTFT.
+// showed requests waiting, else as a server wait (front end and queue, not
+// told apart); the breakdown still adds up to the TTFT.
 func TestAttributeRestQueue(t *testing.T) {
 	t.Parallel()
 	llama := timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 12 * ms, event.StageDecode: 300 * ms})
@@ -42,22 +41,23 @@ func TestAttributeRestQueue(t *testing.T) {
 	}{
 		{
 			name: "requests waiting: the rest is an estimated queue", r: headersWithFirstToken(), st: llama, queue: QueueWaiting,
-			want: []event.StageTiming{netOut(100 * us), est(event.StageQueue, left, srcRestQueue), srv(event.StagePrefill, 12*ms, "llamacpp.timings"),
-				netBack(100 * us), rest(0)},
+			want: []event.StageTiming{netOut(100 * us), est(event.StageQueue, left, windowRestSrc(true, noteWaiting(gaugeDefault))),
+				srv(event.StagePrefill, 12*ms, "llamacpp.timings"), netBack(100 * us), rest(0)},
 		},
 		{
-			name: "no request waiting: the rest stays unattributed, and says why", r: headersWithFirstToken(), st: llama, queue: QueueEmpty,
-			want: []event.StageTiming{netOut(100 * us), srv(event.StagePrefill, 12*ms, "llamacpp.timings"), netBack(100 * us),
-				rest(left, "not taken as queue: the server's queue gauge showed no request waiting while this one was at the server")},
+			name: "no request waiting: the rest is a server wait, and says why", r: headersWithFirstToken(), st: llama, queue: QueueEmpty,
+			want: []event.StageTiming{netOut(100 * us), est(event.StageServerWait, left, windowRestSrc(true, noteEmpty(gaugeDefault))),
+				srv(event.StagePrefill, 12*ms, "llamacpp.timings"), netBack(100 * us), rest(0)},
 		},
 		{
-			name: "no queue reading: unattributed", r: headersWithFirstToken(), st: llama, queue: QueueUnknown,
-			want: []event.StageTiming{netOut(100 * us), srv(event.StagePrefill, 12*ms, "llamacpp.timings"), netBack(100 * us), rest(left)},
+			name: "no queue reading: a server wait", r: headersWithFirstToken(), st: llama, queue: QueueUnknown,
+			want: []event.StageTiming{netOut(100 * us), est(event.StageServerWait, left, windowRestSrc(true, noteUnknown(gaugeDefault))),
+				srv(event.StagePrefill, 12*ms, "llamacpp.timings"), netBack(100 * us), rest(0)},
 		},
 		{
-			name: "headers at slot time: the measured slot wait, no second queue", r: clientRequest(), queue: QueueWaiting,
+			name: "headers at slot time, requests waiting: the slot wait taken as an estimated queue, no second one", r: clientRequest(), queue: QueueWaiting,
 			st: timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 4 * ms}),
-			want: []event.StageTiming{netOut(100 * us), measured(event.StageQueue, 30*ms-200*us, srcLlamaSlot),
+			want: []event.StageTiming{netOut(100 * us), est(event.StageQueue, 30*ms-200*us, llamaSlotSource(noteWaiting(gaugeDefault))),
 				srv(event.StagePrefill, 4*ms, "llamacpp.timings"), netBack(100 * us), rest(1 * ms)},
 		},
 		{

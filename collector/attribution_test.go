@@ -97,13 +97,51 @@ const (
 	notePrefillNothingLeft = "interval prefill mean dropped: nothing is left of this request's server window"
 	noteQueueLimited       = "queue limited to what the interval makes plausible"
 	srcIntervalPrefill     = "metrics.interval (prefill includes first decode)"
-	srcLlamaSlot           = "wait_headers (llamacpp sends its headers when a slot takes the request; less the connect RTT; includes the server's HTTP parsing and tokenization)"
+	srcLlamaSlot           = "wait_headers (llamacpp sends its headers when a slot takes the request; less the connect RTT; includes the server's HTTP parsing and tokenization; "
 )
 
-// queueFitSource is the Source of a queue fitted from the interval.
-func queueFitSource(limit string) string {
-	return "metrics.interval (fit: the rest of the server window, at most " + limit + ")"
+// queueFitSource is the Source of a queue fitted from the interval, taken
+// as a queue because gauge showed requests waiting.
+func queueFitSource(limit, gauge string) string {
+	return "metrics.interval (fit: the rest of the server window, at most " + limit + "; " + noteWaiting(gauge) + ")"
 }
+
+// serverWaitSource is the Source of a server wait fitted from the interval.
+func serverWaitSource(note string) string {
+	return "metrics.interval (fit: the rest of the server window, front end and queue; " + note + ")"
+}
+
+// llamaSlotSource is the Source of llama.cpp's slot wait, with the gauge's note.
+func llamaSlotSource(note string) string { return srcLlamaSlot + note + ")" }
+
+// windowRestSrc is the Source of restQueue's wait.
+func windowRestSrc(lessRTT bool, note string) string {
+	less := "prompt_ms"
+	if lessRTT {
+		less += " and the connect RTT"
+	}
+	return "server_window_rest (server window less " + less + ": any queue wait plus HTTP parsing, tokenization, the server loop's turn and framing the first token; " + note + ")"
+}
+
+func noteWaiting(gauge string) string {
+	return "taken as queue: " + gauge + " showed requests waiting while this one was at the server"
+}
+
+func noteEmpty(gauge string) string {
+	return "not a queue: " + gauge + " showed no request waiting while this one was at the server"
+}
+
+func noteUnknown(gauge string) string {
+	return "front end and queue not told apart: no reading of " + gauge + " covers this request"
+}
+
+const (
+	gaugeVLLM    = "vllm:num_requests_waiting"
+	gaugeSGLang  = "sglang:num_queue_reqs"
+	gaugeTRTLLM  = "trtllm_num_requests_waiting"
+	gaugeLlama   = "llamacpp:requests_deferred"
+	gaugeDefault = "the server's queue gauge"
+)
 
 // measured is a stage the client measured.
 func measured(s event.Stage, d time.Duration, src string) event.StageTiming {
@@ -128,6 +166,7 @@ func TestAttribute(t *testing.T) {
 		samples  int                 // connect times the RTT rests on
 		kind     string              // server kind
 		ttft     time.Duration       // instead of the client stages' sum
+		queue    QueueGauge          // what the queue gauge showed
 		want     []event.StageTiming // after the client part
 	}{
 		{
@@ -171,9 +210,10 @@ func TestAttribute(t *testing.T) {
 			rtt:  1 * ms,
 			want: []event.StageTiming{
 				netOut(500 * us),
+				est(event.StageServerWait, 22*ms, windowRestSrc(true, noteUnknown(gaugeDefault))),
 				srv(event.StagePrefill, 12*ms, "llamacpp.timings"),
 				netBack(500 * us),
-				rest(22 * ms),
+				rest(0),
 			},
 		},
 		{
@@ -220,10 +260,11 @@ func TestAttribute(t *testing.T) {
 			name:     "interval fallback is estimated: the prefill mean, the queue the rest",
 			interval: vllmInterval(),
 			rtt:      200 * us,
+			queue:    QueueWaiting,
 			want: []event.StageTiming{
 				netOut(100 * us),
 				// No percentiles: at most all of the interval's queue time.
-				est(event.StageQueue, 14800*us, queueFitSource("the interval's queue total 30ms")),
+				est(event.StageQueue, 14800*us, queueFitSource("the interval's queue total 30ms", gaugeVLLM)),
 				est(event.StagePrefill, 20*ms, srcIntervalPrefill),
 				netBack(100 * us),
 				rest(0),
@@ -234,10 +275,11 @@ func TestAttribute(t *testing.T) {
 			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
 				"queue": {Count: 8, Mean: 400 * ms, P50: 420 * ms, P90: 800 * ms, P99: 900 * ms}, "prefill": {Count: 8, Mean: 30 * ms},
 			}},
-			rtt: 200 * us,
+			rtt:   200 * us,
+			queue: QueueWaiting,
 			want: []event.StageTiming{
 				netOut(100 * us),
-				est(event.StageQueue, 4800*us, queueFitSource("the interval's queue p99 900ms")),
+				est(event.StageQueue, 4800*us, queueFitSource("the interval's queue p99 900ms", gaugeVLLM)),
 				est(event.StagePrefill, 30*ms, srcIntervalPrefill),
 				netBack(100 * us),
 				rest(0),
@@ -248,20 +290,33 @@ func TestAttribute(t *testing.T) {
 			interval: &event.ServerSample{Dialect: "sglang", Stages: map[string]event.HistStat{
 				"queue": {Count: 8, Mean: 10 * ms, P99: 20 * ms},
 			}},
+			queue: QueueWaiting,
 			want: []event.StageTiming{
-				est(event.StageQueue, 20*ms, queueFitSource("the interval's queue p99 20ms")),
+				est(event.StageQueue, 20*ms, queueFitSource("the interval's queue p99 20ms", gaugeSGLang)),
 				rest(15*ms, noteQueueLimited),
 			},
 		},
 		{
-			name: "interval: nobody queued, so no queue",
+			name: "interval: nobody waiting, so no queue: the rest is a server wait",
 			interval: &event.ServerSample{Dialect: "trtllm", Stages: map[string]event.HistStat{
 				"queue": {Count: 5}, "prefill": {Count: 5, Mean: 25 * ms},
 			}},
+			queue: QueueEmpty,
 			want: []event.StageTiming{
-				est(event.StageQueue, 0, queueFitSource("the interval's queue total 0s")),
+				est(event.StageServerWait, 10*ms, serverWaitSource(noteEmpty(gaugeTRTLLM))),
 				est(event.StagePrefill, 25*ms, "metrics.interval"),
-				rest(10*ms, noteQueueLimited),
+				rest(0),
+			},
+		},
+		{
+			name: "interval: no gauge reading, so no queue",
+			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
+				"queue": {Count: 5, Mean: 9 * ms}, "prefill": {Count: 5, Mean: 25 * ms},
+			}},
+			want: []event.StageTiming{
+				est(event.StageServerWait, 10*ms, serverWaitSource(noteUnknown(gaugeVLLM))),
+				est(event.StagePrefill, 25*ms, srcIntervalPrefill),
+				rest(0),
 			},
 		},
 		{
@@ -269,10 +324,11 @@ func TestAttribute(t *testing.T) {
 			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
 				"queue": {Count: 3, Mean: 30 * ms, P99: 34 * ms}, "prefill": {Count: 3, Mean: 40 * ms},
 			}},
-			rtt: 200 * us,
+			rtt:   200 * us,
+			queue: QueueWaiting,
 			want: []event.StageTiming{
 				netOut(100 * us),
-				est(event.StageQueue, 0, queueFitSource("the interval's queue p99 34ms")),
+				est(event.StageQueue, 0, queueFitSource("the interval's queue p99 34ms", gaugeVLLM)),
 				est(event.StagePrefill, 34800*us, "metrics.interval (prefill includes first decode; the mean cut to what is left of this request's server window)"),
 				netBack(100 * us),
 				rest(0),
@@ -283,8 +339,9 @@ func TestAttribute(t *testing.T) {
 			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
 				"queue": {Count: 3, Mean: 2 * ms, P99: 3 * ms}, "ttft": {Count: 5, Mean: 20 * ms, P99: 25 * ms},
 			}},
+			queue: QueueWaiting,
 			want: []event.StageTiming{
-				est(event.StageQueue, 25*ms, queueFitSource("the interval's TTFT p99 25ms")),
+				est(event.StageQueue, 25*ms, queueFitSource("the interval's TTFT p99 25ms", gaugeVLLM)),
 				rest(10*ms, noteQueueLimited),
 			},
 		},
@@ -293,9 +350,10 @@ func TestAttribute(t *testing.T) {
 			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
 				"queue": {Count: 3, Mean: 2 * ms, P99: 3 * ms}, "prefill": {Count: 3, Mean: 20 * ms},
 			}},
-			ttft: 300 * us,
+			ttft:  300 * us,
+			queue: QueueWaiting,
 			want: []event.StageTiming{
-				est(event.StageQueue, 0, queueFitSource("the interval's queue p99 3ms")),
+				est(event.StageQueue, 0, queueFitSource("the interval's queue p99 3ms", gaugeVLLM)),
 				rest(-60*us, notePrefillNothingLeft, "negative: the client stages exceed the TTFT"),
 			},
 		},
@@ -321,7 +379,7 @@ func TestAttribute(t *testing.T) {
 			kind: "llamacpp",
 			want: []event.StageTiming{
 				netOut(100 * us),
-				measured(event.StageQueue, 29800*us, srcLlamaSlot),
+				measured(event.StageServerWait, 29800*us, llamaSlotSource(noteUnknown(gaugeDefault))),
 				srv(event.StagePrefill, 4*ms, "llamacpp.timings"),
 				netBack(100 * us),
 				rest(1 * ms),
@@ -334,7 +392,7 @@ func TestAttribute(t *testing.T) {
 			kind:     "llamacpp",
 			want: []event.StageTiming{
 				netOut(100 * us),
-				measured(event.StageQueue, 29800*us, srcLlamaSlot),
+				measured(event.StageServerWait, 29800*us, llamaSlotSource(noteUnknown(gaugeLlama))),
 				netBack(100 * us),
 				rest(5 * ms),
 			},
@@ -344,8 +402,9 @@ func TestAttribute(t *testing.T) {
 			st:   timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 12 * ms}),
 			kind: "llamacpp",
 			want: []event.StageTiming{
+				est(event.StageServerWait, 23*ms, windowRestSrc(false, noteUnknown(gaugeDefault))),
 				srv(event.StagePrefill, 12*ms, "llamacpp.timings"),
-				rest(23 * ms),
+				rest(0),
 			},
 		},
 		{
@@ -367,8 +426,9 @@ func TestAttribute(t *testing.T) {
 			st: &event.ServerTiming{Source: "llamacpp.timings", PromptTokens: 512, CachedTokens: 448,
 				Stages: map[event.Stage]time.Duration{event.StagePrefill: 3 * ms}},
 			want: []event.StageTiming{
+				est(event.StageServerWait, 32*ms, windowRestSrc(false, noteUnknown(gaugeDefault))),
 				srv(event.StagePrefill, 3*ms, "llamacpp.timings (448 of 512 prompt tokens cached)"),
-				rest(32 * ms),
+				rest(0),
 			},
 		},
 		{
@@ -378,15 +438,19 @@ func TestAttribute(t *testing.T) {
 				"prefill": {Count: 3, Mean: 10 * ms},
 			}},
 			want: []event.StageTiming{
+				est(event.StageServerWait, 25*ms, serverWaitSource(noteUnknown(gaugeVLLM))),
 				est(event.StagePrefill, 10*ms, "metrics.interval (prefill includes first decode; 100 prompt tokens cached)"),
-				rest(25 * ms),
+				rest(0),
 			},
 		},
 		{
 			name:     "server timing with no usable stage falls back to the interval",
 			st:       timing(SourceOTLP, map[event.Stage]time.Duration{event.StageDecode: 1 * time.Second}),
 			interval: &event.ServerSample{Dialect: "sglang", Stages: map[string]event.HistStat{"prefill": {Count: 2, Mean: 7 * ms}}},
-			want:     []event.StageTiming{est(event.StagePrefill, 7*ms, "metrics.interval"), rest(28 * ms)},
+			want: []event.StageTiming{
+				est(event.StageServerWait, 28*ms, serverWaitSource(noteUnknown(gaugeSGLang))),
+				est(event.StagePrefill, 7*ms, "metrics.interval"), rest(0),
+			},
 		},
 		{
 			name: "nothing available",
@@ -402,8 +466,9 @@ func TestAttribute(t *testing.T) {
 			st:   timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 34900 * us}),
 			rtt:  200 * us,
 			want: []event.StageTiming{
+				est(event.StageServerWait, 100*us, windowRestSrc(false, noteUnknown(gaugeDefault))),
 				srv(event.StagePrefill, 34900*us, "llamacpp.timings"),
-				rest(100*us, noteNetDropped),
+				rest(0, noteNetDropped),
 			},
 		},
 		{
@@ -425,7 +490,7 @@ func TestAttribute(t *testing.T) {
 				r.TTFT = tc.ttft
 			}
 			got := Attribute(r, AttributionInput{Server: tc.st, Interval: tc.interval,
-				Network: NetworkEstimate{RTT: tc.rtt, Samples: tc.samples}, ServerKind: tc.kind})
+				Network: NetworkEstimate{RTT: tc.rtt, Samples: tc.samples}, ServerKind: tc.kind, Queue: tc.queue})
 			want := append(clientPart(), tc.want...)
 			if len(got) != len(want) {
 				t.Fatalf("got %d stages, want %d:\n got %v\nwant %v", len(got), len(want), got, want)
@@ -465,7 +530,7 @@ func checkSum(t testing.TB, r *event.Request, breakdown []event.StageTiming) {
 				isClient = true
 			}
 		}
-		slotWait := s.Stage == event.StageQueue && strings.HasPrefix(s.Source, SourceWaitHeaders)
+		slotWait := s.Stage == event.StageServerWait && strings.HasPrefix(s.Source, SourceWaitHeaders)
 		if s.Provenance == event.Measured && !isClient && !slotWait {
 			t.Fatalf("%s presented as measured: %v", s.Stage, breakdown)
 		}
@@ -876,12 +941,14 @@ func TestAttributorServerKind(t *testing.T) {
 		ev.Request.Server = timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 4 * ms})
 		return ev
 	}
-	slotQueue := func(r *event.Request) bool { return hasStage(r, event.StageQueue, event.Measured) }
+	// Without a queue gauge reading, the slot wait is a measured server
+	// wait: front end and queue, not told apart.
+	slotQueue := func(r *event.Request) bool { return hasStage(r, event.StageServerWait, event.Measured) }
 
 	p := startPipeline(t, AttributorConfig{Server: "llamacpp"})
 	p.send(t, llama("configured"))
 	if got := p.next(t).Request; !slotQueue(got) {
-		t.Errorf("server llamacpp from the config: %v, want a measured queue", got.Breakdown)
+		t.Errorf("server llamacpp from the config: %v, want a measured server wait", got.Breakdown)
 	}
 	p.send(t, event.NewSession(&event.Session{Server: "vllm"}))
 	if got := p.next(t); got.Session == nil {
@@ -889,19 +956,19 @@ func TestAttributorServerKind(t *testing.T) {
 	}
 	p.send(t, llama("after-header"))
 	if got := p.next(t).Request; slotQueue(got) {
-		t.Errorf("after a vllm session header: %v, want no queue from wait_headers", got.Breakdown)
+		t.Errorf("after a vllm session header: %v, want no server wait from wait_headers", got.Breakdown)
 	}
 
 	q := startPipeline(t, AttributorConfig{})
 	q.send(t, llama("unknown"))
 	if got := q.next(t).Request; slotQueue(got) {
-		t.Errorf("unknown server: %v, want no queue from wait_headers", got.Breakdown)
+		t.Errorf("unknown server: %v, want no server wait from wait_headers", got.Breakdown)
 	}
 	q.send(t, event.NewSession(&event.Session{Server: "llamacpp"}))
 	q.next(t)
 	q.send(t, llama("llamacpp-header"))
 	if got := q.next(t).Request; !slotQueue(got) {
-		t.Errorf("after a llamacpp session header: %v, want a measured queue", got.Breakdown)
+		t.Errorf("after a llamacpp session header: %v, want a measured server wait", got.Breakdown)
 	}
 }
 
@@ -932,8 +999,15 @@ func TestAttributorIntervalMemory(t *testing.T) {
 	t.Parallel()
 	at := time.Unix(1767000000, 0)
 	sample := func(d time.Duration, queue, prefill event.HistStat) event.Event {
-		return event.NewServer(&event.ServerSample{Time: at.Add(d), Dialect: "vllm",
+		waiting := 2.0 // requests waiting: the evidence that the rest is a queue
+		return event.NewServer(&event.ServerSample{Time: at.Add(d), Dialect: "vllm", Waiting: &waiting,
 			Stages: map[string]event.HistStat{"queue": queue, "prefill": prefill}})
+	}
+	// request is a request at the server after the sample at d.
+	request := func(id string, d time.Duration) event.Event {
+		ev := requestEvent(id)
+		ev.Request.Start, ev.Request.Intended = at.Add(d), at.Add(d)
+		return ev
 	}
 	queueOf := func(r *event.Request) (time.Duration, bool) {
 		for _, s := range r.Breakdown {
@@ -949,7 +1023,7 @@ func TestAttributorIntervalMemory(t *testing.T) {
 	// The next interval saw no request end: its queue statistics are empty.
 	p.send(t, sample(time.Second, event.HistStat{}, event.HistStat{Count: 1, Mean: 12 * ms}))
 	p.next(t)
-	p.send(t, requestEvent("quiet"))
+	p.send(t, request("quiet", 1500*time.Millisecond))
 	got := p.next(t).Request
 	if q, ok := queueOf(got); !ok || q != 22800*us {
 		t.Errorf("after a quiet interval: queue %v (found %v), want 22.8ms (fitted within the limit of the interval before): %v", q, ok, got.Breakdown)
@@ -959,9 +1033,12 @@ func TestAttributorIntervalMemory(t *testing.T) {
 	stale.Server.Stale = true
 	p.send(t, stale)
 	p.next(t)
-	p.send(t, sample(time.Minute, event.HistStat{}, event.HistStat{Count: 1, Mean: 12 * ms}))
+	later := sample(time.Minute, event.HistStat{}, event.HistStat{Count: 1, Mean: 12 * ms})
+	none := 0.0
+	later.Server.Waiting = &none
+	p.send(t, later)
 	p.next(t)
-	p.send(t, requestEvent("later"))
+	p.send(t, request("later", time.Minute+500*time.Millisecond))
 	if got := p.next(t).Request; hasStage(got, event.StageQueue, event.Estimated) {
 		t.Errorf("a minute later: %v, want no queue from statistics that old (nor from a stale sample)", got.Breakdown)
 	}

@@ -36,9 +36,14 @@ const (
 // Breakdown stages: where the time between "request written" and "first token"
 // went, as far as latscope can tell. Provenance varies per request.
 const (
-	StageNetworkOut    Stage = "network_out"    // request's trip to the server (estimated: half the connect RTT)
-	StageHTTP          Stage = "http"           // server's HTTP parsing
-	StageTokenize      Stage = "tokenize"       // prompt tokenization / validation / templating
+	StageNetworkOut Stage = "network_out" // request's trip to the server (estimated: half the connect RTT)
+	StageHTTP       Stage = "http"        // server's HTTP parsing
+	StageTokenize   Stage = "tokenize"    // prompt tokenization / validation / templating
+	// StageServerWait is the server's time between the request's arrival
+	// and its prefill where the server does not tell its front end (HTTP,
+	// tokenization, scheduling) and its queue apart; it is called queue
+	// only on evidence (see collector.Attribute).
+	StageServerWait    Stage = "server_wait"
 	StageQueue         Stage = "queue"          // waiting for a batch slot
 	StagePrefill       Stage = "prefill"        // prompt forward pass
 	StageFirstDecode   Stage = "first_decode"   // first decode step
@@ -62,7 +67,7 @@ func ClientStages() []Stage {
 func BreakdownStages() []Stage {
 	return []Stage{
 		StageSchedLag, StageSerialize, StageDNS, StageConnect, StageTLS, StageConnWait, StageWrite,
-		StageNetworkOut, StageHTTP, StageTokenize, StageQueue, StagePrefill,
+		StageNetworkOut, StageHTTP, StageTokenize, StageServerWait, StageQueue, StagePrefill,
 		StageFirstDecode, StageDetokenize, StageNetworkReturn, StageUnattributed,
 	}
 }

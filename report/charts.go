@@ -27,32 +27,16 @@ const (
 	labelColumn = 190.0
 )
 
-// stageFills colours the breakdown stages: the server-side stages get the
-// saturated colours, the client's own (usually tiny) stages shades of grey.
-var stageFills = map[event.Stage]string{
-	event.StageSchedLag:      "#4d4d4d",
-	event.StageSerialize:     "#7a7a7a",
-	event.StageDNS:           "#a0a0a0",
-	event.StageConnect:       "#595959",
-	event.StageTLS:           "#8c8c8c",
-	event.StageConnWait:      "#b3b3b3",
-	event.StageWrite:         "#666666",
-	event.StageNetworkOut:    "#56b4e9", // sky blue
-	event.StageHTTP:          "#f0e442", // yellow
-	event.StageTokenize:      "#009e73", // bluish green
-	event.StageQueue:         "#e69f00", // orange
-	event.StagePrefill:       "#0072b2", // blue
-	event.StageFirstDecode:   "#d55e00", // vermillion
-	event.StageDetokenize:    "#cc79a7", // reddish purple
-	event.StageNetworkReturn: "#9ad0f0", // light sky blue
-	event.StageUnattributed:  "#d9d9d9",
-}
-
 const otherFill = "#bbbbbb"
 
+// stageFill colours a stage as event.StageTable says: the server-side
+// stages get the saturated colours, the client's own (usually tiny)
+// stages shades of grey.
 func stageFill(s event.Stage) string {
-	if f, ok := stageFills[s]; ok {
-		return f
+	for _, m := range event.StageTable() {
+		if m.Stage == s && m.Fill != "" {
+			return m.Fill
+		}
 	}
 	return otherFill
 }

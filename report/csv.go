@@ -38,6 +38,9 @@ func (r *csvRows) stats(section, name, unit string, st aggregate.Stats, prov str
 	}{{"mean", st.Mean}, {"p50", st.P50}, {"p90", st.P90}, {"p99", st.P99}, {"max", st.Max}} {
 		r.add(section, name, s.stat, s.v, unit, prov)
 	}
+	if st.Negative > 0 { // values below zero (a residual), kept as they are
+		r.add(section, name, "negative", float64(st.Negative), "count", prov)
+	}
 }
 
 // boolNum is 1 for true, 0 for false.

@@ -97,7 +97,7 @@ func simulatedBanners(rec *Recording) []string {
 }
 
 func provenanceOf(rec *Recording) func(event.Stage) []event.Provenance {
-	return func(st event.Stage) []event.Provenance { return rec.Summary.Breakdown.Stages[st].Provenance }
+	return func(st event.Stage) []event.Provenance { return rec.Summary.Breakdown.Stages[st].MainProvenances() }
 }
 
 func union(a, b []event.Provenance) []event.Provenance {

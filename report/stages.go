@@ -9,19 +9,11 @@ import (
 )
 
 // clientStages is the order the probe measures the client stages in.
-var clientStages = []event.Stage{
-	event.StageSchedLag, event.StageSerialize, event.StageDNS, event.StageConnect, event.StageTLS,
-	event.StageConnWait, event.StageWrite, event.StageWaitHeaders, event.StageFirstToken,
-}
+var clientStages = event.ClientStages()
 
 // breakdownStages is the order a request's time passes through the
 // breakdown stages: the client's own stages, then the server window.
-var breakdownStages = []event.Stage{
-	event.StageSchedLag, event.StageSerialize, event.StageDNS, event.StageConnect, event.StageTLS,
-	event.StageConnWait, event.StageWrite,
-	event.StageNetworkOut, event.StageHTTP, event.StageTokenize, event.StageQueue, event.StagePrefill,
-	event.StageFirstDecode, event.StageDetokenize, event.StageNetworkReturn, event.StageUnattributed,
-}
+var breakdownStages = event.BreakdownStages()
 
 // orderedStages returns the stages of every set, once each: those in
 // canonical in its order, then the others sorted. Pass maps.Keys(m).

@@ -159,7 +159,7 @@ func requestsTable(s *aggregate.Summary) table {
 		t.Notes = append(t.Notes, "Flags: "+strings.Join(parts, ", "))
 	}
 	if r.Clamped > 0 || r.DroppedStages > 0 {
-		t.Notes = append(t.Notes, fmt.Sprintf("%d values clamped into 0..10 min, %d stage values dropped (too many stage names)", r.Clamped, r.DroppedStages))
+		t.Notes = append(t.Notes, fmt.Sprintf("%d values clamped at ±10 min (the histograms' range), %d stage values dropped (too many stage names)", r.Clamped, r.DroppedStages))
 	}
 	return t
 }
@@ -200,16 +200,21 @@ func breakdownTable(s *aggregate.Summary, bands *[aggregate.NumBands]aggregate.B
 	for _, st := range orderedStages(breakdownStages, maps.Keys(b.Stages), maps.Keys(mean.Stages), maps.Keys(slow.Stages)) {
 		bs := b.Stages[st]
 		t.Rows = append(t.Rows, []string{
-			string(st), provenanceText(bs.Provenance), strconv.FormatInt(bs.Count, 10), num(bs.Mean, 2), num(bs.P50, 2),
+			string(st), bs.ProvenanceText(), strconv.FormatInt(bs.Count, 10), num(bs.Mean, 2), num(bs.P50, 2),
 			num(bs.P90, 2), num(bs.P99, 2), num(100*bs.Share, 1) + "%", num(mean.Stages[st], 2), num(slow.Stages[st], 2),
 		})
 	}
 	t.Rows = append(t.Rows, []string{"TTFT (band total)", "", "", "", "", "", "", "", num(mean.TTFT, 2), num(slow.TTFT, 2)})
+	unattributed := fmt.Sprintf("Unattributed: %.1f%% of TTFT (time no source accounts for; negative means the sources disagree).", 100*b.UnattributedShare)
+	if u := b.Stages[event.StageUnattributed]; u.Negative > 0 {
+		unattributed += fmt.Sprintf(" Negative on %d of %d requests, shown as they are.", u.Negative, u.Count)
+	}
 	t.Notes = []string{
-		fmt.Sprintf("Unattributed: %.1f%% of TTFT (time no source accounts for; negative means the sources disagree).", 100*b.UnattributedShare),
+		unattributed,
 		fmt.Sprintf("Bands: the mean breakdown of every request (%d) and of the slowest 1%% by TTFT (%d requests, TTFT %.2f-%.2f ms); a band's stages add up to its TTFT, unlike per-stage percentiles.",
 			mean.Requests, slow.Requests, slow.MinTTFT, slow.MaxTTFT),
-		"Provenance: measured (latscope's clock), server (reported by the server), estimated (derived by latscope).",
+		"Provenance: measured (latscope's clock), server (reported by the server), estimated (derived by latscope); a stage is marked by the provenance of most of its values (or mixed), with the counts when they differ.",
+		"Server wait: the server's front end and queue, not told apart; latscope calls it queue only where the server reported a queue or its queue gauge showed requests waiting.",
 	}
 	return t
 }

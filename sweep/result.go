@@ -158,10 +158,19 @@ func (r *Result) knee() *Finding {
 	case len(r.Steps) == 0:
 	case !seen:
 		r.Notes = append(r.Notes, "no knee: no step had a TTFT breakdown (it needs the server's per-request timings or metrics)")
+	case r.serverWaitLargest():
+		// The wait was there, but nothing showed it was a queue.
+		r.Notes = append(r.Notes, "no knee: queue wait never became the largest stage of TTFT; the server wait (front end and queue, not told apart) did, but no queue gauge reading showed requests waiting")
 	default:
 		r.Notes = append(r.Notes, "no knee: queue wait never became the largest stage of TTFT")
 	}
 	return nil
+}
+
+// serverWaitLargest reports whether the server wait was the largest stage
+// of any step's TTFT.
+func (r *Result) serverWaitLargest() bool {
+	return slices.ContainsFunc(r.Steps, func(s Step) bool { return s.HasBreakdown && s.LargestStage == event.StageServerWait })
 }
 
 func (r *Result) saturation() *Finding {

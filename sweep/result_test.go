@@ -106,6 +106,12 @@ func TestResultNotes(t *testing.T) {
 			t.Errorf("knee %+v, notes %q", r.Knee, r.Notes)
 		}
 	})
+	t.Run("a server wait is no knee", func(t *testing.T) {
+		r := NewResult([]Step{synthStep(1, 10, 10, 50, event.StageServerWait, true, false)}, nil)
+		if text := strings.Join(r.Notes, "\n"); r.Knee != nil || !strings.Contains(text, "the server wait (front end and queue, not told apart) did") {
+			t.Errorf("knee %+v, notes %q: want no knee, and a note on the server wait", r.Knee, r.Notes)
+		}
+	})
 	t.Run("interrupted steps count for nothing", func(t *testing.T) {
 		s := synthStep(1, 10, 500, 50, event.StageQueue, false, false)
 		s.Interrupted = true

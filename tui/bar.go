@@ -11,7 +11,11 @@ import (
 type segment struct {
 	stage event.Stage
 	value float64 // ms
-	est   bool    // estimated: drawn shaded, marked "~" in the legend
+	est   bool    // mostly estimated: drawn shaded, marked "~" in the legend
+	mixed bool    // no provenance covers most of its values: marked "~?"
+	// negative counts the requests whose value was below zero (a
+	// residual): the legend says how many.
+	negative int64
 }
 
 // split divides the cells a bar of width cells fills, for a total of

@@ -41,7 +41,18 @@ func breakdownOf(s *aggregate.Snapshot, w aggregate.Window, b aggregate.BandStat
 		bd.name = s.Session.Name
 	}
 	for _, st := range orderedStages(band.Stages, stageOrder) {
-		bd.segs = append(bd.segs, segment{stage: st, value: band.Stages[st], est: estimated(s.Breakdown.Stages[st].Provenance)})
+		seg := segment{stage: st, value: band.Stages[st], negative: win.Breakdown[st].Negative}
+		// The window's main provenance decides the mark, not any single
+		// request's (see aggregate.ProvenanceMix.Main).
+		switch main := win.BreakdownProvenance[st].Main(); main {
+		case "":
+			seg.est = estimated(s.Breakdown.Stages[st].Provenance)
+		case aggregate.Mixed:
+			seg.mixed = true
+		default:
+			seg.est = main == event.Estimated
+		}
+		bd.segs = append(bd.segs, seg)
 	}
 	bd.what = bandWhat(b, band.Requests)
 	return bd
@@ -117,12 +128,13 @@ func renderBreakdown(st *styles, bd breakdown, sources []breakdown, mode legendM
 	return lines
 }
 
-// legend lists the segments in bar order with ms and share; estimated
-// stages carry "~".
+// legend lists the segments in bar order with ms and share; mostly
+// estimated stages carry "~", those of mixed provenance "~?", and a stage
+// with negative values says on how many requests.
 func legend(st *styles, segs []segment, mode legendMode, width int) []string {
 	sh := shares(segs)
 	items := make([]string, 0, len(segs))
-	anyEst, hidden := false, 0
+	anyEst, anyMixed, hidden := false, false, 0
 	for i, s := range segs {
 		if mode == legendShort && sh[i] < 10 {
 			hidden++
@@ -133,9 +145,13 @@ func legend(st *styles, segs []segment, mode legendMode, width int) []string {
 		if mode == legendShort {
 			name = in.short
 		}
-		if s.est {
+		switch {
+		case s.est:
 			name += "~"
 			anyEst = true
+		case s.mixed:
+			name += "~?"
+			anyMixed = true
 		}
 		swatch := string(in.letter)
 		if !st.plain {
@@ -145,13 +161,20 @@ func legend(st *styles, segs []segment, mode legendMode, width int) []string {
 		if mode == legendShort {
 			share = fmt.Sprintf("%d%%", (sh[i]+5)/10)
 		}
-		items = append(items, fmt.Sprintf("%s %s %s %s", swatch, name, ms(s.value), st.dim.Render(share)))
+		item := fmt.Sprintf("%s %s %s %s", swatch, name, ms(s.value), st.dim.Render(share))
+		if s.negative > 0 && mode == legendFull {
+			item += st.dim.Render(fmt.Sprintf(" (%d negative)", s.negative))
+		}
+		items = append(items, item)
 	}
 	if hidden > 0 {
 		items = append(items, st.dim.Render(fmt.Sprintf("+%d <1%%", hidden)))
 	}
 	if anyEst && mode == legendFull {
 		items = append(items, st.dim.Render("~ estimated"))
+	}
+	if anyMixed && mode == legendFull {
+		items = append(items, st.dim.Render("~? mixed provenance"))
 	}
 	if mode == legendShort {
 		return []string{fit("  "+strings.Join(items, "  "), width)}

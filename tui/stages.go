@@ -24,29 +24,19 @@ type stageInfo struct {
 	short  string
 }
 
-var stageInfos = map[event.Stage]stageInfo{
-	event.StageSchedLag:      {'l', "lag"},
-	event.StageSerialize:     {'z', "serialize"},
-	event.StageDNS:           {'d', "dns"},
-	event.StageConnect:       {'c', "connect"},
-	event.StageTLS:           {'s', "tls"},
-	event.StageConnWait:      {'a', "conn wait"},
-	event.StageWrite:         {'w', "write"},
-	event.StageWaitHeaders:   {'H', "wait hdrs"},
-	event.StageFirstToken:    {'F', "first tok"},
-	event.StageNetworkOut:    {'n', "net out"},
-	event.StageHTTP:          {'h', "http"},
-	event.StageTokenize:      {'t', "tokenize"},
-	event.StageQueue:         {'q', "queue"},
-	event.StagePrefill:       {'p', "prefill"},
-	event.StageFirstDecode:   {'f', "1st dec"},
-	event.StageDetokenize:    {'x', "detok"},
-	event.StageNetworkReturn: {'r', "net back"},
-	event.StageUnattributed:  {'u', "unattrib"},
-	stageOther:               {'o', "other"},
-	stageTTFT:                {'T', "TTFT"},
-	stageDecode:              {'-', "decode"},
-}
+// stageInfos are the stages' letters and labels from event.StageTable,
+// with the dashboard's own pseudo-stages; read-only after init.
+var stageInfos = func() map[event.Stage]stageInfo {
+	m := map[event.Stage]stageInfo{
+		stageOther:  {'o', "other"},
+		stageTTFT:   {'T', "TTFT"},
+		stageDecode: {'-', "decode"},
+	}
+	for _, s := range event.StageTable() {
+		m[s.Stage] = stageInfo{s.Letter, s.Short}
+	}
+	return m
+}()
 
 // infoOf returns how to show stage s; an unknown stage gets its first letter.
 func infoOf(s event.Stage) stageInfo {

@@ -19,31 +19,19 @@ type palette struct {
 func defaultPalette() palette {
 	return palette{
 		text: "252", dim: "245", faint: "240", accent: "39", good: "42", warn: "214", bad: "196", sel: "236",
-		stage: map[event.Stage]lipgloss.Color{
-			event.StageSchedLag:      "160",
-			event.StageSerialize:     "67",
-			event.StageDNS:           "66",
-			event.StageConnect:       "73",
-			event.StageTLS:           "109",
-			event.StageConnWait:      "103",
-			event.StageWrite:         "110",
-			event.StageWaitHeaders:   "61",
-			event.StageFirstToken:    "98",
-			event.StageNetworkOut:    "38",
-			event.StageHTTP:          "180",
-			event.StageTokenize:      "220",
-			event.StageQueue:         "203",
-			event.StagePrefill:       "170",
-			event.StageFirstDecode:   "77",
-			event.StageDetokenize:    "150",
-			event.StageNetworkReturn: "44",
-			event.StageUnattributed:  "242",
-			stageOther:               "244",
-			stageTTFT:                "39",
-			stageDecode:              "220",
-		},
-		p50: "77", p99: "203", slo: "214", waiting: "203", running: "77", inFlight: "39", tokens: "220",
+		stage: stageColours(),
+		p50:   "77", p99: "203", slo: "214", waiting: "203", running: "77", inFlight: "39", tokens: "220",
 	}
+}
+
+// stageColours are the stages' colours from event.StageTable, with the
+// dashboard's own pseudo-stages.
+func stageColours() map[event.Stage]lipgloss.Color {
+	m := map[event.Stage]lipgloss.Color{stageOther: "244", stageTTFT: "39", stageDecode: "220"}
+	for _, s := range event.StageTable() {
+		m[s.Stage] = lipgloss.Color(s.Term)
+	}
+	return m
 }
 
 // styles are the palette turned into lipgloss styles, all from one

@@ -34,7 +34,11 @@ func tableRows(s *aggregate.Snapshot, w aggregate.Window) []tableRow {
 	}
 	if len(win.Breakdown) > 0 {
 		for _, st := range orderedStages(win.Breakdown, stageOrder) {
-			rows = append(rows, tableRow{name: string(st), prov: provText(s.Breakdown.Stages[st].Provenance), stats: win.Breakdown[st]})
+			prov := string(win.BreakdownProvenance[st].Main()) // the window's majority, or mixed
+			if prov == "" {
+				prov = provText(s.Breakdown.Stages[st].Provenance)
+			}
+			rows = append(rows, tableRow{name: string(st), prov: prov, stats: win.Breakdown[st]})
 		}
 		return rows
 	}

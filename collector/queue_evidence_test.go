@@ -1,0 +1,133 @@
+package collector
+
+// Queue only on evidence, against the simulator: where nothing queued, the
+// server's unsplit wait is a server wait, never a queue made up from its
+// front end. The verdicts here are structural (which stages, which
+// evidence), so they hold on a slow, busy host; the shares of TTFT, which
+// depend on timing, are in queue_evidence_acceptance_test.go.
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/sim"
+)
+
+// queueRun is one run of closed-loop streams against the simulator with its
+// metrics scraped, through the attributor, after warm-up.
+type queueRun struct {
+	reqs    []*event.Request
+	truth   *truths
+	summary aggregate.Summary
+}
+
+// runQueueEvidence runs streams closed-loop streams of requests (the first
+// warmup left out) against a tiny simulator with slots batch slots and the
+// given header timing, scraping its metrics every scrape.
+func runQueueEvidence(t *testing.T, headers sim.HeaderTiming, slots, streams, requests, warmup int, scrape time.Duration) queueRun {
+	t.Helper()
+	ts := &truths{}
+	url := serveSim(t, sim.Config{MaxNumSeqs: slots, Seed: 13, Headers: headers, OnFinish: ts.add})
+	found, err := probe.Detect(context.Background(), probe.Endpoint{BaseURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := probe.NewClient(probe.ClientConfig{BaseURL: url, Dialect: probe.DialectOpenAIChat, Model: sim.DefaultModel, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.CloseIdleConnections()
+	prom, err := NewProm(PromConfig{URL: url + "/metrics", Interval: scrape, Timeout: promTestTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	prompts, err := probe.NewPromptSource(ctx, probe.PromptConfig{PromptTokens: probe.Length{Mean: 32}, OutputTokens: probe.Length{Mean: 24}, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := probe.NewRunner(client, probe.LoadConfig{Concurrency: streams, Requests: requests}, prompts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := runPipeline(ctx, t, pipeline.Config{Primary: []pipeline.Source{runner}, Aux: []pipeline.Source{prom},
+		Stage: NewAttributor(AttributorConfig{Server: found.Server})})
+	if len(got) != requests {
+		t.Fatalf("%d requests out, want %d", len(got), requests)
+	}
+	slices.SortFunc(got, func(a, b *event.Request) int { return a.Start.Compare(b.Start) })
+	agg := aggregate.New(aggregate.Config{})
+	for _, r := range got[warmup:] {
+		if !r.OK() {
+			t.Fatalf("%s: %s (%s)", r.ID, r.Outcome, r.Error)
+		}
+		checkSum(t, r, r.Breakdown)
+		agg.Add(event.NewRequest(r))
+	}
+	return queueRun{reqs: got[warmup:], truth: ts, summary: agg.Summary()}
+}
+
+// stageOf returns r's breakdown stage s, if it has one.
+func stageOf(r *event.Request, s event.Stage) (event.StageTiming, bool) {
+	i := slices.IndexFunc(r.Breakdown, func(b event.StageTiming) bool { return b.Stage == s })
+	if i < 0 {
+		return event.StageTiming{}, false
+	}
+	return r.Breakdown[i], true
+}
+
+// TestQueueEvidenceAmpleSlots: one stream on 64 slots, for each header
+// timing the simulator has. The server's wait is a server wait; a queue is
+// attributed only where the queue gauge showed a request waiting (at one
+// stream, only in the instant between its arrival and its admission, which
+// a scrape rarely catches), and no insight speaks of queue wait.
+func TestQueueEvidenceAmpleSlots(t *testing.T) {
+	t.Parallel()
+	const requests, warmup = 14, 2
+	for _, headers := range sim.HeaderTimings() {
+		t.Run(string(headers), func(t *testing.T) {
+			t.Parallel()
+			// A scrape every 100 ms: the gauge is read often enough to
+			// fit the server's interval means, and seldom catches the
+			// instant a lone request waits for the engine to take it.
+			run := runQueueEvidence(t, headers, 64, 1, requests, warmup, 100*time.Millisecond)
+			var queued, waited int
+			for _, r := range run.reqs {
+				if w, ok := stageOf(r, event.StageServerWait); ok && w.Duration > 0 {
+					waited++
+				}
+				q, ok := stageOf(r, event.StageQueue)
+				if !ok {
+					continue
+				}
+				queued++
+				// Evidence, named: the gauge showed a request waiting.
+				if !strings.Contains(q.Source, "vllm:num_requests_waiting showed requests waiting") {
+					t.Errorf("%s: queue %v without the gauge's evidence: %s", r.ID, q.Duration, q.Source)
+				}
+			}
+			t.Logf("%d requests: a server wait on %d, a queue on %d", len(run.reqs), waited, queued)
+			if queued > len(run.reqs)/4 {
+				t.Errorf("a queue on %d of %d requests of one stream on 64 slots: the gauge cannot have shown one waiting that often", queued, len(run.reqs))
+			}
+			// A request whose whole server window the prefill mean fills
+			// has no wait left: at least one has.
+			if waited == 0 {
+				t.Errorf("no server wait on any of %d requests: the server's wait is to be named for what it is", len(run.reqs))
+			}
+			for _, m := range run.summary.Insights {
+				if strings.Contains(m.Message, "queue wait") {
+					t.Errorf("insight %q at one stream on 64 slots", m.Message)
+				}
+			}
+		})
+	}
+}
