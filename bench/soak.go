@@ -146,13 +146,14 @@ func RunSoak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 	sem := make(chan struct{}, max(cfg.Parallel, 1))
 	var wg sync.WaitGroup
 	for i, name := range cfg.Cases {
+		// Taken here, in order, so that the cases start in the order given.
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			res.Cases[i] = SoakCase{Name: name, Error: ctx.Err().Error()}
+			continue
+		}
 		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				res.Cases[i] = SoakCase{Name: name, Error: ctx.Err().Error()}
-				return
-			}
 			defer func() { <-sem }()
 			points, err := cfg.RunCase(ctx, name, cfg.Checkpoints)
 			res.Cases[i] = judgeSoak(name, points, len(cfg.Checkpoints), err)
