@@ -150,6 +150,12 @@ type resumption struct {
 	next   time.Time // the stream's next read (zero: none)
 }
 
+// resumeAt is a resumption and when it began: the end of the gap.
+type resumeAt struct {
+	at time.Time
+	resumption
+}
+
 // burst reports whether the stream's tokens came in a burst as it resumed
 // at at: at least two within within of it.
 func (r resumption) burst(at time.Time, within time.Duration) bool {
@@ -161,8 +167,8 @@ func (r resumption) burst(at time.Time, within time.Duration) bool {
 type stallGroup struct {
 	from, to time.Time
 	members  map[string]bool
-	resumes  map[string]stallGap // each member's gap that joined (for its resumption)
-	ids      []string            // members in order of joining
+	ids      []string   // members in order of joining
+	resumes  []resumeAt // with ids: how each member came back from its gap
 	medians  []time.Duration
 	strong   int
 	longest  time.Duration
@@ -266,7 +272,7 @@ func (d *StallDetector) addGap(g stallGap) {
 	if len(members) < d.cfg.MinStreams {
 		return
 	}
-	s := &stallGroup{from: from, to: to, members: map[string]bool{}, resumes: map[string]stallGap{}}
+	s := &stallGroup{from: from, to: to, members: map[string]bool{}}
 	for _, m := range members {
 		s.join(m, false)
 	}
@@ -284,8 +290,8 @@ func (s *stallGroup) join(g stallGap, narrow bool) {
 		return
 	}
 	s.members[g.id] = true
-	s.resumes[g.id] = g
 	s.ids = append(s.ids, g.id)
+	s.resumes = append(s.resumes, resumeAt{at: g.to, resumption: g.resume})
 	s.medians = append(s.medians, g.median)
 	if g.strong {
 		s.strong++

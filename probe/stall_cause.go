@@ -151,6 +151,10 @@ func (d *StallDetector) classify(s *stallGroup) verdict {
 // another resumes them a few milliseconds apart.
 func (d *StallDetector) burstAfter(s *stallGroup) (burst, of int) {
 	within := max(s.itl()/2, 2*time.Millisecond)
+	resumed := make(map[string]resumeAt, len(s.ids))
+	for i, id := range s.ids {
+		resumed[id] = s.resumes[i]
+	}
 	for i := range d.requests {
 		f := &d.requests[i]
 		if !s.members[f.id] {
@@ -159,7 +163,7 @@ func (d *StallDetector) burstAfter(s *stallGroup) (burst, of int) {
 		of++
 		// The stall lies inside the member's gap, so the stream's first
 		// arrival from s.to is the read that ended that gap.
-		if g := s.resumes[f.id]; g.resume.burst(g.to, within) {
+		if r := resumed[f.id]; r.burst(r.at, within) {
 			burst++
 		}
 	}
