@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -153,7 +154,10 @@ func newBenchSoakCmd() *cobra.Command {
 		Checkpoints: []time.Duration{time.Minute, 5 * time.Minute, 10 * time.Minute},
 		Parallel:    1,
 	}
-	var asJSON bool
+	var (
+		asJSON     bool
+		profileDir string
+	)
 	cmd := &cobra.Command{
 		Use:   "soak",
 		Short: "Check that the probe's memory stays flat over a long run at full speed",
@@ -180,7 +184,11 @@ over the first, and PASS or MISSED against the targets (heap last/first <=
 				return fmt.Errorf("bench soak: find own binary for the cases: %w", err)
 			}
 			path := strings.Fields(cmd.Parent().CommandPath()) // e.g. ["latscope", "bench"]
-			cfg.RunCase = bench.ChildSoakCase(exe, append(path[1:], "soak-case"), cmd.ErrOrStderr())
+			args := append(path[1:], "soak-case")
+			if profileDir != "" {
+				args = append(args, "--heap-profile-dir", profileDir)
+			}
+			cfg.RunCase = bench.ChildSoakCase(exe, args, cmd.ErrOrStderr())
 			res, err := bench.RunSoak(cmd.Context(), cfg)
 			if err != nil {
 				return fmt.Errorf("bench soak: %w", err)
@@ -204,6 +212,7 @@ over the first, and PASS or MISSED against the targets (heap last/first <=
 	f.DurationSliceVar(&cfg.Checkpoints, "checkpoints", cfg.Checkpoints, "when to measure, from each case's start")
 	f.IntVar(&cfg.Parallel, "parallel", cfg.Parallel, "cases run at once (each its own process; they share the CPUs)")
 	f.BoolVar(&asJSON, "json", false, "print machine-readable JSON instead of a table")
+	f.StringVar(&profileDir, "heap-profile-dir", "", "write each case's heap profile at its last checkpoint to DIR/CASE.heap (for go tool pprof)")
 	return cmd
 }
 
@@ -213,6 +222,7 @@ func newBenchSoakCaseCmd() *cobra.Command {
 	var (
 		name        string
 		checkpoints []time.Duration
+		profileDir  string
 	)
 	cmd := &cobra.Command{
 		Use:    "soak-case",
@@ -226,10 +236,15 @@ func newBenchSoakCaseCmd() *cobra.Command {
 			if len(checkpoints) == 0 {
 				return errors.New("--checkpoints: need at least one")
 			}
-			return runSoakCase(cmd.Context(), cmd.OutOrStdout(), name, checkpoints)
+			profile := ""
+			if profileDir != "" {
+				profile = filepath.Join(profileDir, name+".heap")
+			}
+			return runSoakCase(cmd.Context(), cmd.OutOrStdout(), name, checkpoints, profile)
 		},
 	}
 	cmd.Flags().StringVar(&name, "case", "", "the case to run")
 	cmd.Flags().DurationSliceVar(&checkpoints, "checkpoints", nil, "when to measure, from the case's start")
+	cmd.Flags().StringVar(&profileDir, "heap-profile-dir", "", "write the heap profile at the last checkpoint to DIR/CASE.heap")
 	return cmd
 }

@@ -159,7 +159,7 @@ func TestBenchSoakCases(t *testing.T) {
 	for _, name := range bench.SoakCases {
 		t.Run(name, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := runSoakCase(context.Background(), &out, name, []time.Duration{500 * time.Millisecond, time.Second}); err != nil {
+			if err := runSoakCase(context.Background(), &out, name, []time.Duration{500 * time.Millisecond, time.Second}, ""); err != nil {
 				t.Fatal(err)
 			}
 			var points int

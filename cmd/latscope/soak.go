@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -35,8 +36,9 @@ const (
 
 // runSoakCase runs one soak case in this process: the fast server on
 // loopback and the pipeline as `run` builds it, measured at each
-// checkpoint, each a JSON line on out. It returns after the last one.
-func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []time.Duration) error {
+// checkpoint, each a JSON line on out. It returns after the last one. With
+// a profile path, it writes the heap profile there at the last checkpoint.
+func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []time.Duration, profile string) error {
 	srv, err := bench.StartSoakServer(name == bench.SoakEndless)
 	if err != nil {
 		return err
@@ -71,9 +73,15 @@ func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []
 	measured := make(chan error, 1)
 	go func() {
 		defer stop() // the last checkpoint ends the run
+		n := 0
 		measured <- bench.SoakCheckpoints(runCtx, name, time.Now(), checkpoints, srv.Tokens, func(p bench.SoakPoint) {
 			if err := enc.Encode(p); err != nil && encErr == nil {
 				encErr = fmt.Errorf("soak: write checkpoint: %w", err)
+			}
+			if n++; n == len(checkpoints) && profile != "" {
+				if err := writeHeapProfile(profile); err != nil && encErr == nil {
+					encErr = err
+				}
 			}
 		})
 	}()
@@ -196,4 +204,16 @@ func soakAgent(ctx context.Context, target string, f *loadFlags) error {
 	err = errors.Join(runErr, <-clientsDone, <-clientsDone)
 	stopServing()
 	return errors.Join(err, <-served)
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("soak: heap profile: %w", err)
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("soak: heap profile: %w", err)
+	}
+	return f.Close()
 }
