@@ -122,7 +122,7 @@ type SoakResult struct {
 type SoakCase struct {
 	Name         string      `json:"name"`
 	Points       []SoakPoint `json:"points"`
-	TokensPerSec float64     `json:"tokens_per_sec"` // first to last checkpoint
+	TokensPerSec float64     `json:"tokens_per_sec"` // first to last checkpoint (start to it, with one)
 	HeapRatio    float64     `json:"heap_ratio"`     // heap at the last checkpoint / at the first
 	MaxRSS       uint64      `json:"max_rss_bytes"`
 	Met          bool        `json:"met"`
@@ -183,6 +183,8 @@ func judgeSoak(name string, points []SoakPoint, want int, err error) SoakCase {
 	}
 	if span := (last.At - first.At).Seconds(); span > 0 {
 		c.TokensPerSec = float64(last.Tokens-first.Tokens) / span
+	} else if last.At > 0 {
+		c.TokensPerSec = float64(last.Tokens) / last.At.Seconds() // one checkpoint: from the start
 	}
 	for _, p := range points {
 		c.MaxRSS = max(c.MaxRSS, p.RSS)
