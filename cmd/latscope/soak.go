@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"sync/atomic"
 	"time"
 
 	"github.com/latscope/latscope/agent"
@@ -134,7 +133,7 @@ func soakDashboard(ctx context.Context, target string, f *loadFlags) error {
 	screen := tui.NewOffscreen(<-feeds, tui.Options{}, soakScreenW, soakScreenH)
 	tick := time.NewTicker(soakFrameEvery)
 	defer tick.Stop()
-	var frames atomic.Int64
+	frames := 0
 	for {
 		select {
 		case err := <-done:
@@ -143,7 +142,8 @@ func soakDashboard(ctx context.Context, target string, f *loadFlags) error {
 		}
 		_ = screen.Frame()
 		// Every 10 s: the requests list for a second, a waterfall for a second.
-		switch frames.Add(1) % 40 {
+		frames++
+		switch frames % 40 {
 		case 36:
 			screen.ToggleView()
 		case 38:
