@@ -99,10 +99,12 @@ func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []
 		// The run ended before the last checkpoint: runErr says why.
 		mErr = fmt.Errorf("soak %s: the run ended before its last checkpoint", name)
 	}
-	// The cancelled context is how the run ends here: being interrupted
-	// is no failure.
+	// The cancelled context is how the run ends here: being interrupted,
+	// even before the run began (a slow machine, tiny checkpoints), is no
+	// failure.
 	var exit *exitError
-	if errors.As(runErr, &exit) && exit.code == exitInterrupted || errors.Is(runErr, errInterrupted) {
+	if errors.As(runErr, &exit) && exit.code == exitInterrupted ||
+		errors.Is(runErr, errInterrupted) || errors.Is(runErr, errSetupInterrupted) {
 		runErr = nil
 	}
 	return errors.Join(mErr, encErr, runErr)
