@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,13 @@ type FastServer struct {
 	TokensPerWrite int
 	// Model is echoed in every chunk when the request names none.
 	Model string
+	// Endless, when positive, makes every stream ignore the request's
+	// max_tokens and cut off after Endless tokens with no finish, usage or
+	// [DONE]: a server that streams without end, behind a proxy that
+	// closes it (the soak bench's endless case).
+	Endless int
+	// Sent, when set, counts the token events written.
+	Sent *atomic.Int64
 }
 
 // fastVocab is cycled through as the streamed text; each entry is one token.
@@ -63,6 +71,9 @@ func (s FastServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if n <= 0 {
 		n = 16
+	}
+	if s.Endless > 0 {
+		n = s.Endless
 	}
 	id := r.Header.Get("X-Request-Id")
 	if id == "" {
@@ -105,6 +116,12 @@ func (s FastServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		sent += k
+		if s.Sent != nil {
+			s.Sent.Add(int64(k))
+		}
+	}
+	if s.Endless > 0 {
+		return // cut: no finish, no usage, no [DONE]
 	}
 	tail := head + `{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}` + "\n\n" +
 		head + `],"usage":{"prompt_tokens":1,"completion_tokens":` + strconv.Itoa(n) + `,"total_tokens":` + strconv.Itoa(n+1) + "}}\n\n" +

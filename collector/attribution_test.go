@@ -1265,6 +1265,22 @@ func TestAttributorMaxPending(t *testing.T) {
 	p.nothingOut(t)
 }
 
+// TestAttributorMaxPendingChunks: the held requests' chunks are bounded
+// too, since a count alone lets long outputs hold gigabytes.
+func TestAttributorMaxPendingChunks(t *testing.T) {
+	t.Parallel()
+	p := startPipeline(t, AttributorConfig{JoinSpans: true, JoinWait: time.Hour, MaxPendingChunks: 250})
+	for _, id := range []string{"1", "2", "3"} {
+		ev := requestEvent(id)
+		ev.Request.Chunks = make([]event.Chunk, 100)
+		p.send(t, ev)
+	}
+	if got := p.next(t).Request.ID; got != "1" {
+		t.Errorf("released %q past MaxPendingChunks, want the oldest, 1", got)
+	}
+	p.nothingOut(t)
+}
+
 // TestEndToEndSimProbeOTLP runs the simulator (sending vLLM-shaped spans),
 // the real probe client, the receiver and the attributor together over
 // loopback at concurrency 16, and checks every request's attributed server

@@ -16,10 +16,15 @@ import (
 const (
 	DefaultJoinWait   = 2 * time.Second
 	DefaultMaxPending = 16384
-	DefaultSpanTTL    = time.Minute
-	DefaultMaxSpans   = 65536
-	maxTargets        = 1024 // bound on the per-target RTT memory
-	expiryReportEvery = 10 * time.Second
+	// DefaultMaxPendingChunks bounds the content chunks of the held
+	// requests (16 bytes each: 32 MB): MaxPending alone is a count, and a
+	// request's chunks follow its output length, so 16,384 held requests
+	// of 8,192 tokens would be 2 GB.
+	DefaultMaxPendingChunks = 1 << 21
+	DefaultSpanTTL          = time.Minute
+	DefaultMaxSpans         = 65536
+	maxTargets              = 1024 // bound on the per-target RTT memory
+	expiryReportEvery       = 10 * time.Second
 	// connectWindow is how many recent connect times per target the
 	// network estimate is the lowest of.
 	connectWindow = 16
@@ -44,6 +49,10 @@ type AttributorConfig struct {
 	// MaxPending bounds the held requests; past it the oldest is released
 	// without its span. DefaultMaxPending when zero.
 	MaxPending int
+	// MaxPendingChunks bounds the held requests' content chunks, the bulk
+	// of their size; past it the oldest are released without their span.
+	// DefaultMaxPendingChunks when zero.
+	MaxPendingChunks int
 	// SpanTTL and MaxSpans bound the spans kept for requests that have not
 	// finished yet (or never will, e.g. another client's).
 	SpanTTL  time.Duration
@@ -93,6 +102,9 @@ func NewAttributor(cfg AttributorConfig) *Attributor {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.MaxPendingChunks <= 0 {
+		cfg.MaxPendingChunks = DefaultMaxPendingChunks
 	}
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = DefaultMaxPending
@@ -144,6 +156,7 @@ type attributorState struct {
 	pending   []*heldRequest          // arrival order, which is also deadline order
 	held      map[string]*heldRequest // by request and trace key
 	heldN     int                     // requests held now
+	heldChunk int                     // their content chunks
 	settlers  []chan struct{}         // Settle calls waiting for heldN to reach 0
 
 	lastExpiryReport time.Time
@@ -296,17 +309,26 @@ func (a *Attributor) accept(st *attributorState, ev event.Event, ready []event.E
 	h := &heldRequest{ev: ev, deadline: a.cfg.Now().Add(a.cfg.JoinWait), network: network, keys: keys}
 	st.pending = append(st.pending, h)
 	st.heldN++
+	st.heldChunk += len(r.Chunks)
 	for _, k := range keys {
 		st.held[k] = h
 	}
-	if st.heldN > a.cfg.MaxPending {
-		for _, old := range st.pending {
-			if !old.done {
-				a.expired.Add(1)
-				ready = append(ready, a.release(st, old))
-				break
-			}
+	// Over a bound, the oldest go first (the newest stays, however large).
+	// Chosen before any is released: release compacts pending.
+	var over []*heldRequest
+	n, chunks := st.heldN, st.heldChunk
+	for _, old := range st.pending {
+		if n <= a.cfg.MaxPending && chunks <= a.cfg.MaxPendingChunks || n == 1 {
+			break
 		}
+		if !old.done {
+			over = append(over, old)
+			n, chunks = n-1, chunks-len(old.ev.Request.Chunks)
+		}
+	}
+	for _, old := range over {
+		a.expired.Add(1)
+		ready = append(ready, a.release(st, old))
 	}
 	return ready
 }
@@ -332,6 +354,7 @@ func (a *Attributor) acceptSpan(st *attributorState, sp *event.Span, ready []eve
 func (a *Attributor) release(st *attributorState, h *heldRequest) event.Event {
 	h.done = true
 	st.heldN--
+	st.heldChunk -= len(h.ev.Request.Chunks)
 	for _, k := range h.keys {
 		if st.held[k] == h {
 			delete(st.held, k)

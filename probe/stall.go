@@ -135,6 +135,31 @@ type stallGap struct {
 	from, to time.Time
 	median   time.Duration // the stream's median gap
 	strong   bool
+	resume   resumption // how the stream came back at to
+}
+
+// resumption is how a stream came back after one of its unusual gaps: the
+// tokens of the read that ended it and when its next read came. It is all
+// that burstAfter needs of the stream's arrivals (a stall lies inside each
+// member's gap, so the stream's first arrival after the stall is the read
+// that ended the gap), and keeping just this instead of every chunk's
+// arrival time keeps the detector's evidence a fixed size per request:
+// a request of 65,536 tokens costs what one of 10 does.
+type resumption struct {
+	tokens int       // tokens of the chunks in the read that ended the gap
+	next   time.Time // the stream's next read (zero: none)
+}
+
+// resumeAt is a resumption and when it began: the end of the gap.
+type resumeAt struct {
+	at time.Time
+	resumption
+}
+
+// burst reports whether the stream's tokens came in a burst as it resumed
+// at at: at least two within within of it.
+func (r resumption) burst(at time.Time, within time.Duration) bool {
+	return r.tokens >= 2 || !r.next.IsZero() && !r.next.After(at.Add(within))
 }
 
 // stallGroup is a set of streams that were all paused during [from, to],
@@ -142,7 +167,8 @@ type stallGap struct {
 type stallGroup struct {
 	from, to time.Time
 	members  map[string]bool
-	ids      []string // members in order of joining
+	ids      []string   // members in order of joining
+	resumes  []resumeAt // with ids: how each member came back from its gap
 	medians  []time.Duration
 	strong   int
 	longest  time.Duration
@@ -265,6 +291,7 @@ func (s *stallGroup) join(g stallGap, narrow bool) {
 	}
 	s.members[g.id] = true
 	s.ids = append(s.ids, g.id)
+	s.resumes = append(s.resumes, resumeAt{at: g.to, resumption: g.resume})
 	s.medians = append(s.medians, g.median)
 	if g.strong {
 		s.strong++
@@ -457,7 +484,7 @@ func (d *StallDetector) prune() {
 // time. Events that arrived in one read are one arrival: a stream whose
 // server coalesces frames has its gaps between the reads, not zeros.
 func unusualGaps(r *event.Request, cfg StallConfig) []stallGap {
-	reads := readTimes(r)
+	reads, tokens := readsOf(r)
 	if len(reads) < cfg.MinITLs+1 || r.Start.IsZero() {
 		return nil
 	}
@@ -475,12 +502,31 @@ func unusualGaps(r *event.Request, cfg StallConfig) []stallGap {
 		if !strong && gap < weakFrom {
 			continue
 		}
-		out = append(out, stallGap{
+		g := stallGap{
 			id: id, from: r.Start.Add(reads[i]), to: r.Start.Add(reads[i+1]),
 			median: median, strong: strong,
-		})
+			resume: resumption{tokens: tokens[i+1]},
+		}
+		if i+2 < len(reads) {
+			g.resume.next = r.Start.Add(reads[i+2])
+		}
+		out = append(out, g)
 	}
 	return out
+}
+
+// readsOf returns the distinct arrival offsets of r's content chunks (one
+// per read from the socket) and the tokens each read brought (a chunk
+// counts at least one).
+func readsOf(r *event.Request) (at []time.Duration, tokens []int) {
+	for i, c := range r.Chunks {
+		if i == 0 || c.At != r.Chunks[i-1].At {
+			at = append(at, c.At)
+			tokens = append(tokens, 0)
+		}
+		tokens[len(tokens)-1] += int(max(c.Tokens, 1))
+	}
+	return at, tokens
 }
 
 // readTimes returns the distinct arrival offsets of r's content chunks:

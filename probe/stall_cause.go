@@ -21,36 +21,10 @@ type reqFacts struct {
 	// its first token came (zero when the server reported none).
 	frontEnd interval
 	prefill  interval
-	// arrivals are the content chunks' arrival times and tokens, to see
-	// whether a pause ended in a burst.
-	arrivals []arrival
-}
-
-// arrival is one content chunk as the probe received it.
-type arrival struct {
-	at     time.Time
-	tokens int32
-}
-
-// tokensBetween counts the tokens f received in [from, to].
-func (f *reqFacts) tokensBetween(from, to time.Time) int {
-	n := 0
-	for _, a := range f.arrivals {
-		if !a.at.Before(from) && !a.at.After(to) {
-			n += int(a.tokens)
-		}
-	}
-	return n
-}
-
-// firstArrivalFrom is when f's first content chunk at or after t arrived.
-func (f *reqFacts) firstArrivalFrom(t time.Time) (time.Time, bool) {
-	for _, a := range f.arrivals {
-		if !a.at.Before(t) {
-			return a.at, true
-		}
-	}
-	return time.Time{}, false
+	// No chunk arrival times: they grow with the tokens streamed, and the
+	// one use of them (burstAfter) reads each stall member's resumption,
+	// kept with its gap. A reqFacts is a fixed size, so MaxRequests bounds
+	// the evidence's bytes, whatever the token rate.
 }
 
 // pastFrontEnd is when f was done with the server's front end, as far as
@@ -82,10 +56,6 @@ func factsOf(r *event.Request) (reqFacts, bool) {
 	f := reqFacts{id: streamID(r), sent: sent, end: sent}
 	f.frontDone, _ = stageEnd(r, event.StageWaitHeaders)
 	if n := len(r.Chunks); n > 0 {
-		f.arrivals = make([]arrival, n)
-		for i, c := range r.Chunks {
-			f.arrivals[i] = arrival{at: r.Start.Add(c.At), tokens: max(c.Tokens, 1)}
-		}
 		f.first = r.Start.Add(r.Chunks[0].At)
 		f.end = r.Start.Add(r.Chunks[n-1].At)
 		if reads := readTimes(r); len(reads) > 1 {
@@ -181,13 +151,19 @@ func (d *StallDetector) classify(s *stallGroup) verdict {
 // another resumes them a few milliseconds apart.
 func (d *StallDetector) burstAfter(s *stallGroup) (burst, of int) {
 	within := max(s.itl()/2, 2*time.Millisecond)
+	resumed := make(map[string]resumeAt, len(s.ids))
+	for i, id := range s.ids {
+		resumed[id] = s.resumes[i]
+	}
 	for i := range d.requests {
 		f := &d.requests[i]
 		if !s.members[f.id] {
 			continue
 		}
 		of++
-		if resumed, ok := f.firstArrivalFrom(s.to); ok && f.tokensBetween(resumed, resumed.Add(within)) >= 2 {
+		// The stall lies inside the member's gap, so the stream's first
+		// arrival from s.to is the read that ended that gap.
+		if r := resumed[f.id]; r.burst(r.at, within) {
 			burst++
 		}
 	}

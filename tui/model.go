@@ -57,6 +57,9 @@ type model struct {
 	sel   int
 	selID string
 	open  *event.Request
+	// openSum is the open request's decode numbers when its chunks were
+	// thinned (see sampleChunks).
+	openSum *decodeSummary
 
 	out     string // the rendered screen, rebuilt only when dirty
 	dirty   bool
@@ -203,6 +206,10 @@ func (m *model) onKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Open):
 		if m.screen == screenRequests && m.sel < len(m.list.rows) {
 			m.open, m.screen = m.list.rows[m.sel], screenWaterfall
+			m.openSum = nil
+			if sum, ok := m.frame.Requests.Decode[m.open]; ok {
+				m.openSum = &sum
+			}
 		}
 	case key.Matches(msg, k.Back):
 		m.back()
@@ -231,7 +238,7 @@ func (m *model) move(by int) {
 func (m *model) back() {
 	switch m.screen {
 	case screenWaterfall:
-		m.screen, m.open = screenRequests, nil
+		m.screen, m.open, m.openSum = screenRequests, nil, nil
 	case screenRequests:
 		m.screen = screenMain
 		m.syncList()
@@ -260,7 +267,7 @@ func (m *model) render() string {
 			return renderRequests(m.st, &m.list, m.sel, m.begin(), m.window, m.width, h)
 		})
 	case m.screen == screenWaterfall && m.open != nil:
-		lines = m.renderBody(func(h int) []string { return renderWaterfall(m.st, m.open, m.width, h) })
+		lines = m.renderBody(func(h int) []string { return renderWaterfall(m.st, m.open, m.openSum, m.width, h) })
 	default:
 		lines = m.renderMain()
 	}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,29 @@ const DefaultKeep = 20
 type RequestSample struct {
 	Latest  []*event.Request                       // newest first
 	Slowest [aggregate.NumWindows][]*event.Request // slowest first, by rank (see Sampler)
+	// Decode holds the decode numbers of the listed requests whose token
+	// times the Sampler thinned (see sampleChunks), taken from all of them.
+	Decode map[*event.Request]decodeSummary
+}
+
+// sampleChunks bounds the chunks a sampled request keeps. The lists hold up
+// to about 42 × keep requests (the latest, and the slowest of each slot of
+// the 10 s and 5 min rings and of the run); kept whole, a 65,536-token
+// stream is 1 MB of chunks, and the 5-minute ring alone grew the dashboard
+// by ~80 MB over five minutes of 8,192-token outputs. Thinned to the first
+// and last chunk of sampleChunks/2 equal stretches of the decode, a request
+// still draws its token ticks at any screen width (a stretch is narrower
+// than a cell), and its decode numbers are taken from every chunk before
+// thinning.
+const sampleChunks = 1024
+
+// decodeSummary is what the waterfall says of a decode: the median and
+// worst gap between content chunks, and where the worst one ended.
+type decodeSummary struct {
+	chunks     int           // content chunks before thinning
+	p50, worst time.Duration // ITL median and maximum
+	worstAt    int           // index of the chunk that ended the worst gap
+	worstEnd   time.Duration // and its arrival (offset from Start)
 }
 
 // Sampler keeps a bounded sample of finished requests for the requests
@@ -39,6 +63,9 @@ type Sampler struct {
 	fine    slotRing
 	coarse  slotRing
 	run     topN
+	// decode holds the summaries of thinned requests, pruned to those
+	// still held whenever it grows past twice what the lists can hold.
+	decode map[*event.Request]decodeSummary
 }
 
 // NewSampler returns a Sampler keeping keep requests per list (DefaultKeep
@@ -53,6 +80,7 @@ func NewSampler(keep int) *Sampler {
 		fine:   newSlotRing(time.Second, 10, keep),
 		coarse: newSlotRing(10*time.Second, 30, keep),
 		run:    topN{keep: keep},
+		decode: map[*event.Request]decodeSummary{},
 	}
 }
 
@@ -63,8 +91,15 @@ func (s *Sampler) Add(r *event.Request) {
 		return
 	}
 	end, key := r.EndedAt(), rank(r)
+	r, sum, thinned := thin(r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if thinned {
+		s.decode[r] = sum
+		if len(s.decode) > 2*s.capacity() {
+			s.pruneDecode()
+		}
+	}
 	s.version++
 	if len(s.latest) < s.keep {
 		s.latest = append(s.latest, r)
@@ -79,6 +114,67 @@ func (s *Sampler) Add(r *event.Request) {
 	if t := s.coarse.slot(end); t != nil {
 		t.offer(key, r)
 	}
+}
+
+// capacity is how many requests the lists can hold at most.
+func (s *Sampler) capacity() int {
+	return s.keep * (1 + len(s.fine.slots) + len(s.coarse.slots) + 1)
+}
+
+// pruneDecode drops the summaries of requests no list holds any more.
+func (s *Sampler) pruneDecode() {
+	held := make(map[*event.Request]bool, s.capacity())
+	for _, r := range s.latest {
+		held[r] = true
+	}
+	for _, t := range append(append([]topN{s.run}, s.fine.slots...), s.coarse.slots...) {
+		for _, it := range t.items {
+			held[it.r] = true
+		}
+	}
+	maps.DeleteFunc(s.decode, func(r *event.Request, _ decodeSummary) bool { return !held[r] })
+}
+
+// thin returns r, or when it has more than sampleChunks chunks a copy with
+// its chunks thinned (see sampleChunks) and the summary of all of them.
+func thin(r *event.Request) (*event.Request, decodeSummary, bool) {
+	n := len(r.Chunks)
+	if n <= sampleChunks {
+		return r, decodeSummary{}, false
+	}
+	sum := summarize(r)
+	c := *r
+	first, last := r.Chunks[0].At, r.Chunks[n-1].At
+	stretches := int64(sampleChunks / 2)
+	span := max(int64(last-first), 1)
+	c.Chunks = make([]event.Chunk, 0, sampleChunks)
+	prev := int64(-1)
+	for i, ch := range r.Chunks {
+		b := min(int64(ch.At-first)*stretches/span, stretches-1)
+		// The first chunk of a stretch, and the last (the one before the
+		// next stretch's first).
+		if b != prev || i == n-1 || min(int64(r.Chunks[i+1].At-first)*stretches/span, stretches-1) != b {
+			c.Chunks = append(c.Chunks, ch)
+		}
+		prev = b
+	}
+	return &c, sum, true
+}
+
+// summarize takes the decode numbers of r from all its chunks.
+func summarize(r *event.Request) decodeSummary {
+	itl := r.ITLs()
+	sum := decodeSummary{chunks: len(r.Chunks)}
+	for i, g := range itl {
+		if g > sum.worst {
+			sum.worst, sum.worstAt, sum.worstEnd = g, i+1, r.Chunks[i+1].At
+		}
+	}
+	if len(itl) > 0 {
+		slices.Sort(itl)
+		sum.p50 = itl[len(itl)/2]
+	}
+	return sum
 }
 
 // Version changes whenever a request is added.
@@ -111,6 +207,16 @@ func (s *Sampler) Sample(now time.Time) RequestSample {
 			buf = append(buf, s.run.items...)
 		}
 		out.Slowest[w] = slowest(buf, s.keep)
+	}
+	for _, list := range append(out.Slowest[:], out.Latest) {
+		for _, r := range list {
+			if sum, ok := s.decode[r]; ok {
+				if out.Decode == nil {
+					out.Decode = map[*event.Request]decodeSummary{}
+				}
+				out.Decode[r] = sum
+			}
+		}
 	}
 	return out
 }

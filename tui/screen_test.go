@@ -182,7 +182,7 @@ func TestSourceTroubleShows(t *testing.T) {
 func TestFailedRequestWaterfall(t *testing.T) {
 	r := &event.Request{ID: "bad-1", Intended: t0, Start: t0, E2E: 900 * time.Millisecond, Outcome: event.OutcomeHTTPStatus, Status: 503, Error: "overloaded"}
 	st := newStyles(plainRenderer(), true)
-	v := strings.Join(renderWaterfall(st, r, 120, 30), "\n")
+	v := strings.Join(renderWaterfall(st, r, nil, 120, 30), "\n")
 	if !strings.Contains(v, "failed: http_status HTTP 503 (overloaded)") {
 		t.Fatalf("failed request does not show its outcome and error:\n%s", v)
 	}

@@ -19,8 +19,9 @@ const (
 // renderWaterfall draws one request on a shared time axis from its
 // intended send: every client stage, then the breakdown's server-side
 // stages, each with its provenance; the first token; then every token
-// arrival as a tick along the decode, with the numbers.
-func renderWaterfall(st *styles, r *event.Request, width, height int) []string {
+// arrival as a tick along the decode, with the numbers. sum, when set,
+// holds the decode numbers of a request whose chunks were thinned.
+func renderWaterfall(st *styles, r *event.Request, sum *decodeSummary, width, height int) []string {
 	total := durMS(max(r.E2E, r.TTFT, stagesEnd(r.Stages), stagesEnd(r.Breakdown)))
 	axisW := max(width-wfLabelW-wfValueW-2, 10)
 	scale := float64(axisW) / math.Max(total, 1e-3)
@@ -46,8 +47,12 @@ func renderWaterfall(st *styles, r *event.Request, width, height int) []string {
 		row("first token", strings.Repeat(" ", pos)+st.accent.Render("◆")+strings.Repeat(" ", axisW-pos-1), msUnit(durMS(r.TTFT)))
 	}
 	if len(r.Chunks) > 0 {
-		row("tokens", ticks(st, r, scale, axisW), fmt.Sprintf("%d in %d chunks", r.OutputTokens, len(r.Chunks)))
-		lines = append(lines, fit("   "+decodeNumbers(r), width))
+		d := summarize(r)
+		if sum != nil {
+			d = *sum
+		}
+		row("tokens", ticks(st, r, d.p50, scale, axisW), fmt.Sprintf("%d in %d chunks", r.OutputTokens, d.chunks))
+		lines = append(lines, fit("   "+decodeNumbers(r, d), width))
 	}
 	if !r.OK() {
 		lines = append(lines, fit("   "+st.bad.Render("failed: "+failure(r)), width))
@@ -129,12 +134,11 @@ func stageValue(st *styles, s event.StageTiming) string {
 
 // ticks marks every cell a chunk arrived in along the decode; a gap of more
 // than three median inter-token gaps shows as a red stretch.
-func ticks(st *styles, r *event.Request, scale float64, w int) string {
+func ticks(st *styles, r *event.Request, p50 time.Duration, scale float64, w int) string {
 	cells := make([]byte, w)
 	for i := range cells {
 		cells[i] = ' '
 	}
-	p50 := medianITL(r)
 	lag := r.SchedLag
 	for i, c := range r.Chunks {
 		pos := min(int(durMS(lag+c.At)*scale), w-1)
@@ -169,30 +173,14 @@ func ticks(st *styles, r *event.Request, scale float64, w int) string {
 	return b.String()
 }
 
-func medianITL(r *event.Request) time.Duration {
-	itl := r.ITLs()
-	if len(itl) == 0 {
-		return 0
-	}
-	slices.Sort(itl)
-	return itl[len(itl)/2]
-}
-
 // decodeNumbers sums up the decode: ITL median and worst, and the time per
 // output token.
-func decodeNumbers(r *event.Request) string {
-	itl := r.ITLs()
-	if len(itl) == 0 {
+func decodeNumbers(r *event.Request, d decodeSummary) string {
+	if d.chunks < 2 {
 		return fmt.Sprintf("%d tokens", r.OutputTokens)
 	}
-	worst, at := time.Duration(0), 0
-	for i, g := range itl {
-		if g > worst {
-			worst, at = g, i+1
-		}
-	}
-	s := fmt.Sprintf("ITL p50 %s, max %s (before chunk %d at %s)", msUnit(durMS(medianITL(r))), msUnit(durMS(worst)), at+1,
-		msUnit(durMS(r.SchedLag+r.Chunks[at].At)))
+	s := fmt.Sprintf("ITL p50 %s, max %s (before chunk %d at %s)", msUnit(durMS(d.p50)), msUnit(durMS(d.worst)), d.worstAt+1,
+		msUnit(durMS(r.SchedLag+d.worstEnd)))
 	if tpot := r.TPOT(); tpot > 0 {
 		s += ", TPOT " + msUnit(durMS(tpot))
 	}

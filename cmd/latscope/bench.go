@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -23,7 +25,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure the probe's own accuracy and speed against a bare client",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchAccuracyCmd(), newBenchThroughputCmd(), newBenchServeCmd())
+	cmd.AddCommand(newBenchAccuracyCmd(), newBenchThroughputCmd(), newBenchServeCmd(), newBenchSoakCmd(), newBenchSoakCaseCmd())
 	return cmd
 }
 
@@ -143,5 +145,106 @@ func newBenchServeCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on; the base URL is printed on stdout")
 	cmd.Flags().IntVar(&tokensPerWrite, "tokens-per-write", 1, "token events per write")
+	return cmd
+}
+
+func newBenchSoakCmd() *cobra.Command {
+	cfg := bench.SoakConfig{
+		Cases:       bench.SoakCases,
+		Checkpoints: []time.Duration{time.Minute, 5 * time.Minute, 10 * time.Minute},
+		Parallel:    1,
+	}
+	var (
+		asJSON     bool
+		profileDir string
+	)
+	cmd := &cobra.Command{
+		Use:   "soak",
+		Short: "Check that the probe's memory stays flat over a long run at full speed",
+		Long: `soak runs the real pipeline, as run builds it, against a fast server on
+loopback (TTFT 0, ITL 0, 8,192-token outputs, -c 4) for each case, in a
+process of its own (this binary again), and measures that process at each
+checkpoint: its resident set (VmRSS) and its heap after a GC. The cases:
+
+  headless   run --no-tui
+  dashboard  the dashboard's model rendered off screen at 200x50, 4 frames/s
+  record     run --no-tui --record to a temporary file
+  agent      an agent (replay ring 16 MiB) with two attached clients
+  endless    -c 2 against a server that streams without end, cut at 65,536 tokens
+
+It prints heap and RSS at each checkpoint, the heap at the last checkpoint
+over the first, and PASS or MISSED against the targets (heap last/first <=
+1.1, RSS <= 150 MB), and exits 1 when a target is missed.`,
+		Example: `  latscope bench soak
+  latscope bench soak --checkpoints 10s,30s,60s --cases headless,endless`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("bench soak: find own binary for the cases: %w", err)
+			}
+			path := strings.Fields(cmd.Parent().CommandPath()) // e.g. ["latscope", "bench"]
+			args := append(path[1:], "soak-case")
+			if profileDir != "" {
+				args = append(args, "--heap-profile-dir", profileDir)
+			}
+			cfg.RunCase = bench.ChildSoakCase(exe, args, cmd.ErrOrStderr())
+			res, err := bench.RunSoak(cmd.Context(), cfg)
+			if err != nil {
+				return fmt.Errorf("bench soak: %w", err)
+			}
+			if asJSON {
+				err = bench.WriteJSON(cmd.OutOrStdout(), res)
+			} else {
+				err = bench.WriteSoakTable(cmd.OutOrStdout(), res)
+			}
+			if err != nil {
+				return err
+			}
+			if !res.Met {
+				return &exitError{code: 1, err: errors.New("bench soak: a target was missed")}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&cfg.Cases, "cases", cfg.Cases, "cases to run: "+strings.Join(bench.SoakCases, ", "))
+	f.DurationSliceVar(&cfg.Checkpoints, "checkpoints", cfg.Checkpoints, "when to measure, from each case's start")
+	f.IntVar(&cfg.Parallel, "parallel", cfg.Parallel, "cases run at once (each its own process; they share the CPUs)")
+	f.BoolVar(&asJSON, "json", false, "print machine-readable JSON instead of a table")
+	f.StringVar(&profileDir, "heap-profile-dir", "", "write each case's heap profile at its last checkpoint to DIR/CASE.heap (for go tool pprof)")
+	return cmd
+}
+
+// newBenchSoakCaseCmd is one soak case, in the child process `bench soak`
+// starts: it prints a JSON line per checkpoint on stdout.
+func newBenchSoakCaseCmd() *cobra.Command {
+	var (
+		name        string
+		checkpoints []time.Duration
+		profileDir  string
+	)
+	cmd := &cobra.Command{
+		Use:    "soak-case",
+		Short:  "Run one soak case in this process (bench soak's child)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !slices.Contains(bench.SoakCases, name) {
+				return fmt.Errorf("--case %q: want one of %s", name, strings.Join(bench.SoakCases, ", "))
+			}
+			if len(checkpoints) == 0 {
+				return errors.New("--checkpoints: need at least one")
+			}
+			profile := ""
+			if profileDir != "" {
+				profile = filepath.Join(profileDir, name+".heap")
+			}
+			return runSoakCase(cmd.Context(), cmd.OutOrStdout(), name, checkpoints, profile)
+		},
+	}
+	cmd.Flags().StringVar(&name, "case", "", "the case to run")
+	cmd.Flags().DurationSliceVar(&checkpoints, "checkpoints", nil, "when to measure, from the case's start")
+	cmd.Flags().StringVar(&profileDir, "heap-profile-dir", "", "write the heap profile at the last checkpoint to DIR/CASE.heap")
 	return cmd
 }

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"time"
+
+	"github.com/latscope/latscope/agent"
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/bench"
+	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/tui"
+)
+
+// soakAgentRing bounds the soak agent's replay ring. The default (128 MiB)
+// is a bound of its own configuration, above the 150 MB the soak allows the
+// whole process; 16 MiB fills before a first checkpoint of a minute, so the
+// checkpoints compare a full ring with a full ring.
+const soakAgentRing = 16 << 20
+
+// Offscreen dashboard size and frame rate in the dashboard case: the size
+// of a large terminal, a few frames a second as the live screen draws.
+const (
+	soakScreenW, soakScreenH = 200, 50
+	soakFrameEvery           = 250 * time.Millisecond
+)
+
+// runSoakCase runs one soak case in this process: the fast server on
+// loopback and the pipeline as `run` builds it, measured at each
+// checkpoint, each a JSON line on out. It returns after the last one. With
+// a profile path, it writes the heap profile there at the last checkpoint.
+func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []time.Duration, profile string) error {
+	srv, err := bench.StartSoakServer(name == bench.SoakEndless)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	f := &loadFlags{
+		dialect: "openai-chat", model: benchModel, concurrency: 4,
+		promptTokens: "16", outputTokens: fmt.Sprint(bench.SoakOutputTokens),
+		arrival: "poisson", burstiness: 1, timeout: 5 * time.Minute, drain: time.Second,
+		maxEventBytes: probe.DefaultMaxEventBytes, noTUI: true, window: "10s", untilStopped: true,
+		noMetrics: true, noGPU: true,
+	}
+	if err := f.seed.Set("1"); err != nil {
+		return err
+	}
+	if name == bench.SoakEndless {
+		f.concurrency = 2
+	}
+	if name == bench.SoakRecord {
+		dir, err := os.MkdirTemp("", "latscope-soak-")
+		if err != nil {
+			return fmt.Errorf("soak: temp dir for the recording: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		f.record = filepath.Join(dir, "soak.lsr")
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	enc := json.NewEncoder(out)
+	var encErr error
+	measured := make(chan error, 1)
+	go func() {
+		defer stop() // the last checkpoint ends the run
+		n := 0
+		measured <- bench.SoakCheckpoints(runCtx, name, time.Now(), checkpoints, srv.Tokens, func(p bench.SoakPoint) {
+			if err := enc.Encode(p); err != nil && encErr == nil {
+				encErr = fmt.Errorf("soak: write checkpoint: %w", err)
+			}
+			if n++; n == len(checkpoints) && profile != "" {
+				if err := writeHeapProfile(profile); err != nil && encErr == nil {
+					encErr = err
+				}
+			}
+		})
+	}()
+	var runErr error
+	switch name {
+	case bench.SoakDashboard:
+		runErr = soakDashboard(runCtx, srv.URL, f)
+	case bench.SoakAgent:
+		runErr = soakAgent(runCtx, srv.URL, f)
+	default:
+		runErr = runSession(runCtx, io.Discard, io.Discard, srv.URL, f, nil)
+	}
+	stop()
+	mErr := <-measured
+	if errors.Is(mErr, context.Canceled) && ctx.Err() == nil {
+		// The run ended before the last checkpoint: runErr says why.
+		mErr = fmt.Errorf("soak %s: the run ended before its last checkpoint", name)
+	}
+	// The cancelled context is how the run ends here: being interrupted,
+	// even before the run began (a slow machine, tiny checkpoints), is no
+	// failure.
+	var exit *exitError
+	if errors.As(runErr, &exit) && exit.code == exitInterrupted ||
+		errors.Is(runErr, errInterrupted) || errors.Is(runErr, errSetupInterrupted) {
+		runErr = nil
+	}
+	return errors.Join(mErr, encErr, runErr)
+}
+
+// soakDashboard runs the session as the dashboard does, with the model
+// rendered off screen a few times a second instead of by a terminal, and
+// the requests view and a waterfall opened now and then.
+func soakDashboard(ctx context.Context, target string, f *loadFlags) error {
+	s, err := openSession(ctx, io.Discard, target, f, nil)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	m := measurement{
+		pipe: s.pipelineConfig(),
+		agg:  aggregate.Config{Now: time.Now, OfferedRate: s.offered},
+	}
+	snaps := pipeline.NewLatest[aggregate.Snapshot]()
+	m.observers = append(m.observers, snaps.Put)
+	feeds := make(chan *tui.LiveFeed, 1)
+	m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.run(ctx)
+		done <- err
+	}()
+	screen := tui.NewOffscreen(<-feeds, tui.Options{}, soakScreenW, soakScreenH)
+	tick := time.NewTicker(soakFrameEvery)
+	defer tick.Stop()
+	frames := 0
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+		}
+		_ = screen.Frame()
+		// Every 10 s: the requests list for a second, a waterfall for a second.
+		frames++
+		switch frames % 40 {
+		case 36:
+			screen.ToggleView()
+		case 38:
+			screen.Open()
+		case 0:
+			screen.Back()
+			screen.ToggleView()
+		}
+	}
+}
+
+// soakAgent runs the session as `latscope agent` does, with two clients
+// attached to it, reading every event as a dashboard would receive it.
+func soakAgent(ctx context.Context, target string, f *loadFlags) error {
+	srv, err := agent.New(agent.Config{
+		Listen: agent.ListenConfig{Addr: "127.0.0.1:0"},
+		Ring:   agent.RingConfig{MaxBytes: soakAgentRing},
+	})
+	if err != nil {
+		return fmt.Errorf("soak agent: %w", err)
+	}
+	ln, err := srv.Listen()
+	if err != nil {
+		return fmt.Errorf("soak agent: listen: %w", err)
+	}
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(serveCtx, ln) }()
+
+	s, err := openSession(ctx, io.Discard, target, f, nil)
+	if err != nil {
+		stopServing()
+		return errors.Join(err, <-served)
+	}
+	defer s.Close()
+	m := measurement{
+		pipe:      s.pipelineConfig(),
+		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.offered},
+		consumers: []consumer{agentStream{srv}},
+	}
+	clientCtx, stopClients := context.WithCancel(ctx)
+	defer stopClients()
+	clientsDone := make(chan error, 2)
+	for range 2 {
+		c, err := agent.NewClient(agent.ClientConfig{URL: "http://" + ln.Addr().String()})
+		if err != nil {
+			stopServing()
+			return errors.Join(fmt.Errorf("soak agent: client: %w", err), <-served)
+		}
+		go func() {
+			var events int64
+			clientsDone <- c.Run(clientCtx, func(event.Event) { events++ })
+		}()
+	}
+	_, runErr := m.run(ctx)
+	stopClients()
+	err = errors.Join(runErr, <-clientsDone, <-clientsDone)
+	stopServing()
+	return errors.Join(err, <-served)
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("soak: heap profile: %w", err)
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("soak: heap profile: %w", err)
+	}
+	return f.Close()
+}

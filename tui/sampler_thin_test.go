@@ -1,0 +1,91 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
+)
+
+// longReq is a request of n chunks 1 ms apart, with one 40 ms gap before
+// chunk n/3, ending at end.
+func longReq(i, n int, end time.Time) *event.Request {
+	r := req(i, end, 5*time.Millisecond)
+	at := 5 * time.Millisecond
+	for k := range n {
+		if k == n/3 {
+			at += 40 * time.Millisecond
+		}
+		r.Chunks = append(r.Chunks, event.Chunk{At: at, Tokens: 1})
+		at += time.Millisecond
+	}
+	r.OutputTokens = n
+	r.E2E = at
+	return r
+}
+
+// TestSamplerThinsLongRequests checks that the sampler keeps at most
+// sampleChunks chunks of a long request, and that its waterfall still says
+// what the whole request's would: the same decode numbers and the same
+// token ticks.
+func TestSamplerThinsLongRequests(t *testing.T) {
+	full := longReq(1, 8192, t0.Add(10*time.Second))
+	s := NewSampler(3)
+	s.Add(full)
+	got := s.Sample(t0.Add(10 * time.Second))
+	if len(got.Latest) != 1 {
+		t.Fatalf("latest holds %d requests, want 1", len(got.Latest))
+	}
+	kept := got.Latest[0]
+	if n := len(kept.Chunks); n > sampleChunks || n < 2 {
+		t.Fatalf("sampled request keeps %d chunks, want 2 to %d", n, sampleChunks)
+	}
+	if len(full.Chunks) != 8192 {
+		t.Fatalf("the record itself changed: %d chunks", len(full.Chunks))
+	}
+	sum, ok := got.Decode[kept]
+	if !ok {
+		t.Fatal("no decode numbers for the thinned request")
+	}
+	st := newStyles(plainRenderer(), true)
+	for _, width := range []int{80, 200, 400} {
+		want := strings.Join(renderWaterfall(st, full, nil, width, 30), "\n")
+		have := strings.Join(renderWaterfall(st, kept, &sum, width, 30), "\n")
+		if have != want {
+			t.Errorf("width %d: thinned waterfall differs:\n%s\nwant:\n%s", width, have, want)
+		}
+	}
+}
+
+// TestSamplerHoldsBoundedChunks feeds the sampler ten minutes of long
+// requests and checks the chunks it holds stay within its lists' bound.
+func TestSamplerHoldsBoundedChunks(t *testing.T) {
+	s := NewSampler(DefaultKeep)
+	for i := range 6000 { // 10 a second
+		s.Add(longReq(i, 2048+i%7, t0.Add(time.Duration(i)*100*time.Millisecond)))
+	}
+	held := map[*event.Request]bool{}
+	for _, r := range s.latest {
+		held[r] = true
+	}
+	for _, tn := range append(append([]topN{s.run}, s.fine.slots...), s.coarse.slots...) {
+		for _, it := range tn.items {
+			held[it.r] = true
+		}
+	}
+	chunks := 0
+	for r := range held {
+		chunks += len(r.Chunks)
+	}
+	if limit := s.capacity() * sampleChunks; chunks > limit {
+		t.Errorf("sampler holds %d chunks, want at most %d", chunks, limit)
+	}
+	if len(s.decode) > 2*s.capacity() {
+		t.Errorf("sampler holds %d decode summaries, want at most %d", len(s.decode), 2*s.capacity())
+	}
+	if got := s.Sample(t0.Add(600 * time.Second)); len(got.Slowest[aggregate.Win5m]) != DefaultKeep {
+		t.Errorf("5m list holds %d, want %d", len(got.Slowest[aggregate.Win5m]), DefaultKeep)
+	}
+}
