@@ -48,7 +48,7 @@ func runWithDashboard(ctx context.Context, m measurement, notices *noticeBoard, 
 		done <- result{s, err}
 	}()
 	feed := <-feeds // the consumers start before the pipeline does
-	uiErr := tui.Run(ctx, noticeFeed{Feed: feed, notices: notices}, opts)
+	uiErr := showDashboard(ctx, noticeFeed{Feed: feed, notices: notices}, opts)
 	// Quitting is the run's own end: the requests in flight are cancelled
 	// at the end of the run, not errors (unless ctx, a signal, ended first).
 	stopMeasuring(probe.ErrRunEnded)
@@ -137,4 +137,31 @@ func (b *noticeBoard) recent(now time.Time) []string {
 		}
 	}
 	return out
+}
+
+// showDashboard runs the dashboard until the user quits or ctx ends. The
+// terminal's state is saved first, so that a second signal, which exits
+// without waiting for Bubble Tea, still leaves it usable.
+func showDashboard(ctx context.Context, feed tui.Feed, opts tui.Options) error {
+	defer shutdownFrom(ctx).onForce(saveTerminal(os.Stdin, os.Stdout))()
+	return tui.Run(ctx, feed, opts)
+}
+
+// Escape sequences that undo the dashboard's: leave the alternate screen,
+// show the cursor, stop mouse and bracketed-paste reports.
+const terminalReset = "\x1b[?1049l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l"
+
+// saveTerminal saves in's terminal mode and returns what puts the terminal
+// back as it was: the mode restored, the screen and cursor reset on out.
+func saveTerminal(in, out *os.File) (restore func()) {
+	var state *term.State
+	if term.IsTerminal(in.Fd()) {
+		state, _ = term.GetState(in.Fd())
+	}
+	return func() {
+		_, _ = io.WriteString(out, terminalReset)
+		if state != nil {
+			_ = term.Restore(in.Fd(), state)
+		}
+	}
 }

@@ -189,7 +189,7 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	}()
 	var uiErr error
 	if dashboard {
-		uiErr = tui.Run(ctx, feed, tui.Options{Objectives: objectives, NoColor: f.noColor})
+		uiErr = showDashboard(ctx, feed, tui.Options{Objectives: objectives, NoColor: f.noColor})
 		stopSweep()
 	}
 	r := <-done
