@@ -148,7 +148,9 @@ func (e *Exporter) Endpoint() string { return event.RedactURL(e.cfg.Endpoint) }
 
 // Run exports the request records from events until the channel closes (the
 // fan-out closes it after the last event), then waits up to FlushTimeout
-// for the batches still queued and shuts the exporter down.
+// for the batches still queued and shuts the exporter down. ctx does not
+// stop the exports (every event is taken), but when it ends during that
+// final wait (a Ctrl-C after the run's end) it cuts the wait short.
 //
 // Reading events never waits on the collector: batches go to a bounded
 // queue that one goroutine sends, each export bounded by ExportTimeout. A
@@ -191,7 +193,11 @@ func (e *Exporter) Run(ctx context.Context, events <-chan event.Event) error {
 			if !ok {
 				flush()
 				close(queue)
-				e.finish(sendCtx, stopSending, sent)
+				var cut <-chan struct{}
+				if ctx.Err() == nil {
+					cut = ctx.Done()
+				}
+				e.finish(sendCtx, stopSending, sent, cut)
 				return nil
 			}
 			switch {
@@ -212,7 +218,7 @@ func (e *Exporter) Run(ctx context.Context, events <-chan event.Event) error {
 
 // finish waits up to FlushTimeout for the sender, saying so when there is
 // something to wait for, then cuts the export in flight and shuts down.
-func (e *Exporter) finish(sendCtx context.Context, stopSending context.CancelFunc, sent <-chan struct{}) {
+func (e *Exporter) finish(sendCtx context.Context, stopSending context.CancelFunc, sent, cut <-chan struct{}) {
 	deadline := time.NewTimer(e.cfg.FlushTimeout)
 	defer deadline.Stop()
 	if n := e.pending.Load(); n > 0 && e.cfg.OnFlush != nil {
@@ -221,6 +227,9 @@ func (e *Exporter) finish(sendCtx context.Context, stopSending context.CancelFun
 	select {
 	case <-sent:
 	case <-deadline.C:
+		stopSending()
+		<-sent // the export in flight ends with sendCtx; the rest are dropped
+	case <-cut:
 		stopSending()
 		<-sent // the export in flight ends with sendCtx; the rest are dropped
 	}

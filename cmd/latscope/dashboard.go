@@ -49,6 +49,7 @@ func runWithDashboard(ctx context.Context, m measurement, notices *noticeBoard, 
 	}()
 	feed := <-feeds // the consumers start before the pipeline does
 	uiErr := showDashboard(ctx, noticeFeed{Feed: feed, notices: notices}, opts)
+	notices.detach() // what the end waits for is said on the restored terminal
 	// Quitting is the run's own end: the requests in flight are cancelled
 	// at the end of the run, not errors (unless ctx, a signal, ended first).
 	stopMeasuring(probe.ErrRunEnded)
@@ -97,9 +98,23 @@ func (n noticeFeed) Frame() (tui.Frame, uint64) {
 
 // noticeBoard is an io.Writer that keeps the last lines written for a while,
 // for the dashboard's header, where headless runs print them on stderr.
+// Once detached (the dashboard has closed) it writes to after instead.
 type noticeBoard struct {
-	mu    sync.Mutex
-	lines []notice
+	after io.Writer
+
+	mu       sync.Mutex
+	lines    []notice
+	detached bool
+}
+
+// detach sends later lines to b.after: the dashboard is gone.
+func (b *noticeBoard) detach() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.detached = b.after != nil
 }
 
 type notice struct {
@@ -117,6 +132,9 @@ func (b *noticeBoard) Write(p []byte) (int, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.detached {
+		return b.after.Write(p)
+	}
 	b.lines = append(b.lines, notice{text: text, at: time.Now()})
 	if len(b.lines) > 4 {
 		b.lines = b.lines[len(b.lines)-4:]

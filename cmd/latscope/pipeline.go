@@ -50,7 +50,7 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	var notices *noticeBoard
 	progress := stderr
 	if dashboard {
-		notices = &noticeBoard{}
+		notices = &noticeBoard{after: stderr}
 		progress = notices
 	} else {
 		m.observers = append(m.observers, statusLine(stderr))
@@ -135,7 +135,7 @@ func addRecorderAndExport(ctx context.Context, stderr io.Writer, f *loadFlags, s
 		m.observers = append(m.observers, rec.warnWhenBehind(stderr))
 	}
 	if f.otlpExport != "" {
-		exp, err := newTraceExport(ctx, f.otlpExport)
+		exp, err := newTraceExport(ctx, stderr, f.otlpExport, f.flushTimeout)
 		if err != nil {
 			return fmt.Errorf("--otlp-export: %w", err)
 		}

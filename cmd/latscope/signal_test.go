@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -68,6 +69,7 @@ type ptyRun struct {
 	out    bytes.Buffer // what latscope wrote on the terminal
 	stderr syncBuffer
 	grew   chan struct{} // signalled when out grows
+	read   chan struct{} // closed when the terminal's output ends
 	exited chan struct{}
 	err    error // Wait's, once exited is closed
 }
@@ -96,7 +98,7 @@ func (s *syncBuffer) String() string {
 func startOnPTY(t *testing.T, args ...string) *ptyRun {
 	t.Helper()
 	ptmx, pts := openPTY(t)
-	r := &ptyRun{t: t, grew: make(chan struct{}, 1), exited: make(chan struct{})}
+	r := &ptyRun{t: t, grew: make(chan struct{}, 1), read: make(chan struct{}), exited: make(chan struct{})}
 	r.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	r.cmd.Env = append(os.Environ(), "LATSCOPE_TEST_MAIN="+strings.Join(args, "\x1f"), "TERM=xterm-256color", "NO_COLOR=")
 	r.cmd.Stdin, r.cmd.Stdout, r.cmd.Stderr = pts, pts, &r.stderr
@@ -105,7 +107,7 @@ func startOnPTY(t *testing.T, args ...string) *ptyRun {
 		t.Fatal(err)
 	}
 	pts.Close() // the child holds it now: reads of ptmx end when it exits
-	go r.read(ptmx)
+	go r.copyOut(ptmx)
 	go func() {
 		r.err = r.cmd.Wait()
 		close(r.exited)
@@ -120,7 +122,8 @@ func startOnPTY(t *testing.T, args ...string) *ptyRun {
 // read copies the terminal's output and answers the queries a terminal
 // answers (the background colour, the cursor position), so that nothing
 // waits for a terminal emulator that is not there.
-func (r *ptyRun) read(ptmx *os.File) {
+func (r *ptyRun) copyOut(ptmx *os.File) {
+	defer close(r.read)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := ptmx.Read(buf)
@@ -182,11 +185,17 @@ func (r *ptyRun) waitExit(within time.Duration) (int, time.Duration) {
 		<-r.exited
 		r.t.Fatalf("latscope did not exit within %s of the signal\nstderr:\n%s", within, r.stderr.String())
 	}
+	took := time.Since(start)
+	select { // the last of the output (the summary) may still be in the pty
+	case <-r.read:
+	case <-time.After(within):
+		r.t.Fatalf("the terminal's output did not end within %s of the exit", within)
+	}
 	var ee *exec.ExitError
 	if r.err != nil && !errors.As(r.err, &ee) {
 		r.t.Fatalf("wait: %v", r.err)
 	}
-	return r.cmd.ProcessState.ExitCode(), time.Since(start)
+	return r.cmd.ProcessState.ExitCode(), took
 }
 
 // assertRestored checks what every interrupted dashboard must leave: exit
@@ -244,6 +253,66 @@ func TestDashboardSignals(t *testing.T) {
 	}
 }
 
+// blackholeCollector accepts connections and never answers: an OTLP
+// collector that hangs.
+func blackholeCollector(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// TestSecondSignalExitsAtOnce: while the first signal's shutdown waits for
+// a collector that never answers, a second one exits at once, 130, with
+// the terminal restored.
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts latscope on a pseudo-terminal")
+	}
+	r := startOnPTY(t, "demo", "--profile", "tiny", "--duration", "2m", "-c", "2", "--no-gpu",
+		"--otlp-export", blackholeCollector(t), "--flush-timeout", "1m")
+	r.waitFor(enterAltScreen, ptyOpenWait)
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(leaveAltScreen, ptyExitWait) // the dashboard is gone; the export waits
+	if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	code, took := r.waitExit(ptyExitWait)
+	t.Logf("exit %d %s after the second signal", code, took.Round(time.Millisecond))
+	r.assertRestored(code, "")
+	if !strings.Contains(r.stderr.String(), "second signal") {
+		t.Errorf("stderr does not say why it exited at once:\n%s", r.stderr.String())
+	}
+}
+
 // TestSecondSignalRestoresTheTerminal: two signals at once, while the
 // dashboard is up, still leave the terminal restored.
 func TestSecondSignalRestoresTheTerminal(t *testing.T) {
@@ -257,4 +326,3 @@ func TestSecondSignalRestoresTheTerminal(t *testing.T) {
 	code, _ := r.waitExit(ptyExitWait)
 	r.assertRestored(code, "")
 }
-

@@ -148,7 +148,7 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	var notices *noticeBoard
 	out := stderr
 	if dashboard {
-		notices = &noticeBoard{}
+		notices = &noticeBoard{after: stderr}
 		out = notices
 	}
 	m := measurement{} // only for its consumers: the sweep runs the pipeline
@@ -190,6 +190,7 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	var uiErr error
 	if dashboard {
 		uiErr = showDashboard(ctx, feed, tui.Options{Objectives: objectives, NoColor: f.noColor})
+		notices.detach()
 		stopSweep()
 	}
 	r := <-done
