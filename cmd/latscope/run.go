@@ -252,7 +252,7 @@ func (f *loadFlags) validateLoad() error {
 		return fmt.Errorf("--burstiness %g: applies to --arrival gamma only", f.burstiness)
 	case f.duration < 0:
 		return fmt.Errorf("--duration %s: want a positive duration", f.duration)
-	case f.flushTimeout <= 0:
+	case f.flushTimeout < 0: // 0: the default
 		return fmt.Errorf("--flush-timeout %s: want a positive duration", f.flushTimeout)
 	case f.drain < 0:
 		return fmt.Errorf("--drain %s: want 0 or more", f.drain)
