@@ -48,7 +48,7 @@ func exitCode(stderr io.Writer, err error, sig os.Signal) int {
 	if sig != nil {
 		var ee *exitError
 		switch rest := withoutCancellation(err); {
-		case errors.As(err, &ee) && ee.code == exitInterrupted:
+		case errors.As(err, &ee) && ee.code == exitInterrupted, rest == nil && errors.Is(err, errSetupInterrupted):
 			fmt.Fprintf(stderr, "latscope: %v (%s)\n", err, signalName(sig))
 		case rest != nil:
 			fmt.Fprintln(stderr, "latscope:", rest)

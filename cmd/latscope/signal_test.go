@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -325,4 +327,52 @@ func TestSecondSignalRestoresTheTerminal(t *testing.T) {
 	_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	code, _ := r.waitExit(ptyExitWait)
 	r.assertRestored(code, "")
+}
+
+// TestStoppedAgentEndsItsStreams: an agent stopped by a signal (its
+// context cancelled) sends its dashboards the end of the stream before it
+// stops serving: attach then ends as for a finished session, with the
+// summary, instead of reconnecting to an agent that is gone.
+func TestStoppedAgentEndsItsStreams(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "--url", serveTinySim(t), "-c", "1", "--prompt-tokens", "32", "--output-tokens", "8", "--no-gpu", "--quiet")
+	type result struct {
+		out, stderr string
+		err         error
+	}
+	attached := make(chan result, 1)
+	go func() {
+		out, stderr, err := execute(t, "attach", "http://"+a.addr, "--no-tui")
+		attached <- result{out, stderr, err}
+	}()
+	// Stop the agent once attach streams from it.
+	deadline := time.Now().Add(ptyOpenWait)
+	for {
+		resp, err := http.Get("http://" + a.addr + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h struct{ Clients int }
+		err = json.NewDecoder(resp.Body).Decode(&h)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Clients > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("attach did not connect")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.wait()
+	select {
+	case r := <-attached:
+		if r.err != nil || !strings.Contains(r.out, "Requests:") {
+			t.Errorf("attach after the agent stopped: %v\n%s\n%s", r.err, r.out, r.stderr)
+		}
+	case <-time.After(ptyExitWait):
+		t.Fatalf("attach still runs %s after the agent stopped: its stream was not ended\nagent:\n%s", ptyExitWait, a.stderr.String())
+	}
 }
