@@ -85,7 +85,12 @@ func newRootCmd() *cobra.Command {
 		Use:   "latscope",
 		Short: "Where every millisecond of an LLM request goes",
 		Long: `latscope streams synthetic requests to an LLM server, times every stage a
-client can see, joins what the server and GPU report, and shows the result.`,
+client can see, joins what the server and GPU report, and shows the result.
+
+Exit codes, the same in every command: 0 done, 1 failure, 2 an --slo
+objective missed, 3 every finished request failed, 130 interrupted (SIGINT,
+SIGTERM or SIGHUP: the summary so far is printed; a second signal exits at
+once).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -17,7 +17,7 @@ const (
 	exitFailure     = 1   // bad flags, the server could not be reached or set up, a write failed
 	exitSLOMissed   = 2   // --slo: at least one objective was missed
 	exitAllFailed   = 3   // requests were sent and none succeeded
-	exitInterrupted = 130 // Ctrl-C or SIGTERM: the summary so far was printed
+	exitInterrupted = 130 // SIGINT, SIGTERM or SIGHUP, in any command: the summary so far was printed
 )
 
 // runSession measures target with f and prints the result: the composition
