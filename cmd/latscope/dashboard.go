@@ -161,7 +161,9 @@ func (b *noticeBoard) recent(now time.Time) []string {
 // terminal's state is saved first, so that a second signal, which exits
 // without waiting for Bubble Tea, still leaves it usable.
 func showDashboard(ctx context.Context, feed tui.Feed, opts tui.Options) error {
-	defer shutdownFrom(ctx).onForce(saveTerminal(os.Stdin, os.Stdout))()
+	if opts.Input == nil && opts.Output == nil { // the terminal's, not a test's
+		defer shutdownFrom(ctx).onForce(saveTerminal(os.Stdin, os.Stdout))()
+	}
 	return tui.Run(ctx, feed, opts)
 }
 
