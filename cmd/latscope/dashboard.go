@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -93,7 +94,9 @@ func (n noticeFeed) Frame() (tui.Frame, uint64) {
 	if lines := n.notices.recent(time.Now()); len(lines) > 0 {
 		f.Status = append(append([]string(nil), f.Status...), lines...)
 	}
-	return f, v
+	// A new notice is a new frame even when the run has ended and the
+	// feed's own version no longer moves (an export's closing count).
+	return f, v + n.notices.written()<<48
 }
 
 // noticeBoard is an io.Writer that keeps the last lines written for a while,
@@ -104,17 +107,34 @@ type noticeBoard struct {
 
 	mu       sync.Mutex
 	lines    []notice
+	seq      uint64 // lines written
 	detached bool
 }
 
-// detach sends later lines to b.after: the dashboard is gone.
-func (b *noticeBoard) detach() {
+// written counts the lines written so far.
+func (b *noticeBoard) written() uint64 {
 	if b == nil {
-		return
+		return 0
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.detached = b.after != nil
+	return b.seq
+}
+
+// detach sends later lines to b.after: the dashboard is gone. The notices
+// it showed last (an export's closing count, say) are written there first,
+// so they outlive the alternate screen.
+func (b *noticeBoard) detach() {
+	if b == nil || b.after == nil {
+		return
+	}
+	shown := b.recent(time.Now())
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, line := range shown {
+		fmt.Fprintf(b.after, "latscope: %s\n", line)
+	}
+	b.detached = true
 }
 
 type notice struct {
@@ -136,6 +156,7 @@ func (b *noticeBoard) Write(p []byte) (int, error) {
 		return b.after.Write(p)
 	}
 	b.lines = append(b.lines, notice{text: text, at: time.Now()})
+	b.seq++
 	if len(b.lines) > 4 {
 		b.lines = b.lines[len(b.lines)-4:]
 	}
