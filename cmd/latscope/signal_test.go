@@ -21,7 +21,7 @@ import (
 // Bounds of the pseudo-terminal tests. They are generous on purpose: the
 // tests wait for events (the alternate screen, the exit), and these only
 // fail a host too busy to be measured. Measured typically: the dashboard
-// opens in under 1 s and the process exits 0.1-0.5 s after the signal.
+// opens in under 1 s and the process exits 0.05-0.3 s after the signal.
 const (
 	ptyOpenWait = 60 * time.Second
 	ptyExitWait = 30 * time.Second
