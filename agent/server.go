@@ -126,6 +126,28 @@ func (s *Server) Publish(ev event.Event) error {
 // an end frame, and their streams close. Publish must not be called after.
 func (s *Server) End() { s.ring.end() }
 
+// Clients returns the event-stream clients connected now.
+func (s *Server) Clients() int { return int(s.clients.Load()) }
+
+// Drain waits, after End, until every client has taken the end frame and
+// gone, or ctx ends; it returns the clients still connected. Stopping Serve
+// before that would cut their streams short of the end.
+func (s *Server) Drain(ctx context.Context) int {
+	tick := time.NewTicker(10 * time.Millisecond) // a poll: a shutdown-only wait
+	defer tick.Stop()
+	for {
+		n := s.Clients()
+		if n == 0 {
+			return 0
+		}
+		select {
+		case <-ctx.Done():
+			return n
+		case <-tick.C:
+		}
+	}
+}
+
 // Consume publishes every event from events (a pipeline subscription's
 // channel) until the channel closes, then calls End. Like every consumer
 // of the pipeline it drains until its input closes rather than until a

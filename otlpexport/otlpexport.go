@@ -36,8 +36,11 @@ import (
 
 // Defaults.
 const (
-	DefaultMaxBatch = 256 // requests per export
-	DefaultFlush    = time.Second
+	DefaultMaxBatch      = 256 // requests per export
+	DefaultFlush         = time.Second
+	DefaultExportTimeout = 10 * time.Second
+	DefaultFlushTimeout  = 5 * time.Second
+	DefaultMaxQueue      = 4 // batches waiting for the collector
 )
 
 // Config configures an Exporter.
@@ -51,8 +54,22 @@ type Config struct {
 	// MaxBatch and Flush bound a batch by size and age.
 	MaxBatch int
 	Flush    time.Duration
+	// ExportTimeout bounds one export, its retries included.
+	ExportTimeout time.Duration
+	// FlushTimeout bounds the wait at the end for the batches still queued
+	// or in flight; what is not sent by then is counted as dropped.
+	FlushTimeout time.Duration
+	// MaxQueue bounds the batches waiting for a slow collector; a batch
+	// that finds the queue full is dropped (counted), never waited for.
+	MaxQueue int
 	// Service is the service.name of the spans' resource (default "latscope").
 	Service string
+	// OnFailure, if set, hears of each failed export as it happens, from
+	// the exporter's goroutine: the error and the spans it lost.
+	OnFailure func(err error, spans int)
+	// OnFlush, if set, hears that the end waits up to d for the collector
+	// to take the spans still queued or in flight.
+	OnFlush func(d time.Duration, spans int)
 }
 
 // Stats count the exporter's work.
@@ -60,6 +77,7 @@ type Stats struct {
 	Requests uint64 // request records turned into spans
 	Spans    uint64 // spans exported
 	Failed   uint64 // spans in exports that failed
+	Dropped  uint64 // spans never sent: the queue was full, or the flush deadline passed
 	LastErr  string
 }
 
@@ -70,8 +88,9 @@ type Exporter struct {
 	res  *resource.Resource
 	name string // the session's name, on every span
 
-	requests, spans, failed atomic.Uint64
-	lastErr                 atomic.Value // string
+	requests, spans, failed, dropped atomic.Uint64
+	pending                          atomic.Int64 // spans queued or in flight
+	lastErr                          atomic.Value // string
 }
 
 // New checks cfg and prepares the exporter; nothing is sent yet.
@@ -93,6 +112,15 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 	if cfg.Flush <= 0 {
 		cfg.Flush = DefaultFlush
 	}
+	if cfg.ExportTimeout <= 0 {
+		cfg.ExportTimeout = DefaultExportTimeout
+	}
+	if cfg.FlushTimeout <= 0 {
+		cfg.FlushTimeout = DefaultFlushTimeout
+	}
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = DefaultMaxQueue
+	}
 	if cfg.Service == "" {
 		cfg.Service = "latscope"
 	}
@@ -110,19 +138,38 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 
 // Stats returns the exporter's counters; safe from any goroutine.
 func (e *Exporter) Stats() Stats {
-	s := Stats{Requests: e.requests.Load(), Spans: e.spans.Load(), Failed: e.failed.Load()}
+	s := Stats{Requests: e.requests.Load(), Spans: e.spans.Load(), Failed: e.failed.Load(), Dropped: e.dropped.Load()}
 	s.LastErr, _ = e.lastErr.Load().(string)
 	return s
 }
 
+// Endpoint is the collector's URL with any credentials redacted.
+func (e *Exporter) Endpoint() string { return event.RedactURL(e.cfg.Endpoint) }
+
 // Run exports the request records from events until the channel closes (the
-// fan-out closes it after the last event), then flushes and shuts the
-// exporter down. ctx bounds each export.
+// fan-out closes it after the last event), then waits up to FlushTimeout
+// for the batches still queued and shuts the exporter down. ctx does not
+// stop the exports (every event is taken), but when it ends during that
+// final wait (a Ctrl-C after the run's end) it cuts the wait short.
+//
+// Reading events never waits on the collector: batches go to a bounded
+// queue that one goroutine sends, each export bounded by ExportTimeout. A
+// collector that never answers costs dropped spans, counted, and at most
+// FlushTimeout at the end.
 func (e *Exporter) Run(ctx context.Context, events <-chan event.Event) error {
-	defer func() {
-		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = e.exp.Shutdown(shutCtx)
+	sendCtx, stopSending := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSending()
+	queue := make(chan []sdktrace.ReadOnlySpan, e.cfg.MaxQueue)
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for batch := range queue {
+			if sendCtx.Err() != nil { // past the flush deadline
+				e.drop(batch)
+				continue
+			}
+			e.export(sendCtx, batch)
+		}
 	}()
 	tick := time.NewTicker(e.cfg.Flush)
 	defer tick.Stop()
@@ -132,14 +179,25 @@ func (e *Exporter) Run(ctx context.Context, events <-chan event.Event) error {
 		if len(batch) == 0 {
 			return
 		}
-		e.export(ctx, batch)
-		batch, inBatch = batch[:0], 0
+		e.pending.Add(int64(len(batch)))
+		select {
+		case queue <- batch:
+		default:
+			e.drop(batch) // the collector is behind: never hold up the reader
+		}
+		batch, inBatch = nil, 0
 	}
 	for {
 		select {
 		case ev, ok := <-events:
 			if !ok {
 				flush()
+				close(queue)
+				var cut <-chan struct{}
+				if ctx.Err() == nil {
+					cut = ctx.Done()
+				}
+				e.finish(sendCtx, stopSending, sent, cut)
 				return nil
 			}
 			switch {
@@ -158,12 +216,48 @@ func (e *Exporter) Run(ctx context.Context, events <-chan event.Event) error {
 	}
 }
 
+// finish waits up to FlushTimeout for the sender, saying so when there is
+// something to wait for, then cuts the export in flight and shuts down.
+func (e *Exporter) finish(sendCtx context.Context, stopSending context.CancelFunc, sent, cut <-chan struct{}) {
+	deadline := time.NewTimer(e.cfg.FlushTimeout)
+	defer deadline.Stop()
+	if n := e.pending.Load(); n > 0 && e.cfg.OnFlush != nil {
+		e.cfg.OnFlush(e.cfg.FlushTimeout, int(n))
+	}
+	select {
+	case <-sent:
+	case <-deadline.C:
+		stopSending()
+		<-sent // the export in flight ends with sendCtx; the rest are dropped
+	case <-cut:
+		stopSending()
+		<-sent // the export in flight ends with sendCtx; the rest are dropped
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(sendCtx), time.Second)
+	defer cancel()
+	_ = e.exp.Shutdown(shutCtx)
+}
+
+func (e *Exporter) drop(batch []sdktrace.ReadOnlySpan) {
+	e.dropped.Add(uint64(len(batch)))
+	e.pending.Add(-int64(len(batch)))
+}
+
 func (e *Exporter) export(ctx context.Context, batch []sdktrace.ReadOnlySpan) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer e.pending.Add(-int64(len(batch)))
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.ExportTimeout)
 	defer cancel()
 	if err := e.exp.ExportSpans(ctx, batch); err != nil {
+		if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
+			// The flush deadline cut it: not sent, rather than failed.
+			e.dropped.Add(uint64(len(batch)))
+			return
+		}
 		e.failed.Add(uint64(len(batch)))
 		e.lastErr.Store(err.Error())
+		if e.cfg.OnFailure != nil {
+			e.cfg.OnFailure(err, len(batch))
+		}
 		return
 	}
 	e.spans.Add(uint64(len(batch)))

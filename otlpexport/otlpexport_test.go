@@ -195,3 +195,74 @@ func TestBadEndpoint(t *testing.T) {
 		t.Errorf("bad endpoint: %v (must fail without echoing the password)", err)
 	}
 }
+
+// TestHangingCollectorBoundsTheEnd: a collector that never answers costs
+// at most FlushTimeout at the end, says so first, and the spans it never
+// took are counted as dropped.
+func TestHangingCollectorBoundsTheEnd(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	var waited time.Duration
+	var waitedFor int
+	exp, err := New(context.Background(), Config{
+		Endpoint: srv.URL, FlushTimeout: 200 * time.Millisecond, ExportTimeout: time.Hour,
+		OnFlush: func(d time.Duration, spans int) { waited, waitedFor = d, spans },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan event.Event, 1)
+	events <- event.NewRequest(request())
+	close(events)
+	start := time.Now()
+	if err := exp.Run(context.Background(), events); err != nil {
+		t.Fatal(err)
+	}
+	// The bound is generous: only the deadline itself is measured.
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("Run took %s with a 200ms flush deadline", took)
+	}
+	st := exp.Stats()
+	if waited != 200*time.Millisecond || waitedFor == 0 || st.Dropped != uint64(waitedFor) || st.Spans != 0 {
+		t.Errorf("OnFlush(%s, %d), stats %+v: want the wait said and its spans dropped", waited, waitedFor, st)
+	}
+}
+
+// TestFailuresAreSaidAsTheyHappen: each failed export reaches OnFailure
+// with the spans it lost.
+func TestFailuresAreSaidAsTheyHappen(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	var lost int
+	var mu sync.Mutex
+	exp, err := New(context.Background(), Config{Endpoint: srv.URL, OnFailure: func(err error, spans int) {
+		mu.Lock()
+		defer mu.Unlock()
+		lost += spans
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan event.Event, 1)
+	events <- event.NewRequest(request())
+	close(events)
+	if err := exp.Run(context.Background(), events); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if st := exp.Stats(); lost == 0 || uint64(lost) != st.Failed {
+		t.Errorf("OnFailure heard of %d spans lost, stats %+v", lost, st)
+	}
+}

@@ -32,7 +32,8 @@ type Options struct {
 }
 
 // Run shows the dashboard full-screen until the user quits (q or Ctrl-C)
-// or ctx ends, and restores the terminal either way. Ctrl-C only quits the
+// or ctx ends, and restores the terminal either way. It does not handle
+// signals: the caller cancels ctx on one. Ctrl-C only quits the
 // dashboard: the caller then stops measuring and prints its summary. Run
 // returns nil in both cases, and an error only when the terminal failed.
 func Run(ctx context.Context, feed Feed, opts Options) error {
@@ -46,7 +47,9 @@ func Run(ctx context.Context, feed Feed, opts Options) error {
 	if out == nil {
 		out = os.Stdout
 	}
-	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithAltScreen(), tea.WithOutput(out), tea.WithFPS(30)}
+	// The caller owns the signals (cancelling ctx stops the dashboard):
+	// Bubble Tea's own handler raced with it and could block its shutdown.
+	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithoutSignalHandler(), tea.WithAltScreen(), tea.WithOutput(out), tea.WithFPS(30)}
 	if opts.Input != nil {
 		progOpts = append(progOpts, tea.WithInput(opts.Input))
 	}

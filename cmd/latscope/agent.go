@@ -97,9 +97,26 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 		return fmt.Errorf("--listen %s: %w", cfg.Listen.Addr, err)
 	}
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopServing()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(serveCtx, ln) }()
+	// However the agent ends (a signal during set-up included), its
+	// dashboards get the end of the stream before the server stops: a
+	// stream merely cut makes them reconnect to an agent that is gone.
+	defer func() {
+		srv.End()
+		if n := srv.Clients(); n > 0 {
+			fmt.Fprintf(stderr, "latscope agent: waiting up to %s for %d dashboard(s) to take the end of the stream\n", agentDrainTimeout, n)
+			drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), agentDrainTimeout)
+			if left := srv.Drain(drainCtx); left > 0 {
+				fmt.Fprintf(stderr, "latscope agent: %d dashboard(s) still connected; closing their streams\n", left)
+			}
+			cancel()
+		}
+		stopServing()
+		if err := <-served; err != nil {
+			fmt.Fprintf(stderr, "latscope agent: %v\n", err)
+		}
+	}()
 	scheme := "http"
 	if cfg.Listen.TLSCert != "" {
 		scheme = "https"
@@ -138,12 +155,12 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 		case <-ctx.Done():
 		}
 	}
-	stopServing()
-	if err := <-served; err != nil {
-		fmt.Fprintf(stderr, "latscope agent: %v\n", err)
-	}
 	return outcome(stderr, summary, objectives, runErr)
 }
+
+// agentDrainTimeout bounds the wait for dashboards to take the end of the
+// stream when the agent stops.
+const agentDrainTimeout = 2 * time.Second
 
 // agentStream feeds the agent's replay ring. Publishing never waits on a
 // client, so the subscription can be lossless: the ring itself decides what

@@ -188,7 +188,7 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 	}
 	if dashboard {
 		feed.ready()
-		err := tui.Run(ctx, feed, tui.Options{NoColor: noColor})
+		err := showDashboard(ctx, feed, tui.Options{NoColor: noColor})
 		stopRuns()
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -48,7 +49,8 @@ func runWithDashboard(ctx context.Context, m measurement, notices *noticeBoard, 
 		done <- result{s, err}
 	}()
 	feed := <-feeds // the consumers start before the pipeline does
-	uiErr := tui.Run(ctx, noticeFeed{Feed: feed, notices: notices}, opts)
+	uiErr := showDashboard(ctx, noticeFeed{Feed: feed, notices: notices}, opts)
+	notices.detach() // what the end waits for is said on the restored terminal
 	// Quitting is the run's own end: the requests in flight are cancelled
 	// at the end of the run, not errors (unless ctx, a signal, ended first).
 	stopMeasuring(probe.ErrRunEnded)
@@ -92,14 +94,47 @@ func (n noticeFeed) Frame() (tui.Frame, uint64) {
 	if lines := n.notices.recent(time.Now()); len(lines) > 0 {
 		f.Status = append(append([]string(nil), f.Status...), lines...)
 	}
-	return f, v
+	// A new notice is a new frame even when the run has ended and the
+	// feed's own version no longer moves (an export's closing count).
+	return f, v + n.notices.written()<<48
 }
 
 // noticeBoard is an io.Writer that keeps the last lines written for a while,
 // for the dashboard's header, where headless runs print them on stderr.
+// Once detached (the dashboard has closed) it writes to after instead.
 type noticeBoard struct {
-	mu    sync.Mutex
-	lines []notice
+	after io.Writer
+
+	mu       sync.Mutex
+	lines    []notice
+	seq      uint64 // lines written
+	detached bool
+}
+
+// written counts the lines written so far.
+func (b *noticeBoard) written() uint64 {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.seq
+}
+
+// detach sends later lines to b.after: the dashboard is gone. The notices
+// it showed last (an export's closing count, say) are written there first,
+// so they outlive the alternate screen.
+func (b *noticeBoard) detach() {
+	if b == nil || b.after == nil {
+		return
+	}
+	shown := b.recent(time.Now())
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, line := range shown {
+		fmt.Fprintf(b.after, "latscope: %s\n", line)
+	}
+	b.detached = true
 }
 
 type notice struct {
@@ -117,6 +152,9 @@ func (b *noticeBoard) Write(p []byte) (int, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.detached {
+		return b.after.Write(p)
+	}
 	// A notice that repeats the latest one's subject up to its ';' is an
 	// update of it (a failing recording's growing count): it replaces it
 	// rather than push the other notices off the screen.
@@ -124,6 +162,7 @@ func (b *noticeBoard) Write(p []byte) (int, error) {
 		b.lines = b.lines[:n-1]
 	}
 	b.lines = append(b.lines, notice{text: text, at: time.Now()})
+	b.seq++
 	if len(b.lines) > 4 {
 		b.lines = b.lines[len(b.lines)-4:]
 	}
@@ -149,4 +188,33 @@ func (b *noticeBoard) recent(now time.Time) []string {
 		}
 	}
 	return out
+}
+
+// showDashboard runs the dashboard until the user quits or ctx ends. The
+// terminal's state is saved first, so that a second signal, which exits
+// without waiting for Bubble Tea, still leaves it usable.
+func showDashboard(ctx context.Context, feed tui.Feed, opts tui.Options) error {
+	if opts.Input == nil && opts.Output == nil { // the terminal's, not a test's
+		defer shutdownFrom(ctx).onForce(saveTerminal(os.Stdin, os.Stdout))()
+	}
+	return tui.Run(ctx, feed, opts)
+}
+
+// Escape sequences that undo the dashboard's: leave the alternate screen,
+// show the cursor, stop mouse and bracketed-paste reports.
+const terminalReset = "\x1b[?1049l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l"
+
+// saveTerminal saves in's terminal mode and returns what puts the terminal
+// back as it was: the mode restored, the screen and cursor reset on out.
+func saveTerminal(in, out *os.File) (restore func()) {
+	var state *term.State
+	if term.IsTerminal(in.Fd()) {
+		state, _ = term.GetState(in.Fd())
+	}
+	return func() {
+		_, _ = io.WriteString(out, terminalReset)
+		if state != nil {
+			_ = term.Restore(in.Fd(), state)
+		}
+	}
 }

@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
 
 	"github.com/latscope/latscope/otlpexport"
 	"github.com/latscope/latscope/pipeline"
@@ -9,23 +13,79 @@ import (
 
 // traceExport sends each request to an OpenTelemetry collector as a trace.
 // It is a lossy consumer: a slow or absent collector costs dropped spans
-// (counted), never measuring time.
+// (counted), never measuring time, and at most the flush deadline at the
+// end.
 type traceExport struct {
-	exp *otlpexport.Exporter
-	sub *pipeline.Subscription
+	exp    *otlpexport.Exporter
+	sub    *pipeline.Subscription
+	stderr io.Writer
+	// stop is the command's context: a signal after the run's end cuts the
+	// final wait for the collector short.
+	stop context.Context
+
+	mu       sync.Mutex // failure lines, from the exporter's goroutine
+	lastSaid time.Time
+	unsaid   int // failed spans since the last line
 }
 
-func newTraceExport(ctx context.Context, endpoint string) (*traceExport, error) {
-	exp, err := otlpexport.New(ctx, otlpexport.Config{Endpoint: endpoint})
+// failureEvery bounds the failure lines: a dead collector fails every
+// export, and one line a second would bury everything else.
+const failureEvery = 10 * time.Second
+
+func newTraceExport(ctx context.Context, stderr io.Writer, endpoint string, flushTimeout time.Duration) (*traceExport, error) {
+	t := &traceExport{stderr: stderr, stop: ctx}
+	exp, err := otlpexport.New(ctx, otlpexport.Config{
+		Endpoint: endpoint, FlushTimeout: flushTimeout,
+		OnFailure: t.failed,
+		OnFlush: func(d time.Duration, spans int) {
+			fmt.Fprintf(stderr, "latscope: waiting up to %s for the OTLP collector at %s to take %d spans (--flush-timeout; Ctrl-C to stop waiting)\n",
+				d, t.exp.Endpoint(), spans)
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
-	return &traceExport{exp: exp}, nil
+	t.exp = exp
+	return t, nil
 }
 
-func (t *traceExport) start(ctx context.Context, fan *pipeline.Fanout) func() error {
+// failed says an export failed, at most once per failureEvery; the spans
+// of the exports in between are added to the next line.
+func (t *traceExport) failed(err error, spans int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.unsaid += spans
+	if now := time.Now(); now.Sub(t.lastSaid) >= failureEvery {
+		fmt.Fprintf(t.stderr, "latscope: OTLP export to %s failed: %v (%d spans lost; %d in all)\n",
+			t.exp.Endpoint(), err, t.unsaid, t.exp.Stats().Failed)
+		t.lastSaid, t.unsaid = now, 0
+	}
+}
+
+func (t *traceExport) start(_ context.Context, fan *pipeline.Fanout) func() error {
 	t.sub = fan.Subscribe("otlp export", 1<<14, pipeline.Lossy)
 	done := make(chan error, 1)
-	go func() { done <- t.exp.Run(ctx, t.sub.Events()) }()
-	return func() error { return <-done }
+	go func() { done <- t.exp.Run(t.stop, t.sub.Events()) }()
+	return func() error {
+		err := <-done
+		t.report()
+		return err
+	}
+}
+
+// report says, once the export is over, how much of the run reached the
+// collector.
+func (t *traceExport) report() {
+	st := t.exp.Stats()
+	line := fmt.Sprintf("latscope: OTLP export to %s: %d spans of %d requests sent", t.exp.Endpoint(), st.Spans, st.Requests)
+	if st.Failed > 0 {
+		line += fmt.Sprintf(", %d in failed exports (last: %s)", st.Failed, st.LastErr)
+	}
+	if st.Dropped > 0 {
+		line += fmt.Sprintf(", %d not sent (the collector was behind or the flush deadline passed)", st.Dropped)
+	}
+	if lost := t.sub.Stats().Dropped; lost > 0 {
+		line += fmt.Sprintf(", %d requests not exported (the exporter was behind)", lost)
+	}
+	fmt.Fprintln(t.stderr, line)
 }

@@ -8,9 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -35,17 +34,50 @@ func main() {
 	// markers instead, and nothing may write over the dashboard.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
 	otel.SetLogger(logr.Discard())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sh, ctx := newShutdown(context.Background(), os.Stderr, os.Exit)
 	err := newRootCmd().ExecuteContext(ctx)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "latscope:", err)
+	sh.stop()
+	os.Exit(exitCode(os.Stderr, err, sh.signal()))
+}
+
+// exitCode prints err and returns the process's exit code, from the one
+// table in pipeline.go: a signal makes any command's exit 130, whatever
+// else went wrong after it (a summary that could not be written to a hung
+// up terminal, a context cancelled under a request).
+func exitCode(stderr io.Writer, err error, sig os.Signal) int {
+	if sig != nil {
 		var ee *exitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
+		switch rest := withoutCancellation(err); {
+		case errors.As(err, &ee) && ee.code == exitInterrupted, rest == nil && errors.Is(err, errSetupInterrupted):
+			fmt.Fprintf(stderr, "latscope: %v (%s)\n", err, signalName(sig))
+		case rest != nil:
+			fmt.Fprintln(stderr, "latscope:", rest)
+			fallthrough
+		default:
+			fmt.Fprintf(stderr, "latscope: interrupted (%s)\n", signalName(sig))
 		}
-		os.Exit(1)
+		return exitInterrupted
 	}
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "latscope:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitFailure
+}
+
+// withoutCancellation removes what an interruption leaves among a command's
+// errors (cancelled contexts, ErrInterrupted), keeping real failures.
+func withoutCancellation(err error) error {
+	return dropErrors(err, func(e error) bool {
+		if _, joined := e.(interface{ Unwrap() []error }); joined {
+			return false // look into it: a real failure may be joined to a cancellation
+		}
+		return errors.Is(e, context.Canceled) || errors.Is(e, errInterrupted) || errors.Is(e, errSetupInterrupted)
+	})
 }
 
 func newRootCmd() *cobra.Command {
@@ -53,7 +85,12 @@ func newRootCmd() *cobra.Command {
 		Use:   "latscope",
 		Short: "Where every millisecond of an LLM request goes",
 		Long: `latscope streams synthetic requests to an LLM server, times every stage a
-client can see, joins what the server and GPU report, and shows the result.`,
+client can see, joins what the server and GPU report, and shows the result.
+
+Exit codes, the same in every command: 0 done, 1 failure, 2 an --slo
+objective missed, 3 every finished request failed, 130 interrupted (SIGINT,
+SIGTERM or SIGHUP: the summary so far is printed; a second signal exits at
+once).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -18,7 +18,7 @@ const (
 	exitFailure     = 1   // bad flags, the server (or, attached, every agent) could not be reached or set up, a write failed
 	exitSLOMissed   = 2   // --slo: at least one objective was missed
 	exitAllFailed   = 3   // requests were sent and none succeeded
-	exitInterrupted = 130 // Ctrl-C or SIGTERM: the summary so far was printed
+	exitInterrupted = 130 // SIGINT, SIGTERM or SIGHUP, in any command: the summary so far was printed
 )
 
 // runSession measures target with f and prints the result: the composition
@@ -51,7 +51,7 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	var notices *noticeBoard
 	progress := stderr
 	if dashboard {
-		notices = &noticeBoard{}
+		notices = &noticeBoard{after: stderr}
 		progress = notices
 	} else {
 		m.observers = append(m.observers, statusLine(stderr))
@@ -138,7 +138,7 @@ func addRecorderAndExport(ctx context.Context, stderr io.Writer, f *loadFlags, s
 		m.pipe.Aux = append(slices.Clip(m.pipe.Aux), rec.losses(time.Now))
 	}
 	if f.otlpExport != "" {
-		exp, err := newTraceExport(ctx, f.otlpExport)
+		exp, err := newTraceExport(ctx, stderr, f.otlpExport, f.flushTimeout)
 		if err != nil {
 			return fmt.Errorf("--otlp-export: %w", err)
 		}

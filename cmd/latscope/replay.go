@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -65,10 +66,14 @@ then pause and seek work as for a file.`,
 			rd.Close()
 			if useDashboard(cmd.OutOrStdout(), noTUI) {
 				feed := newReplayFeed(cmd.Context(), path, sp)
-				err := tui.Run(cmd.Context(), feed, tui.Options{NoColor: noColor})
-				feed.Close()
+				err := showDashboard(cmd.Context(), feed, tui.Options{NoColor: noColor})
+				soFar := feed.Close()
 				if err != nil {
 					return err
+				}
+				if cmd.Context().Err() != nil { // a signal: the summary up to the playhead
+					return errors.Join(writeSummary(cmd.OutOrStdout(), soFar, jsonOut),
+						&exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the recording up to the playhead")})
 				}
 				sp = recorder.MaxSpeed // then the whole file's summary, as --no-tui prints it
 			}
@@ -79,15 +84,14 @@ then pause and seek work as for a file.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "latscope: warning: %s: %v; the summary covers everything before it\n", name, torn)
 				err = withoutTorn(err)
 			}
-			interrupted := errors.Is(err, errInterrupted)
+			interrupted := errors.Is(err, errInterrupted) || cmd.Context().Err() != nil
+			if interrupted { // a signal: what it cancelled is no failure, the summary so far is printed
+				err = withoutCancellation(err)
+			}
 			if err = withoutInterrupted(err); err != nil {
 				return err
 			}
-			if jsonOut {
-				err = aggregate.WriteJSON(cmd.OutOrStdout(), summary)
-			} else {
-				err = aggregate.WriteTable(cmd.OutOrStdout(), summary)
-			}
+			err = writeSummary(cmd.OutOrStdout(), summary, jsonOut)
 			if err == nil && interrupted {
 				err = &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the recording up to there")}
 			}
@@ -125,4 +129,12 @@ func withoutTorn(err error) error {
 		var torn *recorder.TornTailError
 		return errors.As(e, &torn)
 	})
+}
+
+// writeSummary prints s as a table, or as JSON.
+func writeSummary(w io.Writer, s aggregate.Summary, jsonOut bool) error {
+	if jsonOut {
+		return aggregate.WriteJSON(w, s)
+	}
+	return aggregate.WriteTable(w, s)
 }

@@ -32,6 +32,8 @@ type replayRun struct {
 	feed   *tui.LiveFeed
 	stop   context.CancelFunc
 	done   chan struct{}
+	// summary is the pass's summary so far, set before done closes.
+	summary aggregate.Summary
 }
 
 var (
@@ -62,7 +64,7 @@ func (f *replayFeed) start(ctx context.Context, from time.Time, paused bool) *re
 	}
 	go func() {
 		defer close(run.done)
-		_, _ = m.run(ctx) // a torn tail was reported before the dashboard opened
+		run.summary, _ = m.run(ctx) // a torn tail was reported before the dashboard opened
 	}()
 	run.feed = <-feeds
 	return run
@@ -109,8 +111,9 @@ func (f *replayFeed) restart(target time.Time) {
 	f.mu.Unlock()
 }
 
-// Close stops the current pass and waits for it.
-func (f *replayFeed) Close() {
+// Close stops the current pass, waits for it and returns its summary up to
+// where it stopped (what an interrupted replay prints).
+func (f *replayFeed) Close() aggregate.Summary {
 	f.restartMu.Lock()
 	defer f.restartMu.Unlock()
 	f.mu.Lock()
@@ -118,4 +121,5 @@ func (f *replayFeed) Close() {
 	f.mu.Unlock()
 	cur.stop()
 	<-cur.done
+	return cur.summary
 }

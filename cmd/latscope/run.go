@@ -15,6 +15,7 @@ import (
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/collector"
+	"github.com/latscope/latscope/otlpexport"
 	"github.com/latscope/latscope/probe"
 )
 
@@ -71,6 +72,7 @@ type loadFlags struct {
 	record          string
 	recordOverwrite bool
 	otlpExport      string
+	flushTimeout    time.Duration
 
 	metricsURL     string
 	noMetrics      bool
@@ -116,6 +118,7 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.record, "record", "", "record the session to this file (zstd-compressed events; replay it with `latscope replay`, summarise it with `latscope report`)")
 	fl.BoolVar(&f.recordOverwrite, "record-overwrite", false, "let --record replace an existing regular file (it keeps its mode and owner; a new file is made 0600)")
 	fl.StringVar(&f.otlpExport, "otlp-export", "", "send each request as an OpenTelemetry trace (one span per stage) to this OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318")
+	fl.DurationVar(&f.flushTimeout, "flush-timeout", otlpexport.DefaultFlushTimeout, "at the end, wait at most this long for --otlp-export's collector to take the spans still queued (the rest are counted as not sent)")
 	fl.StringVar(&f.slo, "slo", "", `objectives that set the exit code, e.g. "ttft.p99<500ms,itl.p99<50ms"`)
 	fl.StringVar(&f.metricsURL, "metrics-url", "", "server Prometheus metrics (default: the target's /metrics)")
 	fl.BoolVar(&f.noMetrics, "no-metrics", false, "do not scrape server metrics")
@@ -249,6 +252,8 @@ func (f *loadFlags) validateLoad() error {
 		return fmt.Errorf("--burstiness %g: applies to --arrival gamma only", f.burstiness)
 	case f.duration < 0:
 		return fmt.Errorf("--duration %s: want a positive duration", f.duration)
+	case f.flushTimeout < 0: // 0: the default
+		return fmt.Errorf("--flush-timeout %s: want a positive duration", f.flushTimeout)
 	case f.drain < 0:
 		return fmt.Errorf("--drain %s: want 0 or more", f.drain)
 	case f.requests < 0 || f.warmup < 0:

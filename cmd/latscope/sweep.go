@@ -253,7 +253,7 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	var notices *noticeBoard
 	out := stderr
 	if dashboard {
-		notices = &noticeBoard{}
+		notices = &noticeBoard{after: stderr}
 		out = notices
 	}
 	m := measurement{} // only for its consumers: the sweep runs the pipeline
@@ -294,7 +294,8 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	}()
 	var uiErr error
 	if dashboard {
-		uiErr = tui.Run(ctx, feed, tui.Options{Objectives: objectives, NoColor: f.noColor})
+		uiErr = showDashboard(ctx, feed, tui.Options{Objectives: objectives, NoColor: f.noColor})
+		notices.detach()
 		stopSweep()
 	}
 	r := <-done

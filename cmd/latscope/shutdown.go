@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"syscall"
+)
+
+// shutdown owns the process's signals, in one place: SIGINT, SIGTERM and
+// SIGHUP all mean "interrupted". The first cancels the context it gives
+// (its cause names the signal): the load stops, consumers drain, the
+// terminal is restored and the summary so far is printed, exit 130. The
+// second exits at once, still restoring the terminal through the hooks
+// registered with onForce.
+//
+// Bubble Tea's own signal handler is off (tui.Run): two handlers of one
+// signal raced, and Bubble Tea's could block forever sending to an event
+// loop that had already stopped.
+type shutdown struct {
+	stderr io.Writer
+	exit   func(code int) // os.Exit; a test's recorder
+	sigs   chan os.Signal
+	done   chan struct{} // closed by stop: the watcher returns
+	wg     sync.WaitGroup
+
+	cancel context.CancelCauseFunc
+
+	mu     sync.Mutex
+	first  os.Signal
+	hooks  map[int]func()
+	nextID int
+}
+
+// interruptSignals are the signals that interrupt a command.
+var interruptSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// interruptedBy is the cause of a context the first signal cancelled.
+type interruptedBy struct{ sig os.Signal }
+
+func (e interruptedBy) Error() string { return "interrupted by " + signalName(e.sig) }
+
+// newShutdown starts watching the signals; ctx, derived from parent, ends
+// with the first. stop must be called when the command returns.
+func newShutdown(parent context.Context, stderr io.Writer, exit func(int)) (*shutdown, context.Context) {
+	ctx, cancel := context.WithCancelCause(parent)
+	s := &shutdown{
+		stderr: stderr, exit: exit,
+		sigs:   make(chan os.Signal, 2),
+		done:   make(chan struct{}),
+		cancel: cancel,
+		hooks:  map[int]func(){},
+	}
+	signal.Notify(s.sigs, interruptSignals...)
+	s.wg.Add(1)
+	go s.watch()
+	return s, withShutdown(ctx, s)
+}
+
+func (s *shutdown) watch() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.done:
+			return
+		case sig := <-s.sigs:
+			s.mu.Lock()
+			first := s.first == nil
+			if first {
+				s.first = sig
+			}
+			s.mu.Unlock()
+			if first {
+				s.cancel(interruptedBy{sig})
+				continue
+			}
+			s.force(sig)
+		}
+	}
+}
+
+// force runs the hooks (restoring the terminal), newest first, and exits.
+func (s *shutdown) force(sig os.Signal) {
+	s.mu.Lock()
+	ids := make([]int, 0, len(s.hooks))
+	for id := range s.hooks {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	hooks := make([]func(), 0, len(ids))
+	for _, id := range slices.Backward(ids) {
+		hooks = append(hooks, s.hooks[id])
+	}
+	s.mu.Unlock()
+	for _, h := range hooks {
+		h()
+	}
+	fmt.Fprintf(s.stderr, "latscope: second signal (%s): exiting now, without waiting\n", signalName(sig))
+	s.exit(exitInterrupted)
+}
+
+// onForce registers fn to run before a second signal exits the process;
+// the returned func removes it. A nil shutdown (a command run by a test)
+// keeps nothing.
+func (s *shutdown) onForce(fn func()) (remove func()) {
+	if s == nil {
+		return func() {}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextID
+	s.nextID++
+	s.hooks[id] = fn
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.hooks, id)
+	}
+}
+
+// signal returns the first signal received, or nil.
+func (s *shutdown) signal() os.Signal {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first
+}
+
+// stop stops watching; signals from now on have their default effect.
+func (s *shutdown) stop() {
+	signal.Stop(s.sigs)
+	close(s.done)
+	s.wg.Wait()
+	s.cancel(nil)
+}
+
+func signalName(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return sig.String()
+}
+
+// shutdownKey holds the command's shutdown in its context: commands reach
+// it through cmd.Context(), without a global.
+type shutdownKey struct{}
+
+func withShutdown(ctx context.Context, s *shutdown) context.Context {
+	return context.WithValue(ctx, shutdownKey{}, s)
+}
+
+// shutdownFrom returns ctx's shutdown, or nil (every method takes nil).
+func shutdownFrom(ctx context.Context) *shutdown {
+	s, _ := ctx.Value(shutdownKey{}).(*shutdown)
+	return s
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestShutdownFirstSignalCancelsSecondExits: the first signal cancels the
+// context with its name as the cause; the second runs the restore hooks,
+// then exits 130.
+func TestShutdownFirstSignalCancelsSecondExits(t *testing.T) {
+	var stderr syncBuffer
+	exited := make(chan int, 1)
+	sh, ctx := newShutdown(context.Background(), &stderr, func(code int) { exited <- code })
+	defer sh.stop()
+	if shutdownFrom(ctx) != sh {
+		t.Fatal("the context does not carry its shutdown")
+	}
+	restored := make(chan struct{}, 2)
+	defer sh.onForce(func() { restored <- struct{}{} })()
+	sh.onForce(func() { t.Error("a removed hook ran") })()
+
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("SIGHUP did not cancel the context")
+	}
+	if got := context.Cause(ctx); got == nil || got.Error() != "interrupted by SIGHUP" || sh.signal() != syscall.SIGHUP {
+		t.Errorf("cause %v, signal %v: want SIGHUP", got, sh.signal())
+	}
+	select {
+	case code := <-exited:
+		t.Fatalf("the first signal exited (%d)", code)
+	default:
+	}
+
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exited:
+		if code != exitInterrupted {
+			t.Errorf("second signal: exit %d, want %d", code, exitInterrupted)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a second signal did not exit")
+	}
+	select {
+	case <-restored:
+	default:
+		t.Error("the restore hook did not run before the exit")
+	}
+	if !strings.Contains(stderr.String(), "second signal (SIGTERM)") {
+		t.Errorf("stderr %q: want the second signal named", stderr.String())
+	}
+}
+
+// TestExitCodes: one table for every command; a signal makes the exit 130
+// whatever else the command returned, and keeps real failures visible.
+func TestExitCodes(t *testing.T) {
+	real := errors.New("write the summary: input/output error")
+	for _, tc := range []struct {
+		name    string
+		err     error
+		sig     os.Signal
+		code    int
+		printed string
+	}{
+		{"ok", nil, nil, 0, ""},
+		{"failure", errors.New("boom"), nil, exitFailure, "latscope: boom"},
+		{"slo", &exitError{code: exitSLOMissed, err: errors.New("1 of 1 objectives missed")}, nil, exitSLOMissed, "objectives missed"},
+		{"signal, nothing returned", nil, syscall.SIGTERM, exitInterrupted, "latscope: interrupted (SIGTERM)"},
+		{"signal, context canceled", fmt.Errorf("agent x: %w", context.Canceled), syscall.SIGINT, exitInterrupted, "latscope: interrupted (SIGINT)"},
+		{"signal, summary so far", &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the requests sent until then")}, syscall.SIGHUP, exitInterrupted, "the summary covers the requests sent until then (SIGHUP)"},
+		{"signal, during set-up", fmt.Errorf("%w (while calibrating the prompts)", errSetupInterrupted), syscall.SIGTERM, exitInterrupted, "while calibrating the prompts) (SIGTERM)"},
+		{"signal, and a real failure", errors.Join(context.Canceled, real), syscall.SIGHUP, exitInterrupted, "input/output error\nlatscope: interrupted (SIGHUP)"},
+		{"signal wins over a missed SLO", &exitError{code: exitSLOMissed, err: errors.New("missed")}, syscall.SIGTERM, exitInterrupted, "interrupted (SIGTERM)"},
+	} {
+		var b strings.Builder
+		if code := exitCode(&b, tc.err, tc.sig); code != tc.code || !strings.Contains(b.String(), tc.printed) {
+			t.Errorf("%s: exit %d, printed %q; want %d and %q", tc.name, code, b.String(), tc.code, tc.printed)
+		}
+	}
+}
