@@ -92,6 +92,7 @@ type Aggregator struct {
 	probe   *event.ProbeSample // the probe's latest view of itself
 	lost    map[string]int64   // events consumers missed, by consumer
 	unrec   Unrecorded         // events the recording could not write
+	unexp   Unrecorded         // spans the OTLP collector never got
 
 	clamped      int64 // values outside the histograms' range, clamped into it
 	droppedStage int64 // stage values dropped because of maxStageKeys
@@ -203,6 +204,11 @@ func (a *Aggregator) Add(ev event.Event) {
 		a.unrec.Events += max(ev.Loss.Events, 0)
 		if a.unrec.Reason == "" {
 			a.unrec.Reason = ev.Loss.Reason
+		}
+	case ev.Loss != nil && ev.Loss.Consumer == event.ConsumerExport:
+		a.unexp.Events += max(ev.Loss.Events, 0)
+		if a.unexp.Reason == "" {
+			a.unexp.Reason = ev.Loss.Reason
 		}
 	case ev.Loss != nil:
 		a.see(ev.Loss.Time)

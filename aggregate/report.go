@@ -42,6 +42,7 @@ func WriteTable(w io.Writer, s Summary) error {
 	writeMarkers(tw, s.Markers, s.Insights)
 	writeLost(tw, s.Lost)
 	writeUnrecorded(tw, s.Unrecorded)
+	writeUnexported(tw, s.Unexported)
 	if tw.err != nil {
 		return fmt.Errorf("write the summary: %w", tw.err)
 	}
@@ -67,6 +68,19 @@ func writeUnrecorded(w *errWriter, u *Unrecorded) {
 		return
 	}
 	w.printf("\nRecording incomplete: %d events are missing from the recording", u.Events)
+	if u.Reason != "" {
+		w.printf(": %s", u.Reason)
+	}
+	w.printf("\n")
+}
+
+// writeUnexported says how many spans never reached the OTLP collector,
+// and why.
+func writeUnexported(w *errWriter, u *Unrecorded) {
+	if u == nil {
+		return
+	}
+	w.printf("\nOTLP export incomplete: %d spans did not reach the collector", u.Events)
 	if u.Reason != "" {
 		w.printf(": %s", u.Reason)
 	}

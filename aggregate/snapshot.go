@@ -28,6 +28,9 @@ type Snapshot struct {
 	// Unrecorded counts events the recording could not write (zero when
 	// there is none, or it wrote everything).
 	Unrecorded Unrecorded
+	// Unexported counts the spans the OTLP collector never got (zero
+	// without --otlp-export, or when it took them all).
+	Unexported Unrecorded
 	// Windows holds the statistics over the last 10 s, 1 min, 5 min and the
 	// whole run, indexed by Window.
 	Windows   [NumWindows]WindowStats
@@ -197,6 +200,7 @@ func (a *Aggregator) Snapshot(now time.Time) Snapshot {
 		s.Probe = &p
 	}
 	s.Unrecorded = a.unrec
+	s.Unexported = a.unexp
 	if len(a.lost) > 0 {
 		s.Lost = copyMap(a.lost)
 	}
@@ -408,6 +412,9 @@ type Summary struct {
 	// Unrecorded counts events missing from the recording: a live run's
 	// figures have them, a replay of the file does not.
 	Unrecorded *Unrecorded `json:"unrecorded,omitempty"`
+	// Unexported counts the spans that never reached the OTLP collector
+	// (Events counts spans), and the first reason.
+	Unexported *Unrecorded `json:"unexported,omitempty"`
 }
 
 // Unrecorded counts the events a recording could not write, from the
@@ -424,6 +431,7 @@ func (s Snapshot) Summary() Summary {
 		Session:      s.Session,
 		Lost:         s.Lost,
 		Unrecorded:   unrecorded(s.Unrecorded),
+		Unexported:   unrecorded(s.Unexported),
 		Start:        s.Start,
 		Duration:     s.Requests.Duration,
 		Requests:     s.Requests,

@@ -113,6 +113,11 @@ const (
 	// ConsumerAttach: an attach client dropped these events because their
 	// ids went backwards (a repeated id is taken for a duplicate).
 	ConsumerAttach = "attach"
+	// ConsumerExport: the OTLP collector never got these spans (exports
+	// that failed, or spans still unsent when the flush deadline passed).
+	// Events counts spans. The requests are in the statistics, only not in
+	// the collector.
+	ConsumerExport = "otlp collector"
 )
 
 // RedactURL returns raw with any userinfo (user:password@) and the values of

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/otlpexport"
 	"github.com/latscope/latscope/pipeline"
 )
@@ -71,6 +72,21 @@ func (t *traceExport) start(_ context.Context, fan *pipeline.Fanout) func() erro
 		t.report()
 		return err
 	}
+}
+
+// lateEvents gives the aggregator, after the run, the spans the collector
+// never got, so the summary and --json count them.
+func (t *traceExport) lateEvents() []event.Event {
+	st := t.exp.Stats()
+	n := st.Failed + st.Dropped
+	if n == 0 {
+		return nil
+	}
+	reason := fmt.Sprintf("%d in failed exports, %d not sent", st.Failed, st.Dropped)
+	if st.LastErr != "" {
+		reason += " (last error: " + st.LastErr + ")"
+	}
+	return []event.Event{event.NewLoss(&event.Loss{Consumer: event.ConsumerExport, Events: int64(n), Reason: reason})}
 }
 
 // report says, once the export is over, how much of the run reached the
