@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
+	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -59,26 +63,126 @@ func TestRunThroughputInProcess(t *testing.T) {
 	}
 }
 
+// Duration mode on a virtual clock (testing/synctest): the fast server,
+// paced at one token every 3 ms, and the bare client talk over in-memory
+// connections, so the phase lasts exactly its 100 ms however busy the host
+// is. Each of the 3 streams of 50 tokens is cut at the deadline after the
+// 32 tokens flushed within it (the role event goes at 3 ms, the tokens at
+// 6, 9, ... 99 ms), and a stream cut there is not a failure.
 func TestRunThroughputDurationMode(t *testing.T) {
-	t.Parallel()
-	cfg := ThroughputConfig{
-		Concurrency: []int{3}, TokensPerWrite: []int{16}, OutputTokens: 50,
-		Duration: 100 * time.Millisecond, Rounds: 1, Warmup: 20 * time.Millisecond,
-		Clients: []ClientFactory{BareFactory("m")}, StartServer: InProcessServer(),
-	}
-	res, err := RunThroughput(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := res.Cases[0].Clients[0]
-	// Streams cut at the deadline are not failures.
-	if cl.Events == 0 || cl.Failed != 0 {
-		t.Errorf("got %+v, want events and no failures", cl)
-	}
-	if res.Cases[0].Ratio != nil {
-		t.Error("ratio without a probe")
+	synctest.Test(t, func(t *testing.T) {
+		const gap = 3 * time.Millisecond
+		ln := newMemListener()
+		cfg := ThroughputConfig{
+			Concurrency: []int{3}, TokensPerWrite: []int{1}, OutputTokens: 50,
+			Duration: 100 * time.Millisecond, Rounds: 1, Warmup: 20 * time.Millisecond,
+			Clients: []ClientFactory{{Name: "bare", New: func(baseURL string) (Streamer, error) {
+				tr := NewTransport()
+				tr.DialContext = ln.DialContext
+				return NewBareClient(baseURL, "m", &http.Client{Transport: tr}), nil
+			}}},
+			StartServer: pacedServer(ln, gap),
+		}
+		res, err := RunThroughput(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := res.Cases[0].Clients[0]
+		// Streams cut at the deadline are not failures.
+		if cl.Failed != 0 || cl.FirstError != "" {
+			t.Errorf("%d failed (%s), want none: streams cut at the deadline are not failures", cl.Failed, cl.FirstError)
+		}
+		if cl.Requests != 3 || cl.Events != 3*32 {
+			t.Errorf("%d requests, %d events; want 3 streams cut after 32 tokens each (an event every %v for 100 ms)", cl.Requests, cl.Events, gap)
+		}
+		if cl.WallSeconds != 0.1 {
+			t.Errorf("the phase lasted %v s, want its duration, 0.1 s", cl.WallSeconds)
+		}
+		if res.Cases[0].Ratio != nil {
+			t.Error("ratio without a probe")
+		}
+	})
+}
+
+// pacedServer serves FastServer on ln, sleeping gap before each flush: a
+// server whose pace is set by the (virtual) clock.
+func pacedServer(ln *memListener, gap time.Duration) ServerStarter {
+	return func(_ context.Context, tokensPerWrite int) (string, func() error, error) {
+		fast := FastServer{TokensPerWrite: tokensPerWrite}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fast.ServeHTTP(pacedWriter{w, r.Context(), gap}, r)
+		})}
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ln) }()
+		return "http://bench.test", func() error {
+			err := srv.Close()
+			<-done
+			return err
+		}, nil
 	}
 }
+
+type pacedWriter struct {
+	http.ResponseWriter
+	ctx context.Context // the request's: a client gone ends the pacing
+	gap time.Duration
+}
+
+func (w pacedWriter) Flush() {
+	t := time.NewTimer(w.gap)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-w.ctx.Done():
+	}
+	w.ResponseWriter.(http.Flusher).Flush()
+}
+
+// memListener is an in-memory net.Listener: DialContext hands Accept the
+// other end of a net.Pipe. In a synctest bubble its waits are durably
+// blocking, where a loopback socket's are not.
+type memListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newMemListener() *memListener {
+	return &memListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *memListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *memListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *memListener) Addr() net.Addr { return memAddr{} }
+
+func (l *memListener) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type memAddr struct{}
+
+func (memAddr) Network() string { return "mem" }
+func (memAddr) String() string  { return "mem" }
 
 func TestThroughputChecksMarkMisses(t *testing.T) {
 	t.Parallel()

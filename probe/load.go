@@ -354,6 +354,9 @@ func (r *Runner) closedLoop(sendCtx, reqCtx context.Context, out chan<- emitItem
 // (the poller sleeps in whole milliseconds), which an open loop's send
 // time should not be.
 func waitUntil(ctx context.Context, t time.Time, spin time.Duration) bool {
+	if sleepOnly.Load() {
+		spin = 0
+	}
 	if d := time.Until(t) - spin; d > 0 && !sleepCtx(ctx, d) {
 		return false
 	}
@@ -362,6 +365,11 @@ func waitUntil(ctx context.Context, t time.Time, spin time.Duration) bool {
 	}
 	return ctx.Err() == nil
 }
+
+// sleepOnly makes waitUntil sleep the whole wait, without spinning: set by
+// tests that run the Runner on a virtual clock (testing/synctest), where
+// time stands still while a goroutine spins.
+var sleepOnly atomic.Bool
 
 // maxSpin is the longest an open-loop request spins before its time. At
 // a high rate a request spins at most a quarter of the mean gap between

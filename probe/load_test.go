@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/latscope/latscope/event"
@@ -114,6 +115,34 @@ func loadTestPrompts(t *testing.T) *PromptSource {
 	return ps
 }
 
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// onVirtualClock runs f in a synctest bubble: the Runner's timers and the
+// sleepDoer's delays run on a virtual clock, so the schedule, the rates and
+// the durations are exact however busy the host is. waitUntil does not spin
+// meanwhile (time stands still while a goroutine spins in a bubble). Only
+// for tests that are not parallel: sleepOnly is the package's. The bubble
+// is the leak check too: synctest.Test fails when a goroutine started in it
+// is left blocked.
+func onVirtualClock(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	sleepOnly.Store(true)
+	defer sleepOnly.Store(false)
+	synctest.Test(t, f)
+}
+
 // runLoadBounded runs r with a generous safety deadline so a hung run fails
 // the test instead of the whole package.
 func runLoadBounded(t *testing.T, ctx context.Context, r *Runner, c *runCollector) RunStats {
@@ -174,190 +203,210 @@ func checkNoLoadLeak(t *testing.T, before int) {
 }
 
 func TestClosedLoopCapAndWarmup(t *testing.T) {
-	before := runtime.NumGoroutine()
-	d := &sleepDoer{delay: 5 * time.Millisecond}
-	r, err := NewRunner(d, LoadConfig{Concurrency: 4, Requests: 40, Warmup: 4, Seed: 1}, loadTestPrompts(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &runCollector{t: t}
-	st := runLoadBounded(t, t.Context(), r, c)
-	checkLoadAccounting(t, st, c)
-	if st.Sent != 40 || st.OK != 40 || st.WarmupSent != 4 {
-		t.Fatalf("stats %+v, want 40 sent and ok, 4 warmup", st)
-	}
-	if p := d.peak.Load(); p > 4 || st.InFlightPeak > 4 {
-		t.Fatalf("peak in flight %d (runner says %d), want at most 4", p, st.InFlightPeak)
-	}
-	idRE := regexp.MustCompile(`^ls-` + r.RunID() + `-\d+$`)
-	traces := map[string]bool{}
-	for _, rec := range c.reqs {
-		if rec.Warmup != (rec.Seq < 4) {
-			t.Fatalf("seq %d warmup=%v", rec.Seq, rec.Warmup)
+	onVirtualClock(t, func(t *testing.T) {
+		d := &sleepDoer{delay: 5 * time.Millisecond}
+		r, err := NewRunner(d, LoadConfig{Concurrency: 4, Requests: 40, Warmup: 4, Seed: 1}, loadTestPrompts(t))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !idRE.MatchString(rec.ID) || !strings.HasSuffix(rec.ID, "-"+strconv.FormatUint(rec.Seq, 10)) {
-			t.Fatalf("request id %q", rec.ID)
+		c := &runCollector{t: t}
+		st := runLoadBounded(t, t.Context(), r, c)
+		checkLoadAccounting(t, st, c)
+		if st.Sent != 40 || st.OK != 40 || st.WarmupSent != 4 {
+			t.Fatalf("stats %+v, want 40 sent and ok, 4 warmup", st)
 		}
-		if len(rec.TraceID) != 32 || traces[rec.TraceID] {
-			t.Fatalf("trace id %q not 32 hex digits or repeated", rec.TraceID)
+		if p := d.peak.Load(); p > 4 || st.InFlightPeak > 4 {
+			t.Fatalf("peak in flight %d (runner says %d), want at most 4", p, st.InFlightPeak)
 		}
-		traces[rec.TraceID] = true
-		if !rec.Intended.Equal(rec.Start) || rec.SchedLag != 0 {
-			t.Fatalf("closed loop record intended %s start %s lag %s", rec.Intended, rec.Start, rec.SchedLag)
+		idRE := regexp.MustCompile(`^ls-` + r.RunID() + `-\d+$`)
+		traces := map[string]bool{}
+		for _, rec := range c.reqs {
+			if rec.Warmup != (rec.Seq < 4) {
+				t.Fatalf("seq %d warmup=%v", rec.Seq, rec.Warmup)
+			}
+			if !idRE.MatchString(rec.ID) || !strings.HasSuffix(rec.ID, "-"+strconv.FormatUint(rec.Seq, 10)) {
+				t.Fatalf("request id %q", rec.ID)
+			}
+			if len(rec.TraceID) != 32 || traces[rec.TraceID] {
+				t.Fatalf("trace id %q not 32 hex digits or repeated", rec.TraceID)
+			}
+			traces[rec.TraceID] = true
+			if !rec.Intended.Equal(rec.Start) || rec.SchedLag != 0 {
+				t.Fatalf("closed loop record intended %s start %s lag %s", rec.Intended, rec.Start, rec.SchedLag)
+			}
 		}
-	}
-	if r.InFlight() != 0 {
-		t.Fatalf("%d in flight after Run", r.InFlight())
-	}
-	checkNoLoadLeak(t, before)
-	if err := r.Run(t.Context(), c.emit); err == nil {
-		t.Fatalf("second Run accepted")
-	}
+		if r.InFlight() != 0 {
+			t.Fatalf("%d in flight after Run", r.InFlight())
+		}
+		if err := r.Run(t.Context(), c.emit); err == nil {
+			t.Fatalf("second Run accepted")
+		}
+	})
 }
 
 func TestClosedLoopDurationStop(t *testing.T) {
-	before := runtime.NumGoroutine()
-	d := &sleepDoer{delay: 20 * time.Millisecond}
-	r, err := NewRunner(d, LoadConfig{Concurrency: 3, Duration: 300 * time.Millisecond}, loadTestPrompts(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &runCollector{t: t}
-	st := runLoadBounded(t, t.Context(), r, c)
-	checkLoadAccounting(t, st, c)
-	if st.Sent == 0 || st.Interrupted {
-		t.Fatalf("stats %+v: want some requests and not interrupted", st)
-	}
-	// Requests still running at the end were cancelled and recorded, as
-	// cut by the run's end, not as errors.
-	if st.OK+st.ByOutcome[event.OutcomeCancelled] != st.Sent || st.RunEnded != st.ByOutcome[event.OutcomeCancelled] || st.Errors != 0 {
-		t.Fatalf("stats %+v: want only ok and cancelled at the run's end", st)
-	}
-	for _, rec := range c.reqs {
-		if rec.Outcome == event.OutcomeCancelled && !rec.RunEnded {
-			t.Fatalf("seq %d cancelled by the run's end but not marked so: %+v", rec.Seq, rec)
+	onVirtualClock(t, func(t *testing.T) {
+		d := &sleepDoer{delay: 20 * time.Millisecond}
+		r, err := NewRunner(d, LoadConfig{Concurrency: 3, Duration: 300 * time.Millisecond}, loadTestPrompts(t))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	checkNoLoadLeak(t, before)
+		c := &runCollector{t: t}
+		st := runLoadBounded(t, t.Context(), r, c)
+		checkLoadAccounting(t, st, c)
+		if st.Sent == 0 || st.Interrupted {
+			t.Fatalf("stats %+v: want some requests and not interrupted", st)
+		}
+		// Requests still running at the end were cancelled and recorded, as
+		// cut by the run's end, not as errors.
+		if st.OK+st.ByOutcome[event.OutcomeCancelled] != st.Sent || st.RunEnded != st.ByOutcome[event.OutcomeCancelled] || st.Errors != 0 {
+			t.Fatalf("stats %+v: want only ok and cancelled at the run's end", st)
+		}
+		for _, rec := range c.reqs {
+			if rec.Outcome == event.OutcomeCancelled && !rec.RunEnded {
+				t.Fatalf("seq %d cancelled by the run's end but not marked so: %+v", rec.Seq, rec)
+			}
+		}
+	})
 }
 
 func TestDurationWithDrainLetsRequestsFinish(t *testing.T) {
-	d := &sleepDoer{delay: 400 * time.Millisecond}
-	r, err := NewRunner(d, LoadConfig{Concurrency: 2, Duration: 100 * time.Millisecond, Drain: 10 * time.Second}, loadTestPrompts(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &runCollector{t: t}
-	st := runLoadBounded(t, t.Context(), r, c)
-	checkLoadAccounting(t, st, c)
-	// The requests in flight at Duration were allowed to finish.
-	if st.Sent < 2 || st.OK != st.Sent {
-		t.Fatalf("stats %+v: want the requests in flight at the end to finish ok", st)
-	}
+	onVirtualClock(t, func(t *testing.T) {
+		d := &sleepDoer{delay: 400 * time.Millisecond}
+		r, err := NewRunner(d, LoadConfig{Concurrency: 2, Duration: 100 * time.Millisecond, Drain: 10 * time.Second}, loadTestPrompts(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &runCollector{t: t}
+		st := runLoadBounded(t, t.Context(), r, c)
+		checkLoadAccounting(t, st, c)
+		// The requests in flight at Duration were allowed to finish.
+		if st.Sent < 2 || st.OK != st.Sent {
+			t.Fatalf("stats %+v: want the requests in flight at the end to finish ok", st)
+		}
+	})
 }
 
 func TestOpenLoopFollowsSchedule(t *testing.T) {
-	before := runtime.NumGoroutine()
-	d := &sleepDoer{delay: time.Millisecond}
-	const rate = 100
-	r, err := NewRunner(d, LoadConfig{Rate: rate, Arrival: ArrivalConstant, Requests: 50}, loadTestPrompts(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &runCollector{t: t}
-	st := runLoadBounded(t, t.Context(), r, c)
-	checkLoadAccounting(t, st, c)
-	if st.Sent != 50 {
-		t.Fatalf("sent %d, want 50", st.Sent)
-	}
-	var first time.Time
-	for _, rec := range c.reqs {
-		if rec.Seq == 0 {
-			first = rec.Intended
+	onVirtualClock(t, func(t *testing.T) {
+		d := &sleepDoer{delay: time.Millisecond}
+		const rate = 100
+		r, err := NewRunner(d, LoadConfig{Rate: rate, Arrival: ArrivalConstant, Requests: 50}, loadTestPrompts(t))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	for _, rec := range c.reqs {
-		// Intended times are the schedule exactly, whatever the probe did.
-		want := first.Add(time.Duration(rec.Seq) * time.Second / rate)
-		if diff := rec.Intended.Sub(want); diff < -time.Microsecond || diff > time.Microsecond {
-			t.Fatalf("seq %d intended %s after the first, want %s", rec.Seq, rec.Intended.Sub(first), want.Sub(first))
+		c := &runCollector{t: t}
+		st := runLoadBounded(t, t.Context(), r, c)
+		checkLoadAccounting(t, st, c)
+		if st.Sent != 50 {
+			t.Fatalf("sent %d, want 50", st.Sent)
 		}
-		if rec.SchedLag < 0 || !rec.Start.Equal(rec.Intended.Add(rec.SchedLag)) {
-			t.Fatalf("seq %d: sched lag %s does not match start - intended", rec.Seq, rec.SchedLag)
+		var first time.Time
+		for _, rec := range c.reqs {
+			if rec.Seq == 0 {
+				first = rec.Intended
+			}
 		}
-	}
-	// Tolerant: the rate is honoured on average on a busy machine.
-	if st.SendRate < rate*0.3 || st.SendRate > rate*2 {
-		t.Fatalf("send rate %.1f/s, want about %d/s", st.SendRate, rate)
-	}
-	var maxLag time.Duration
-	for _, rec := range c.reqs {
-		maxLag = max(maxLag, rec.SchedLag)
-	}
-	if st.SchedLagMax != maxLag {
-		t.Fatalf("sched lag max %s, the records' max is %s", st.SchedLagMax, maxLag)
-	}
-	if s := r.SelfStats(); s.LagSamples != 50 || s.MaxInFlight != DefaultMaxInFlight {
-		t.Fatalf("self stats %+v, want 50 lag samples", s)
-	}
-	checkNoLoadLeak(t, before)
+		for _, rec := range c.reqs {
+			// Intended times are the schedule exactly, whatever the probe did.
+			want := first.Add(time.Duration(rec.Seq) * time.Second / rate)
+			if diff := rec.Intended.Sub(want); diff < -time.Microsecond || diff > time.Microsecond {
+				t.Fatalf("seq %d intended %s after the first, want %s", rec.Seq, rec.Intended.Sub(first), want.Sub(first))
+			}
+			if rec.SchedLag < 0 || !rec.Start.Equal(rec.Intended.Add(rec.SchedLag)) {
+				t.Fatalf("seq %d: sched lag %s does not match start - intended", rec.Seq, rec.SchedLag)
+			}
+		}
+		// On the virtual clock nothing is late: every request goes at its
+		// time, and the rate is the schedule's.
+		for _, rec := range c.reqs {
+			if rec.SchedLag != 0 {
+				t.Fatalf("seq %d sent %v late on a virtual clock", rec.Seq, rec.SchedLag)
+			}
+		}
+		if math.Abs(st.SendRate-rate) > 1e-6 {
+			t.Fatalf("send rate %v/s, want %d/s", st.SendRate, rate)
+		}
+		var maxLag time.Duration
+		for _, rec := range c.reqs {
+			maxLag = max(maxLag, rec.SchedLag)
+		}
+		if st.SchedLagMax != maxLag {
+			t.Fatalf("sched lag max %s, the records' max is %s", st.SchedLagMax, maxLag)
+		}
+		if s := r.SelfStats(); s.LagSamples != 50 || s.MaxInFlight != DefaultMaxInFlight {
+			t.Fatalf("self stats %+v, want 50 lag samples", s)
+		}
+	})
 }
 
 func TestOpenLoopSlowResponsesKeepRate(t *testing.T) {
-	// Each response takes 600 ms, far longer than the 20 ms between sends:
-	// a closed loop would send at 1.7/s per worker, the open loop must
-	// keep 50/s by starting workers.
-	d := &sleepDoer{delay: 600 * time.Millisecond}
-	const rate = 50
-	r, err := NewRunner(d, LoadConfig{Rate: rate, Arrival: ArrivalPoisson, Requests: 60, Seed: 3}, loadTestPrompts(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &runCollector{t: t}
-	st := runLoadBounded(t, t.Context(), r, c)
-	checkLoadAccounting(t, st, c)
-	// A closed loop of one worker would manage 1.7/s; tolerant bounds
-	// still tell the two apart on a starved machine.
-	if st.SendRate < rate*0.3 || st.SendRate > rate*2 {
-		t.Fatalf("send rate %.1f/s, want about %d/s", st.SendRate, rate)
-	}
-	if st.InFlightPeak < 10 {
-		t.Fatalf("in-flight peak %d: slow responses held the sender back", st.InFlightPeak)
-	}
-	if len(c.markersOf(event.MarkerProbeLimit)) > 0 {
-		for _, m := range c.markersOf(event.MarkerProbeLimit) {
-			if strings.Contains(m.Message, "cannot keep up") {
-				t.Fatalf("unexpected max-in-flight marker: %s", m.Message)
+	onVirtualClock(t, func(t *testing.T) {
+		// Each response takes 600 ms, far longer than the 20 ms between sends:
+		// a closed loop would send at 1.7/s per worker, the open loop must
+		// keep 50/s by starting workers.
+		d := &sleepDoer{delay: 600 * time.Millisecond}
+		const rate = 50
+		r, err := NewRunner(d, LoadConfig{Rate: rate, Arrival: ArrivalPoisson, Requests: 60, Seed: 3}, loadTestPrompts(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &runCollector{t: t}
+		st := runLoadBounded(t, t.Context(), r, c)
+		checkLoadAccounting(t, st, c)
+		// A closed loop of one worker would manage 1.7/s. On the virtual
+		// clock every request goes at its time in the Poisson schedule, so
+		// the rate is the schedule's own (54.2/s for this seed).
+		first, last := c.reqs[0].Intended, c.reqs[0].Intended
+		for _, rec := range c.reqs {
+			if rec.SchedLag != 0 {
+				t.Fatalf("seq %d sent %v late: slow responses held the sender back", rec.Seq, rec.SchedLag)
+			}
+			first, last = minTime(first, rec.Intended), maxTime(last, rec.Intended)
+		}
+		if want := float64(len(c.reqs)-1) / last.Sub(first).Seconds(); math.Abs(st.SendRate-want) > 1e-6 || st.SendRate < rate*0.8 {
+			t.Fatalf("send rate %v/s, want the schedule's %v/s (about %d/s)", st.SendRate, want, rate)
+		}
+		if st.InFlightPeak < 10 {
+			t.Fatalf("in-flight peak %d: slow responses held the sender back", st.InFlightPeak)
+		}
+		if len(c.markersOf(event.MarkerProbeLimit)) > 0 {
+			for _, m := range c.markersOf(event.MarkerProbeLimit) {
+				if strings.Contains(m.Message, "cannot keep up") {
+					t.Fatalf("unexpected max-in-flight marker: %s", m.Message)
+				}
 			}
 		}
-	}
+	})
 }
 
 func TestOpenLoopCannotKeepUp(t *testing.T) {
-	d := &sleepDoer{delay: 50 * time.Millisecond}
-	r, err := NewRunner(d, LoadConfig{Rate: 200, Arrival: ArrivalConstant, Requests: 20, MaxInFlight: 2}, loadTestPrompts(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &runCollector{t: t}
-	st := runLoadBounded(t, t.Context(), r, c)
-	checkLoadAccounting(t, st, c)
-	if st.Sent != 20 || d.peak.Load() > 2 {
-		t.Fatalf("sent %d with peak %d, want 20 with at most 2 in flight", st.Sent, d.peak.Load())
-	}
-	var limit []*event.Marker
-	for _, m := range c.markersOf(event.MarkerProbeLimit) {
-		if strings.Contains(m.Message, "cannot keep up") {
-			limit = append(limit, m)
+	onVirtualClock(t, func(t *testing.T) {
+		d := &sleepDoer{delay: 50 * time.Millisecond}
+		r, err := NewRunner(d, LoadConfig{Rate: 200, Arrival: ArrivalConstant, Requests: 20, MaxInFlight: 2}, loadTestPrompts(t))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(limit) != 1 || limit[0].Values["in_flight"] != 2 {
-		t.Fatalf("got %d max-in-flight markers %+v, want exactly one (cooldown) with in_flight 2", len(limit), limit)
-	}
-	// Requests went out late, and the lateness is on the record.
-	if st.SchedLagMax < 100*time.Millisecond {
-		t.Fatalf("max sched lag %s: late sends not recorded", st.SchedLagMax)
-	}
+		c := &runCollector{t: t}
+		st := runLoadBounded(t, t.Context(), r, c)
+		checkLoadAccounting(t, st, c)
+		if st.Sent != 20 || d.peak.Load() > 2 {
+			t.Fatalf("sent %d with peak %d, want 20 with at most 2 in flight", st.Sent, d.peak.Load())
+		}
+		var limit []*event.Marker
+		for _, m := range c.markersOf(event.MarkerProbeLimit) {
+			if strings.Contains(m.Message, "cannot keep up") {
+				limit = append(limit, m)
+			}
+		}
+		if len(limit) != 1 || limit[0].Values["in_flight"] != 2 {
+			t.Fatalf("got %d max-in-flight markers %+v, want exactly one (cooldown) with in_flight 2", len(limit), limit)
+		}
+		// Requests went out late, and the lateness is on the record.
+		if st.SchedLagMax < 100*time.Millisecond {
+			t.Fatalf("max sched lag %s: late sends not recorded", st.SchedLagMax)
+		}
+	})
 }
 
 func TestCancelMidRun(t *testing.T) {

@@ -1,4 +1,11 @@
+//go:build acceptance
+
 package probe_test
+
+// Acceptance tier (go test -tags acceptance -p 1): the Nagle flag against
+// the simulator's delayed-ACK holds in real time; on a starved host the
+// probe's reads, not the holds, shape the gaps (seen: nagle=true flagged
+// too few); see CONTRIBUTING.md.
 
 import (
 	"fmt"
