@@ -6,6 +6,7 @@ package collector
 // runs whose figures depend on the host's speed (go test -tags acceptance).
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,23 @@ func TestAcceptanceQueueAmpleSlots(t *testing.T) {
 			t.Logf("%d requests: queue %.2f%% of TTFT, server wait %.1f%% (the simulator's queue: %.2f%%)", len(run.reqs), 100*queue, 100*wait, 100*truth)
 			if queue > 0.01 {
 				t.Errorf("queue %.2f%% of TTFT at one stream on 64 slots, want at most 1%%", 100*queue)
+			}
+			// At one stream the gauge shows a request waiting only in the
+			// instant between its arrival and its admission, which a
+			// scrape seldom catches.
+			queued, waited := checkQueueEvidence(t, run)
+			if queued > len(run.reqs)/4 {
+				t.Errorf("a queue on %d of %d requests of one stream on 64 slots: the gauge cannot have shown one waiting that often", queued, len(run.reqs))
+			}
+			// A request whose whole server window the prefill mean fills
+			// has no wait left: at least one has.
+			if waited == 0 {
+				t.Errorf("no server wait on any of %d requests: the server's wait is to be named for what it is", len(run.reqs))
+			}
+			for _, m := range run.summary.Insights {
+				if strings.Contains(m.Message, "queue wait") {
+					t.Errorf("insight %q at one stream on 64 slots", m.Message)
+				}
 			}
 		})
 		t.Run(string(headers)+"/c16", func(t *testing.T) {

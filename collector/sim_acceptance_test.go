@@ -1,8 +1,12 @@
+//go:build acceptance
+
 package collector
 
 // Acceptance tests: the probe, the attributor and the simulator together,
 // the simulator in the modes that make it behave like servers other than
-// vLLM (see sim.Config).
+// vLLM (see sim.Config). Their bounds compare what the probe measured
+// with the simulator's own clock, so they need a host that keeps pace with
+// the simulator: they run in the acceptance tier (-tags acceptance, -p 1).
 
 import (
 	"context"
@@ -11,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,87 +23,7 @@ import (
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/sim"
-	"github.com/latscope/latscope/sim/simtest"
 )
-
-// serveSim runs a simulator with the tiny profile and cfg's modes on a
-// loopback port until the test ends, and returns its URL.
-func serveSim(t *testing.T, cfg sim.Config) string {
-	t.Helper()
-	return simtest.ServeTiny(t, cfg)
-}
-
-// truths collects the simulator's truth of every request, by request id.
-type truths struct {
-	mu sync.Mutex
-	by map[string]sim.Truth
-}
-
-func (ts *truths) add(tr sim.Truth) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if ts.by == nil {
-		ts.by = map[string]sim.Truth{}
-	}
-	ts.by[tr.RequestID] = tr
-}
-
-func (ts *truths) get(id string) (sim.Truth, bool) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	tr, ok := ts.by[id]
-	return tr, ok
-}
-
-// runThrough sends a Runner's load through the attributor and returns the
-// records that came out, the last probe sample and the run's stats.
-func runThrough(t *testing.T, client *probe.Client, load probe.LoadConfig, attributor *Attributor) ([]*event.Request, *event.ProbeSample, probe.RunStats) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	prompts, err := probe.NewPromptSource(ctx, probe.PromptConfig{
-		PromptTokens: probe.Length{Mean: 32}, OutputTokens: probe.Length{Mean: 24}, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runner, err := probe.NewRunner(client, load, prompts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqs, last := runPipeline(ctx, t, pipeline.Config{Primary: []pipeline.Source{runner}, Stage: attributor})
-	return reqs, last, runner.Stats()
-}
-
-// runPipeline runs cfg to its end with one lossless consumer and returns
-// the request records in the order they came out, and the last probe
-// sample.
-func runPipeline(ctx context.Context, t *testing.T, cfg pipeline.Config) ([]*event.Request, *event.ProbeSample) {
-	t.Helper()
-	fan := pipeline.NewFanout()
-	sub := fan.Subscribe("test", 64, pipeline.Lossless)
-	type result struct {
-		reqs  []*event.Request
-		probe *event.ProbeSample
-	}
-	collected := make(chan result)
-	go func() {
-		var res result
-		for ev := range sub.Events() {
-			switch {
-			case ev.Request != nil:
-				res.reqs = append(res.reqs, ev.Request)
-			case ev.Probe != nil:
-				res.probe = ev.Probe
-			}
-		}
-		collected <- res
-	}()
-	if err := pipeline.Run(ctx, cfg, fan); err != nil {
-		t.Fatal(err)
-	}
-	res := <-collected
-	return res.reqs, res.probe
-}
 
 // TestAcceptanceCloseAfterStream: against a server that leaves every
 // streamed connection dead without saying so (llama-server), a closed loop

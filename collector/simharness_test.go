@@ -1,0 +1,96 @@
+package collector
+
+// The harness of the tests that run the probe, the attributor and the
+// simulator together (sim_acceptance_test.go, queue_evidence_test.go).
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/sim"
+	"github.com/latscope/latscope/sim/simtest"
+)
+
+// serveSim runs a simulator with the tiny profile and cfg's modes on a
+// loopback port until the test ends, and returns its URL.
+func serveSim(t *testing.T, cfg sim.Config) string {
+	t.Helper()
+	return simtest.ServeTiny(t, cfg)
+}
+
+// truths collects the simulator's truth of every request, by request id.
+type truths struct {
+	mu sync.Mutex
+	by map[string]sim.Truth
+}
+
+func (ts *truths) add(tr sim.Truth) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.by == nil {
+		ts.by = map[string]sim.Truth{}
+	}
+	ts.by[tr.RequestID] = tr
+}
+
+func (ts *truths) get(id string) (sim.Truth, bool) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	tr, ok := ts.by[id]
+	return tr, ok
+}
+
+// runThrough sends a Runner's load through the attributor and returns the
+// records that came out, the last probe sample and the run's stats.
+func runThrough(t *testing.T, client *probe.Client, load probe.LoadConfig, attributor *Attributor) ([]*event.Request, *event.ProbeSample, probe.RunStats) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	prompts, err := probe.NewPromptSource(ctx, probe.PromptConfig{
+		PromptTokens: probe.Length{Mean: 32}, OutputTokens: probe.Length{Mean: 24}, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := probe.NewRunner(client, load, prompts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, last := runPipeline(ctx, t, pipeline.Config{Primary: []pipeline.Source{runner}, Stage: attributor})
+	return reqs, last, runner.Stats()
+}
+
+// runPipeline runs cfg to its end with one lossless consumer and returns
+// the request records in the order they came out, and the last probe
+// sample.
+func runPipeline(ctx context.Context, t *testing.T, cfg pipeline.Config) ([]*event.Request, *event.ProbeSample) {
+	t.Helper()
+	fan := pipeline.NewFanout()
+	sub := fan.Subscribe("test", 64, pipeline.Lossless)
+	type result struct {
+		reqs  []*event.Request
+		probe *event.ProbeSample
+	}
+	collected := make(chan result)
+	go func() {
+		var res result
+		for ev := range sub.Events() {
+			switch {
+			case ev.Request != nil:
+				res.reqs = append(res.reqs, ev.Request)
+			case ev.Probe != nil:
+				res.probe = ev.Probe
+			}
+		}
+		collected <- res
+	}()
+	if err := pipeline.Run(ctx, cfg, fan); err != nil {
+		t.Fatal(err)
+	}
+	res := <-collected
+	return res.reqs, res.probe
+}
