@@ -85,3 +85,31 @@ func TestLosslessWaitForBytesIsCounted(t *testing.T) {
 		}
 	}
 }
+
+func TestByteCountStaysExactUnderAConcurrentConsumer(t *testing.T) {
+	t.Parallel()
+	fan := NewFanout()
+	s := fan.SubscribeBytes("recorder", 2, 1<<30, Lossless)
+	const n = 20000
+	read := make(chan struct{})
+	go func() {
+		for range n {
+			<-s.Events()
+		}
+		close(read)
+	}()
+	for i := range n {
+		if i%3 == 0 {
+			fan.Publish(event.NewRequest(&event.Request{Chunks: make([]event.Chunk, i%100)}))
+		} else {
+			fan.Publish(marker(i))
+		}
+	}
+	<-read // everything sent has been taken
+	last := marker(n)
+	fan.Publish(last)
+	if st := s.Stats(); st.Bytes != last.Size() {
+		t.Fatalf("stats %+v: with only the last event in the buffer, want %d bytes", st, last.Size())
+	}
+	fan.Close()
+}

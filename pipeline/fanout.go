@@ -65,9 +65,10 @@ type Subscription struct {
 	once   sync.Once
 
 	// The buffer's bytes: the sizes of the events sent, oldest first, in a
-	// ring as long as the channel. The events the consumer has taken are
-	// those sent less those still in the channel (only the publisher
-	// sends), so no consumer has to report what it took.
+	// ring one longer than the channel (the consumer may take an event
+	// between a settle and the send it made room for). The events the
+	// consumer has taken are those sent less those still in the channel
+	// (only the publisher sends), so no consumer has to report what it took.
 	maxBytes int64
 	sizes    []int64 // publisher goroutine only
 	head, n  int     // publisher goroutine only
@@ -161,7 +162,7 @@ func (f *Fanout) SubscribeBytes(name string, size int, maxBytes int64, p Policy)
 	size = max(size, 1)
 	s := &Subscription{
 		name: name, policy: p, ch: make(chan event.Event, size), done: make(chan struct{}),
-		maxBytes: max(maxBytes, 1), sizes: make([]int64, size),
+		maxBytes: max(maxBytes, 1), sizes: make([]int64, size+1),
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
