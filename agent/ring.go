@@ -13,14 +13,19 @@ import (
 type RingConfig struct {
 	MaxEvents int           // default 10000 (about 50 s of a 200 req/s run)
 	MaxAge    time.Duration // default 10 minutes
-	MaxBytes  int64         // encoded size; default 128 MiB; the newest event is always kept
+	MaxBytes  int64         // encoded size; default 32 MiB; the newest event is always kept
 }
 
 // The ring's defaults.
 const (
 	DefaultRingEvents = 10000
 	DefaultRingAge    = 10 * time.Minute
-	DefaultRingBytes  = 128 << 20
+	// DefaultRingBytes keeps an agent's whole process within 150 MB of
+	// resident memory: the ring's frames, plus the pipeline, the aggregator
+	// and the clients' buffers (the soak's agent case measures it). 32 MiB
+	// holds 10,000 events of typical chat requests; a run of very long
+	// outputs reaches it first.
+	DefaultRingBytes = 32 << 20
 )
 
 func (c RingConfig) withDefaults() RingConfig {

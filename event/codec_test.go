@@ -227,3 +227,15 @@ func FuzzDecoder(f *testing.F) {
 		t.Fatal("decoder did not stop")
 	})
 }
+
+func TestSizeCountsARequestsChunks(t *testing.T) {
+	t.Parallel()
+	small := NewRequest(&Request{ID: "r"})
+	big := NewRequest(&Request{ID: "r", Chunks: make([]Chunk, 1<<16)})
+	if d := big.Size() - small.Size(); d != 1<<20 {
+		t.Fatalf("65,536 chunks add %d bytes, want 1 MiB (16 each)", d)
+	}
+	if s := NewMarker(&Marker{}).Size(); s <= 0 || s > 4096 {
+		t.Fatalf("a marker's size = %d, want a few hundred bytes", s)
+	}
+}

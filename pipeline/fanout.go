@@ -29,6 +29,20 @@ func (p Policy) String() string {
 	return "lossless"
 }
 
+// DefaultBufferBytes bounds each subscription's buffer by memory as well as
+// by count: a consumer that falls behind holds at most this much in events
+// (Event.Size), whatever their size. 8 MiB is 8 requests of 65,536 chunks,
+// or thousands of typical ones, so it binds only on huge requests; with the
+// five consumers a process has at most, the buffers stay within 40 MiB.
+const DefaultBufferBytes = 8 << 20
+
+// byteWaitPoll is how often a lossless publish that waits for bytes (not
+// for a slot) looks again: the consumer's receive frees a slot of the
+// channel, which a send can wait on, but nothing tells the publisher that
+// bytes were freed. It waits only when a consumer is DefaultBufferBytes
+// behind, and then it is held up anyway.
+const byteWaitPoll = time.Millisecond
+
 // Stats describe one consumer's subscription.
 type Stats struct {
 	Name      string
@@ -38,6 +52,8 @@ type Stats struct {
 	Blocked   time.Duration // time the fan-out waited for it (lossless only)
 	Backlog   int           // events in its buffer now
 	Capacity  int
+	Bytes     int64 // the backlog's Event.Size summed (as of the last publish)
+	MaxBytes  int64
 }
 
 // Subscription is one consumer's buffer.
@@ -47,6 +63,16 @@ type Subscription struct {
 	ch     chan event.Event
 	done   chan struct{} // closed by Unsubscribe, so a waiting Publish lets go
 	once   sync.Once
+
+	// The buffer's bytes: the sizes of the events sent, oldest first, in a
+	// ring one longer than the channel (the consumer may take an event
+	// between a settle and the send it made room for). The events the
+	// consumer has taken are those sent less those still in the channel
+	// (only the publisher sends), so no consumer has to report what it took.
+	maxBytes int64
+	sizes    []int64 // publisher goroutine only
+	head, n  int     // publisher goroutine only
+	bytes    atomic.Int64
 
 	pending   int64 // lost and not yet announced; publisher goroutine only
 	delivered atomic.Int64
@@ -64,7 +90,49 @@ func (s *Subscription) Stats() Stats {
 		Delivered: s.delivered.Load(), Dropped: s.dropped.Load(),
 		Blocked: time.Duration(s.blocked.Load()),
 		Backlog: len(s.ch), Capacity: cap(s.ch),
+		Bytes: s.bytes.Load(), MaxBytes: s.maxBytes,
 	}
+}
+
+// settle forgets the sizes of the events the consumer has taken.
+func (s *Subscription) settle() {
+	taken := s.n - len(s.ch)
+	if taken <= 0 {
+		return
+	}
+	var freed int64
+	for range taken {
+		freed += s.sizes[s.head]
+		s.head = (s.head + 1) % len(s.sizes)
+	}
+	s.n -= taken
+	s.bytes.Add(-freed)
+}
+
+// fits says whether an event of size bytes fits the byte bound now. An
+// event larger than the bound on its own fits an empty buffer, so none is
+// refused for ever.
+func (s *Subscription) fits(size int64) bool {
+	s.settle()
+	return s.n == 0 || s.bytes.Load()+size <= s.maxBytes
+}
+
+// send puts ev in the channel without waiting, and counts its bytes.
+func (s *Subscription) send(ev event.Event, size int64) bool {
+	select {
+	case s.ch <- ev:
+	default:
+		return false
+	}
+	s.count(size)
+	return true
+}
+
+// count notes an event of size bytes put in the channel.
+func (s *Subscription) count(size int64) {
+	s.sizes[(s.head+s.n)%len(s.sizes)] = size
+	s.n++
+	s.bytes.Add(size)
 }
 
 // Fanout hands every published event to every subscription. Publish and
@@ -80,11 +148,22 @@ type Fanout struct {
 // NewFanout returns an empty Fanout.
 func NewFanout() *Fanout { return &Fanout{now: time.Now} }
 
-// Subscribe adds a consumer with a buffer of size events (at least 1).
-// Subscribe before the pipeline runs to see every event; a subscription
-// made after Close gets a closed channel.
+// Subscribe adds a consumer with a buffer of size events (at least 1) and
+// at most DefaultBufferBytes. Subscribe before the pipeline runs to see
+// every event; a subscription made after Close gets a closed channel.
 func (f *Fanout) Subscribe(name string, size int, p Policy) *Subscription {
-	s := &Subscription{name: name, policy: p, ch: make(chan event.Event, max(size, 1)), done: make(chan struct{})}
+	return f.SubscribeBytes(name, size, DefaultBufferBytes, p)
+}
+
+// SubscribeBytes is Subscribe with the buffer bounded by maxBytes of events
+// (Event.Size) as well as by size events: whichever is reached first makes
+// it full.
+func (f *Fanout) SubscribeBytes(name string, size int, maxBytes int64, p Policy) *Subscription {
+	size = max(size, 1)
+	s := &Subscription{
+		name: name, policy: p, ch: make(chan event.Event, size), done: make(chan struct{}),
+		maxBytes: max(maxBytes, 1), sizes: make([]int64, size+1),
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -114,48 +193,66 @@ func (f *Fanout) Unsubscribe(s *Subscription) {
 func (f *Fanout) Publish(ev event.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	size := ev.Size()
 	for _, s := range f.subs {
 		if s.policy == Lossy {
-			f.offer(s, ev)
+			f.offer(s, ev, size)
 			continue
 		}
-		select {
-		case s.ch <- ev:
-		default:
-			t := f.now()
-			select {
-			case s.ch <- ev:
-			case <-s.done:
-				continue
-			}
-			s.blocked.Add(int64(f.now().Sub(t)))
+		if !(s.fits(size) && s.send(ev, size)) && !f.wait(s, ev, size) {
+			continue
 		}
 		s.delivered.Add(1)
 	}
 }
 
+// wait puts ev in a lossless subscription's full buffer once the consumer
+// has taken enough, and counts the time waited. It returns false if the
+// consumer unsubscribed meanwhile.
+func (f *Fanout) wait(s *Subscription, ev event.Event, size int64) bool {
+	t := f.now()
+	defer func() { s.blocked.Add(int64(f.now().Sub(t))) }()
+	var poll *time.Ticker
+	for !s.fits(size) {
+		if poll == nil {
+			poll = time.NewTicker(byteWaitPoll)
+			defer poll.Stop()
+		}
+		select {
+		case <-poll.C:
+		case <-s.done:
+			return false
+		}
+	}
+	// There are bytes to spare: wait for a slot, which a send can do.
+	select {
+	case s.ch <- ev:
+	case <-s.done:
+		return false
+	}
+	s.count(size)
+	return true
+}
+
 // offer gives ev to a lossy subscription without waiting, announcing earlier
 // losses first.
-func (f *Fanout) offer(s *Subscription, ev event.Event) {
+func (f *Fanout) offer(s *Subscription, ev event.Event, size int64) {
 	if s.pending > 0 {
 		loss := event.NewLoss(&event.Loss{Time: ev.Time(), Consumer: s.name, Events: s.pending, Reason: "consumer fell behind"})
-		select {
-		case s.ch <- loss:
-			s.delivered.Add(1)
-			s.pending = 0
-		default:
+		if lsize := loss.Size(); !s.fits(lsize) || !s.send(loss, lsize) {
 			s.pending++
 			s.dropped.Add(1)
 			return
 		}
-	}
-	select {
-	case s.ch <- ev:
 		s.delivered.Add(1)
-	default:
-		s.pending++
-		s.dropped.Add(1)
+		s.pending = 0
 	}
+	if s.fits(size) && s.send(ev, size) {
+		s.delivered.Add(1)
+		return
+	}
+	s.pending++
+	s.dropped.Add(1)
 }
 
 // Close closes every subscription's channel. Publish must not be called after.

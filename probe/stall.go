@@ -109,7 +109,8 @@ type StallDetector struct {
 	requests []reqFacts    // finished requests, the evidence
 	starved  []interval    // moments the probe's goroutines ran late
 	inFlight map[string]time.Time
-	now      time.Time // the latest time seen
+	now      time.Time     // the latest time seen
+	free     []*stallGroup // pruned stalls, reused (cleared) by the next
 }
 
 // interval is a stretch of absolute time.
@@ -176,8 +177,50 @@ type stallGroup struct {
 }
 
 // NewStallDetector returns a detector with cfg's thresholds.
+//
+// The detector's lists are bounded by configuration (MaxGaps, MaxRequests),
+// so they are made at their bounds here: over a long run the detector's
+// memory is what it is after its first minute (about 4 MiB at the
+// defaults, most of it the 16,384 requests' evidence), rather than growing
+// as its 2-minute window fills. Pruning deletes in place, so the lists are
+// never reallocated, and pruned stalls are reused.
 func NewStallDetector(cfg StallConfig) *StallDetector {
-	return &StallDetector{cfg: cfg.withDefaults(), inFlight: map[string]time.Time{}}
+	cfg = cfg.withDefaults()
+	return &StallDetector{
+		cfg: cfg, inFlight: make(map[string]time.Time, min(cfg.MaxRequests, 1024)),
+		gaps:     make([]stallGap, 0, cfg.MaxGaps),
+		stalls:   make([]*stallGroup, 0, cfg.MaxGaps),
+		requests: make([]reqFacts, 0, cfg.MaxRequests),
+		starved:  make([]interval, 0, cfg.MaxGaps),
+	}
+}
+
+// newGroup returns an empty stall over [from, to], reusing a pruned one.
+func (d *StallDetector) newGroup(from, to time.Time) *stallGroup {
+	n := len(d.free)
+	if n == 0 {
+		return &stallGroup{from: from, to: to, members: map[string]bool{}}
+	}
+	s := d.free[n-1]
+	d.free[n-1] = nil
+	d.free = d.free[:n-1]
+	clear(s.members)
+	clear(s.ids) // let the ids' strings go
+	*s = stallGroup{from: from, to: to, members: s.members, ids: s.ids[:0], resumes: s.resumes[:0], medians: s.medians[:0]}
+	return s
+}
+
+// dropStalls removes the stalls drop selects, keeping them for reuse.
+func (d *StallDetector) dropStalls(drop func(s *stallGroup) bool) {
+	d.stalls = slices.DeleteFunc(d.stalls, func(s *stallGroup) bool {
+		if !drop(s) {
+			return false
+		}
+		if len(d.free) < d.cfg.MaxGaps {
+			d.free = append(d.free, s)
+		}
+		return true
+	})
 }
 
 // Sent tells the detector that request id went out at t: a stall that ends
@@ -272,7 +315,7 @@ func (d *StallDetector) addGap(g stallGap) {
 	if len(members) < d.cfg.MinStreams {
 		return
 	}
-	s := &stallGroup{from: from, to: to, members: map[string]bool{}}
+	s := d.newGroup(from, to)
 	for _, m := range members {
 		s.join(m, false)
 	}
@@ -460,10 +503,10 @@ func (d *StallDetector) prune() {
 		sort.Slice(d.gaps, func(i, j int) bool { return d.gaps[i].to.Before(d.gaps[j].to) })
 		d.gaps = slices.Delete(d.gaps, 0, over)
 	}
-	d.stalls = slices.DeleteFunc(d.stalls, func(s *stallGroup) bool { return s.emitted && s.to.Before(cutoff) })
+	d.dropStalls(func(s *stallGroup) bool { return s.emitted && s.to.Before(cutoff) })
 	if over := len(d.stalls) - d.cfg.MaxGaps; over > 0 {
 		// Only a flood of stalls gets here; the oldest go first, pending or not.
-		d.stalls = slices.Delete(d.stalls, 0, over)
+		d.dropStalls(func(*stallGroup) bool { over--; return over >= 0 })
 	}
 	d.requests = slices.DeleteFunc(d.requests, func(f reqFacts) bool { return f.end.Before(cutoff) })
 	if over := len(d.requests) - d.cfg.MaxRequests; over > 0 {

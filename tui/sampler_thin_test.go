@@ -82,8 +82,8 @@ func TestSamplerHoldsBoundedChunks(t *testing.T) {
 	if limit := s.capacity() * sampleChunks; chunks > limit {
 		t.Errorf("sampler holds %d chunks, want at most %d", chunks, limit)
 	}
-	if len(s.decode) > 2*s.capacity() {
-		t.Errorf("sampler holds %d decode summaries, want at most %d", len(s.decode), 2*s.capacity())
+	if len(s.decode) > s.capacity()+s.keep {
+		t.Errorf("sampler holds %d decode summaries, want at most %d", len(s.decode), s.capacity()+s.keep)
 	}
 	if got := s.Sample(t0.Add(600 * time.Second)); len(got.Slowest[aggregate.Win5m]) != DefaultKeep {
 		t.Errorf("5m list holds %d, want %d", len(got.Slowest[aggregate.Win5m]), DefaultKeep)

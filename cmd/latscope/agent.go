@@ -22,6 +22,7 @@ func newAgentCmd() *cobra.Command {
 		name      string
 		ringSize  int
 		ringAge   time.Duration
+		ringBytes int64
 		linger    time.Duration
 		quietLogs bool
 	)
@@ -56,7 +57,7 @@ It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
 			}
 			f.untilStopped, f.noTUI = true, true
 			return runAgent(cmd, target, &f, agent.Config{
-				Listen: listen, Ring: agent.RingConfig{MaxEvents: ringSize, MaxAge: ringAge},
+				Listen: listen, Ring: agent.RingConfig{MaxEvents: ringSize, MaxAge: ringAge, MaxBytes: ringBytes},
 				Logger: agentLogger(quietLogs),
 			}, name, linger)
 		},
@@ -71,6 +72,7 @@ It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
 	fl.StringVar(&name, "name", "", "this agent's name on dashboards (default: the host name)")
 	fl.IntVar(&ringSize, "ring-events", 0, "events kept for clients that reconnect (default 10000)")
 	fl.DurationVar(&ringAge, "ring-age", 0, "how long events are kept for clients that reconnect (default 10m)")
+	fl.Int64Var(&ringBytes, "ring-bytes", 0, fmt.Sprintf("the most bytes of encoded events kept for clients that reconnect (default %d, 32 MiB); the ring is most of an agent's memory, so raising it raises the agent's resident set by as much", agent.DefaultRingBytes))
 	fl.DurationVar(&linger, "linger", time.Minute, "after the session ends, keep serving this long so dashboards can fetch the rest")
 	fl.BoolVar(&quietLogs, "quiet", false, "do not log the agent's connections on stderr")
 	f.register(fl)

@@ -169,7 +169,7 @@ checkpoint: its resident set (VmRSS) and its heap after a GC. The cases:
   headless   run --no-tui
   dashboard  the dashboard's model rendered off screen at 200x50, 4 frames/s
   record     run --no-tui --record to a temporary file
-  agent      an agent (replay ring 16 MiB) with two attached clients
+  agent      an agent (replay ring at its default, 32 MiB) with two attached clients
   endless    -c 2 against a server that streams without end, cut at 65,536 tokens
 
 It prints heap and RSS at each checkpoint, the heap at the last checkpoint
@@ -212,7 +212,7 @@ over the first, and PASS or MISSED against the targets (heap last/first <=
 	f.DurationSliceVar(&cfg.Checkpoints, "checkpoints", cfg.Checkpoints, "when to measure, from each case's start")
 	f.IntVar(&cfg.Parallel, "parallel", cfg.Parallel, "cases run at once (each its own process; they share the CPUs)")
 	f.BoolVar(&asJSON, "json", false, "print machine-readable JSON instead of a table")
-	f.StringVar(&profileDir, "heap-profile-dir", "", "write each case's heap profile at its last checkpoint to DIR/CASE.heap (for go tool pprof)")
+	f.StringVar(&profileDir, "heap-profile-dir", "", "write each case's heap profile at its last checkpoint to DIR/CASE.heap and at each checkpoint to DIR/CASE@CP.heap (for go tool pprof -diff_base)")
 	return cmd
 }
 

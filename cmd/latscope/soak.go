@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/latscope/latscope/agent"
@@ -20,11 +21,11 @@ import (
 	"github.com/latscope/latscope/tui"
 )
 
-// soakAgentRing bounds the soak agent's replay ring. The default (128 MiB)
-// is a bound of its own configuration, above the 150 MB the soak allows the
-// whole process; 16 MiB fills before a first checkpoint of a minute, so the
-// checkpoints compare a full ring with a full ring.
-const soakAgentRing = 16 << 20
+// soakAgentRing bounds the soak agent's replay ring: the default, so the
+// soak measures the agent as it ships (its whole process within 150 MB). It
+// fills before a first checkpoint of a minute, so the checkpoints compare a
+// full ring with a full ring.
+const soakAgentRing = agent.DefaultRingBytes
 
 // Offscreen dashboard size and frame rate in the dashboard case: the size
 // of a large terminal, a few frames a second as the live screen draws.
@@ -36,7 +37,8 @@ const (
 // runSoakCase runs one soak case in this process: the fast server on
 // loopback and the pipeline as `run` builds it, measured at each
 // checkpoint, each a JSON line on out. It returns after the last one. With
-// a profile path, it writes the heap profile there at the last checkpoint.
+// a profile path, it writes the heap profile there at the last checkpoint,
+// and beside it one per checkpoint.
 func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []time.Duration, profile string) error {
 	srv, err := bench.StartSoakServer(name == bench.SoakEndless)
 	if err != nil {
@@ -77,7 +79,18 @@ func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []
 			if err := enc.Encode(p); err != nil && encErr == nil {
 				encErr = fmt.Errorf("soak: write checkpoint: %w", err)
 			}
-			if n++; n == len(checkpoints) && profile != "" {
+			n++
+			if profile == "" {
+				return
+			}
+			// One profile per checkpoint (CASE@CP.heap), so that what grew
+			// between two of them shows with pprof -diff_base; the last is
+			// also CASE.heap.
+			at := strings.TrimSuffix(profile, ".heap") + "@" + checkpoints[n-1].String() + ".heap"
+			if err := writeHeapProfile(at); err != nil && encErr == nil {
+				encErr = err
+			}
+			if n == len(checkpoints) {
 				if err := writeHeapProfile(profile); err != nil && encErr == nil {
 					encErr = err
 				}
