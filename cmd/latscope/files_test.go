@@ -8,7 +8,6 @@ package main
 // and what is wrong, without reading on or blocking.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -48,7 +47,7 @@ func hostileFiles(t *testing.T, dir string) map[string]string {
 // executeIn is executeCtx with stdin.
 func executeIn(t *testing.T, ctx context.Context, stdin io.Reader, args ...string) (string, string, error) {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr syncBuffer
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,7 +25,7 @@ func execute(t *testing.T, args ...string) (string, string, error) {
 // executeCtx is execute with a context the test can cancel (Ctrl-C).
 func executeCtx(t *testing.T, ctx context.Context, args ...string) (string, string, error) {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr syncBuffer
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetOut(&stdout)
