@@ -222,13 +222,10 @@ func TestHangingCollectorBoundsTheEnd(t *testing.T) {
 	events := make(chan event.Event, 1)
 	events <- event.NewRequest(request())
 	close(events)
-	start := time.Now()
+	// The collector never answers and an export may take an hour: Run
+	// returning, with the wait's spans dropped, shows the deadline ended it.
 	if err := exp.Run(context.Background(), events); err != nil {
 		t.Fatal(err)
-	}
-	// The bound is generous: only the deadline itself is measured.
-	if took := time.Since(start); took > 20*time.Second {
-		t.Errorf("Run took %s with a 200ms flush deadline", took)
 	}
 	st := exp.Stats()
 	if waited != 200*time.Millisecond || waitedFor == 0 || st.Dropped != uint64(waitedFor) || st.Spans != 0 {
