@@ -41,8 +41,8 @@ func WriteTable(w io.Writer, s Summary) error {
 	writeGPU(tw, s.GPU)
 	writeMarkers(tw, s.Markers, s.Insights)
 	writeLost(tw, s.Lost)
-	writeUnrecorded(tw, s.Unrecorded)
-	writeUnexported(tw, s.Unexported)
+	writeIncomplete(tw, s.Unrecorded, "Recording incomplete: %d events are missing from the recording")
+	writeIncomplete(tw, s.Unexported, "OTLP export incomplete: %d spans did not reach the collector")
 	if tw.err != nil {
 		return fmt.Errorf("write the summary: %w", tw.err)
 	}
@@ -62,25 +62,14 @@ func writeLost(w *errWriter, lost map[string]int64) {
 	w.printf("\nLost events (not in these figures): %s\n", strings.Join(parts, ", "))
 }
 
-// writeUnrecorded says how many events the recording misses, and why.
-func writeUnrecorded(w *errWriter, u *Unrecorded) {
+// writeIncomplete says how much of the run an output misses, and why: the
+// recording's missing events, the spans the OTLP collector never got.
+// format takes the count.
+func writeIncomplete(w *errWriter, u *Unrecorded, format string) {
 	if u == nil {
 		return
 	}
-	w.printf("\nRecording incomplete: %d events are missing from the recording", u.Events)
-	if u.Reason != "" {
-		w.printf(": %s", u.Reason)
-	}
-	w.printf("\n")
-}
-
-// writeUnexported says how many spans never reached the OTLP collector,
-// and why.
-func writeUnexported(w *errWriter, u *Unrecorded) {
-	if u == nil {
-		return
-	}
-	w.printf("\nOTLP export incomplete: %d spans did not reach the collector", u.Events)
+	w.printf("\n"+format, u.Events)
 	if u.Reason != "" {
 		w.printf(": %s", u.Reason)
 	}
