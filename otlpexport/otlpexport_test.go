@@ -174,9 +174,7 @@ func TestUnreachableCollectorCountsFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := make(chan event.Event, 1)
-	events <- event.NewRequest(request())
-	close(events)
+	events := oneRequest()
 	if err := exp.Run(context.Background(), events); err != nil {
 		t.Fatal(err)
 	}
@@ -219,9 +217,7 @@ func TestHangingCollectorBoundsTheEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := make(chan event.Event, 1)
-	events <- event.NewRequest(request())
-	close(events)
+	events := oneRequest()
 	// The collector never answers and an export may take an hour: Run
 	// returning, with the wait's spans dropped, shows the deadline ended it.
 	if err := exp.Run(context.Background(), events); err != nil {
@@ -251,9 +247,7 @@ func TestFailuresAreSaidAsTheyHappen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := make(chan event.Event, 1)
-	events <- event.NewRequest(request())
-	close(events)
+	events := oneRequest()
 	if err := exp.Run(context.Background(), events); err != nil {
 		t.Fatal(err)
 	}
@@ -262,4 +256,12 @@ func TestFailuresAreSaidAsTheyHappen(t *testing.T) {
 	if st := exp.Stats(); lost == 0 || uint64(lost) != st.Failed {
 		t.Errorf("OnFailure heard of %d spans lost, stats %+v", lost, st)
 	}
+}
+
+// oneRequest is a closed stream of one request record, for Run.
+func oneRequest() <-chan event.Event {
+	events := make(chan event.Event, 1)
+	events <- event.NewRequest(request())
+	close(events)
+	return events
 }
