@@ -68,13 +68,15 @@ func TestStallDetectorSeesBlockedTokenizer(t *testing.T) {
 	tokenizing := window{arrived, arrived.Add(time.Duration(tr.HTTPUs+tr.LoopWaitUs+tr.TokenizeUs) * time.Microsecond)}
 	// When the host also held this process (probe and simulator alike) up
 	// during the tokenization, the probe's scheduling-lag watch may rightly
-	// name the pause the probe's: probe_starved is then a true label too.
-	// Any other label is wrong either way.
+	// name the pause the probe's, and a pause without its burst of held
+	// tokens is rightly unexplained ("the engine itself paused, or the
+	// server's host was starved": it was). Prefill interference is wrong
+	// either way, and on a host that kept pace only the front end is right.
 	held := run.watch.during(tokenizing)
 	for _, m := range run.markers {
 		if len(m.RequestIDs) >= stallMinStreams && markerWindow(m).overlap(tokenizing) > 0 {
 			t.Logf("blocking tokenizer (host held the process up meanwhile: %v): %s", held, m.Message)
-			if m.Cause != event.StallFrontEndBlock && !(held && m.Cause == event.StallProbeStarved) {
+			if m.Cause != event.StallFrontEndBlock && !(held && (m.Cause == event.StallProbeStarved || m.Cause == event.StallUnexplained)) {
 				t.Errorf("the blocked loop's pause labelled %s (host held the process up meanwhile: %v; this tier needs a host that keeps pace): %s", m.Cause, held, m.Message)
 			}
 			return
