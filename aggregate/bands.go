@@ -98,7 +98,26 @@ type bandCell struct {
 }
 
 type bandSet struct {
-	cells []bandCell // bandBuckets of them, allocated on first use
+	cells []bandCell // bandBuckets of them (see newBandSets)
+}
+
+// newBandSets makes n band sets with every cell allocated up front, in two
+// backing arrays. The tracker's 41 sets (the run, 10 fine and 30 coarse
+// slots) hold about 1.5 MB; allocated on first use they grew the heap for
+// the five minutes the coarse ring takes to fill, and a long run's heap
+// should be as large after one minute as it will ever be.
+func newBandSets(n int) []bandSet {
+	width := len(bandStages) + 1
+	cells := make([]bandCell, n*bandBuckets)
+	stages := make([]int64, n*bandBuckets*width)
+	for i := range cells {
+		cells[i].stages = stages[i*width : (i+1)*width : (i+1)*width]
+	}
+	sets := make([]bandSet, n)
+	for i := range sets {
+		sets[i].cells = cells[i*bandBuckets : (i+1)*bandBuckets : (i+1)*bandBuckets]
+	}
+	return sets
 }
 
 func resetBandSet(b *bandSet) {
@@ -136,13 +155,7 @@ func stageIndex(s event.Stage) int {
 }
 
 func (b *bandSet) add(r *event.Request) {
-	if b.cells == nil {
-		b.cells = make([]bandCell, bandBuckets)
-	}
 	c := &b.cells[bucketOf(r.TTFT)]
-	if c.stages == nil {
-		c.stages = make([]int64, len(bandStages)+1)
-	}
 	c.n++
 	c.ttft += int64(r.TTFT)
 	c.decode += int64(max(r.E2E-r.TTFT, 0))
@@ -181,11 +194,16 @@ type bandTracker struct {
 }
 
 func newBandTracker() *bandTracker {
-	return &bandTracker{
+	sets := newBandSets(2 + fineSlots + coarseSlots)
+	t := &bandTracker{
+		run:     sets[0],
 		fine:    newRing(fineWidth, fineSlots, resetBandSet),
 		coarse:  newRing(coarseWidth, coarseSlots, resetBandSet),
-		scratch: make([]bandCell, bandBuckets),
+		scratch: sets[1].cells,
 	}
+	copy(t.fine.slots, sets[2:2+fineSlots])
+	copy(t.coarse.slots, sets[2+fineSlots:])
+	return t
 }
 
 func (t *bandTracker) add(end time.Time, r *event.Request) {

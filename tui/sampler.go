@@ -116,6 +116,11 @@ func (s *Sampler) Add(r *event.Request) {
 	if t := s.fine.slot(end); t != nil {
 		t.offer(key, r)
 	}
+	if e := s.coarse.epoch(end); e > s.coarse.newest && s.coarse.newest != noEpoch {
+		// A new coarse slot begins: what the older slots hold that can
+		// never again be listed goes (see pruneOutranked).
+		s.coarse.pruneOutranked(s.keep)
+	}
 	if t := s.coarse.slot(end); t != nil {
 		t.offer(key, r)
 	}
@@ -227,9 +232,7 @@ func (s *Sampler) Sample(now time.Time) RequestSample {
 }
 
 func slowest(items []ranked, n int) []*event.Request {
-	slices.SortFunc(items, func(a, b ranked) int {
-		return cmp.Or(cmp.Compare(b.key, a.key), strings.Compare(a.r.ID, b.r.ID))
-	})
+	slices.SortFunc(items, slowerFirst)
 	out := make([]*event.Request, 0, min(n, len(items)))
 	for _, it := range items[:min(n, len(items))] {
 		out = append(out, it.r)
@@ -251,6 +254,11 @@ type ranked struct {
 	r   *event.Request
 }
 
+// slowerFirst is the order of the slowest lists: rank descending, then ID.
+func slowerFirst(a, b ranked) int {
+	return cmp.Or(cmp.Compare(b.key, a.key), strings.Compare(a.r.ID, b.r.ID))
+}
+
 // topN keeps the keep highest-ranked requests offered, as a min-heap so a
 // request that does not make it costs one comparison.
 type topN struct {
@@ -260,36 +268,59 @@ type topN struct {
 
 func (t *topN) reset() { clear(t.items); t.items = t.items[:0] }
 
-func (t *topN) offer(key time.Duration, r *event.Request) {
+func (t *topN) offer(key time.Duration, r *event.Request) { t.offerRanked(ranked{key, r}) }
+
+// offerRanked keeps it if it is among the keep slowest offered. The heap's
+// root is the least slow item held, in the order of the lists (slowerFirst),
+// so ties on rank are decided as the lists decide them.
+func (t *topN) offerRanked(it ranked) {
 	if len(t.items) < t.keep {
-		t.items = append(t.items, ranked{key, r})
-		for i := len(t.items) - 1; i > 0; {
-			p := (i - 1) / 2
-			if t.items[p].key <= t.items[i].key {
-				break
-			}
-			t.items[p], t.items[i] = t.items[i], t.items[p]
-			i = p
-		}
+		t.items = append(t.items, it)
+		t.up(len(t.items) - 1)
 		return
 	}
-	if key <= t.items[0].key {
+	if slowerFirst(it, t.items[0]) >= 0 {
 		return
 	}
-	t.items[0] = ranked{key, r}
-	for i := 0; ; {
-		l, small := 2*i+1, i
-		if l < len(t.items) && t.items[l].key < t.items[small].key {
-			small = l
-		}
-		if l+1 < len(t.items) && t.items[l+1].key < t.items[small].key {
-			small = l + 1
-		}
-		if small == i {
+	t.items[0] = it
+	t.down(0)
+}
+
+// lessSlow says whether item i would be listed after item j.
+func (t *topN) lessSlow(i, j int) bool { return slowerFirst(t.items[i], t.items[j]) > 0 }
+
+func (t *topN) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !t.lessSlow(i, p) {
 			return
 		}
-		t.items[small], t.items[i] = t.items[i], t.items[small]
-		i = small
+		t.items[p], t.items[i] = t.items[i], t.items[p]
+		i = p
+	}
+}
+
+func (t *topN) down(i int) {
+	for {
+		l, least := 2*i+1, i
+		if l < len(t.items) && t.lessSlow(l, least) {
+			least = l
+		}
+		if l+1 < len(t.items) && t.lessSlow(l+1, least) {
+			least = l + 1
+		}
+		if least == i {
+			return
+		}
+		t.items[least], t.items[i] = t.items[i], t.items[least]
+		i = least
+	}
+}
+
+// heapify restores the heap after items were removed.
+func (t *topN) heapify() {
+	for i := len(t.items)/2 - 1; i >= 0; i-- {
+		t.down(i)
 	}
 }
 
@@ -298,15 +329,55 @@ type slotRing struct {
 	width  int64 // ns
 	epochs []int64
 	slots  []topN
+	newest int64 // the newest epoch a slot holds; noEpoch before the first
 }
 
+const noEpoch = -1 << 63
+
 func newSlotRing(width time.Duration, n, keep int) slotRing {
-	r := slotRing{width: int64(width), epochs: make([]int64, n), slots: make([]topN, n)}
+	r := slotRing{width: int64(width), epochs: make([]int64, n), slots: make([]topN, n), newest: noEpoch}
 	for i := range r.slots {
-		r.epochs[i] = -1 << 63
+		r.epochs[i] = noEpoch
 		r.slots[i] = topN{keep: keep, items: make([]ranked, 0, keep)}
 	}
 	return r
+}
+
+// pruneOutranked drops from the older slots every request that at least
+// keep requests of newer slots outrank. Every window of the requests view
+// ends at the present, so a window that holds such a request holds those
+// newer ones too and it can never again be among the window's keep slowest;
+// the lists stay exactly what they were. Without it, the 5-minute ring kept
+// keep requests in each of its 30 slots (600 with their token times, ~10 MB
+// for long outputs), filling for five minutes; with it, a ring of requests
+// in random order keeps about keep × (1 + ln 30) of them. The newest slot
+// does not count against the others, so a window ending one slot before it
+// (a snapshot a little behind the newest request) stays exact too.
+func (r *slotRing) pruneOutranked(keep int) {
+	order := make([]int, 0, len(r.slots))
+	for i, e := range r.epochs {
+		if e != noEpoch && e < r.newest {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(r.epochs[b], r.epochs[a]) })
+	var better topN // the keep slowest of the slots seen, newest first
+	better.keep = keep
+	for _, i := range order {
+		t := &r.slots[i]
+		kept := t.items[:0]
+		for _, it := range t.items {
+			if len(better.items) < keep || slowerFirst(it, better.items[0]) < 0 {
+				kept = append(kept, it)
+			}
+		}
+		clear(t.items[len(kept):])
+		t.items = kept
+		t.heapify()
+		for _, it := range kept {
+			better.offerRanked(it)
+		}
+	}
 }
 
 func (r *slotRing) epoch(t time.Time) int64 {
@@ -337,6 +408,7 @@ func (r *slotRing) slot(t time.Time) *topN {
 		r.slots[i].reset()
 		r.epochs[i] = e
 	}
+	r.newest = max(r.newest, e)
 	return &r.slots[i]
 }
 
