@@ -206,8 +206,10 @@ func (a *Aggregator) Add(ev event.Event) {
 			a.unrec.Reason = ev.Loss.Reason
 		}
 	case ev.Loss != nil && ev.Loss.Consumer == event.ConsumerExport:
+		// Each record's reason carries the export's counts so far: the
+		// latest says the most.
 		a.unexp.Events += max(ev.Loss.Events, 0)
-		if a.unexp.Reason == "" {
+		if ev.Loss.Reason != "" {
 			a.unexp.Reason = ev.Loss.Reason
 		}
 	case ev.Loss != nil:

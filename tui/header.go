@@ -269,6 +269,9 @@ func warnings(s *aggregate.Snapshot, status []string) []string {
 	if m := otlpTrouble(s); m != nil {
 		out = append(out, "OTLP join: "+m.Message)
 	}
+	if u := s.Unexported; u.Events > 0 {
+		out = append(out, fmt.Sprintf("%s spans not exported: %s", count(u.Events), u.Reason))
+	}
 	if len(s.Lost) > 0 {
 		var parts []string
 		for _, k := range sortedKeys(s.Lost) {

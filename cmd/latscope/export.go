@@ -27,6 +27,9 @@ type traceExport struct {
 	mu       sync.Mutex // failure lines, from the exporter's goroutine
 	lastSaid time.Time
 	unsaid   int // failed spans since the last line
+
+	failedc   chan struct{} // signalled by each failed export
+	announced uint64        // spans lost that a Loss record announced
 }
 
 // failureEvery bounds the failure lines: a dead collector fails every
@@ -34,7 +37,7 @@ type traceExport struct {
 const failureEvery = 10 * time.Second
 
 func newTraceExport(ctx context.Context, stderr io.Writer, endpoint string, flushTimeout time.Duration) (*traceExport, error) {
-	t := &traceExport{stderr: stderr, stop: ctx}
+	t := &traceExport{stderr: stderr, stop: ctx, failedc: make(chan struct{}, 1)}
 	exp, err := otlpexport.New(ctx, otlpexport.Config{
 		Endpoint: endpoint, FlushTimeout: flushTimeout,
 		OnFailure: t.failed,
@@ -53,6 +56,10 @@ func newTraceExport(ctx context.Context, stderr io.Writer, endpoint string, flus
 // failed says an export failed, at most once per failureEvery; the spans
 // of the exports in between are added to the next line.
 func (t *traceExport) failed(err error, spans int) {
+	select {
+	case t.failedc <- struct{}{}:
+	default:
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.unsaid += spans
@@ -74,19 +81,72 @@ func (t *traceExport) start(_ context.Context, fan *pipeline.Fanout) func() erro
 	}
 }
 
-// lateEvents gives the aggregator, after the run, the spans the collector
-// never got, so the summary and --json count them.
-func (t *traceExport) lateEvents() []event.Event {
-	st := t.exp.Stats()
-	n := st.Failed + st.Dropped
-	if n == 0 {
-		return nil
+// exportLossEvery is the least time between two Loss records about the
+// export; a dead collector fails every batch.
+const exportLossEvery = time.Second
+
+// losses is an aux source that announces, in the stream, the spans the
+// collector did not get, as they are lost: a Loss record at the first
+// failure, then at most one every exportLossEvery while the count grows
+// (a full queue drops without a failure, so it is looked at on that beat
+// too). The aggregator counts them live (the dashboard's warning, the
+// summary), a recording keeps them, and an agent publishes them. stamp
+// dates the records.
+func (t *traceExport) losses(stamp func() time.Time) pipeline.Source {
+	return pipeline.SourceFunc(func(ctx context.Context, emit func(event.Event)) error {
+		tick := time.NewTicker(exportLossEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-t.failedc:
+			case <-tick.C:
+			case <-ctx.Done():
+				t.announce(stamp(), emit)
+				return nil
+			}
+			t.announce(stamp(), emit)
+			// At most one record a beat, however often exports fail.
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+			}
+		}
+	})
+}
+
+// announce emits a Loss record for the lost spans not yet announced.
+func (t *traceExport) announce(at time.Time, emit func(event.Event)) {
+	if ev, ok := t.unannounced(at); ok {
+		emit(ev)
 	}
-	reason := fmt.Sprintf("%d in failed exports, %d not sent", st.Failed, st.Dropped)
+}
+
+// unannounced returns a Loss record for the spans lost since the last
+// record, and counts them as announced. Only the pipeline's aux goroutine
+// and, after the pipeline ended, lateEvents call it.
+func (t *traceExport) unannounced(at time.Time) (event.Event, bool) {
+	st := t.exp.Stats()
+	lost := st.Failed + st.Dropped
+	if lost <= t.announced {
+		return event.Event{}, false
+	}
+	n := lost - t.announced
+	t.announced = lost
+	reason := fmt.Sprintf("OTLP export to %s: %d spans in failed exports, %d not sent", t.exp.Endpoint(), st.Failed, st.Dropped)
 	if st.LastErr != "" {
 		reason += " (last error: " + st.LastErr + ")"
 	}
-	return []event.Event{event.NewLoss(&event.Loss{Consumer: event.ConsumerExport, Events: int64(n), Reason: reason})}
+	return event.NewLoss(&event.Loss{Time: at, Consumer: event.ConsumerExport, Events: int64(n), Reason: reason}), true
+}
+
+// lateEvents gives the aggregator, after the run, the spans lost since the
+// last Loss record (the final flush's), so the summary and --json count
+// every one.
+func (t *traceExport) lateEvents() []event.Event {
+	if ev, ok := t.unannounced(time.Time{}); ok {
+		return []event.Event{ev}
+	}
+	return nil
 }
 
 // report says, once the export is over, how much of the run reached the

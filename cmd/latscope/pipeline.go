@@ -144,6 +144,7 @@ func addRecorderAndExport(ctx context.Context, stderr io.Writer, f *loadFlags, s
 		}
 		fmt.Fprintf(stderr, "latscope: exporting each request as a trace to %s\n", event.RedactURL(f.otlpExport))
 		m.consumers = append(m.consumers, exp)
+		m.pipe.Aux = append(slices.Clip(m.pipe.Aux), exp.losses(time.Now))
 	}
 	return nil
 }
