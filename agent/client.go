@@ -168,7 +168,7 @@ func clientTLS(caFile string) (*tls.Config, error) {
 	if caFile == "" {
 		return nil, nil
 	}
-	pem, err := fileread.ReadFile(caFile, fileread.Limit{Flag: "--ca", Max: MaxPEMBytes, What: "a certificate"})
+	pem, err := fileread.ReadFile(caFile, fileread.Limit{Flag: "--ca-cert", Max: MaxPEMBytes, What: "a certificate"})
 	if err != nil {
 		return nil, fmt.Errorf("attach: %w", err)
 	}

@@ -76,6 +76,10 @@ It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
 	fl.DurationVar(&linger, "linger", time.Minute, "after the session ends, keep serving this long so dashboards can fetch the rest")
 	fl.BoolVar(&quietLogs, "quiet", false, "do not log the agent's connections on stderr")
 	f.register(fl)
+	// The agent runs until stopped unless told otherwise.
+	d := fl.Lookup("duration")
+	d.Usage = "stop after this long (default: run until stopped, or until --requests)"
+	d.DefValue = "0s"
 	return cmd
 }
 

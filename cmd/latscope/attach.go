@@ -48,7 +48,7 @@ attach that reached no agent exits 1, naming each and its last error.
 With several agents, --record FILE writes one file per agent (FILE with the
 agent's name before the extension).`,
 		Example: `  latscope attach http://127.0.0.1:7070
-  latscope attach https://gpu-1:7070 https://gpu-2:7070 --token "$LATSCOPE_TOKEN" --ca ca.pem
+  latscope attach https://gpu-1:7070 https://gpu-2:7070 --token "$LATSCOPE_TOKEN" --ca-cert ca.pem
   latscope attach --agents fleet.txt --no-tui --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			urls := args
@@ -75,7 +75,10 @@ agent's name before the extension).`,
 	fl := cmd.Flags()
 	fl.StringVar(&agentsFile, "agents", "", "a file of agent URLs, one per line (# starts a comment)")
 	fl.StringVar(&token, "token", "", "the agents' bearer token (default: $"+agent.TokenEnv+")")
-	fl.StringVar(&caFile, "ca", "", "trust this CA (PEM) for the agents' TLS certificates")
+	fl.StringVar(&caFile, "ca-cert", "", "PEM file of certificate authorities to trust for the agents' TLS certificates, besides the system's")
+	// --ca was this flag's first name; the other commands call it --ca-cert.
+	fl.StringVar(&caFile, "ca", "", "")
+	_ = fl.MarkDeprecated("ca", "use --ca-cert")
 	fl.StringVar(&record, "record", "", "record what the agents send (one file per agent when there are several)")
 	fl.BoolVar(&noTUI, "no-tui", false, "print a status line per agent, and their summaries at the end")
 	fl.BoolVar(&jsonOut, "json", false, "print the summaries as JSON (with --no-tui)")

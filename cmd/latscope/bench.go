@@ -17,8 +17,9 @@ import (
 const benchModel = "latscope-bench"
 
 // newBenchCmd builds `latscope bench`: measurements of latscope's own probe
-// against a bare client, run side by side. The commands report; they exit 0
-// even when a target is missed (the report marks it MISSED).
+// against a bare client, run side by side. Each prints its report, marking a
+// missed target MISSED, and then exits 1 (errTargetMissed) so a script or
+// CI job sees it.
 func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -55,9 +56,11 @@ mean and p99 |error| of TTFT and ITL are printed with the ratio probe/bare.`,
 				return fmt.Errorf("bench accuracy: %w", err)
 			}
 			if asJSON {
-				return bench.WriteJSON(cmd.OutOrStdout(), res)
+				err = bench.WriteJSON(cmd.OutOrStdout(), res)
+			} else {
+				err = bench.WriteAccuracyTable(cmd.OutOrStdout(), res)
 			}
-			return bench.WriteAccuracyTable(cmd.OutOrStdout(), res)
+			return missedUnless(err, res.Target.Met, "bench accuracy")
 		},
 	}
 	f := cmd.Flags()
@@ -103,9 +106,11 @@ probe/bare beside their targets.`,
 				return fmt.Errorf("bench throughput: %w", err)
 			}
 			if asJSON {
-				return bench.WriteJSON(cmd.OutOrStdout(), res)
+				err = bench.WriteJSON(cmd.OutOrStdout(), res)
+			} else {
+				err = bench.WriteThroughputTable(cmd.OutOrStdout(), res)
 			}
-			return bench.WriteThroughputTable(cmd.OutOrStdout(), res)
+			return missedUnless(err, res.Met, "bench throughput")
 		},
 	}
 	f := cmd.Flags()
@@ -118,6 +123,15 @@ probe/bare beside their targets.`,
 	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured phase per client before each case")
 	f.BoolVar(&asJSON, "json", false, "print machine-readable JSON instead of a table")
 	return cmd
+}
+
+// missedUnless is a bench command's result once its report is written:
+// the write's error, else exit 1 when a target was missed.
+func missedUnless(err error, met bool, what string) error {
+	if err != nil || met {
+		return err
+	}
+	return &exitError{code: 1, err: errors.New(what + ": a target was missed (see MISSED above)")}
 }
 
 // serveArgs returns the arguments that run `bench serve` in a copy of this

@@ -69,7 +69,9 @@ func TestBenchAccuracySmoke(t *testing.T) {
 		"--output-tokens", "4", "--prompt-tokens", "8", "--json"})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	if err := cmd.ExecuteContext(ctx); err != nil {
+	// Two requests are too few to judge the target: a miss (exit 1) is
+	// fine, any other error is not.
+	if err := cmd.ExecuteContext(ctx); err != nil && !strings.Contains(err.Error(), "a target was missed") {
 		t.Fatal(err)
 	}
 	var res struct {

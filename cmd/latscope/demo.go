@@ -49,6 +49,7 @@ the queue drains. Headless it runs 12 streams for 20 s and prints the summary.
 	cmd.Flags().IntVar(&maxNumSeqs, "max-num-seqs", 8, "simulated batch slots (fewer than --concurrency shows queueing)")
 	cmd.Flags().IntVar(&pool, "tokenizer-pool", 0, "simulated tokenizer workers (0: tokenize on the server's event loop)")
 	f.register(cmd.Flags())
+	f.registerView(cmd.Flags())
 	// Demo defaults: enough load to queue behind 8 slots; headless, short
 	// enough to wait for (the dashboard runs until quit).
 	// (through the flag's own value, so the flag does not count as given).

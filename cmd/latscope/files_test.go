@@ -105,8 +105,8 @@ func TestFileFlagsRefuseHostileFiles(t *testing.T) {
 		{"agent --tls-key", func(p string) []string {
 			return []string{"agent", "--url", noServer, "--listen", "127.0.0.1:0", "--tls-cert", junk, "--tls-key", p}
 		}, "--tls-key", "2 GiB is over the 1 MiB limit for a key"},
-		{"attach --ca", func(p string) []string { return []string{"attach", noServer, "--ca", p, "--no-tui"} },
-			"--ca", "2 GiB is over the 1 MiB limit for a certificate"},
+		{"attach --ca-cert", func(p string) []string { return []string{"attach", noServer, "--ca-cert", p, "--no-tui"} },
+			"--ca-cert", "2 GiB is over the 1 MiB limit for a certificate"},
 		{"attach --agents", func(p string) []string { return []string{"attach", "--agents", p, "--no-tui"} },
 			"--agents", "2 GiB is over the 1 MiB limit for a list of agents"},
 		{"replay", func(p string) []string { return []string{"replay", p, "--no-tui"} },

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -93,7 +94,9 @@ SIGTERM or SIGHUP: the summary so far is printed; a second signal exits at
 once).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
+	root.SetVersionTemplate("latscope {{.Version}}\n")
 	root.AddCommand(
 		newVersionCmd(),
 		newSimCmd(),
@@ -115,8 +118,42 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "latscope %s\n", version)
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "latscope %s\n", versionString())
 			return err
 		},
 	}
+}
+
+// versionString is the version set at build time, else what the Go
+// toolchain recorded: the module's version (go install …@v1.2.3) or the
+// commit it was built from.
+func versionString() string {
+	if version != "dev" {
+		return version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return version
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+modified"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev == "" {
+		return version
+	}
+	return version + " (" + rev + dirty + ")"
 }

@@ -47,10 +47,10 @@ warning names the offset. A file that is two recordings joined (cat a b > c)
 is refused at the second one's offset.
 
 FILE (or --compare) "-" reads a recording from standard input.`,
-		Example: `  latscope report session.zst
-  latscope report session.zst -o session.html
-  latscope report before.zst --compare after.zst --format md
-  latscope report session.zst --format csv -o session.csv`,
+		Example: `  latscope report session.lsr
+  latscope report session.lsr -o session.html
+  latscope report before.lsr --compare after.lsr --format md
+  latscope report session.lsr --format csv -o session.csv`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := reportFormat(format, cmd.Flags().Changed("format"), output)
@@ -65,7 +65,7 @@ FILE (or --compare) "-" reads a recording from standard input.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVarP(&format, "format", "f", string(report.Markdown), "output format: md, json, csv or html (default from -o's extension, else md)")
+	cmd.Flags().StringVarP(&format, "format", "f", "", "output format: md, json, csv or html (default from -o's extension, else md)")
 	cmd.Flags().StringVar(&compare, "compare", "", "a second recording to compare with FILE, which is the base")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output")
 	return cmd
@@ -78,6 +78,7 @@ func reportFormat(flag string, given bool, output string) (report.Format, error)
 		if f, ok := report.FormatOf(output); ok {
 			return f, nil
 		}
+		return report.Markdown, nil
 	}
 	f, err := report.ParseFormat(flag)
 	if err != nil {

@@ -111,11 +111,7 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "limit for one request, send to end of stream (0: none); also bounds each call before the run, to at most 10s")
 	fl.IntVar(&f.maxEventBytes, "max-event-bytes", probe.DefaultMaxEventBytes, "largest stream event accepted (at most 1 GiB); a larger one fails that request")
 	fl.Var(&f.seed, "seed", "seed for prompts and arrivals, to repeat a run's prompts; random: one drawn per run, so a server's prompt cache cannot serve one run's prompts to the next")
-	fl.BoolVar(&f.noTUI, "no-tui", false, "headless: a status line a second on stderr, the final table on stdout (also when stdout is not a terminal)")
-	fl.BoolVar(&f.noColor, "no-color", false, "dashboard without colour: stages told apart by letters (also NO_COLOR=1)")
-	fl.StringVar(&f.window, "window", "10s", "the dashboard's window at start: 10s, 1m, 5m or run (w cycles)")
-	fl.BoolVar(&f.jsonOut, "json", false, "print the final summary as one JSON object on stdout instead of the table")
-	fl.StringVar(&f.record, "record", "", "record the session to this file (zstd-compressed events; replay it with `latscope replay`, summarise it with `latscope report`)")
+	fl.StringVar(&f.record, "record", "", "record the session to this file (zstd-compressed events; replay it with latscope replay, summarise it with latscope report)")
 	fl.BoolVar(&f.recordOverwrite, "record-overwrite", false, "let --record replace an existing regular file (it keeps its mode and owner; a new file is made 0600)")
 	fl.StringVar(&f.otlpExport, "otlp-export", "", "send each request as an OpenTelemetry trace (one span per stage) to this OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318")
 	fl.DurationVar(&f.flushTimeout, "flush-timeout", otlpexport.DefaultFlushTimeout, "at the end, wait at most this long for --otlp-export's collector to take the spans still queued (the rest are counted as not sent)")
@@ -128,6 +124,15 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.gpuDevices, "gpu", "", "GPU indices to watch, e.g. 0,2 (default all)")
 	fl.DurationVar(&f.gpuInterval, "gpu-interval", time.Second, "time between GPU samples")
 	fl.BoolVar(&f.noGPU, "no-gpu", false, "do not read GPU stats")
+}
+
+// registerView adds the flags of the commands that show a dashboard or
+// print a summary (not the agent: its clients do both).
+func (f *loadFlags) registerView(fl *pflag.FlagSet) {
+	fl.BoolVar(&f.noTUI, "no-tui", false, "headless: a status line a second on stderr, the final table on stdout (also when stdout is not a terminal)")
+	fl.BoolVar(&f.noColor, "no-color", false, "dashboard without colour: stages told apart by letters (also NO_COLOR=1)")
+	fl.StringVar(&f.window, "window", "10s", "the dashboard's window at start: 10s, 1m, 5m or run (w cycles)")
+	fl.BoolVar(&f.jsonOut, "json", false, "print the final summary as one JSON object on stdout instead of the table")
 }
 
 // seedFlag is --seed: the seed of a run's prompts and arrivals, given or,
@@ -289,6 +294,7 @@ time went.
 	}
 	cmd.Flags().StringVar(&target, "url", "", "the server's base URL, e.g. http://127.0.0.1:8000")
 	f.register(cmd.Flags())
+	f.registerView(cmd.Flags())
 	return cmd
 }
 
