@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latscope/latscope/probe"
+
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 )
@@ -457,5 +459,16 @@ func TestRunSlowStepIsJudgedOnItsLastRequests(t *testing.T) {
 	// before the 20 s maximum.
 	if !s.Steady || !s.Pass || s.Measured > 17*time.Second {
 		t.Errorf("step at 1 req/s: steady %v pass %v measured %s (%s); want steady within about 15 s", s.Steady, s.Pass, s.Measured, s.Reason)
+	}
+}
+
+// The requests a step's end cuts are the run's own end to the probe, so
+// they are counted as cancelled by the end, not as errors, live and in a
+// report of the sweep's recording.
+func TestStepEndIsTheRunsOwnEndToTheProbe(t *testing.T) {
+	for _, cause := range []error{decision{"steady"}, errWallClock} {
+		if !errors.Is(cause, probe.ErrRunEnded) {
+			t.Errorf("%q is not probe.ErrRunEnded to the probe", cause)
+		}
 	}
 }
