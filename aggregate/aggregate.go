@@ -87,6 +87,7 @@ type Aggregator struct {
 	server  serverState
 	gpu     *event.GPUSample
 	markers markerState
+	derive  deriver            // SLO breach, error burst and Nagle markers
 	stalls  stallTally         // stall markers by cause, for the insights
 	session *event.Session     // the session's header, when one came
 	probe   *event.ProbeSample // the probe's latest view of itself
@@ -158,6 +159,7 @@ func New(cfg Config) *Aggregator {
 		arrivals:     newRing(coarseWidth, coarseSlots, func(n *int64) { *n = 0 }),
 		server:       newServerState(),
 		markers:      newMarkerState(cfg.RecentMarkers),
+		derive:       newDeriver(cfg.SLO),
 		lost:         make(map[string]int64),
 	}
 }
@@ -191,9 +193,7 @@ func (a *Aggregator) Add(ev event.Event) {
 		a.session = ev.Session
 		// A replayed or attached session brings its own objectives.
 		if len(a.cfg.SLO) == 0 && ev.Session.Load.SLO != "" {
-			if objectives, err := ParseSLO(ev.Session.Load.SLO); err == nil {
-				a.limits = limitsFrom(objectives)
-			}
+			a.sessionObjectives(ev.Session)
 		}
 	case ev.Probe != nil:
 		a.see(ev.Probe.Time)
@@ -224,6 +224,7 @@ func (a *Aggregator) Add(ev event.Event) {
 
 func (a *Aggregator) see(t time.Time) {
 	if t = t.Round(0); t.After(a.latest) {
+		a.advance(t)
 		a.latest = t
 	}
 }
@@ -298,6 +299,7 @@ func (a *Aggregator) countRequest(r *event.Request, end time.Time) {
 	for _, f := range r.Flags {
 		bump(c.flags, f, "other")
 	}
+	a.derive.count(r)
 	for _, s := range []*counts{a.fineCounts.slot(end), a.coarseCounts.slot(end)} {
 		if s != nil {
 			s.sent++

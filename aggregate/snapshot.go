@@ -216,8 +216,10 @@ func (a *Aggregator) Snapshot(now time.Time) Snapshot {
 }
 
 // Summary returns the whole run's statistics, with the windows ending at the
-// latest event seen.
+// latest event seen. The run is over: its last error-burst period, cut
+// short, is judged now.
 func (a *Aggregator) Summary() Summary {
+	a.finishBursts()
 	return a.Snapshot(a.latest).Summary()
 }
 

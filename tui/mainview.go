@@ -103,7 +103,7 @@ func (m *model) renderMain() []string {
 		gpu := renderGPU(st, s.GPU, &m.gpu, l.gpuHistories, l.gpuW, l.bottomH)
 		markW := w - l.gpuW - 1
 		marks := append([]string{rule(st, st.title.Render("markers")+st.dim.Render(" (newest first)"), markW)},
-			renderMarkers(st, markerRows(s, &m.watch.log), markW, l.bottomH-1)...)
+			renderMarkers(st, markerRows(s), markW, l.bottomH-1)...)
 		lines = append(lines, beside(st, l.bottomH, column{gpu, l.gpuW}, column{marks, markW})...)
 	}
 	return lines

@@ -123,7 +123,7 @@ func TestFoldOrder(t *testing.T) {
 
 func TestSLOLimitBreachAndMarker(t *testing.T) {
 	slo := []aggregate.Objective{{Metric: "ttft.p99", Op: "<", Value: 100, Text: "100ms"}}
-	m, _, _ := session(t, synthOpts{}, Options{Objectives: slo}, 25, 200, 50)
+	m, _, _ := session(t, synthOpts{slo: slo[0].String()}, Options{Objectives: slo}, 25, 200, 50)
 	v := ansi.Strip(m.View())
 	if !strings.Contains(v, "SLO 100") {
 		t.Error("the TTFT chart does not draw the SLO limit")
