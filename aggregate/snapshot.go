@@ -215,12 +215,17 @@ func (a *Aggregator) Snapshot(now time.Time) Snapshot {
 	return s
 }
 
-// Summary returns the whole run's statistics, with the windows ending at the
-// latest event seen. The run is over: its last error-burst period, cut
-// short, is judged now.
+// Summary returns the whole run's statistics: Final's.
 func (a *Aggregator) Summary() Summary {
+	return a.Final().Summary()
+}
+
+// Final is the snapshot of a finished run, with the windows ending at the
+// latest event seen. The run is over, so its last error-burst period, cut
+// short, is judged now (once: a second call adds nothing).
+func (a *Aggregator) Final() Snapshot {
 	a.finishBursts()
-	return a.Snapshot(a.latest).Summary()
+	return a.Snapshot(a.latest)
 }
 
 // Latest returns the latest event timestamp seen (the zero time before any).

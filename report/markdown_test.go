@@ -40,7 +40,9 @@ func TestMarkdownHasTheTables(t *testing.T) {
 		"## GPU (latest sample) - SIMULATED",
 		"| 0 | Simulated H100 | 90% | 20.0 / 80.0 GiB | 400 W | 60 C | 1980 MHz |",
 		"| stall | stall-detector | front-end block: 4 streams paused together, longest gap ~100 ms |",
-		"Counts: note 1, stall 1 (front end block 1)",
+		// The error bursts aggregate derived, as the dashboard lists them.
+		"| errors | aggregate | error burst: 503 ×3 in 10s (3.0% of 99 finished requests) |",
+		"Counts: errors 3, note 1, stall 1 (front end block 1)",
 		"## Insights\n\n- queue wait is",
 	} {
 		if !strings.Contains(md, want) {
