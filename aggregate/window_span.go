@@ -35,3 +35,9 @@ func (w Window) Words() string {
 // summarises: a chart of TTFT p99 plots, at every second, the p99 of the
 // SeriesWindow that ended there, whatever span of seconds it shows.
 const SeriesWindow = Win10s
+
+// runMean names the window and statistic of the whole-run shares (a
+// stage's total over the TTFT total: the mean breakdown) for an insight
+// that quotes one, since the dashboard beside it may show another window
+// or band: "mean, whole run".
+func runMean() string { return BandMean.String() + ", " + WinRun.Words() }
