@@ -40,6 +40,10 @@ type Snapshot struct {
 	GPU       *event.GPUSample // the latest GPU sample, nil before the first
 	Markers   Markers
 	Insights  []event.Marker
+	// Objectives are the objectives the aggregator judges (Config.SLO, or
+	// the session's): what the breach markers and goodput were judged on.
+	// Shared, never modified.
+	Objectives []Objective
 }
 
 // WindowStats are the statistics over one window. Requests count in the
@@ -212,6 +216,7 @@ func (a *Aggregator) Snapshot(now time.Time) Snapshot {
 		s.Windows[w] = a.window(w, now)
 	}
 	s.Insights = a.insights(&s)
+	s.Objectives = a.derive.objectives
 	return s
 }
 

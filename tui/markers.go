@@ -29,6 +29,16 @@ func errorKinds(byOutcome map[event.Outcome]int64, byStatus map[int]int64) []err
 // joinKinds writes "429 ×3, stream_reset ×1", at most max kinds.
 func joinKinds(ks []errKind, max int) string { return aggregate.JoinErrorKinds(ks, max) }
 
+// objectivesOf returns the objectives the screen draws and marks: those it
+// was given, else those the aggregator judges (a replayed or attached
+// session's own), so the table agrees with the breach markers.
+func (m *model) objectivesOf(s *aggregate.Snapshot) []aggregate.Objective {
+	if len(m.objectives) > 0 {
+		return m.objectives
+	}
+	return s.Objectives
+}
+
 // breaches reports, for the stage table, which objectives aggregate judges
 // broken over window w: keyed "ttft.p99" and so on.
 func breaches(objectives []aggregate.Objective, w *aggregate.WindowStats) map[string]bool {
