@@ -19,6 +19,12 @@
 //   - TPOT (time per output token): (E2E − TTFT) / (output tokens − 1).
 //   - E2E (end to end): from the intended send time to the end of the stream.
 //
+// Every derived statement is made here, once, for every surface (dashboard,
+// summary, reports, replays, attached views): statistics per window, SLO
+// verdicts (Evaluate, EvaluateWindow), insights, and the markers derived
+// from the requests (SLO breaches, error bursts, Nagle suspects), the last
+// judged on event time so a replay derives what the live run did.
+//
 // Latency statistics (TTFT, ITL, TPOT, E2E, tokens/s, client and breakdown
 // stages) come from successful requests only; the scheduling lag comes from
 // every request. Warm-up requests are counted apart and kept out of all

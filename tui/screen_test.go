@@ -238,3 +238,26 @@ func TestRunEndsWithItsContext(t *testing.T) {
 		t.Fatalf("Run after ctx ended: %v", err)
 	}
 }
+
+// A chart's title names the window each point summarises and the span it
+// draws: over the whole run its points are still the 10 s percentiles.
+func TestChartTitlesNameTheirWindow(t *testing.T) {
+	for w, want := range map[aggregate.Window]string{
+		aggregate.WinRun: "(10s window, whole run)", aggregate.Win1m: "(10s window, last 1m)",
+	} {
+		m, _, _ := session(t, synthOpts{}, Options{Window: w}, 30, 200, 50)
+		v := ansi.Strip(m.View())
+		var title string
+		for _, l := range strings.Split(v, "\n") {
+			if i := strings.Index(l, "TTFT ms  "); i >= 0 {
+				title = l[i:]
+			}
+		}
+		if !strings.Contains(title, want) {
+			t.Errorf("%s: TTFT chart title %q lacks %q", w, title, want)
+		}
+		if strings.Contains(title, "(run)") {
+			t.Errorf("%s: title %q claims the run without naming its points' window", w, title)
+		}
+	}
+}
