@@ -180,3 +180,28 @@ func TestDerivedMarkersDoNotDependOnSnapshotCadence(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAddRequestWithObjectives is BenchmarkAddRequest/full with four
+// objectives: once a second of event time (every 20 records) they are
+// judged on the 10 s window, which is what the breach markers cost.
+func BenchmarkAddRequestWithObjectives(b *testing.B) {
+	slo, err := ParseSLO("ttft.p99<150ms,itl.p99<30ms,e2e.p50<3s,errors.rate<1%")
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := New(Config{SLO: slo})
+	rng := rand.New(rand.NewPCG(1, 2))
+	const pool = 256
+	reqs := make([]*event.Request, pool)
+	for i := range reqs {
+		reqs[i] = realisticRequest(rng, base())
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r := reqs[i%pool]
+		r.Intended = base().Add(time.Duration(i) * 50 * time.Millisecond)
+		r.Start = r.Intended
+		a.Add(event.NewRequest(r))
+	}
+}
