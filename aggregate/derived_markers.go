@@ -75,7 +75,9 @@ func (b *burstTally) reset() {
 	*b = burstTally{byOutcome: make(map[event.Outcome]int64), byStatus: make(map[int]int64)}
 }
 
-// count tallies a finished request into the current period.
+// count tallies a finished request into the current period. One that
+// completed in an earlier period but came late counts here: a period is
+// judged once, when event time leaves it.
 func (d *deriver) count(r *event.Request) {
 	b := &d.burst
 	b.finished++
