@@ -19,6 +19,12 @@
 //   - TPOT (time per output token): (E2E − TTFT) / (output tokens − 1).
 //   - E2E (end to end): from the intended send time to the end of the stream.
 //
+// Every derived statement is made here, once, for every surface (dashboard,
+// summary, reports, replays, attached views): statistics per window, SLO
+// verdicts (Evaluate, EvaluateWindow), insights, and the markers derived
+// from the requests (SLO breaches, error bursts, Nagle suspects), the last
+// judged on event time so a replay derives what the live run did.
+//
 // Latency statistics (TTFT, ITL, TPOT, E2E, tokens/s, client and breakdown
 // stages) come from successful requests only; the scheduling lag comes from
 // every request. Warm-up requests are counted apart and kept out of all
@@ -87,6 +93,7 @@ type Aggregator struct {
 	server  serverState
 	gpu     *event.GPUSample
 	markers markerState
+	derive  deriver            // SLO breach, error burst and Nagle markers
 	stalls  stallTally         // stall markers by cause, for the insights
 	session *event.Session     // the session's header, when one came
 	probe   *event.ProbeSample // the probe's latest view of itself
@@ -158,6 +165,7 @@ func New(cfg Config) *Aggregator {
 		arrivals:     newRing(coarseWidth, coarseSlots, func(n *int64) { *n = 0 }),
 		server:       newServerState(),
 		markers:      newMarkerState(cfg.RecentMarkers),
+		derive:       newDeriver(cfg.SLO),
 		lost:         make(map[string]int64),
 	}
 }
@@ -191,9 +199,7 @@ func (a *Aggregator) Add(ev event.Event) {
 		a.session = ev.Session
 		// A replayed or attached session brings its own objectives.
 		if len(a.cfg.SLO) == 0 && ev.Session.Load.SLO != "" {
-			if objectives, err := ParseSLO(ev.Session.Load.SLO); err == nil {
-				a.limits = limitsFrom(objectives)
-			}
+			a.sessionObjectives(ev.Session)
 		}
 	case ev.Probe != nil:
 		a.see(ev.Probe.Time)
@@ -226,6 +232,7 @@ func (a *Aggregator) Add(ev event.Event) {
 
 func (a *Aggregator) see(t time.Time) {
 	if t = t.Round(0); t.After(a.latest) {
+		a.advance(t)
 		a.latest = t
 	}
 }
@@ -300,6 +307,7 @@ func (a *Aggregator) countRequest(r *event.Request, end time.Time) {
 	for _, f := range r.Flags {
 		bump(c.flags, f, "other")
 	}
+	a.derive.count(r)
 	for _, s := range []*counts{a.fineCounts.slot(end), a.coarseCounts.slot(end)} {
 		if s != nil {
 			s.sent++

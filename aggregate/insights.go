@@ -87,7 +87,7 @@ func (a *Aggregator) bdTTFTMeanMS() float64 {
 func (a *Aggregator) queueShareInsight(s *Snapshot, add addInsight) {
 	if q, ok := s.Breakdown.Stages[event.StageQueue]; ok && q.Count >= insightMinRequests && a.bdTTFT > 0 {
 		if q.Share >= queueShareMin {
-			add(fmt.Sprintf("queue wait is %s of TTFT (from the breakdown; queue is %s)", pct(q.Share), mixWords(q)),
+			add(fmt.Sprintf("queue wait is %s of TTFT (%s; from the breakdown; queue is %s)", pct(q.Share), runMean(), mixWords(q)),
 				map[string]float64{
 					"share": q.Share, "queue_mean_ms": q.Mean, "ttft_mean_ms": a.bdTTFTMeanMS(),
 					"requests": float64(q.Count), "from_breakdown": 1,
@@ -105,7 +105,7 @@ func (a *Aggregator) queueShareInsight(s *Snapshot, add addInsight) {
 	}
 	share := qm / ttft.Mean
 	if share >= queueShareMin {
-		add(fmt.Sprintf("queue wait is %s of TTFT (server queue-time mean over client TTFT mean)", pct(share)),
+		add(fmt.Sprintf("queue wait is %s of TTFT (%s: server queue-time mean over client TTFT mean)", pct(share), runMean()),
 			map[string]float64{
 				"share": share, "queue_mean_ms": qm, "ttft_mean_ms": ttft.Mean,
 				"requests": float64(ttft.Count), "from_breakdown": 0,
@@ -149,7 +149,7 @@ func (a *Aggregator) tokenizeInsight(s *Snapshot, add addInsight) {
 	}
 	ratio := tok.Share / pre.Share // the shares have the same denominator
 	if ratio >= tokenizeShareMin {
-		add(fmt.Sprintf("tokenization is %s of prefill", pct(ratio)),
+		add(fmt.Sprintf("tokenization is %s of prefill (%s)", pct(ratio), runMean()),
 			map[string]float64{"ratio": ratio, "tokenize_mean_ms": tok.Mean, "prefill_mean_ms": pre.Mean})
 	}
 }
@@ -194,8 +194,8 @@ func (a *Aggregator) overheadInsight(s *Snapshot, add addInsight) {
 	// Unattributed time is unknown, not overhead: keep it out and say how much there is.
 	overhead := 1 - model - b.UnattributedShare
 	if overhead >= overheadShareMin {
-		add(fmt.Sprintf("non-model overhead is %s of TTFT (network, HTTP, tokenization, framing: everything attributed but server wait, queue, prefill and first decode; %s more is unattributed)",
-			pct(overhead), pct(b.UnattributedShare)),
+		add(fmt.Sprintf("non-model overhead is %s of TTFT (%s; network, HTTP, tokenization, framing: everything attributed but server wait, queue, prefill and first decode; %s more is unattributed)",
+			pct(overhead), runMean(), pct(b.UnattributedShare)),
 			map[string]float64{
 				"share": overhead, "model_share": model, "unattributed_share": b.UnattributedShare,
 				"ttft_mean_ms": a.bdTTFTMeanMS(),

@@ -43,7 +43,7 @@ func TestBreakdownInsights(t *testing.T) {
 			name:  "queue dominates",
 			n:     20,
 			split: map[event.Stage]time.Duration{event.StageQueue: 60 * ms, event.StagePrefill: 30 * ms, event.StageUnattributed: 10 * ms},
-			want:  []string{"queue wait is 60% of TTFT (from the breakdown; queue is server-reported)"},
+			want:  []string{"queue wait is 60% of TTFT (mean, whole run; from the breakdown; queue is server-reported)"},
 			not:   []string{"non-model overhead", "tokenization"},
 		},
 		{
@@ -59,7 +59,7 @@ func TestBreakdownInsights(t *testing.T) {
 				event.StageNetworkOut: 20 * ms, event.StageTokenize: 10 * ms, event.StageQueue: 20 * ms,
 				event.StagePrefill: 40 * ms, event.StageUnattributed: 10 * ms,
 			},
-			want: []string{"tokenization is 25% of prefill", "non-model overhead is 30% of TTFT"},
+			want: []string{"tokenization is 25% of prefill (mean, whole run)", "non-model overhead is 30% of TTFT (mean, whole run;"},
 			not:  []string{"queue wait"},
 		},
 		{
@@ -103,7 +103,7 @@ func TestQueueShareFromServerMetrics(t *testing.T) {
 	a.Add(event.NewServer(&event.ServerSample{Time: base(), Stages: map[string]event.HistStat{
 		"queue": {Count: 12, Mean: 50 * time.Millisecond},
 	}}))
-	m, ok := insightWith(a.Summary().Insights, "queue wait is 50% of TTFT (server queue-time mean")
+	m, ok := insightWith(a.Summary().Insights, "queue wait is 50% of TTFT (mean, whole run: server queue-time mean")
 	if !ok || m.Values["from_breakdown"] != 0 || m.Values["share"] != 0.5 {
 		t.Errorf("server-based queue insight = %+v (found %t)", m, ok)
 	}

@@ -33,6 +33,7 @@ func (a *Aggregator) Run(ctx context.Context, in <-chan event.Event, every time.
 		select {
 		case ev, ok := <-in:
 			if !ok {
+				a.finishBursts() // the last snapshot lists what the summary will
 				emit()
 				return a.Summary()
 			}
@@ -41,6 +42,7 @@ func (a *Aggregator) Run(ctx context.Context, in <-chan event.Event, every time.
 			emit()
 		case <-ctx.Done():
 			a.drain(in)
+			a.finishBursts()
 			emit()
 			return a.Summary()
 		}

@@ -26,9 +26,17 @@ type SLOResult struct {
 	Metric    string  // as in the objective
 	Want      string  // e.g. "<500ms"
 	Got       float64 // same unit as Objective.Value; NaN when there was no data
-	GotText   string  // e.g. "412.30ms", "0.50%", "no data"
-	Pass      bool    // false when there was no data
+	GotText   string  // e.g. "412.30ms", "0.50%", "no data", or why the objective is invalid
+	// Judged is true when the scope had a value to compare: not without
+	// data, not for an invalid objective, not for requests.ok over a
+	// window shorter than the run.
+	Judged bool
+	Pass   bool // false unless Judged
 }
+
+// Broken reports whether the objective was judged and missed: what a
+// breach marker or a red table cell claims.
+func (r SLOResult) Broken() bool { return r.Judged && !r.Pass }
 
 // The latency metrics and their statistics an SLO may name.
 func sloLatencyMetric(name string) bool {
@@ -97,9 +105,23 @@ func parseObjective(item string) (Objective, error) {
 		return Objective{}, errors.New("missing value")
 	}
 	o := Objective{Metric: metric, Op: op, Text: text}
-	family, stat, ok := strings.Cut(metric, ".")
-	switch {
-	case ok && sloLatencyMetric(family) && sloStat(stat):
+	if err := checkMetric(metric); err != nil {
+		return Objective{}, err
+	}
+	switch metric {
+	case "errors.rate":
+		v, err := parseRate(text)
+		if err != nil {
+			return Objective{}, err
+		}
+		o.Value = v
+	case "requests.ok":
+		n, err := strconv.ParseUint(text, 10, 63)
+		if err != nil {
+			return Objective{}, fmt.Errorf("want a whole number of requests, got %q", text)
+		}
+		o.Value = float64(n)
+	default: // a latency, checked by checkMetric
 		d, err := time.ParseDuration(text)
 		if err != nil {
 			return Objective{}, fmt.Errorf("want a duration such as 500ms or 2s, got %q", text)
@@ -108,22 +130,6 @@ func parseObjective(item string) (Objective, error) {
 			return Objective{}, fmt.Errorf("negative duration %q", text)
 		}
 		o.Value = float64(d) / float64(time.Millisecond)
-	case ok && sloLatencyMetric(family):
-		return Objective{}, fmt.Errorf("unknown statistic %q (want mean, p50, p90, p99 or max)", stat)
-	case metric == "errors.rate":
-		v, err := parseRate(text)
-		if err != nil {
-			return Objective{}, err
-		}
-		o.Value = v
-	case metric == "requests.ok":
-		n, err := strconv.ParseUint(text, 10, 63)
-		if err != nil {
-			return Objective{}, fmt.Errorf("want a whole number of requests, got %q", text)
-		}
-		o.Value = float64(n)
-	default:
-		return Objective{}, fmt.Errorf("unknown metric %q (want ttft, itl, tpot or e2e with .mean/.p50/.p90/.p99/.max, errors.rate or requests.ok)", metric)
 	}
 	return o, nil
 }
@@ -144,17 +150,125 @@ func parseRate(text string) (float64, error) {
 	return v, nil
 }
 
-// Evaluate checks each objective against s. An objective whose metric has
-// no data fails.
+// checkOp refuses a comparison ParseSLO would not have produced.
+func checkOp(op string) error {
+	switch op {
+	case "<", "<=", ">", ">=":
+		return nil
+	}
+	return fmt.Errorf("unknown comparison %q (want <, <=, > or >=)", op)
+}
+
+// checkMetric refuses a metric ParseSLO would not have produced.
+func checkMetric(metric string) error {
+	family, stat, ok := strings.Cut(metric, ".")
+	switch {
+	case ok && sloLatencyMetric(family) && sloStat(stat):
+		return nil
+	case ok && sloLatencyMetric(family):
+		return fmt.Errorf("unknown statistic %q (want mean, p50, p90, p99 or max)", stat)
+	case metric == "errors.rate", metric == "requests.ok":
+		return nil
+	}
+	return fmt.Errorf("unknown metric %q (want ttft, itl, tpot or e2e with .mean/.p50/.p90/.p99/.max, errors.rate or requests.ok)", metric)
+}
+
+// Validate says why o cannot be judged: an objective built by hand rather
+// than by ParseSLO may name a comparison or metric latscope does not know,
+// and every surface then refuses it the same way instead of guessing.
+func (o Objective) Validate() error {
+	if err := checkMetric(o.Metric); err != nil {
+		return fmt.Errorf("invalid SLO %q: %w", o.String(), err)
+	}
+	if err := checkOp(o.Op); err != nil {
+		return fmt.Errorf("invalid SLO %q: %w", o.String(), err)
+	}
+	if math.IsNaN(o.Value) {
+		return fmt.Errorf("invalid SLO %q: no value", o.String())
+	}
+	return nil
+}
+
+// sloScope is what objectives are judged over: the whole run (a Summary)
+// or one window of a snapshot.
+type sloScope struct {
+	latency          func(family string) Stats // ttft, itl, tpot, e2e
+	finished, errors int64
+	ok               int64
+	whole            bool // requests.ok is a count over the whole run: judged only there
+}
+
+func summaryScope(s *Summary) sloScope {
+	return sloScope{
+		latency: func(family string) Stats {
+			switch family {
+			case "ttft":
+				return s.TTFT
+			case "itl":
+				return s.ITL
+			case "tpot":
+				return s.TPOT
+			case "e2e":
+				return s.E2E
+			}
+			return Stats{}
+		},
+		finished: s.Requests.Finished(), errors: s.Requests.Errors, ok: s.Requests.OK, whole: true,
+	}
+}
+
+func windowScope(w *WindowStats) sloScope {
+	return sloScope{
+		latency: func(family string) Stats {
+			switch family {
+			case "ttft":
+				return w.TTFT
+			case "itl":
+				return w.ITL
+			case "tpot":
+				return w.TPOT
+			case "e2e":
+				return w.E2E
+			}
+			return Stats{}
+		},
+		// A window's Sent counts the requests that finished in it.
+		finished: w.Sent, errors: w.Errors, ok: w.OK, whole: w.Window == WinRun,
+	}
+}
+
+// Evaluate checks each objective against the whole run s. An objective
+// whose metric has no data fails, as does one Validate refuses.
 func Evaluate(s Summary, objectives []Objective) []SLOResult {
+	return judge(summaryScope(&s), objectives)
+}
+
+// EvaluateWindow checks each objective against one window of a snapshot:
+// what the dashboard marks and what a breach marker is judged on.
+// requests.ok, a count over the whole run, is judged only on WinRun;
+// elsewhere, like a metric without data, it is not Judged.
+func EvaluateWindow(w *WindowStats, objectives []Objective) []SLOResult {
+	return judge(windowScope(w), objectives)
+}
+
+func judge(sc sloScope, objectives []Objective) []SLOResult {
 	out := make([]SLOResult, 0, len(objectives))
 	for _, o := range objectives {
-		got, text, ok := sloValue(s, o.Metric)
-		r := SLOResult{Objective: o, Metric: o.Metric, Want: o.Op + o.Text, Got: got, GotText: text}
-		if !ok {
-			r.Got, r.GotText = math.NaN(), "no data"
-		} else {
+		r := SLOResult{Objective: o, Metric: o.Metric, Want: o.Op + o.Text, Got: math.NaN()}
+		if err := o.Validate(); err != nil {
+			r.GotText = err.Error()
+			out = append(out, r)
+			continue
+		}
+		got, text, state := sloValue(sc, o.Metric)
+		switch state {
+		case sloMeasured:
+			r.Got, r.GotText, r.Judged = got, text, true
 			r.Pass = compare(got, o.Op, o.Value)
+		case sloRunOnly:
+			r.GotText = "whole run only"
+		default:
+			r.GotText = "no data"
 		}
 		out = append(out, r)
 	}
@@ -172,38 +286,38 @@ func compare(got float64, op string, want float64) bool {
 	case ">=":
 		return got >= want
 	}
-	return false
+	return false // unreachable past Validate
 }
 
+// sloState says whether a scope had a value for a metric.
+type sloState int
+
+const (
+	sloNoData sloState = iota
+	sloMeasured
+	sloRunOnly // requests.ok over a window
+)
+
 // sloValue returns the metric's value in the objective's unit, its text, and
-// whether there was data for it.
-func sloValue(s Summary, metric string) (float64, string, bool) {
+// whether the scope had one.
+func sloValue(sc sloScope, metric string) (float64, string, sloState) {
 	switch metric {
 	case "errors.rate":
-		v, ok := s.Requests.ErrorRate()
-		if !ok {
-			return 0, "", false
+		if sc.finished <= 0 {
+			return 0, "", sloNoData
 		}
-		return v, fmt.Sprintf("%.2f%%", 100*v), true
+		v := float64(sc.errors) / float64(sc.finished)
+		return v, fmt.Sprintf("%.2f%%", 100*v), sloMeasured
 	case "requests.ok":
-		return float64(s.Requests.OK), strconv.FormatInt(s.Requests.OK, 10), true
+		if !sc.whole {
+			return 0, "", sloRunOnly
+		}
+		return float64(sc.ok), strconv.FormatInt(sc.ok, 10), sloMeasured
 	}
 	family, stat, _ := strings.Cut(metric, ".")
-	var st Stats
-	switch family {
-	case "ttft":
-		st = s.TTFT
-	case "itl":
-		st = s.ITL
-	case "tpot":
-		st = s.TPOT
-	case "e2e":
-		st = s.E2E
-	default:
-		return 0, "", false
-	}
+	st := sc.latency(family)
 	if st.Count == 0 {
-		return 0, "", false
+		return 0, "", sloNoData
 	}
 	var v float64
 	switch stat {
@@ -218,7 +332,7 @@ func sloValue(s Summary, metric string) (float64, string, bool) {
 	case "max":
 		v = st.Max
 	default:
-		return 0, "", false
+		return 0, "", sloNoData
 	}
-	return v, fmt.Sprintf("%.2fms", v), true
+	return v, fmt.Sprintf("%.2fms", v), sloMeasured
 }

@@ -193,3 +193,64 @@ func TestGoodputCountsRequestsMeetingEveryObjective(t *testing.T) {
 		t.Error("goodput reported without objectives")
 	}
 }
+
+// An objective built by hand with a comparison or metric ParseSLO refuses
+// is refused the same way by every evaluation, never passed or guessed.
+func TestInvalidObjectivesAreRefusedEverywhere(t *testing.T) {
+	t.Parallel()
+	a := New(Config{})
+	for i := 1; i <= 20; i++ {
+		addAll(a, okReq(base(), time.Duration(i)*time.Millisecond, time.Millisecond, 2))
+	}
+	s := a.Summary()
+	win := a.Snapshot(a.Latest()).Windows[Win10s]
+	bad := []Objective{
+		{Metric: "ttft.p99", Op: "=", Value: 5, Text: "5ms"},
+		{Metric: "ttft.p99", Op: "", Value: 5, Text: "5ms"},
+		{Metric: "latency.p99", Op: "<", Value: 5, Text: "5ms"},
+		{Metric: "ttft.p95", Op: "<", Value: 5, Text: "5ms"},
+	}
+	for _, o := range bad {
+		err := o.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), "invalid SLO") {
+			t.Errorf("%+v: Validate = %v, want an invalid-SLO error", o, err)
+		}
+		if _, perr := ParseSLO(o.String()); perr == nil {
+			t.Errorf("ParseSLO(%q) accepted what Validate refuses", o.String())
+		}
+		for _, r := range append(Evaluate(s, []Objective{o}), EvaluateWindow(&win, []Objective{o})...) {
+			if r.Pass || r.Judged || r.Broken() || r.GotText != err.Error() {
+				t.Errorf("%+v evaluated to %+v, want refused with %q", o, r, err)
+			}
+		}
+	}
+}
+
+func TestEvaluateWindowJudgesCountsOnlyOverTheRun(t *testing.T) {
+	t.Parallel()
+	a := New(Config{})
+	for i := range 30 {
+		addAll(a, okReq(base().Add(time.Duration(i)*time.Second), 50*time.Millisecond, time.Millisecond, 2))
+	}
+	addAll(a, errReq(base().Add(29*time.Second), event.OutcomeTimeout, 0))
+	snap := a.Snapshot(a.Latest())
+	objs, _ := ParseSLO("requests.ok>=20,errors.rate<5%,ttft.p50<40ms")
+	run := EvaluateWindow(&snap.Windows[WinRun], objs)
+	last := EvaluateWindow(&snap.Windows[Win10s], objs)
+	if !run[0].Judged || !run[0].Pass || last[0].Judged || last[0].GotText != "whole run only" {
+		t.Errorf("requests.ok: run %+v, 10 s %+v", run[0], last[0])
+	}
+	// 1 error in 31 over the run passes; 1 in 10 over the last 10 s does not.
+	if !run[1].Pass || !last[1].Broken() {
+		t.Errorf("errors.rate: run %+v, 10 s %+v", run[1], last[1])
+	}
+	if !run[2].Broken() || !last[2].Broken() {
+		t.Errorf("ttft.p50: run %+v, 10 s %+v", run[2], last[2])
+	}
+	// The whole run judged on the snapshot or on its summary agrees.
+	for i, r := range Evaluate(a.Summary(), objs) {
+		if r.Pass != run[i].Pass || r.GotText != run[i].GotText {
+			t.Errorf("%s: summary %+v, run window %+v", objs[i], r, run[i])
+		}
+	}
+}

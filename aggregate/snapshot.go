@@ -40,6 +40,10 @@ type Snapshot struct {
 	GPU       *event.GPUSample // the latest GPU sample, nil before the first
 	Markers   Markers
 	Insights  []event.Marker
+	// Objectives are the objectives the aggregator judges (Config.SLO, or
+	// the session's): what the breach markers and goodput were judged on.
+	// Shared, never modified.
+	Objectives []Objective
 }
 
 // WindowStats are the statistics over one window. Requests count in the
@@ -212,13 +216,21 @@ func (a *Aggregator) Snapshot(now time.Time) Snapshot {
 		s.Windows[w] = a.window(w, now)
 	}
 	s.Insights = a.insights(&s)
+	s.Objectives = a.derive.objectives
 	return s
 }
 
-// Summary returns the whole run's statistics, with the windows ending at the
-// latest event seen.
+// Summary returns the whole run's statistics: Final's.
 func (a *Aggregator) Summary() Summary {
-	return a.Snapshot(a.latest).Summary()
+	return a.Final().Summary()
+}
+
+// Final is the snapshot of a finished run, with the windows ending at the
+// latest event seen. The run is over, so its last error-burst period, cut
+// short, is judged now (once: a second call adds nothing).
+func (a *Aggregator) Final() Snapshot {
+	a.finishBursts()
+	return a.Snapshot(a.latest)
 }
 
 // Latest returns the latest event timestamp seen (the zero time before any).

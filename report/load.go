@@ -103,7 +103,7 @@ func LoadAs(ctx context.Context, path, name string) (*Recording, error) {
 	ro.flush()
 	plan.takeRest(agg, rec)
 
-	final := agg.Snapshot(agg.Latest())
+	final := agg.Final()
 	rec.Summary = redactSummary(final.Summary())
 	rec.Bands = final.Windows[aggregate.WinRun].Bands
 	rec.Series.Step, rec.Series.Window = plan.step, plan.window

@@ -40,7 +40,9 @@ func TestMarkdownHasTheTables(t *testing.T) {
 		"## GPU (latest sample) - SIMULATED",
 		"| 0 | Simulated H100 | 90% | 20.0 / 80.0 GiB | 400 W | 60 C | 1980 MHz |",
 		"| stall | stall-detector | front-end block: 4 streams paused together, longest gap ~100 ms |",
-		"Counts: note 1, stall 1 (front end block 1)",
+		// The error bursts aggregate derived, as the dashboard lists them.
+		"| errors | aggregate | error burst: 503 ×3 in 10s (3.0% of 99 finished requests) |",
+		"Counts: errors 3, note 1, stall 1 (front end block 1)",
 		"## Insights\n\n- queue wait is",
 	} {
 		if !strings.Contains(md, want) {
@@ -117,5 +119,33 @@ func TestOnlySimulatedRunsSaySo(t *testing.T) {
 	gpuOnly.header = func(h *event.Session) { h.Simulated = false }
 	if note := gpuOnly.load(t).SimulatedNote(); !strings.HasPrefix(note, "SIMULATED GPU: ") {
 		t.Errorf("a real server with a simulated GPU: %q", note)
+	}
+}
+
+// The session's objectives are judged by aggregate's one evaluation; ones
+// it refuses are said to be refused, not judged.
+func TestMarkdownJudgesTheSessionsObjectives(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ slo, want string }{
+		{"ttft.p99<10s,errors.rate<1%,tpot.p99<1ms", "| ttft.p99<10s |"},
+		{"ttft.p99=10s", "The session's objectives are refused, so none is judged: invalid SLO"},
+	} {
+		s := defaultSynth(3)
+		s.header = func(h *event.Session) { h.Load.SLO = tc.slo }
+		var buf bytes.Buffer
+		if err := Write(&buf, Markdown, s.load(t)); err != nil {
+			t.Fatal(err)
+		}
+		md := buf.String()
+		if !strings.Contains(md, "## Objectives (whole run)") || !strings.Contains(md, tc.want) {
+			t.Errorf("%s: markdown lacks the objectives or %q", tc.slo, tc.want)
+		}
+		if strings.HasPrefix(tc.slo, "ttft.p99<") {
+			for _, row := range []string{"| ttft.p99<10s | ", " | met |", "| errors.rate<1% | 2.50% | missed |"} {
+				if !strings.Contains(md, row) {
+					t.Errorf("markdown lacks %q:\n%s", row, md[strings.Index(md, "## Objectives"):][:400])
+				}
+			}
+		}
 	}
 }

@@ -126,6 +126,9 @@ func statCells(st aggregate.Stats) []string {
 func sections(rec *Recording) []table {
 	s := &rec.Summary
 	out := []table{requestsTable(s), latencyTable(s)}
+	if t, ok := objectivesTable(s); ok {
+		out = append(out, t)
+	}
 	if len(s.Stages) > 0 {
 		out = append(out, clientStagesTable(s))
 	}

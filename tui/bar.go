@@ -83,26 +83,26 @@ func drawBar(st *styles, width int, total, scale float64, segs []segment) string
 	return b.String()
 }
 
-// shares returns each segment's share of their sum in tenths of a percent,
-// rounded by largest remainder so they add up to exactly 100.0%.
-func shares(segs []segment) []int {
+// shares returns each segment's share of total (the TTFT the bar claims)
+// in tenths of a percent: the quantity the summary and reports call a
+// stage's share (its total over the TTFT total), signed, so a negative
+// residual shows as one. Rounded by largest remainder, so shares of
+// segments that add up to total add up to exactly 100.0%.
+func shares(segs []segment, total float64) []int {
 	out := make([]int, len(segs))
-	var pos float64
-	for _, s := range segs {
-		pos += math.Max(s.value, 0)
-	}
-	if pos <= 0 {
+	if total <= 0 {
 		return out
 	}
 	rem := make([]float64, len(segs))
-	used := 0
+	used, sum := 0, 0.0
 	for i, s := range segs {
-		exact := 1000 * math.Max(s.value, 0) / pos
-		out[i] = int(exact)
+		exact := 1000 * s.value / total
+		out[i] = int(math.Floor(exact))
 		rem[i] = exact - float64(out[i])
 		used += out[i]
+		sum += exact
 	}
-	for ; used < 1000; used++ {
+	for want := min(int(math.Round(sum)), used+len(segs)); used < want; used++ {
 		best := 0
 		for i := range rem {
 			if rem[i] > rem[best] {

@@ -40,7 +40,7 @@ func TestSplitIsExactAndProportional(t *testing.T) {
 }
 
 func TestSharesAddTo100(t *testing.T) {
-	got := shares([]segment{{value: 1}, {value: 1}, {value: 1}})
+	got := shares([]segment{{value: 1}, {value: 1}, {value: 1}}, 3)
 	if got[0]+got[1]+got[2] != 1000 {
 		t.Fatalf("shares %v do not add to 100.0%%", got)
 	}

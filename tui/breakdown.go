@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/latscope/latscope/aggregate"
@@ -122,7 +123,7 @@ func renderBreakdown(st *styles, bd breakdown, sources []breakdown, mode legendM
 		rule(st, st.title.Render(title)+" · "+bd.what+" · "+st.bold.Render(msUnit(bd.total)), width),
 		" " + st.faint.Render("▕") + drawBar(st, barW, bd.total, bd.total, bd.segs) + st.faint.Render("▏"),
 	}
-	lines = append(lines, legend(st, bd.segs, mode, width)...)
+	lines = append(lines, legend(st, bd.segs, bd.total, mode, width)...)
 	lines = append(lines, wholeRequest(st, bd, width)...)
 	lines = append(lines, sourceBars(st, sources, width)...)
 	return lines
@@ -131,8 +132,8 @@ func renderBreakdown(st *styles, bd breakdown, sources []breakdown, mode legendM
 // legend lists the segments in bar order with ms and share; mostly
 // estimated stages carry "~", those of mixed provenance "~?", and a stage
 // with negative values says on how many requests.
-func legend(st *styles, segs []segment, mode legendMode, width int) []string {
-	sh := shares(segs)
+func legend(st *styles, segs []segment, total float64, mode legendMode, width int) []string {
+	sh := shares(segs, total)
 	items := make([]string, 0, len(segs))
 	anyEst, anyMixed, hidden := false, false, 0
 	for i, s := range segs {
@@ -157,10 +158,7 @@ func legend(st *styles, segs []segment, mode legendMode, width int) []string {
 		if !st.plain {
 			swatch = st.stageStyle(s.stage).Render("█")
 		}
-		share := fmt.Sprintf("%d.%d%%", sh[i]/10, sh[i]%10)
-		if mode == legendShort {
-			share = fmt.Sprintf("%d%%", (sh[i]+5)/10)
-		}
+		share := shareText(sh[i], mode == legendShort)
 		item := fmt.Sprintf("%s %s %s %s", swatch, name, ms(s.value), st.dim.Render(share))
 		if s.negative > 0 && mode == legendFull {
 			item += st.dim.Render(fmt.Sprintf(" (%d negative)", s.negative))
@@ -180,6 +178,15 @@ func legend(st *styles, segs []segment, mode legendMode, width int) []string {
 		return []string{fit("  "+strings.Join(items, "  "), width)}
 	}
 	return flow(items, "   ", "  ", width)
+}
+
+// shareText writes a share in tenths of a percent as the legend prints
+// it: "12.3%", or "12%" short.
+func shareText(tenths int, short bool) string {
+	if short {
+		return fmt.Sprintf("%.0f%%", math.Round(float64(tenths)/10))
+	}
+	return fmt.Sprintf("%.1f%%", float64(tenths)/10)
 }
 
 // flow lays items out over as many lines as they need.

@@ -33,15 +33,18 @@ type series struct {
 
 // chartSpec says what a chart plots.
 type chartSpec struct {
-	title  string
-	metric string // SLO family drawn as a limit line ("ttft", "itl"), if any
-	series []series
-	unitFn func(float64) string
+	title string
+	// windowed: each point is a statistic over aggregate.SeriesWindow
+	// (the latency percentiles, the token rate); else a latest reading.
+	windowed bool
+	metric   string // SLO family drawn as a limit line ("ttft", "itl"), if any
+	series   []series
+	unitFn   func(float64) string
 }
 
 func chartSpecs(st *styles) [numCharts]chartSpec {
 	return [numCharts]chartSpec{
-		chartTTFT: {title: "TTFT ms", metric: "ttft", unitFn: ms, series: []series{
+		chartTTFT: {title: "TTFT ms", windowed: true, metric: "ttft", unitFn: ms, series: []series{
 			{"p50", st.p50, func(p point) float64 { return p.ttft50 }},
 			{"p99", st.p99, func(p point) float64 { return p.ttft99 }},
 		}},
@@ -50,11 +53,11 @@ func chartSpecs(st *styles) [numCharts]chartSpec {
 			{"running", st.running, func(p point) float64 { return p.running }},
 			{"in flight", st.inFlight, func(p point) float64 { return p.inFlight }},
 		}},
-		chartITL: {title: "ITL ms", metric: "itl", unitFn: ms, series: []series{
+		chartITL: {title: "ITL ms", windowed: true, metric: "itl", unitFn: ms, series: []series{
 			{"p50", st.p50, func(p point) float64 { return p.itl50 }},
 			{"p99", st.p99, func(p point) float64 { return p.itl99 }},
 		}},
-		chartTokens: {title: "output tok/s", unitFn: rate, series: []series{
+		chartTokens: {title: "output tok/s", windowed: true, unitFn: rate, series: []series{
 			{"tok/s", st.tokens, func(p point) float64 { return p.tokPerSec }},
 		}},
 	}
@@ -172,10 +175,10 @@ func (c *charts) draw(st *styles, k chartKind, hist *history, w aggregate.Window
 	}
 	m.DrawBrailleAll()
 	lines := strings.Split(m.View(), "\n")
-	return append([]string{chartTitle(st, spec, lastVals, limit, hasLimit, w)}, lines...)
+	return append([]string{chartTitle(st, spec, lastVals, limit, hasLimit, w, width)}, lines...)
 }
 
-func chartTitle(st *styles, spec *chartSpec, last []float64, limit float64, hasLimit bool, w aggregate.Window) string {
+func chartTitle(st *styles, spec *chartSpec, last []float64, limit float64, hasLimit bool, w aggregate.Window, width int) string {
 	var b strings.Builder
 	b.WriteString(st.title.Render(spec.title))
 	for i, s := range spec.series {
@@ -188,10 +191,43 @@ func chartTitle(st *styles, spec *chartSpec, last []float64, limit float64, hasL
 	if hasLimit {
 		b.WriteString("  " + st.slo.Render("━") + " SLO " + spec.unitFn(limit))
 	}
-	if w == aggregate.WinRun {
-		b.WriteString(st.dim.Render("  (run)"))
+	// The window note in words if it fits, else shorter, rather than cut.
+	note := "  (" + chartWindow(spec, w, false) + ")"
+	if visibleWidth(b.String())+len(note) > width {
+		note = " (" + chartWindow(spec, w, true) + ")"
 	}
+	if visibleWidth(b.String())+len(note) > width {
+		// Latest readings claim no window: the axis shows their span.
+		note = ""
+		if spec.windowed {
+			note = " (" + aggregate.SeriesWindow.String() + "/" + strings.TrimPrefix(chartWindow(spec, w, true), aggregate.SeriesWindow.String()+" win, ") + ")"
+		}
+	}
+	b.WriteString(st.dim.Render(note))
 	return b.String()
+}
+
+// chartWindow names what a chart shows: the window each point summarises
+// and the span of seconds drawn, "10s window, last 1m" or "whole run"
+// ("10s win, 1m" short). The span is the selected window's; its points
+// are SeriesWindow's whatever the span.
+func chartWindow(spec *chartSpec, w aggregate.Window, short bool) string {
+	span, win := "last "+w.String(), " window, "
+	switch {
+	case w == aggregate.WinRun && short:
+		span = "run"
+	case w == aggregate.WinRun:
+		span = "whole run"
+	case short:
+		span = w.String()
+	}
+	if short {
+		win = " win, "
+	}
+	if !spec.windowed {
+		return span
+	}
+	return aggregate.SeriesWindow.String() + win + span
 }
 
 // sloLimit returns the limit of the first objective on a percentile of

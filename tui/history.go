@@ -7,8 +7,9 @@ import (
 	"github.com/latscope/latscope/aggregate"
 )
 
-// point is one second of the charts' history. Latencies are the 10 s
-// window's percentiles at that second (ms); NaN where there was no data.
+// point is one second of the charts' history. Latencies and the token rate
+// are those of aggregate.SeriesWindow ending at that second (ms); NaN where
+// there was no data. Queue figures are the latest readings.
 type point struct {
 	sec                        int64 // Unix seconds of the snapshot
 	ttft50, ttft99             float64
@@ -18,7 +19,7 @@ type point struct {
 }
 
 func pointOf(s *aggregate.Snapshot) point {
-	w := &s.Windows[aggregate.Win10s]
+	w := &s.Windows[aggregate.SeriesWindow]
 	p := point{
 		sec:    s.Now.Unix(),
 		ttft50: math.NaN(), ttft99: math.NaN(), itl50: math.NaN(), itl99: math.NaN(),
@@ -132,8 +133,8 @@ func (h *history) addRun(p point) {
 	h.run = append(h.run, p)
 }
 
-// points calls fn for the points of window w, oldest first; span is the
-// window's length (the whole run for WinRun).
+// points calls fn for the points in the span of window w (aggregate's
+// Window.Span; the whole run for WinRun), oldest first.
 func (h *history) points(w aggregate.Window, fn func(point)) {
 	if w == aggregate.WinRun {
 		for _, p := range h.run {
@@ -141,7 +142,7 @@ func (h *history) points(w aggregate.Window, fn func(point)) {
 		}
 		return
 	}
-	from := h.last - int64(windowSpan(w)/time.Second) + 1
+	from := h.last - int64(w.Span()/time.Second) + 1
 	for i := h.n; i > 0; i-- {
 		p := h.recent[(h.head-i+recentPoints)%recentPoints]
 		if p.sec >= from {
@@ -155,19 +156,7 @@ func (h *history) first(w aggregate.Window) int64 {
 	if w == aggregate.WinRun && len(h.run) > 0 {
 		return h.run[0].sec
 	}
-	return h.last - int64(windowSpan(w)/time.Second) + 1
-}
-
-func windowSpan(w aggregate.Window) time.Duration {
-	switch w {
-	case aggregate.Win10s:
-		return 10 * time.Second
-	case aggregate.Win1m:
-		return time.Minute
-	case aggregate.Win5m:
-		return 5 * time.Minute
-	}
-	return 0
+	return h.last - int64(w.Span()/time.Second) + 1
 }
 
 // gpuHistoryLen is how many samples each GPU sparkline shows.

@@ -83,16 +83,17 @@ func (m *model) renderMain() []string {
 	}
 	lines = append(lines, full...)
 
-	table := renderTable(st, rows, breaches(m.objectives, &s.Windows[m.window]), m.window, tableWidth, l.midH)
+	objectives := m.objectivesOf(s)
+	table := renderTable(st, rows, breaches(objectives, &s.Windows[m.window]), m.window, tableWidth, l.midH)
 	if l.charts > 0 {
 		chartH := l.midH / l.charts
-		m.charts.update(st, m.hist, m.window, m.begin(), m.objectives, l.charts, l.chartW, chartH)
+		m.charts.update(st, m.hist, m.window, m.begin(), objectives, l.charts, l.chartW, chartH)
 		var right []string
 		for k := range l.charts {
 			right = append(right, pad(m.charts.views[k], chartH)...)
 		}
 		if m.frame.Sweep != nil {
-			right = renderSweep(st, m.frame.Sweep, m.objectives, l.chartW, l.midH)
+			right = renderSweep(st, m.frame.Sweep, objectives, l.chartW, l.midH)
 		}
 		lines = append(lines, beside(st, l.midH, column{table, tableWidth}, column{right, l.chartW})...)
 	} else {
@@ -103,7 +104,7 @@ func (m *model) renderMain() []string {
 		gpu := renderGPU(st, s.GPU, &m.gpu, l.gpuHistories, l.gpuW, l.bottomH)
 		markW := w - l.gpuW - 1
 		marks := append([]string{rule(st, st.title.Render("markers")+st.dim.Render(" (newest first)"), markW)},
-			renderMarkers(st, markerRows(s, &m.watch.log), markW, l.bottomH-1)...)
+			renderMarkers(st, markerRows(s), markW, l.bottomH-1)...)
 		lines = append(lines, beside(st, l.bottomH, column{gpu, l.gpuW}, column{marks, markW})...)
 	}
 	return lines

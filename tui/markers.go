@@ -1,9 +1,7 @@
 package tui
 
 import (
-	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -12,260 +10,42 @@ import (
 	"github.com/latscope/latscope/event"
 )
 
-// Marker kinds the screen adds itself.
+// The kinds of the markers the aggregator derives (SLO breaches, error
+// bursts), styled by styles.go; the screen derives none itself.
 const (
-	markerSLO    event.MarkerKind = "slo"
-	markerErrors event.MarkerKind = "errors"
+	markerSLO    = aggregate.MarkerSLOBreach
+	markerErrors = aggregate.MarkerErrorBurst
 )
 
-// Detector thresholds: an error burst is at least burstMin errors or
-// burstShare of the requests in one burstPeriod.
-const (
-	burstPeriod = 10 * time.Second
-	burstMin    = 3
-	burstShare  = 0.05
-	keepMarkers = 50
-)
+// errKind is one kind of error with its count, as aggregate lists them.
+type errKind = aggregate.ErrorKind
 
-// markerLog is a ring of the markers the screen made.
-type markerLog struct {
-	items []event.Marker
-	next  int
-}
-
-func (l *markerLog) add(m event.Marker) {
-	if len(l.items) < keepMarkers {
-		l.items = append(l.items, m)
-		return
-	}
-	l.items[l.next] = m
-	l.next = (l.next + 1) % keepMarkers
-}
-
-// watcher turns the snapshots into the screen's own markers: SLO breaches
-// that last a whole window, error bursts and Nagle suspects.
-type watcher struct {
-	objectives  []aggregate.Objective
-	breachSince []time.Time // zero while the objective holds
-	reported    []bool
-
-	period     int64 // burstPeriod epoch of the counters below
-	sent       int64
-	byOutcome  map[event.Outcome]int64
-	byStatus   map[int]int64
-	nagle      int64
-	seenPeriod bool
-
-	log markerLog
-}
-
-func newWatcher(objectives []aggregate.Objective) *watcher {
-	return &watcher{
-		objectives:  objectives,
-		breachSince: make([]time.Time, len(objectives)),
-		reported:    make([]bool, len(objectives)),
-	}
-}
-
-func (w *watcher) observe(s *aggregate.Snapshot) {
-	if s.Now.IsZero() {
-		return
-	}
-	w.checkSLOs(s)
-	w.checkBursts(s)
-}
-
-// checkSLOs adds a marker when an objective has been broken, on the 10 s
-// window, for a whole window.
-func (w *watcher) checkSLOs(s *aggregate.Snapshot) {
-	win := &s.Windows[aggregate.Win10s]
-	for i, o := range w.objectives {
-		got, ok := sloValue(o, win)
-		if !ok || sloPass(o, got) {
-			w.breachSince[i], w.reported[i] = time.Time{}, false
-			continue
-		}
-		if w.breachSince[i].IsZero() {
-			w.breachSince[i] = s.Now
-		}
-		if !w.reported[i] && s.Now.Sub(w.breachSince[i]) >= 10*time.Second {
-			w.reported[i] = true
-			w.log.add(event.Marker{
-				Time: s.Now, Kind: markerSLO, Source: "tui",
-				Message: fmt.Sprintf("SLO %s broken for a whole 10 s window (now %s)", o, sloText(o, got)),
-			})
-		}
-	}
-}
-
-// checkBursts compares the run's error and flag counters once per period.
-func (w *watcher) checkBursts(s *aggregate.Snapshot) {
-	r := &s.Requests
-	e := s.Now.UnixNano() / int64(burstPeriod)
-	if w.seenPeriod && e == w.period {
-		return
-	}
-	if w.seenPeriod {
-		sent := r.Sent - w.sent
-		errs := diffKinds(r.ByOutcome, w.byOutcome, r.ByStatus, w.byStatus)
-		var n int64
-		for _, k := range errs {
-			n += k.n
-		}
-		if n >= burstMin || sent > 0 && float64(n) >= burstShare*float64(sent) && n > 0 {
-			w.log.add(event.Marker{
-				Time: s.Now, Kind: markerErrors, Source: "tui",
-				Message: fmt.Sprintf("error burst: %s in %s (%s of %d requests)",
-					joinKinds(errs, 4), burstPeriod, pct(float64(n)/math.Max(float64(sent), 1)), sent),
-			})
-		}
-		if nagle := r.Flags[event.FlagNagleSuspect] - w.nagle; nagle > 0 {
-			w.log.add(event.Marker{
-				Time: s.Now, Kind: event.MarkerGap, Source: "tui",
-				Message: fmt.Sprintf("Nagle suspect: %d requests with inter-token gaps near 40 ms (delayed-ACK coalescing) in %s", nagle, burstPeriod),
-			})
-		}
-	}
-	w.seenPeriod, w.period, w.sent = true, e, r.Sent
-	w.byOutcome = copyCounts(r.ByOutcome)
-	w.byStatus = copyCounts(r.ByStatus)
-	w.nagle = r.Flags[event.FlagNagleSuspect]
-}
-
-func copyCounts[K comparable](m map[K]int64) map[K]int64 {
-	out := make(map[K]int64, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-// errKind is one kind of error with its count: "429" or "stream_reset".
-type errKind struct {
-	name string
-	n    int64
-}
-
-// errorKinds lists the errors by kind, an HTTP status standing for its
-// http_status outcome, most frequent first.
+// errorKinds lists the errors by kind, most frequent first (aggregate's
+// grouping: an HTTP status stands for its http_status outcome).
 func errorKinds(byOutcome map[event.Outcome]int64, byStatus map[int]int64) []errKind {
-	return diffKinds(byOutcome, nil, byStatus, nil)
-}
-
-func diffKinds(o, o0 map[event.Outcome]int64, st, st0 map[int]int64) []errKind {
-	var out []errKind
-	var statusN int64
-	for code, n := range st {
-		if d := n - st0[code]; d > 0 {
-			out = append(out, errKind{fmt.Sprint(code), d})
-			statusN += d
-		}
-	}
-	for k, n := range o {
-		d := n - o0[k]
-		if k == event.OutcomeHTTPStatus {
-			d -= statusN // those with a status are already listed by it
-		}
-		if d > 0 {
-			out = append(out, errKind{string(k), d})
-		}
-	}
-	slices.SortFunc(out, func(a, b errKind) int { return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.name, b.name)) })
-	return out
+	return aggregate.ErrorKinds(byOutcome, byStatus)
 }
 
 // joinKinds writes "429 ×3, stream_reset ×1", at most max kinds.
-func joinKinds(ks []errKind, max int) string {
-	var b strings.Builder
-	for i, k := range ks {
-		if i == max {
-			fmt.Fprintf(&b, ", +%d more", len(ks)-max)
-			break
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%s ×%d", k.name, k.n)
+func joinKinds(ks []errKind, max int) string { return aggregate.JoinErrorKinds(ks, max) }
+
+// objectivesOf returns the objectives the screen draws and marks: those it
+// was given, else those the aggregator judges (a replayed or attached
+// session's own), so the table agrees with the breach markers.
+func (m *model) objectivesOf(s *aggregate.Snapshot) []aggregate.Objective {
+	if len(m.objectives) > 0 {
+		return m.objectives
 	}
-	return b.String()
+	return s.Objectives
 }
 
-// sloValue returns the objective's metric over window w (ms for latencies,
-// a fraction for the error rate), and false without data or for a metric
-// only the whole run can judge (requests.ok).
-func sloValue(o aggregate.Objective, w *aggregate.WindowStats) (float64, bool) {
-	if o.Metric == "errors.rate" {
-		if w.Sent == 0 {
-			return 0, false
-		}
-		return float64(w.Errors) / float64(w.Sent), true
-	}
-	family, stat, _ := strings.Cut(o.Metric, ".")
-	st, ok := metricStats(w, family)
-	if !ok || st.Count == 0 {
-		return 0, false
-	}
-	return statOf(st, stat)
-}
-
-func metricStats(w *aggregate.WindowStats, family string) (aggregate.Stats, bool) {
-	switch family {
-	case "ttft":
-		return w.TTFT, true
-	case "itl":
-		return w.ITL, true
-	case "tpot":
-		return w.TPOT, true
-	case "e2e":
-		return w.E2E, true
-	}
-	return aggregate.Stats{}, false
-}
-
-func statOf(st aggregate.Stats, stat string) (float64, bool) {
-	switch stat {
-	case "mean":
-		return st.Mean, true
-	case "p50":
-		return st.P50, true
-	case "p90":
-		return st.P90, true
-	case "p99":
-		return st.P99, true
-	case "max":
-		return st.Max, true
-	}
-	return 0, false
-}
-
-func sloPass(o aggregate.Objective, got float64) bool {
-	switch o.Op {
-	case "<":
-		return got < o.Value
-	case "<=":
-		return got <= o.Value
-	case ">":
-		return got > o.Value
-	case ">=":
-		return got >= o.Value
-	}
-	return true
-}
-
-func sloText(o aggregate.Objective, got float64) string {
-	if o.Metric == "errors.rate" {
-		return pct(got)
-	}
-	return msUnit(got)
-}
-
-// breaches reports, for the stage table, which objectives fail over window
-// w: keyed "ttft.p99" and so on.
+// breaches reports, for the stage table, which objectives aggregate judges
+// broken over window w: keyed "ttft.p99" and so on.
 func breaches(objectives []aggregate.Objective, w *aggregate.WindowStats) map[string]bool {
 	out := make(map[string]bool)
-	for _, o := range objectives {
-		if got, ok := sloValue(o, w); ok && !sloPass(o, got) {
-			out[o.Metric] = true
+	for _, r := range aggregate.EvaluateWindow(w, objectives) {
+		if r.Broken() {
+			out[r.Metric] = true
 		}
 	}
 	return out
@@ -284,14 +64,13 @@ type markerRow struct {
 	oldest time.Duration
 }
 
-// markerRows lists the snapshot's recent markers and the screen's own,
-// newest first, each run of stalls of one cause folded into one row; the
-// aggregator's current insights come first of all.
-func markerRows(s *aggregate.Snapshot, own *markerLog) []markerRow {
+// markerRows lists the snapshot's recent markers (the sources' and those
+// the aggregator derived), newest first, each run of stalls of one cause
+// folded into one row; the aggregator's current insights come first of all.
+func markerRows(s *aggregate.Snapshot) []markerRow {
 	begin := s.Now.Add(-s.Elapsed)
-	all := make([]event.Marker, 0, len(s.Markers.Recent)+len(own.items))
+	all := make([]event.Marker, 0, len(s.Markers.Recent))
 	all = append(all, s.Markers.Recent...)
-	all = append(all, own.items...)
 	// Newest first, markers of one time in the order they came; then
 	// reversed into the time order FoldStalls takes, and listed backwards.
 	slices.SortStableFunc(all, func(a, b event.Marker) int { return b.Time.Compare(a.Time) })

@@ -27,7 +27,7 @@ func TestMarkersFoldRepeatedStalls(t *testing.T) {
 		stall(15, event.StallPrefillInterference),
 		stall(16, event.StallUnexplained),
 	}
-	rows := markerRows(snap, &markerLog{})
+	rows := markerRows(snap)
 	var got []string
 	for _, r := range rows {
 		got = append(got, string(r.cause)+"×"+string(rune('0'+r.count)))

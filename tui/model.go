@@ -50,7 +50,6 @@ type model struct {
 
 	hist   *history
 	gpu    gpuHistory
-	watch  *watcher
 	charts *charts
 
 	list  requestList
@@ -80,7 +79,6 @@ func newModel(feed Feed, opts Options, r *lipgloss.Renderer) *model {
 		window:     opts.Window,
 		stat:       opts.Stat,
 		hist:       newHistory(),
-		watch:      newWatcher(opts.Objectives),
 		charts:     newCharts(st),
 		dirty:      true,
 	}
@@ -138,7 +136,6 @@ func (m *model) poll() {
 	m.seen, m.version = true, v
 	m.hist.add(&fr.Snapshot)
 	m.gpu.add(&fr.Snapshot)
-	m.watch.observe(&fr.Snapshot)
 	if m.paused {
 		return
 	}

@@ -82,8 +82,8 @@ func NewSampler(keep int) *Sampler {
 	return &Sampler{
 		keep:   keep,
 		latest: make([]*event.Request, 0, keep),
-		fine:   newSlotRing(time.Second, 10, keep),
-		coarse: newSlotRing(10*time.Second, 30, keep),
+		fine:   newSlotRing(fineSlot, slotsOf(aggregate.Win10s, fineSlot), keep),
+		coarse: newSlotRing(coarseSlot, slotsOf(aggregate.Win5m, coarseSlot), keep),
 		run:    topN{keep: keep},
 		decode: map[*event.Request]decodeSummary{},
 	}
@@ -208,11 +208,9 @@ func (s *Sampler) Sample(now time.Time) RequestSample {
 		buf = buf[:0]
 		switch w {
 		case aggregate.Win10s:
-			buf = s.fine.collect(buf, now, 10)
-		case aggregate.Win1m:
-			buf = s.coarse.collect(buf, now, 6)
-		case aggregate.Win5m:
-			buf = s.coarse.collect(buf, now, 30)
+			buf = s.fine.collect(buf, now, slotsOf(w, fineSlot))
+		case aggregate.Win1m, aggregate.Win5m:
+			buf = s.coarse.collect(buf, now, slotsOf(w, coarseSlot))
 		default:
 			buf = append(buf, s.run.items...)
 		}
@@ -323,6 +321,16 @@ func (t *topN) heapify() {
 		t.down(i)
 	}
 }
+
+// The sampler's slot widths: the aggregator's, so its windows hold the
+// requests aggregate's windows count.
+const (
+	fineSlot   = time.Second
+	coarseSlot = 10 * time.Second
+)
+
+// slotsOf is how many slots of width make window w (aggregate's span).
+func slotsOf(w aggregate.Window, width time.Duration) int { return int(w.Span() / width) }
 
 // slotRing is a ring of time slots, each keeping its slowest requests.
 type slotRing struct {

@@ -123,25 +123,31 @@ func TestFoldOrder(t *testing.T) {
 
 func TestSLOLimitBreachAndMarker(t *testing.T) {
 	slo := []aggregate.Objective{{Metric: "ttft.p99", Op: "<", Value: 100, Text: "100ms"}}
-	m, _, _ := session(t, synthOpts{}, Options{Objectives: slo}, 25, 200, 50)
-	v := ansi.Strip(m.View())
-	if !strings.Contains(v, "SLO 100") {
-		t.Error("the TTFT chart does not draw the SLO limit")
-	}
-	var ttftRow string
-	for _, l := range strings.Split(v, "\n") {
-		if strings.HasPrefix(l, " ttft ") {
-			ttftRow = l
-		}
-	}
-	if !strings.Contains(ttftRow, "!") {
-		t.Errorf("the broken ttft p99 is not marked: %q", ttftRow)
-	}
-	if !strings.Contains(v, "SLO ttft.p99<100ms broken for a whole 10 s window") {
-		t.Errorf("no SLO breach marker:\n%s", v)
-	}
-	if n := strings.Count(v, "broken for a whole"); n != 1 {
-		t.Errorf("%d breach markers for one lasting breach, want 1", n)
+	// Given on the command line, or only in a replayed session's header:
+	// the screen draws the objectives the aggregator judges either way.
+	for name, opts := range map[string]Options{"given": {Objectives: slo}, "from the session": {}} {
+		t.Run(name, func(t *testing.T) {
+			m, _, _ := session(t, synthOpts{slo: slo[0].String()}, opts, 25, 200, 50)
+			v := ansi.Strip(m.View())
+			if !strings.Contains(v, "SLO 100") {
+				t.Error("the TTFT chart does not draw the SLO limit")
+			}
+			var ttftRow string
+			for _, l := range strings.Split(v, "\n") {
+				if strings.HasPrefix(l, " ttft ") {
+					ttftRow = l
+				}
+			}
+			if !strings.Contains(ttftRow, "!") {
+				t.Errorf("the broken ttft p99 is not marked: %q", ttftRow)
+			}
+			if !strings.Contains(v, "SLO ttft.p99<100ms broken for a whole 10 s window") {
+				t.Errorf("no SLO breach marker:\n%s", v)
+			}
+			if n := strings.Count(v, "broken for a whole"); n != 1 {
+				t.Errorf("%d breach markers for one lasting breach, want 1", n)
+			}
+		})
 	}
 }
 
@@ -230,5 +236,28 @@ func TestRunEndsWithItsContext(t *testing.T) {
 	defer pw.Close()
 	if err := Run(ctx, StaticFeed{}, Options{Input: pr, Output: &strings.Builder{}}); err != nil {
 		t.Fatalf("Run after ctx ended: %v", err)
+	}
+}
+
+// A chart's title names the window each point summarises and the span it
+// draws: over the whole run its points are still the 10 s percentiles.
+func TestChartTitlesNameTheirWindow(t *testing.T) {
+	for w, want := range map[aggregate.Window]string{
+		aggregate.WinRun: "(10s window, whole run)", aggregate.Win1m: "(10s window, last 1m)",
+	} {
+		m, _, _ := session(t, synthOpts{}, Options{Window: w}, 30, 200, 50)
+		v := ansi.Strip(m.View())
+		var title string
+		for _, l := range strings.Split(v, "\n") {
+			if i := strings.Index(l, "TTFT ms  "); i >= 0 {
+				title = l[i:]
+			}
+		}
+		if !strings.Contains(title, want) {
+			t.Errorf("%s: TTFT chart title %q lacks %q", w, title, want)
+		}
+		if strings.Contains(title, "(run)") {
+			t.Errorf("%s: title %q claims the run without naming its points' window", w, title)
+		}
 	}
 }

@@ -36,6 +36,7 @@ type synthOpts struct {
 	simulated, gpuSim bool
 	noGPU             bool
 	name              string
+	slo               string // the session's objectives, which the aggregator judges
 }
 
 func newSynth(o synthOpts) *synth {
@@ -54,7 +55,7 @@ func newSynth(o synthOpts) *synth {
 	s.emit(event.NewSession(&event.Session{
 		Time: t0, Latscope: "test", Name: o.name, Target: "http://gpu-7:8000", MetricsURL: "http://gpu-7:8000/metrics",
 		Server: "vllm", Dialect: "openai-chat", Model: "llama-3-8b", Simulated: o.simulated,
-		Load: event.Load{Mode: "closed", Concurrency: 16},
+		Load: event.Load{Mode: "closed", Concurrency: 16, SLO: o.slo},
 	}))
 	return s
 }
