@@ -18,14 +18,27 @@ import (
 // one stream's weak gap means little, but when most of the streams that
 // were streaming at that moment (Share of them, and at least MinStreams)
 // paused together, the correlation is the evidence.
+//
+// The floor: a stall is reported only when every stream in it had a gap of
+// at least 2× its normal (median) gap (WeakFactor is never below 2) and
+// the pause they shared, the figure its marker states, is at least
+// MinPause (1 ms). Below it, "N streams paused together for 0.0 ms" would
+// be the overlap of unrelated gaps, not a pause.
 type StallConfig struct {
 	MinStreams int           // streams that must pause together (default 3)
 	Factor     float64       // strong gap: above Factor × the stream's median (default 5)
 	MinGap     time.Duration // ... and above MinGap (default 20 ms)
-	WeakFactor float64       // weak gap: at least WeakFactor × the median (default 1.5)
+	WeakFactor float64       // weak gap: at least WeakFactor × the median (default and least 2)
 	MinExcess  time.Duration // ... and at least MinExcess longer than it (default 10 ms)
 	Share      float64       // weak stall: share of the streams then streaming (default 0.5)
 	MinITLs    int           // streams with fewer gaps have no meaningful median (default 3)
+	// MinPause is the least shared pause a stall marker reports (default
+	// and least 1 ms).
+	MinPause time.Duration
+	// MaxInFlight is the most requests the probe has in flight (its
+	// concurrency, or its open-loop cap): no count a marker states of the
+	// probe's requests exceeds it (0: no cap but the requests seen).
+	MaxInFlight int
 	// Hold is how long after a stall ends the detector waits for more
 	// streams to report it before emitting its marker (default 5 s).
 	// Streams that report it later join silently: never a second marker.
@@ -46,6 +59,13 @@ type StallConfig struct {
 	LagSample time.Duration
 }
 
+// The stall floor (see StallConfig): no member's gap under 2× its normal
+// gap, no shared pause under 1 ms.
+const (
+	minWeakFactor = 2
+	minPause      = time.Millisecond
+)
+
 func (c StallConfig) withDefaults() StallConfig {
 	if c.MinStreams <= 0 {
 		c.MinStreams = 3
@@ -56,8 +76,11 @@ func (c StallConfig) withDefaults() StallConfig {
 	if c.MinGap <= 0 {
 		c.MinGap = 20 * time.Millisecond
 	}
-	if c.WeakFactor <= 0 {
-		c.WeakFactor = 1.5
+	if c.WeakFactor < minWeakFactor {
+		c.WeakFactor = minWeakFactor
+	}
+	if c.MinPause < minPause {
+		c.MinPause = minPause
 	}
 	if c.MinExcess <= 0 {
 		c.MinExcess = 10 * time.Millisecond
@@ -474,9 +497,13 @@ func (d *StallDetector) runs(stalls []*stallGroup) [][]*stallGroup {
 	return out
 }
 
-// qualifies reports whether s is a stall: enough strong gaps, or weak ones
-// shared by most of the streams that were streaming across it.
+// qualifies reports whether s is a stall: above the floor (a shared pause
+// of at least MinPause), with enough strong gaps, or weak ones shared by
+// most of the streams that were streaming across it.
 func (d *StallDetector) qualifies(s *stallGroup) bool {
+	if s.span().dur() < d.cfg.MinPause {
+		return false
+	}
 	n := len(s.ids)
 	if s.strong >= d.cfg.MinStreams {
 		return true

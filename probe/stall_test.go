@@ -391,7 +391,7 @@ func TestStallCauses(t *testing.T) {
 			name:     "a request may have been in prefill: unexplained",
 			recs:     append(fourPausing(30*ms), oneRequest("wait", 150*ms, 151*ms, 900*ms, 3)),
 			want:     event.StallUnexplained,
-			evidence: "1 request(s) may have been in prefill",
+			evidence: "1 of the 5 request(s) then in flight had no first token yet: any may have been in prefill",
 		},
 		{
 			name:     "the probe ran late over it",
