@@ -16,8 +16,9 @@ import (
 // MinStreams streams with strong gaps at one moment make a stall. It is
 // weak when it is at least WeakFactor × the median and MinExcess over it:
 // one stream's weak gap means little, but when most of the streams that
-// were streaming at that moment (Share of them, and at least MinStreams)
-// paused together, the correlation is the evidence.
+// were streaming at that moment (Share of them, and at least MinStreams, or
+// at least two when they are all the streams then streaming) paused
+// together, the correlation is the evidence.
 //
 // The floor: a stall is reported only when every stream in it had a gap of
 // at least 2× its normal (median) gap (WeakFactor is never below 2) and
@@ -65,6 +66,10 @@ const (
 	minWeakFactor = 2
 	minPause      = time.Millisecond
 )
+
+// minCorrelated is the fewest streams whose weak gaps make a stall: when
+// they are every stream streaming across it (see qualifies).
+const minCorrelated = 2
 
 func (c StallConfig) withDefaults() StallConfig {
 	if c.MinStreams <= 0 {
@@ -301,7 +306,7 @@ func (d *StallDetector) Flush() []event.Marker {
 func (d *StallDetector) SharedPause(id string, from, to time.Time) bool {
 	s := interval{from, to}
 	for _, st := range d.stalls {
-		if s.overlap(interval{st.from, st.to}) > 0 {
+		if len(st.ids) >= d.cfg.MinStreams && s.overlap(interval{st.from, st.to}) > 0 {
 			return true
 		}
 	}
@@ -338,6 +343,12 @@ func (d *StallDetector) addGap(g stallGap) {
 	if len(members) < d.cfg.MinStreams {
 		return
 	}
+	d.group(members, from, to)
+}
+
+// group makes a stall of members over [from, to]; their gaps are no
+// longer loose.
+func (d *StallDetector) group(members []stallGap, from, to time.Time) {
 	s := d.newGroup(from, to)
 	for _, m := range members {
 		s.join(m, false)
@@ -440,6 +451,7 @@ func intersection(gs []stallGap) (from, to time.Time) {
 // force is set), oldest first. Stalls that follow one another closely are
 // decided together, so a run of them waits for its last one.
 func (d *StallDetector) ripe(force bool) []event.Marker {
+	d.groupFew(force)
 	var pending []*stallGroup
 	for _, s := range d.stalls {
 		if !s.emitted {
@@ -458,6 +470,25 @@ func (d *StallDetector) ripe(force bool) []event.Marker {
 		out = append(out, d.decide(run)...)
 	}
 	return out
+}
+
+// groupFew makes stalls of fewer than MinStreams loose gaps that overlap,
+// once their hold has passed (every stream that shared them has had time to
+// report, and join a larger stall instead). Whether such a stall counts is
+// qualifies' to say: only when its streams are all that were streaming.
+func (d *StallDetector) groupFew(force bool) {
+	for i := 0; i < len(d.gaps); i++ {
+		g := d.gaps[i]
+		if !force && d.now.Sub(g.to) < d.cfg.Hold {
+			continue
+		}
+		members, from, to := densest(d.gaps, g)
+		if len(members) < minCorrelated || !to.After(from) {
+			continue
+		}
+		d.group(members, from, to)
+		i = -1 // the loose gaps changed: look again from the start
+	}
 }
 
 // held reports whether s's hold has passed: Hold after its end, and every
@@ -508,7 +539,7 @@ func (d *StallDetector) qualifies(s *stallGroup) bool {
 	if s.strong >= d.cfg.MinStreams {
 		return true
 	}
-	if n < d.cfg.MinStreams {
+	if n < minCorrelated {
 		return false
 	}
 	active := 0
@@ -516,6 +547,12 @@ func (d *StallDetector) qualifies(s *stallGroup) bool {
 		if f.streamed.from.Before(s.from) && f.streamed.to.After(s.to) {
 			active++
 		}
+	}
+	// Fewer than MinStreams make a stall only when they are every stream
+	// that was streaming across it: with long prompts in prefill, two
+	// streams may be all that decode, and both pausing is the evidence.
+	if n < d.cfg.MinStreams && active != n {
+		return false
 	}
 	return float64(n) >= d.cfg.Share*float64(max(active, n))
 }

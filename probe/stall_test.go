@@ -62,10 +62,35 @@ func TestStallDetector(t *testing.T) {
 			wantMarkers: 1, wantStreams: 5,
 		},
 		{
-			name: "two streams are not enough",
+			name: "two streams of three are not enough",
 			recs: []*event.Request{
 				stallStreamRec("a", 0, 40, 10*ms, 200*ms, 60*ms),
 				stallStreamRec("b", 3*ms, 40, 10*ms, 200*ms, 60*ms),
+				stallStreamRec("steady", 5*ms, 40, 10*ms, 0, 0),
+			},
+		},
+		{
+			// Long prompts in prefill can leave two streams decoding:
+			// both pausing together is the evidence then.
+			name: "two streams that are all that stream",
+			recs: []*event.Request{
+				stallStreamRec("a", 0, 40, 10*ms, 200*ms, 60*ms),
+				stallStreamRec("b", 3*ms, 40, 10*ms, 200*ms, 60*ms),
+			},
+			wantMarkers: 1, wantStreams: 2,
+		},
+		{
+			name: "two streams at 2x their normal gap, all that stream",
+			recs: []*event.Request{
+				stallStreamRec("a", 0, 40, 25*ms, 200*ms, 30*ms),
+				stallStreamRec("b", 3*ms, 40, 25*ms, 200*ms, 30*ms),
+			},
+			wantMarkers: 1, wantStreams: 2,
+		},
+		{
+			name: "one stream alone is no stall",
+			recs: []*event.Request{
+				stallStreamRec("a", 0, 40, 10*ms, 200*ms, 60*ms),
 			},
 		},
 		{
