@@ -33,9 +33,15 @@ type StallTotal struct {
 }
 
 // Text says the total as every surface does: "26 shared pause(s) (15 ms
-// in all, longest gap 40.1 ms)".
+// in all, longest gap 40.1 ms)", with the stall markers they came in when
+// those are fewer (a marker of a run of pauses holds several), so the
+// figure ties to the markers' count.
 func (t StallTotal) Text() string {
-	return fmt.Sprintf("%d shared pause(s) (%.0f ms in all, longest gap %.1f ms)", t.Pauses, t.PausedMS, t.LongestGapMS)
+	in := ""
+	if t.Markers != t.Pauses {
+		in = fmt.Sprintf(" in %d stall marker(s)", t.Markers)
+	}
+	return fmt.Sprintf("%d shared pause(s)%s (%.0f ms in all, longest gap %.1f ms)", t.Pauses, in, t.PausedMS, t.LongestGapMS)
 }
 
 func (t *stallTally) add(m *event.Marker) {
