@@ -97,6 +97,7 @@ type Aggregator struct {
 	stalls  stallTally         // stall markers by cause, for the insights
 	session *event.Session     // the session's header, when one came
 	probe   *event.ProbeSample // the probe's latest view of itself
+	probeEv probeEvidence      // the probe's word on its own pace, for the verdict
 	lost    map[string]int64   // events consumers missed, by consumer
 	unrec   Unrecorded         // events the recording could not write
 	unexp   Unrecorded         // spans the OTLP collector never got
@@ -194,6 +195,7 @@ func (a *Aggregator) Add(ev event.Event) {
 		a.see(ev.Marker.Time)
 		a.markers.add(ev.Marker)
 		a.stalls.add(ev.Marker)
+		a.probeEv.addMarker(ev.Marker)
 	case ev.Session != nil:
 		a.see(ev.Session.Time)
 		a.session = ev.Session
@@ -204,6 +206,7 @@ func (a *Aggregator) Add(ev event.Event) {
 	case ev.Probe != nil:
 		a.see(ev.Probe.Time)
 		a.probe = ev.Probe
+		a.probeEv.addSample(ev.Probe)
 	case ev.Loss != nil && ev.Loss.Consumer == event.ConsumerRecorder:
 		// In the statistics, only not in the file: counted apart from Lost.
 		a.see(ev.Loss.Time)

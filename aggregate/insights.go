@@ -36,11 +36,10 @@ const (
 	growthMinPoints = 5
 	growthMinSpan   = 20 * time.Second
 
-	// "the server, not the probe, is the limit": the probe kept its schedule
-	// (scheduling-lag p99 under event.ProbeLagLimit, the one threshold the
-	// probe judges itself by too) while TTFT tracks queue depth (Pearson r of
-	// at least 0.7 between their 10 s means, over at least 3 slots of the last
-	// 5 minutes).
+	// "the server, not the probe, is the limit": the probe kept pace by
+	// every piece of evidence (ProbeVerdict) while TTFT tracks queue depth
+	// (Pearson r of at least 0.7 between their 10 s means, over at least 3
+	// slots of the last 5 minutes).
 	queueTTFTCorr   = 0.7
 	queueTTFTMinCnt = 3
 )
@@ -86,7 +85,7 @@ func (a *Aggregator) bdTTFTMeanMS() float64 {
 // weighed already. Only without any breakdown is that mean used.
 func (a *Aggregator) queueShareInsight(s *Snapshot, add addInsight) {
 	if q, ok := s.Breakdown.Stages[event.StageQueue]; ok && q.Count >= insightMinRequests && a.bdTTFT > 0 {
-		if q.Share >= queueShareMin {
+		if q.Share >= queueShareMin && q.Share <= 1 {
 			add(fmt.Sprintf("queue wait is %s of TTFT (%s; from the breakdown; queue is %s)", pct(q.Share), runMean(), mixWords(q)),
 				map[string]float64{
 					"share": q.Share, "queue_mean_ms": q.Mean, "ttft_mean_ms": a.bdTTFTMeanMS(),
@@ -104,7 +103,9 @@ func (a *Aggregator) queueShareInsight(s *Snapshot, add addInsight) {
 		return
 	}
 	share := qm / ttft.Mean
-	if share >= queueShareMin {
+	// The server's queue time and the client's TTFT come from two clocks
+	// and two sets of requests: a ratio past 1 is no share of TTFT.
+	if share >= queueShareMin && share <= 1 {
 		add(fmt.Sprintf("queue wait is %s of TTFT (%s: server queue-time mean over client TTFT mean)", pct(share), runMean()),
 			map[string]float64{
 				"share": share, "queue_mean_ms": qm, "ttft_mean_ms": ttft.Mean,
@@ -141,17 +142,63 @@ func (a *Aggregator) growthInsight(s *Snapshot, add addInsight) {
 		})
 }
 
+// tokenizeInsight compares tokenization with prefill, only where the
+// prefill was measured or reported by the server (an estimated prefill is
+// no whole to take a share of). Tokenization is not part of prefill, so
+// the figure is a ratio: up to 100% it reads as a share ("N% of prefill"),
+// beyond it as a multiple with both means, never as a share over 100%.
 func (a *Aggregator) tokenizeInsight(s *Snapshot, add addInsight) {
 	tok, ok1 := s.Breakdown.Stages[event.StageTokenize]
 	pre, ok2 := s.Breakdown.Stages[event.StagePrefill]
-	if !ok1 || !ok2 || tok.Count < insightMinRequests || pre.Count < insightMinRequests || pre.Share <= 0 {
+	if !ok1 || !ok2 || tok.Count < insightMinRequests || pre.Count < insightMinRequests || pre.Share <= 0 || tok.Share < 0 {
+		return
+	}
+	if !prefillKnown(pre) {
 		return
 	}
 	ratio := tok.Share / pre.Share // the shares have the same denominator
-	if ratio >= tokenizeShareMin {
-		add(fmt.Sprintf("tokenization is %s of prefill (%s)", pct(ratio), runMean()),
-			map[string]float64{"ratio": ratio, "tokenize_mean_ms": tok.Mean, "prefill_mean_ms": pre.Mean})
+	if math.IsNaN(ratio) || math.IsInf(ratio, 0) || ratio < tokenizeShareMin {
+		return
 	}
+	values := map[string]float64{"ratio": ratio, "tokenize_mean_ms": tok.Mean, "prefill_mean_ms": pre.Mean}
+	msg, ok := tokenizeSentence(ratio, tok.Mean, pre.Mean, mixWords(pre))
+	if ok {
+		add(msg, values)
+	}
+}
+
+// tokenizeSentence words tokenization against prefill; false when the
+// ratio is no number to state.
+func tokenizeSentence(ratio, tokMS, preMS float64, preFrom string) (string, bool) {
+	switch {
+	case math.IsNaN(ratio) || math.IsInf(ratio, 0) || ratio < 0:
+		return "", false
+	case ratio <= 1:
+		return fmt.Sprintf("tokenization is %s of prefill (%s; prefill %s)", pct(ratio), runMean(), preFrom), true
+	}
+	return fmt.Sprintf("tokenization takes %.1f× as long as prefill (%.2f ms against %.2f ms, %s; prefill %s): the front end, not the model, holds the first token",
+		ratio, tokMS, preMS, runMean(), preFrom), true
+}
+
+// prefillKnown reports whether most of a prefill stage's values were
+// measured or reported by the server, not estimated.
+func prefillKnown(pre BreakdownStage) bool {
+	switch pre.Mix.Main() {
+	case event.Measured, event.ServerReported:
+		return true
+	case "":
+		// Not counted by provenance: every provenance seen must be direct.
+		if len(pre.Provenance) == 0 {
+			return false
+		}
+		for _, p := range pre.Provenance {
+			if p != event.Measured && p != event.ServerReported {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // promptCacheInsight says how many requests the server answered largely
@@ -172,7 +219,12 @@ func (a *Aggregator) promptCacheInsight(s *Snapshot, add addInsight) {
 // share of at least the given one.
 func flagShare(s *Snapshot, flag event.Flag, least float64) (share float64, flagged, ok int64, enough bool) {
 	ok, flagged = s.Requests.OK, s.Requests.Flags[flag]
-	if ok < insightMinRequests || flagged == 0 {
+	// Flags are counted on every finished request, failed ones too: the
+	// whole they are a share of is the finished requests.
+	if whole := s.Requests.Finished(); whole > ok {
+		ok = whole
+	}
+	if ok < insightMinRequests || flagged <= 0 || flagged > ok {
 		return 0, flagged, ok, false
 	}
 	share = float64(flagged) / float64(ok)
@@ -193,7 +245,9 @@ func (a *Aggregator) overheadInsight(s *Snapshot, add addInsight) {
 	}
 	// Unattributed time is unknown, not overhead: keep it out and say how much there is.
 	overhead := 1 - model - b.UnattributedShare
-	if overhead >= overheadShareMin {
+	// Negative unattributed time (the sources exceed the client's window)
+	// can push the rest past the whole: no share to state then.
+	if overhead >= overheadShareMin && overhead <= 1 && b.UnattributedShare >= 0 {
 		add(fmt.Sprintf("non-model overhead is %s of TTFT (%s; network, HTTP, tokenization, framing: everything attributed but server wait, queue, prefill and first decode; %s more is unattributed)",
 			pct(overhead), runMean(), pct(b.UnattributedShare)),
 			map[string]float64{
@@ -203,23 +257,40 @@ func (a *Aggregator) overheadInsight(s *Snapshot, add addInsight) {
 	}
 }
 
+// limitInsight says the probe's verdict (ProbeVerdict), the one every
+// surface shows: a held probe is the limit, whatever the queue does; the
+// server is named the limit only where the probe kept pace by all the
+// evidence and TTFT tracks the queue depth.
 func (a *Aggregator) limitInsight(s *Snapshot, add addInsight) {
-	lag := s.Windows[WinRun].SchedLag
-	if lag.Count < insightMinRequests {
+	v := s.Verdict
+	switch v.State {
+	case ProbeHeld:
+		add("the probe is the limit: "+v.Reason,
+			map[string]float64{
+				"sched_lag_p99_ms": v.LagP99MS, "lag_measured": boolValue(v.LagMeasured),
+				"starved_pauses": float64(v.StarvedPauses), "starved_ms": v.StarvedMS,
+				"limited_samples": float64(v.LimitedSamples), "limit_markers": float64(v.LimitMarkers),
+			})
 		return
-	}
-	limitMS := float64(event.ProbeLagLimit) / float64(time.Millisecond)
-	if lag.P99 >= limitMS {
-		add(fmt.Sprintf("the probe is the limit: it started requests up to %.2f ms late (scheduling-lag p99, limit %.0f ms)", lag.P99, limitMS),
-			map[string]float64{"sched_lag_p99_ms": lag.P99, "sched_lag_max_ms": lag.Max, "limit_ms": limitMS})
+	case ProbeUnknown:
 		return
 	}
 	r, n := a.queueTTFTCorrelation(s.Now)
 	if n < queueTTFTMinCnt || r < queueTTFTCorr {
 		return
 	}
-	add(fmt.Sprintf("the server, not the probe, is the limit: TTFT rises with queue depth (r=%.2f) while the probe's scheduling-lag p99 is %.2f ms", r, lag.P99),
-		map[string]float64{"correlation": r, "slots": float64(n), "sched_lag_p99_ms": lag.P99})
+	values := map[string]float64{"correlation": r, "slots": float64(n), "lag_measured": boolValue(v.LagMeasured)}
+	if v.LagRequests > 0 {
+		values["sched_lag_p99_ms"] = v.LagP99MS
+	}
+	add(fmt.Sprintf("the server, not the probe, is the limit: TTFT rises with queue depth (r=%.2f) while the probe kept pace: %s", r, v.Reason), values)
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // queueTTFTCorrelation returns Pearson's r between the mean queue depth and

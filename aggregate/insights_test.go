@@ -59,7 +59,7 @@ func TestBreakdownInsights(t *testing.T) {
 				event.StageNetworkOut: 20 * ms, event.StageTokenize: 10 * ms, event.StageQueue: 20 * ms,
 				event.StagePrefill: 40 * ms, event.StageUnattributed: 10 * ms,
 			},
-			want: []string{"tokenization is 25% of prefill (mean, whole run)", "non-model overhead is 30% of TTFT (mean, whole run;"},
+			want: []string{"tokenization is 25% of prefill (mean, whole run; prefill server-reported)", "non-model overhead is 30% of TTFT (mean, whole run;"},
 			not:  []string{"queue wait"},
 		},
 		{

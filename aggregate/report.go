@@ -36,6 +36,7 @@ func WriteTable(w io.Writer, s Summary) error {
 	tw := &errWriter{w: w}
 	writeRequests(tw, s)
 	writeLatency(tw, s)
+	tw.printf("\nProbe: %s\n", s.Verdict.VerdictText())
 	writeBreakdown(tw, s.Breakdown)
 	writeServer(tw, s.Server)
 	writeGPU(tw, s.GPU)

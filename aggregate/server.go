@@ -347,6 +347,9 @@ type Markers struct {
 	// StallCauses counts the stall markers by the cause their evidence
 	// points to.
 	StallCauses map[event.StallCause]int64 `json:"stall_causes,omitempty"`
+	// Stalls totals the stall markers of each cause: the pauses they hold
+	// and their time. Every sentence about them states these figures.
+	Stalls map[event.StallCause]StallTotal `json:"stall_totals,omitempty"`
 	// Recent holds the latest markers to arrive, in time order: a marker
 	// can arrive after later ones (a stall is reported once it is over).
 	Recent []event.Marker `json:"recent"`

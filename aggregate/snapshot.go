@@ -21,6 +21,9 @@ type Snapshot struct {
 	// Probe is the probe's latest view of itself: in flight, CPU, scheduling
 	// lag (nil before the first sample, and for sessions without a probe).
 	Probe *event.ProbeSample
+	// Verdict is the one judgement of whether latscope kept pace: every
+	// surface shows it and none judges the probe by itself.
+	Verdict ProbeVerdict
 	// Lost counts events that did not reach this aggregator, by the consumer
 	// that lost them (an attached agent's gap, a lossy relay). Empty when
 	// nothing was lost.
@@ -215,6 +218,8 @@ func (a *Aggregator) Snapshot(now time.Time) Snapshot {
 	for w := Window(0); w < NumWindows; w++ {
 		s.Windows[w] = a.window(w, now)
 	}
+	s.Markers.Stalls = a.stalls.totals()
+	s.Verdict = a.verdict(s.Windows[WinRun])
 	s.Insights = a.insights(&s)
 	s.Objectives = a.derive.objectives
 	return s
@@ -413,6 +418,7 @@ type Summary struct {
 	E2E          Stats                 `json:"e2e"`
 	TokensPerSec Stats                 `json:"tok_per_s_per_request"` // each request's output tokens over its E2E
 	SchedLag     Stats                 `json:"sched_lag"`             // how late the open loop sent, every request
+	Verdict      ProbeVerdict          `json:"probe_verdict"`         // whether latscope kept pace
 	Stages       map[event.Stage]Stats `json:"stages"`                // client stages
 	Breakdown    Breakdown             `json:"breakdown"`
 	Server       ServerStats           `json:"server"`
@@ -453,6 +459,7 @@ func (s Snapshot) Summary() Summary {
 		E2E:          run.E2E,
 		TokensPerSec: run.TokensPerSec,
 		SchedLag:     run.SchedLag,
+		Verdict:      s.Verdict,
 		Stages:       run.Stages,
 		Breakdown:    s.Breakdown,
 		Server:       s.Server,

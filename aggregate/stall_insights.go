@@ -17,13 +17,31 @@ const (
 	nagleShareMin = 0.25
 )
 
-// stallTally sums the stall markers of each cause.
-type stallTally map[event.StallCause]*causeTally
+// stallTally sums the stall markers of each cause: the one source of
+// every "N shared pauses (X ms in all)" any surface states.
+type stallTally map[event.StallCause]*StallTotal
 
-type causeTally struct {
-	markers, pauses int64
-	pausedMS        float64 // the streams' shared pause, summed
-	longestMS       float64 // the longest gap any stream had
+// StallTotal is the whole run's stall markers of one cause.
+type StallTotal struct {
+	Markers int64 `json:"markers"`
+	// Pauses counts the shared pauses the markers hold (a marker of a run
+	// of pauses holds several), PausedMS their shared time summed.
+	Pauses   int64   `json:"pauses"`
+	PausedMS float64 `json:"paused_ms"`
+	// LongestGapMS is the longest gap any stream had in them.
+	LongestGapMS float64 `json:"longest_gap_ms"`
+}
+
+// Text says the total as every surface does: "26 shared pause(s) (15 ms
+// in all, longest gap 40.1 ms)", with the stall markers they came in when
+// those are fewer (a marker of a run of pauses holds several), so the
+// figure ties to the markers' count.
+func (t StallTotal) Text() string {
+	in := ""
+	if t.Markers != t.Pauses {
+		in = fmt.Sprintf(" in %d stall marker(s)", t.Markers)
+	}
+	return fmt.Sprintf("%d shared pause(s)%s (%.0f ms in all, longest gap %.1f ms)", t.Pauses, in, t.PausedMS, t.LongestGapMS)
 }
 
 func (t *stallTally) add(m *event.Marker) {
@@ -35,13 +53,30 @@ func (t *stallTally) add(m *event.Marker) {
 	}
 	c := (*t)[m.Cause]
 	if c == nil {
-		c = &causeTally{}
+		c = &StallTotal{}
 		(*t)[m.Cause] = c
 	}
-	c.markers++
-	c.pauses += int64(max(m.Values["pauses"], 1))
-	c.pausedMS += m.Values["gap_ms"]
-	c.longestMS = max(c.longestMS, m.Values["longest_gap_ms"])
+	c.Markers++
+	c.Pauses += int64(max(m.Values["pauses"], 1))
+	// A bad figure (NaN, negative) adds nothing rather than spoil the sum.
+	if g := m.Values["gap_ms"]; g > 0 {
+		c.PausedMS += g
+	}
+	if g := m.Values["longest_gap_ms"]; g > c.LongestGapMS {
+		c.LongestGapMS = g
+	}
+}
+
+// totals copies the tally for a snapshot.
+func (t stallTally) totals() map[event.StallCause]StallTotal {
+	if len(t) == 0 {
+		return nil
+	}
+	out := make(map[event.StallCause]StallTotal, len(t))
+	for k, v := range t {
+		out[k] = *v
+	}
+	return out
 }
 
 // stallAdvice is what a cause's insight says and what to do about it.
@@ -62,17 +97,16 @@ var stallAdvice = []struct {
 
 // stallInsights says, for each cause the stall markers name often enough,
 // how often the streams paused for it and what to do about it.
-func (a *Aggregator) stallInsights(_ *Snapshot, add addInsight) {
+func (a *Aggregator) stallInsights(s *Snapshot, add addInsight) {
 	for _, adv := range stallAdvice {
-		c := a.stalls[adv.cause]
-		if c == nil || c.markers < stallCauseMin {
+		c, ok := s.Markers.Stalls[adv.cause]
+		if !ok || c.Markers < stallCauseMin {
 			continue
 		}
-		add(fmt.Sprintf("%d shared pause(s) of the streams were %s (%.0f ms in all, longest gap %.1f ms): %s",
-			c.pauses, adv.what, c.pausedMS, c.longestMS, adv.todo),
+		add(fmt.Sprintf("%s of the streams were %s: %s", c.Text(), adv.what, adv.todo),
 			map[string]float64{
-				"pauses": float64(c.pauses), "markers": float64(c.markers),
-				"paused_ms": c.pausedMS, "longest_gap_ms": c.longestMS,
+				"pauses": float64(c.Pauses), "markers": float64(c.Markers),
+				"paused_ms": c.PausedMS, "longest_gap_ms": c.LongestGapMS,
 			})
 	}
 }

@@ -8,8 +8,9 @@ import (
 // StatusLine renders one line for stderr (about once a second in headless
 // runs): elapsed time, requests in flight, request and token rates and TTFT
 // p50/p99 over the last 10 s, the run's errors, and latscope's own CPU and
-// scheduling lag, so a user sees at a glance whether latscope, not the
-// server, is the bottleneck.
+// scheduling lag, and the probe's verdict (Snapshot.Verdict) when it was
+// held, so a user sees at a glance whether latscope, not the server, is the
+// bottleneck.
 func StatusLine(s Snapshot) string {
 	w := s.Windows[Win10s]
 	ttft := "TTFT -"
@@ -26,12 +27,13 @@ func StatusLine(s Snapshot) string {
 		if p.CPUPercent >= 0 {
 			self += fmt.Sprintf("  latscope cpu %.0f%%", p.CPUPercent)
 		}
-		if p.LagSamples > 0 {
+		if p.LagSamples > 0 { // the probe times only scheduled sends
 			self += fmt.Sprintf(" lag p99 %.1f ms", float64(p.SchedLagP99)/float64(time.Millisecond))
 		}
-		if p.Limited {
-			self += "  LATSCOPE IS THE LIMIT: " + p.Reason
-		}
+	}
+	// The probe's verdict is the aggregator's, as on every other surface.
+	if s.Verdict.Held() {
+		self += "  LATSCOPE IS THE LIMIT: " + s.Verdict.Reason
 	}
 	return fmt.Sprintf("%s%s  %.1f req/s  %.0f tok/s  %s (10s)  %s%s",
 		s.Elapsed.Truncate(time.Second), inFlight, w.ReqPerSec, w.TokPerSec, ttft, errs, self)

@@ -189,6 +189,14 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 		}
 		r.pacer = p
 	}
+	if r.cfg.Stall.MaxInFlight <= 0 {
+		// The stall detector's counts of requests stay within what the
+		// probe can have in flight.
+		r.cfg.Stall.MaxInFlight = r.cfg.Concurrency
+		if r.pacer != nil {
+			r.cfg.Stall.MaxInFlight = r.cfg.MaxInFlight
+		}
+	}
 	if cfg.Requests > 0 {
 		r.total = uint64(cfg.Requests) + uint64(cfg.Warmup)
 	}

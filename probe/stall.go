@@ -16,16 +16,30 @@ import (
 // MinStreams streams with strong gaps at one moment make a stall. It is
 // weak when it is at least WeakFactor × the median and MinExcess over it:
 // one stream's weak gap means little, but when most of the streams that
-// were streaming at that moment (Share of them, and at least MinStreams)
-// paused together, the correlation is the evidence.
+// were streaming at that moment (Share of them, and at least MinStreams, or
+// at least two when they are all the streams then streaming) paused
+// together, the correlation is the evidence.
+//
+// The floor: a stall is reported only when every stream in it had a gap of
+// at least 2× its normal (median) gap (WeakFactor is never below 2) and
+// the pause they shared, the figure its marker states, is at least
+// MinPause (1 ms). Below it, "N streams paused together for 0.0 ms" would
+// be the overlap of unrelated gaps, not a pause.
 type StallConfig struct {
 	MinStreams int           // streams that must pause together (default 3)
 	Factor     float64       // strong gap: above Factor × the stream's median (default 5)
 	MinGap     time.Duration // ... and above MinGap (default 20 ms)
-	WeakFactor float64       // weak gap: at least WeakFactor × the median (default 1.5)
+	WeakFactor float64       // weak gap: at least WeakFactor × the median (default and least 2)
 	MinExcess  time.Duration // ... and at least MinExcess longer than it (default 10 ms)
 	Share      float64       // weak stall: share of the streams then streaming (default 0.5)
 	MinITLs    int           // streams with fewer gaps have no meaningful median (default 3)
+	// MinPause is the least shared pause a stall marker reports (default
+	// and least 1 ms).
+	MinPause time.Duration
+	// MaxInFlight is the most requests the probe has in flight (its
+	// concurrency, or its open-loop cap): no count a marker states of the
+	// probe's requests exceeds it (0: no cap but the requests seen).
+	MaxInFlight int
 	// Hold is how long after a stall ends the detector waits for more
 	// streams to report it before emitting its marker (default 5 s).
 	// Streams that report it later join silently: never a second marker.
@@ -46,6 +60,17 @@ type StallConfig struct {
 	LagSample time.Duration
 }
 
+// The stall floor (see StallConfig): no member's gap under 2× its normal
+// gap, no shared pause under 1 ms.
+const (
+	minWeakFactor = 2
+	minPause      = time.Millisecond
+)
+
+// minCorrelated is the fewest streams whose weak gaps make a stall: when
+// they are every stream streaming across it (see qualifies).
+const minCorrelated = 2
+
 func (c StallConfig) withDefaults() StallConfig {
 	if c.MinStreams <= 0 {
 		c.MinStreams = 3
@@ -56,8 +81,11 @@ func (c StallConfig) withDefaults() StallConfig {
 	if c.MinGap <= 0 {
 		c.MinGap = 20 * time.Millisecond
 	}
-	if c.WeakFactor <= 0 {
-		c.WeakFactor = 1.5
+	if c.WeakFactor < minWeakFactor {
+		c.WeakFactor = minWeakFactor
+	}
+	if c.MinPause < minPause {
+		c.MinPause = minPause
 	}
 	if c.MinExcess <= 0 {
 		c.MinExcess = 10 * time.Millisecond
@@ -278,7 +306,7 @@ func (d *StallDetector) Flush() []event.Marker {
 func (d *StallDetector) SharedPause(id string, from, to time.Time) bool {
 	s := interval{from, to}
 	for _, st := range d.stalls {
-		if s.overlap(interval{st.from, st.to}) > 0 {
+		if len(st.ids) >= d.cfg.MinStreams && s.overlap(interval{st.from, st.to}) > 0 {
 			return true
 		}
 	}
@@ -315,6 +343,12 @@ func (d *StallDetector) addGap(g stallGap) {
 	if len(members) < d.cfg.MinStreams {
 		return
 	}
+	d.group(members, from, to)
+}
+
+// group makes a stall of members over [from, to]; their gaps are no
+// longer loose.
+func (d *StallDetector) group(members []stallGap, from, to time.Time) {
 	s := d.newGroup(from, to)
 	for _, m := range members {
 		s.join(m, false)
@@ -417,6 +451,7 @@ func intersection(gs []stallGap) (from, to time.Time) {
 // force is set), oldest first. Stalls that follow one another closely are
 // decided together, so a run of them waits for its last one.
 func (d *StallDetector) ripe(force bool) []event.Marker {
+	d.groupFew(force)
 	var pending []*stallGroup
 	for _, s := range d.stalls {
 		if !s.emitted {
@@ -435,6 +470,25 @@ func (d *StallDetector) ripe(force bool) []event.Marker {
 		out = append(out, d.decide(run)...)
 	}
 	return out
+}
+
+// groupFew makes stalls of fewer than MinStreams loose gaps that overlap,
+// once their hold has passed (every stream that shared them has had time to
+// report, and join a larger stall instead). Whether such a stall counts is
+// qualifies' to say: only when its streams are all that were streaming.
+func (d *StallDetector) groupFew(force bool) {
+	for i := 0; i < len(d.gaps); i++ {
+		g := d.gaps[i]
+		if !force && d.now.Sub(g.to) < d.cfg.Hold {
+			continue
+		}
+		members, from, to := densest(d.gaps, g)
+		if len(members) < minCorrelated || !to.After(from) {
+			continue
+		}
+		d.group(members, from, to)
+		i = -1 // the loose gaps changed: look again from the start
+	}
 }
 
 // held reports whether s's hold has passed: Hold after its end, and every
@@ -474,14 +528,18 @@ func (d *StallDetector) runs(stalls []*stallGroup) [][]*stallGroup {
 	return out
 }
 
-// qualifies reports whether s is a stall: enough strong gaps, or weak ones
-// shared by most of the streams that were streaming across it.
+// qualifies reports whether s is a stall: above the floor (a shared pause
+// of at least MinPause), with enough strong gaps, or weak ones shared by
+// most of the streams that were streaming across it.
 func (d *StallDetector) qualifies(s *stallGroup) bool {
+	if s.span().dur() < d.cfg.MinPause {
+		return false
+	}
 	n := len(s.ids)
 	if s.strong >= d.cfg.MinStreams {
 		return true
 	}
-	if n < d.cfg.MinStreams {
+	if n < minCorrelated {
 		return false
 	}
 	active := 0
@@ -489,6 +547,12 @@ func (d *StallDetector) qualifies(s *stallGroup) bool {
 		if f.streamed.from.Before(s.from) && f.streamed.to.After(s.to) {
 			active++
 		}
+	}
+	// Fewer than MinStreams make a stall only when they are every stream
+	// that was streaming across it: with long prompts in prefill, two
+	// streams may be all that decode, and both pausing is the evidence.
+	if n < d.cfg.MinStreams && active != n {
+		return false
 	}
 	return float64(n) >= d.cfg.Share*float64(max(active, n))
 }

@@ -125,7 +125,7 @@ func (d *StallDetector) classify(s *stallGroup) verdict {
 	if v, ok := d.prefillOver(s); ok {
 		return v
 	}
-	possible := d.prefillsPossible(s)
+	possible, inFlight := d.prefillsPossible(s)
 	switch {
 	case possible == 0 && held:
 		return verdict{cause: event.StallFrontEndBlock,
@@ -137,8 +137,8 @@ func (d *StallDetector) classify(s *stallGroup) verdict {
 			values:   map[string]float64{"burst_streams": float64(burst)}}
 	}
 	return verdict{cause: event.StallUnexplained,
-		evidence: fmt.Sprintf("nothing shows a prefill, the server's front end or the probe in it (%d request(s) may have been in prefill)", possible),
-		values:   map[string]float64{"maybe_prefilling": float64(possible)}}
+		evidence: fmt.Sprintf("nothing shows a prefill, the server's front end or the probe in it (%d of the %d request(s) then in flight had no first token yet: any may have been in prefill)", possible, inFlight),
+		values:   map[string]float64{"maybe_prefilling": float64(possible), "in_flight": float64(inFlight)}}
 }
 
 // burstAfter counts the stall's streams whose tokens came in a burst as
@@ -258,18 +258,21 @@ func (d *StallDetector) prefillOver(s *stallGroup) (verdict, bool) {
 // prefillsPossible counts the probe's requests that may have been in
 // prefill during s: past their front end and not yet at their first
 // token (or, with the server's timing, prefilling then), and the requests
-// sent before it ended that have not reported.
-func (d *StallDetector) prefillsPossible(s *stallGroup) int {
+// sent before it ended that have not reported. It returns the requests in
+// flight during s too, and the count never exceeds them, nor MaxInFlight.
+func (d *StallDetector) prefillsPossible(s *stallGroup) (possible, inFlight int) {
 	p := s.span()
-	n := 0
 	for i := range d.requests {
 		f := &d.requests[i]
+		if f.sent.Before(p.to) && f.end.After(p.from) {
+			inFlight++
+		}
 		if s.members[f.id] {
 			continue
 		}
 		if f.prefill.dur() > 0 {
 			if p.overlap(f.prefill) > 0 {
-				n++
+				possible++
 			}
 			continue
 		}
@@ -278,15 +281,19 @@ func (d *StallDetector) prefillsPossible(s *stallGroup) int {
 			until = f.end
 		}
 		if f.pastFrontEnd().Before(p.to) && until.After(p.from) {
-			n++
+			possible++
 		}
 	}
 	for _, sent := range d.inFlight {
 		if sent.Before(p.to) {
-			n++
+			possible++
+			inFlight++
 		}
 	}
-	return n
+	if m := d.cfg.MaxInFlight; m > 0 {
+		inFlight = min(inFlight, m)
+	}
+	return min(possible, inFlight), inFlight
 }
 
 // waitedThrough reports whether f was past its front end and still waiting

@@ -62,10 +62,35 @@ func TestStallDetector(t *testing.T) {
 			wantMarkers: 1, wantStreams: 5,
 		},
 		{
-			name: "two streams are not enough",
+			name: "two streams of three are not enough",
 			recs: []*event.Request{
 				stallStreamRec("a", 0, 40, 10*ms, 200*ms, 60*ms),
 				stallStreamRec("b", 3*ms, 40, 10*ms, 200*ms, 60*ms),
+				stallStreamRec("steady", 5*ms, 40, 10*ms, 0, 0),
+			},
+		},
+		{
+			// Long prompts in prefill can leave two streams decoding:
+			// both pausing together is the evidence then.
+			name: "two streams that are all that stream",
+			recs: []*event.Request{
+				stallStreamRec("a", 0, 40, 10*ms, 200*ms, 60*ms),
+				stallStreamRec("b", 3*ms, 40, 10*ms, 200*ms, 60*ms),
+			},
+			wantMarkers: 1, wantStreams: 2,
+		},
+		{
+			name: "two streams at 2x their normal gap, all that stream",
+			recs: []*event.Request{
+				stallStreamRec("a", 0, 40, 25*ms, 200*ms, 30*ms),
+				stallStreamRec("b", 3*ms, 40, 25*ms, 200*ms, 30*ms),
+			},
+			wantMarkers: 1, wantStreams: 2,
+		},
+		{
+			name: "one stream alone is no stall",
+			recs: []*event.Request{
+				stallStreamRec("a", 0, 40, 10*ms, 200*ms, 60*ms),
 			},
 		},
 		{
@@ -391,7 +416,7 @@ func TestStallCauses(t *testing.T) {
 			name:     "a request may have been in prefill: unexplained",
 			recs:     append(fourPausing(30*ms), oneRequest("wait", 150*ms, 151*ms, 900*ms, 3)),
 			want:     event.StallUnexplained,
-			evidence: "1 request(s) may have been in prefill",
+			evidence: "1 of the 5 request(s) then in flight had no first token yet: any may have been in prefill",
 		},
 		{
 			name:     "the probe ran late over it",

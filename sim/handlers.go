@@ -311,7 +311,7 @@ func (s *Server) admit(w http.ResponseWriter, hr *http.Request, chat bool, id st
 	if s.tokPool == nil {
 		ran = s.front.do(func() {
 			if perr = parse(); perr == nil {
-				r.tokSubmit = time.Now()
+				r.tokSubmit, r.tokOnLoop = time.Now(), true
 				s.tokenizeJob(r)
 			}
 		})

@@ -38,6 +38,7 @@ type request struct {
 	tokSubmit    time.Time // handed to the loop (or the tokenizer pool)
 	tokStart     time.Time
 	tokEnd       time.Time
+	tokOnLoop    bool      // tokenized on the shared loop, blocking it (no tokenizer pool)
 	faultStart   time.Time // slow-headers delay
 	faultEnd     time.Time
 

@@ -156,6 +156,11 @@ func TestTokenizerOnLoopStallsOtherStreams(t *testing.T) {
 	t.Parallel()
 	run := stallScenario(t, 0)
 	tok := time.Duration(run.long.TokenizeUs) * time.Microsecond
+	// The truth lists the stretch the tokenization held the loop: the
+	// tokenize stage's own, on the wall clock.
+	if b := run.long.LoopBlocked; b == nil || time.Duration(b.EndUnixUs-b.StartUnixUs)*time.Microsecond < tok-time.Microsecond {
+		t.Errorf("the long prompt's truth lists the loop blocked %+v, want its %v tokenization", b, tok)
+	}
 	var gaps [][]interval
 	for id, fl := range run.flushes {
 		g := gapsOver(fl, tok)
@@ -169,5 +174,15 @@ func TestTokenizerOnLoopStallsOtherStreams(t *testing.T) {
 	}
 	if testing.Verbose() {
 		fmt.Printf("pool 0: tokenization %v; every stream stalled that long, together\n", tok)
+	}
+}
+
+// TestTruthListsNoLoopBlockWithPool: with a tokenizer pool the long
+// prompt's tokenization never held the loop, and its truth says so.
+func TestTruthListsNoLoopBlockWithPool(t *testing.T) {
+	t.Parallel()
+	run := stallScenario(t, 2)
+	if b := run.long.LoopBlocked; b != nil {
+		t.Errorf("the truth lists the loop blocked %+v, though the prompt tokenized on the pool", b)
 	}
 }

@@ -71,6 +71,19 @@ type Truth struct {
 	// HeldFrames are the content frames the Nagle emulation held back
 	// (Config.Nagle); absent when none was.
 	HeldFrames []HeldFrame `json:"held_frames,omitempty"`
+	// LoopBlocked is the stretch this request's tokenization held the
+	// shared event loop (no tokenizer pool): no stream's frame could be
+	// flushed in it. Absent when it tokenized on a pool worker. Every
+	// request's truth together lists every interval the loop was blocked
+	// by tokenization.
+	LoopBlocked *WallInterval `json:"loop_blocked,omitempty"`
+}
+
+// WallInterval is a stretch of the wall clock, so it can be set against
+// what a client saw.
+type WallInterval struct {
+	StartUnixUs int64 `json:"start_unix_us"`
+	EndUnixUs   int64 `json:"end_unix_us"`
 }
 
 // PrefillStep is one engine step that computed part of a request's prompt,
@@ -134,6 +147,9 @@ func buildTruth(r *request, et engineTimes) Truth {
 	}
 	if r.gen.stream {
 		t.HeadersUs = span(r.arrival, r.headersAt)
+	}
+	if r.tokOnLoop && !r.tokStart.IsZero() && r.tokEnd.After(r.tokStart) {
+		t.LoopBlocked = &WallInterval{StartUnixUs: r.tokStart.UnixMicro(), EndUnixUs: r.tokEnd.UnixMicro()}
 	}
 	firstFrame, lastFrame := fe.firstFlush, fe.lastFlush
 	if !r.gen.stream {

@@ -165,7 +165,7 @@ func headerRates(st *styles, s *aggregate.Snapshot, hs headerState, width int) s
 	if p := s.Probe; p != nil {
 		parts = append(parts, part{fmt.Sprintf("   in flight %d", p.InFlight), 6})
 	}
-	parts = append(parts, part{"   " + probeState(st, s.Probe), 9})
+	parts = append(parts, part{"   " + probeState(st, s.Probe, s.Verdict), 9})
 	for _, x := range []string{scrapeState(st, s), otlpState(st, s, hs.otlpOK), nvmlState(st, s.GPU)} {
 		if x != "" {
 			parts = append(parts, part{"  " + x, 7})
@@ -174,19 +174,25 @@ func headerRates(st *styles, s *aggregate.Snapshot, hs headerState, width int) s
 	return assemble(parts, width)
 }
 
-func probeState(st *styles, p *event.ProbeSample) string {
-	if p == nil {
-		return st.dim.Render("probe –")
-	}
-	mark := st.good.Render("✓")
-	if p.Limited {
+// probeState is the probe's badge: the aggregator's verdict (✓ kept pace,
+// ✗ held, – unknown), then its latest CPU and, where it measured any, its
+// scheduling lag.
+func probeState(st *styles, p *event.ProbeSample, v aggregate.ProbeVerdict) string {
+	mark := st.dim.Render("–")
+	switch v.State {
+	case aggregate.ProbeKeptPace:
+		mark = st.good.Render("✓")
+	case aggregate.ProbeHeld:
 		mark = st.bad.Render("✗")
 	}
 	out := "probe " + mark
+	if p == nil {
+		return out
+	}
 	if p.CPUPercent >= 0 {
 		out += fmt.Sprintf(" cpu %.0f%%", p.CPUPercent)
 	}
-	if p.LagSamples > 0 {
+	if p.LagSamples > 0 { // the probe times only scheduled sends
 		out += " lag " + msUnit(float64(p.SchedLagP99)/float64(time.Millisecond))
 	}
 	return out
@@ -245,19 +251,8 @@ func nvmlState(st *styles, g *event.GPUSample) string {
 // warnings lists what is in trouble, with the reason and the figure.
 func warnings(s *aggregate.Snapshot, status []string) []string {
 	var out []string
-	if p := s.Probe; p != nil && p.Limited {
-		w := "LATSCOPE IS THE LIMIT: " + p.Reason
-		var fig []string
-		if p.CPUPercent >= 0 {
-			fig = append(fig, fmt.Sprintf("cpu %.0f%%", p.CPUPercent))
-		}
-		if p.LagSamples > 0 {
-			fig = append(fig, "sched-lag p99 "+msUnit(float64(p.SchedLagP99)/float64(time.Millisecond)))
-		}
-		if len(fig) > 0 {
-			w += " (" + strings.Join(fig, ", ") + ")"
-		}
-		out = append(out, w+": latencies include latscope's own delay")
+	if s.Verdict.Held() {
+		out = append(out, s.Verdict.VerdictText())
 	}
 	if srv := &s.Server; srv.Samples > 0 && (srv.LastStale || srv.LastError != "") {
 		w := "metrics scrape failing"
