@@ -31,7 +31,8 @@ func TestAgentAndAttachAsPipelineEnds(t *testing.T) {
 	got := dash.Subscribe("aggregator", 16, pipeline.Lossless)
 	attached := make(chan error, 1)
 	go func() {
-		attached <- pipeline.Run(context.Background(), pipeline.Config{Primary: []pipeline.Source{c}}, dash)
+		_, err := pipeline.Run(context.Background(), pipeline.Config{Primary: []pipeline.Source{c}}, dash)
+		attached <- err
 	}()
 
 	hdr := sessionEvent("rack-7").Session
@@ -41,7 +42,7 @@ func TestAgentAndAttachAsPipelineEnds(t *testing.T) {
 		}
 		return nil
 	})
-	if err := pipeline.Run(context.Background(), pipeline.Config{Header: hdr, Primary: []pipeline.Source{probe}}, fan); err != nil {
+	if _, err := pipeline.Run(context.Background(), pipeline.Config{Header: hdr, Primary: []pipeline.Source{probe}}, fan); err != nil {
 		t.Fatal(err)
 	}
 	<-consumed

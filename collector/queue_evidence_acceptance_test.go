@@ -6,6 +6,7 @@ package collector
 // runs whose figures depend on the host's speed (go test -tags acceptance).
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,9 @@ func TestAcceptanceQueueSaturated(t *testing.T) {
 			run := runQueueEvidence(t, headers, 4, streams, requests, warmup, 20*time.Millisecond)
 			queue, wait, truth := shares(t, run)
 			t.Logf("%d requests: queue %.1f%% of TTFT, server wait %.1f%% (the simulator's queue: %.1f%%)", len(run.reqs), 100*queue, 100*wait, 100*truth)
+			if truth < 0.80 {
+				t.Errorf("the simulator queued only %.1f%% of TTFT with 16 streams on 4 slots: the premise (saturated) does not hold", 100*truth)
+			}
 			if queue < 0.80 {
 				t.Errorf("queue %.1f%% of TTFT, want at least 80%% with 16 streams on 4 slots", 100*queue)
 			}
@@ -55,47 +59,41 @@ func TestAcceptanceQueueSaturated(t *testing.T) {
 	}
 }
 
-// TestAcceptanceQueueAmpleSlots: one stream on 64 slots: the queue is at
-// most 1% of TTFT. At 16 streams on 64 slots the figures are only logged:
-// the simulator itself queues there (an arrival waits for the running
-// engine step: 5-20% of TTFT on a busy host), its gauge shows it, and the
-// estimate (the rest of the window, up to what the interval makes
-// plausible) then overstates it; a per-request queue (OTLP spans) is what
-// measures it.
+// TestAcceptanceQueueAmpleSlots: one stream, and sixteen, on 64 slots, for
+// each header timing: nothing waits for a slot (the simulator's own queue,
+// its truth, is at most 1% of TTFT: an arrival during an engine step waits
+// in the engine's inbox, not its queue, as in vLLM), so the queue is at
+// most 1% of TTFT and no insight speaks of a queue wait.
 func TestAcceptanceQueueAmpleSlots(t *testing.T) {
 	t.Parallel()
 	for _, headers := range sim.HeaderTimings() {
-		t.Run(string(headers)+"/c1", func(t *testing.T) {
-			t.Parallel()
-			run := runQueueEvidence(t, headers, 64, 1, 24, 4, 100*time.Millisecond)
-			queue, wait, truth := shares(t, run)
-			t.Logf("%d requests: queue %.2f%% of TTFT, server wait %.1f%% (the simulator's queue: %.2f%%)", len(run.reqs), 100*queue, 100*wait, 100*truth)
-			if queue > 0.01 {
-				t.Errorf("queue %.2f%% of TTFT at one stream on 64 slots, want at most 1%%", 100*queue)
-			}
-			// At one stream the gauge shows a request waiting only in the
-			// instant between its arrival and its admission, which a
-			// scrape seldom catches.
-			queued, waited := checkQueueEvidence(t, run)
-			if queued > len(run.reqs)/4 {
-				t.Errorf("a queue on %d of %d requests of one stream on 64 slots: the gauge cannot have shown one waiting that often", queued, len(run.reqs))
-			}
-			// A request whose whole server window the prefill mean fills
-			// has no wait left: at least one has.
-			if waited == 0 {
-				t.Errorf("no server wait on any of %d requests: the server's wait is to be named for what it is", len(run.reqs))
-			}
-			for _, m := range run.summary.Insights {
-				if strings.Contains(m.Message, "queue wait") {
-					t.Errorf("insight %q at one stream on 64 slots", m.Message)
+		for _, load := range []struct{ streams, requests, warmup int }{{1, 24, 4}, {16, 96, 32}} {
+			t.Run(fmt.Sprintf("%s/c%d", headers, load.streams), func(t *testing.T) {
+				t.Parallel()
+				run := runQueueEvidence(t, headers, 64, load.streams, load.requests, load.warmup, 100*time.Millisecond)
+				queue, wait, truth := shares(t, run)
+				t.Logf("%d requests: queue %.2f%% of TTFT, server wait %.1f%% (the simulator's queue: %.2f%%)", len(run.reqs), 100*queue, 100*wait, 100*truth)
+				if truth > 0.01 {
+					t.Errorf("the simulator queued %.2f%% of TTFT with %d streams on 64 slots: the premise (slots to spare) does not hold", 100*truth, load.streams)
 				}
-			}
-		})
-		t.Run(string(headers)+"/c16", func(t *testing.T) {
-			t.Parallel()
-			run := runQueueEvidence(t, headers, 64, 16, 96, 32, 100*time.Millisecond)
-			queue, wait, truth := shares(t, run)
-			t.Logf("%d requests: queue %.1f%% of TTFT, server wait %.1f%% (the simulator's queue: %.1f%%)", len(run.reqs), 100*queue, 100*wait, 100*truth)
-		})
+				if queue > 0.01 {
+					t.Errorf("queue %.2f%% of TTFT with %d streams on 64 slots, want at most 1%%", 100*queue, load.streams)
+				}
+				queued, waited := checkQueueEvidence(t, run)
+				if queued > 0 {
+					t.Errorf("a queue on %d of %d requests of %d streams on 64 slots: the gauge cannot have shown one waiting", queued, len(run.reqs), load.streams)
+				}
+				// A request whose whole server window the prefill mean
+				// fills has no wait left: at one stream at least one has.
+				if load.streams == 1 && waited == 0 {
+					t.Errorf("no server wait on any of %d requests: the server's wait is to be named for what it is", len(run.reqs))
+				}
+				for _, m := range run.summary.Insights {
+					if strings.Contains(m.Message, "queue wait") {
+						t.Errorf("insight %q with %d streams on 64 slots", m.Message, load.streams)
+					}
+				}
+			})
+		}
 	}
 }

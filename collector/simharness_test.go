@@ -88,7 +88,7 @@ func runPipeline(ctx context.Context, t *testing.T, cfg pipeline.Config) ([]*eve
 		}
 		collected <- res
 	}()
-	if err := pipeline.Run(ctx, cfg, fan); err != nil {
+	if _, err := pipeline.Run(ctx, cfg, fan); err != nil {
 		t.Fatal(err)
 	}
 	res := <-collected

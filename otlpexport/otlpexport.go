@@ -24,10 +24,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -83,10 +81,10 @@ type Stats struct {
 
 // Exporter turns request records into spans and exports them.
 type Exporter struct {
-	cfg  Config
-	exp  *otlptrace.Exporter
-	res  *resource.Resource
-	name string // the session's name, on every span
+	cfg   Config
+	exp   *otlptrace.Exporter
+	maker *spanMaker
+	name  string // the session's name, on every span
 
 	requests, spans, failed, dropped atomic.Uint64
 	pending                          atomic.Int64 // spans queued or in flight
@@ -133,7 +131,7 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 		return nil, fmt.Errorf("otlp export to %s: %w", event.RedactURL(cfg.Endpoint), err)
 	}
 	res := resource.NewSchemaless(semconv.ServiceName(cfg.Service))
-	return &Exporter{cfg: cfg, exp: exp, res: res}, nil
+	return &Exporter{cfg: cfg, exp: exp, maker: newSpanMaker(res)}, nil
 }
 
 // Stats returns the exporter's counters; safe from any goroutine.
@@ -236,6 +234,7 @@ func (e *Exporter) finish(sendCtx context.Context, stopSending context.CancelFun
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(sendCtx), time.Second)
 	defer cancel()
 	_ = e.exp.Shutdown(shutCtx)
+	_ = e.maker.shutdown(shutCtx)
 }
 
 func (e *Exporter) drop(batch []sdktrace.ReadOnlySpan) {
@@ -263,7 +262,8 @@ func (e *Exporter) export(ctx context.Context, batch []sdktrace.ReadOnlySpan) {
 	e.spans.Add(uint64(len(batch)))
 }
 
-var scope = instrumentation.Scope{Name: "github.com/latscope/latscope/otlpexport"}
+// scopeName is the instrumentation scope of every span.
+const scopeName = "github.com/latscope/latscope/otlpexport"
 
 // requestSpans builds one request's spans: the request, then each stage as a child
 // laid out on the request's timeline. Client stages run back to back from
@@ -294,11 +294,11 @@ func (e *Exporter) requestSpans(r *event.Request) []sdktrace.ReadOnlySpan {
 	if r.Status != 0 {
 		attrs = append(attrs, attribute.Int("http.response.status_code", r.Status))
 	}
-	status := sdktrace.Status{Code: codes.Ok}
+	code, description := codes.Ok, ""
 	if !r.OK() {
-		status = sdktrace.Status{Code: codes.Error, Description: r.Error}
+		code, description = codes.Error, r.Error
 	}
-	out := []sdktrace.ReadOnlySpan{e.stub("llm.request", root, trace.SpanContext{}, trace.SpanKindClient, start, end, attrs, status)}
+	out := []sdktrace.ReadOnlySpan{e.maker.span("llm.request", root, trace.SpanContext{}, trace.SpanKindClient, start, end, attrs, code, description)}
 
 	child := func(name string, from time.Time, d time.Duration, prov event.Provenance, src string) {
 		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: childID(spanID, len(out)), TraceFlags: trace.FlagsSampled})
@@ -306,7 +306,7 @@ func (e *Exporter) requestSpans(r *event.Request) []sdktrace.ReadOnlySpan {
 		if src != "" {
 			a = append(a, attribute.String("latscope.source", src))
 		}
-		out = append(out, e.stub("stage "+name, sc, root, trace.SpanKindInternal, from, from.Add(max(d, 0)), a, sdktrace.Status{}))
+		out = append(out, e.maker.span("stage "+name, sc, root, trace.SpanKindInternal, from, from.Add(max(d, 0)), a, codes.Unset, ""))
 	}
 	at := start
 	var written time.Time
@@ -331,14 +331,6 @@ func (e *Exporter) requestSpans(r *event.Request) []sdktrace.ReadOnlySpan {
 		child("decode", start.Add(r.TTFT), r.E2E-r.TTFT, event.Measured, fmt.Sprintf("%d tokens in %d chunks", r.OutputTokens, len(r.Chunks)))
 	}
 	return out
-}
-
-func (e *Exporter) stub(name string, sc, parent trace.SpanContext, kind trace.SpanKind, start, end time.Time, attrs []attribute.KeyValue, status sdktrace.Status) sdktrace.ReadOnlySpan {
-	return tracetest.SpanStub{
-		Name: name, SpanContext: sc, Parent: parent, SpanKind: kind,
-		StartTime: start, EndTime: end, Attributes: attrs, Status: status,
-		Resource: e.res, InstrumentationScope: scope,
-	}.Snapshot()
 }
 
 // ids returns the request's trace and span ids as the probe sent them; a

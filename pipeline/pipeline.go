@@ -48,35 +48,15 @@ type Settler interface {
 	Settle(ctx context.Context)
 }
 
-// ErrInterrupted is among Run's errors when ctx ended before the primary
-// sources had ended on their own (Ctrl-C): the consumers still got every
-// event emitted until then. It is decided when the primaries return, before
-// any consumer sees the end of the stream, so a consumer's reaction to the
-// end cannot change it.
-var ErrInterrupted = errors.New("interrupted")
-
-// SplitInterrupted returns err without ErrInterrupted (however deep it is
-// joined), and whether it was there.
-func SplitInterrupted(err error) (rest error, interrupted bool) {
-	if err == nil {
-		return nil, false
-	}
-	if err == ErrInterrupted {
-		return nil, true
-	}
-	joined, ok := err.(interface{ Unwrap() []error })
-	if !ok {
-		return err, false
-	}
-	var kept []error
-	for _, e := range joined.Unwrap() {
-		r, in := SplitInterrupted(e)
-		interrupted = interrupted || in
-		if r != nil {
-			kept = append(kept, r)
-		}
-	}
-	return errors.Join(kept...), interrupted
+// Result is how a session ended, besides its errors.
+type Result struct {
+	// Interrupted: ctx ended before the primary sources had ended on their
+	// own (Ctrl-C); the consumers still got every event emitted until
+	// then. It is decided when the primaries return, before any consumer
+	// sees the end of the stream, so a consumer's reaction to the end
+	// cannot change it. An interruption is how a run may end, not a
+	// failure, so it is no error.
+	Interrupted bool
 }
 
 // Config is one session's wiring.
@@ -101,9 +81,10 @@ type Config struct {
 // closes the fan-out, so every consumer sees its channel close after the last
 // event. Nothing emitted is lost on the way: after ctx ends (Ctrl-C) the
 // stage and the fan-out still drain what the sources emitted while stopping.
-// Run returns the primaries' errors, the aux sources' errors other than
-// their context ending, and ErrInterrupted when ctx ended the primaries.
-func Run(ctx context.Context, cfg Config, fan *Fanout) error {
+// Run returns whether ctx ended the primaries (Result.Interrupted), and
+// the primaries' errors and the aux sources' errors other than their
+// context ending.
+func Run(ctx context.Context, cfg Config, fan *Fanout) (Result, error) {
 	size := cfg.Buffer
 	if size <= 0 {
 		size = 4096
@@ -153,9 +134,7 @@ func Run(ctx context.Context, cfg Config, fan *Fanout) error {
 		primaryWG.Go(func() { record(s.Run(ctx, emit), false) })
 	}
 	primaryWG.Wait()
-	if ctx.Err() != nil {
-		record(ErrInterrupted, false)
-	}
+	res := Result{Interrupted: ctx.Err() != nil}
 
 	if st, ok := cfg.Stage.(Settler); ok {
 		st.Settle(ctx)
@@ -164,5 +143,5 @@ func Run(ctx context.Context, cfg Config, fan *Fanout) error {
 	auxWG.Wait()
 	close(raw)
 	<-published
-	return errors.Join(errs...)
+	return res, errors.Join(errs...)
 }

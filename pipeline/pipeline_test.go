@@ -38,7 +38,7 @@ func TestRunDeliversEverythingInOrderToEveryLosslessConsumer(t *testing.T) {
 		return nil
 	})
 	hdr := &event.Session{Target: "http://x"}
-	if err := Run(context.Background(), Config{Header: hdr, Primary: []Source{src}, Buffer: 3}, fan); err != nil {
+	if _, err := Run(context.Background(), Config{Header: hdr, Primary: []Source{src}, Buffer: 3}, fan); err != nil {
 		t.Fatal(err)
 	}
 	for name, ch := range map[string]<-chan []event.Event{"a": a, "b": b} {
@@ -166,7 +166,7 @@ func TestAuxSourcesRunUntilTheStageSettles(t *testing.T) {
 		auxErr = ctx.Err()
 		return ctx.Err()
 	})
-	err := Run(context.Background(), Config{Primary: []Source{primary}, Aux: []Source{aux}, Stage: &settlingStage{sawSpan: make(chan struct{})}}, fan)
+	_, err := Run(context.Background(), Config{Primary: []Source{primary}, Aux: []Source{aux}, Stage: &settlingStage{sawSpan: make(chan struct{})}}, fan)
 	if err != nil {
 		t.Fatalf("Run: %v (an aux source stopped by the pipeline is not an error)", err)
 	}
@@ -182,7 +182,7 @@ func TestAuxSourcesRunUntilTheStageSettles(t *testing.T) {
 func TestRunReturnsPrimaryErrors(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
-	err := Run(context.Background(), Config{Primary: []Source{SourceFunc(func(context.Context, func(event.Event)) error { return boom })}}, NewFanout())
+	_, err := Run(context.Background(), Config{Primary: []Source{SourceFunc(func(context.Context, func(event.Event)) error { return boom })}}, NewFanout())
 	if !errors.Is(err, boom) {
 		t.Fatalf("Run = %v, want boom", err)
 	}
@@ -202,8 +202,8 @@ func TestCtrlCStillDeliversWhatSourcesEmitWhileStopping(t *testing.T) {
 		}
 		return nil
 	})
-	if err := Run(ctx, Config{Primary: []Source{src}, Buffer: 1}, fan); err != ErrInterrupted && !errors.Is(err, ErrInterrupted) {
-		t.Fatalf("Run = %v, want ErrInterrupted", err)
+	if res, err := Run(ctx, Config{Primary: []Source{src}, Buffer: 1}, fan); err != nil || !res.Interrupted {
+		t.Fatalf("Run = %+v, %v: want interrupted, no error", res, err)
 	}
 	if n := len(<-got); n != 101 {
 		t.Fatalf("got %d events after Ctrl-C, want all 101", n)
@@ -245,20 +245,19 @@ func TestInterruptionIsDecidedWhenThePrimariesEnd(t *testing.T) {
 		}
 		cancel()
 	}()
-	err := Run(ctx, Config{Primary: []Source{SourceFunc(func(context.Context, func(event.Event)) error { return nil })}}, fan)
-	if _, interrupted := SplitInterrupted(err); interrupted {
-		t.Fatalf("Run = %v: a run whose sources ended by themselves is not interrupted", err)
+	res, err := Run(ctx, Config{Primary: []Source{SourceFunc(func(context.Context, func(event.Event)) error { return nil })}}, fan)
+	if err != nil || res.Interrupted {
+		t.Fatalf("Run = %+v, %v: a run whose sources ended by themselves is not interrupted", res, err)
 	}
 	ctx2, cancel2 := context.WithCancel(context.Background())
-	err = Run(ctx2, Config{Primary: []Source{SourceFunc(func(ctx context.Context, _ func(event.Event)) error {
+	failed := errors.New("source failed")
+	res, err = Run(ctx2, Config{Primary: []Source{SourceFunc(func(ctx context.Context, _ func(event.Event)) error {
 		cancel2()
 		<-ctx.Done()
-		return nil
+		return failed
 	})}}, NewFanout())
-	if rest, interrupted := SplitInterrupted(err); !interrupted || rest != nil {
-		t.Fatalf("Run = %v: want only ErrInterrupted after Ctrl-C", err)
-	}
-	if rest, in := SplitInterrupted(errors.Join(errors.Join(ErrInterrupted), nil)); rest != nil || !in {
-		t.Fatalf("SplitInterrupted of a nested join = %v, %v", rest, in)
+	// Interrupted is the result's, not an error joined to the source's.
+	if !res.Interrupted || !errors.Is(err, failed) || err.Error() != failed.Error() {
+		t.Fatalf("Run = %+v, %v: want interrupted, and only the source's own error", res, err)
 	}
 }

@@ -24,7 +24,12 @@ type engine struct {
 	onSlot func(*request)
 	wake   chan struct{}
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// inbox holds the requests handed over while a step ran: as vLLM's
+	// engine core drains its input queue into the scheduler only between
+	// steps, they join waiting (and are stamped queued) when the next step
+	// is planned, so a wait for the running step is not a queue.
+	inbox     []*seq
 	waiting   []*seq
 	running   []*seq
 	kvUsed    int
@@ -43,14 +48,23 @@ func newEngine(prof Profile, m *metrics, emit func(tokenEvent)) *engine {
 	return &engine{prof: prof, maxSeqs: prof.MaxNumSeqs, budget: prof.MaxBatchedTokens, m: m, emit: emit, wake: make(chan struct{}, 1)}
 }
 
-// add queues a tokenized request.
+// add hands a tokenized request to the engine; the next plan queues it.
 func (e *engine) add(r *request) {
 	e.mu.Lock()
-	r.eng.queued = time.Now()
-	e.waiting = append(e.waiting, &seq{req: r})
-	e.publishGauges()
+	e.inbox = append(e.inbox, &seq{req: r})
 	e.mu.Unlock()
 	e.kick()
+}
+
+// takeInbox moves the requests handed over since the last plan to the
+// waiting queue, stamped queued at now. Caller holds e.mu.
+func (e *engine) takeInbox(now time.Time) {
+	for _, s := range e.inbox {
+		s.req.eng.queued = now
+		e.waiting = append(e.waiting, s)
+	}
+	clear(e.inbox)
+	e.inbox = e.inbox[:0]
 }
 
 // kick wakes the step loop.

@@ -32,7 +32,8 @@ func (p *stepPlan) addPrefill(s *seq, tokens int) {
 	p.prefillTokens += tokens
 }
 
-// plan builds the next step. With chunked prefill (the default) it works as
+// plan builds the next step, first queueing the requests handed over
+// since the last one (takeInbox). With chunked prefill (the default) it works as
 // vLLM V1's scheduler does: running sequences first (a decode token each, or
 // the next prefill chunk), then new sequences from the FIFO queue while there
 // are free slots, token budget and KV cache. Without it, a step that admits
@@ -42,6 +43,7 @@ func (p *stepPlan) addPrefill(s *seq, tokens int) {
 // request is admitted at the next step. It returns nil and how long to wait
 // when nothing can run (zero: until woken). Caller holds e.mu.
 func (e *engine) plan(now time.Time) (*stepPlan, time.Duration) {
+	e.takeInbox(now)
 	e.dropAborted()
 	p := &stepPlan{start: now}
 	var nextWake time.Time

@@ -19,7 +19,9 @@ const TruthHeader = "X-Latscope-Truth"
 // http (parsing and validating, on the loop), loop_wait (for a tokenizer-pool
 // worker, if any), tokenize, fault_delay, queue, prefill, first_decode,
 // loop_wait (for the loop to pick up the first token), detokenize, framing. Hand-offs between
-// goroutines fall in other_us, so the stages plus other_us add up exactly to
+// goroutines fall in other_us, as does the wait for the engine's running
+// step to end before the scheduler takes the request (vLLM's input queue,
+// not its scheduler queue), so the stages plus other_us add up exactly to
 // arrival_to_first_frame_us. For a non-streaming request the "first frame" is
 // the first token's detokenization (framing_us is 0).
 type Truth struct {
@@ -48,7 +50,7 @@ type Truth struct {
 	LoopWaitUs    int64 `json:"loop_wait_us"`
 	TokenizeUs    int64 `json:"tokenize_us"`
 	FaultDelayUs  int64 `json:"fault_delay_us"` // injected slow-headers delay
-	QueueUs       int64 `json:"queue_us"`       // waiting for a batch slot
+	QueueUs       int64 `json:"queue_us"`       // in the scheduler's queue: waiting for a batch slot
 	PrefillUs     int64 `json:"prefill_us"`     // scheduled → end of the step that finished the prompt
 	FirstDecodeUs int64 `json:"first_decode_us"`
 	DetokenizeUs  int64 `json:"detokenize_us"` // first token

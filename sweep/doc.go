@@ -66,7 +66,10 @@
 //   - Knee: the lowest load at which queue wait is the largest stage of
 //     the mean TTFT breakdown (aggregate's bands, whose stages add up to
 //     the TTFT): past it, more load buys mostly waiting. It needs server
-//     timings joined onto the requests (the attributor as Stage).
+//     timings joined onto the requests (the attributor as Stage), and,
+//     where the server's queue gauge was read, a gauge that showed
+//     requests waiting: a queue share where nothing queued is no knee. A
+//     knee above the max load says so, and why (its step's verdict).
 //   - Saturation: the step with the highest throughput; the server's
 //     ceiling when some step saturated it.
 //

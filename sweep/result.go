@@ -23,8 +23,10 @@ type Result struct {
 	// MaxLoad is the highest load that passed (met the SLO, or without one
 	// ran without saturating) with every lower load passing too: the load
 	// the server can take. Knee is the lowest load at which queue wait
-	// became the largest stage of TTFT. Saturation is the step with the
-	// highest throughput. Each is nil when no step qualifies.
+	// became the largest stage of TTFT, where the server's queue gauge (if
+	// read) showed requests waiting; a knee above MaxLoad says why in its
+	// Why. Saturation is the step with the highest throughput. Each is nil
+	// when no step qualifies.
 	MaxLoad    *Finding `json:"max_load"`
 	Knee       *Finding `json:"knee"`
 	Saturation *Finding `json:"saturation"`
@@ -142,17 +144,36 @@ func (r *Result) byLoad() []int {
 	return idx
 }
 
+// knee is the lowest load, among the steps that measured the server, at
+// which queue wait was the largest stage of TTFT with evidence that
+// requests queued: where the server's queue gauge was read, it showed
+// requests waiting (a mean depth above zero); a queue share where the
+// gauge stayed at zero names nothing that queued, and is no knee. A knee
+// above the max load says why it is there: its step did not pass, so the
+// server ran out of room (saturated, missed the SLO) before queue wait led.
 func (r *Result) knee() *Finding {
 	seen := false
+	var unbacked *Step // the lowest queue-led step whose gauge showed no request waiting
 	for _, i := range r.byLoad() {
 		s := &r.Steps[i]
-		if !s.HasBreakdown {
+		if !s.HasBreakdown || s.Failed != "" || !s.measuredSuccess() {
 			continue
 		}
 		seen = true
-		if s.LargestStage == event.StageQueue {
-			return finding(s, fmt.Sprintf("the lowest load where queue wait is the largest stage of TTFT (%.0f%% of the mean)", 100*s.QueueShare))
+		if s.LargestStage != event.StageQueue {
+			continue
 		}
+		if s.HasQueueDepth && !(s.QueueDepth > 0) {
+			if unbacked == nil {
+				unbacked = s
+			}
+			continue
+		}
+		return finding(s, r.kneeWhy(s))
+	}
+	if unbacked != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("no knee: queue wait was the largest stage of TTFT at %s (step %d, %.0f%% of the mean), but the server's queue gauge showed no request waiting there: nothing queued", unbacked.Load, unbacked.Index, 100*unbacked.QueueShare))
+		return nil
 	}
 	switch {
 	case len(r.Steps) == 0:
@@ -165,6 +186,20 @@ func (r *Result) knee() *Finding {
 		r.Notes = append(r.Notes, "no knee: queue wait never became the largest stage of TTFT")
 	}
 	return nil
+}
+
+// kneeWhy says why s is the knee: the queue's share, the gauge's depth
+// that backs it, and, when s lies above the max load, why it does.
+func (r *Result) kneeWhy(s *Step) string {
+	why := fmt.Sprintf("the lowest load where queue wait is the largest stage of TTFT (%.0f%% of the mean", 100*s.QueueShare)
+	if s.HasQueueDepth {
+		why += fmt.Sprintf("; mean queue depth %.1f", s.QueueDepth)
+	}
+	why += ")"
+	if r.MaxLoad != nil && s.Load.Value > r.MaxLoad.Load.Value {
+		why += fmt.Sprintf("; above the max load (%s): this step's verdict was %s, so the server ran out of room before queue wait led", r.MaxLoad.Load, s.Verdict())
+	}
+	return why
 }
 
 // serverWaitLargest reports whether the server wait was the largest stage

@@ -61,6 +61,9 @@ func TestResultFindings(t *testing.T) {
 	if r.Knee == nil || r.Knee.Step != 6 || !strings.Contains(r.Knee.Why, "70%") {
 		t.Errorf("knee %+v, want step 6: the lowest load where queue is the largest stage", r.Knee)
 	}
+	if r.Knee != nil && !strings.Contains(r.Knee.Why, "above the max load (109 req/s): this step's verdict was fail") {
+		t.Errorf("knee why %q: want why it lies above the max load", r.Knee.Why)
+	}
 	if r.Saturation == nil || r.Saturation.Step != 4 || r.Saturation.Throughput != 112 || !strings.Contains(r.Saturation.Why, "saturated") {
 		t.Errorf("saturation %+v, want step 4 with 112 ok/s", r.Saturation)
 	}
@@ -286,4 +289,83 @@ func TestWriteJSON(t *testing.T) {
 	if err := WriteJSON(&b, Result{}); err != nil || !strings.Contains(b.String(), `"steps": []`) || !strings.Contains(b.String(), `"curve": []`) {
 		t.Errorf("empty result: %v\n%s", err, b.String())
 	}
+}
+
+// TestKnee judges the knee on synthetic steps: never on a step that
+// measured nothing, never from a queue share where the server's queue
+// gauge showed nothing waiting, and above the max load only with the
+// reason said.
+func TestKnee(t *testing.T) {
+	// queued sets a step's queue share and the gauge's mean depth.
+	queued := func(s Step, share, depth float64) Step {
+		s.HasBreakdown, s.LargestStage, s.QueueShare = true, event.StageQueue, share
+		s.HasQueueDepth, s.QueueDepth = true, depth
+		return s
+	}
+	t.Run("at or below the max load, backed by the gauge", func(t *testing.T) {
+		steps := []Step{
+			synthStep(1, 2, 2, 40, event.StagePrefill, true, false),
+			queued(synthStep(2, 4, 4, 60, "", true, false), 0.55, 2.5),
+			queued(synthStep(3, 8, 6, 900, "", false, true), 0.9, 40),
+		}
+		r := NewResult(steps, nil)
+		if r.MaxLoad == nil || r.MaxLoad.Step != 2 {
+			t.Fatalf("max load %+v, want step 2", r.MaxLoad)
+		}
+		if r.Knee == nil || r.Knee.Step != 2 || !strings.Contains(r.Knee.Why, "55% of the mean; mean queue depth 2.5") || strings.Contains(r.Knee.Why, "above the max load") {
+			t.Errorf("knee %+v, want step 2 backed by the gauge, at the max load", r.Knee)
+		}
+	})
+	t.Run("a queue share where nothing queued", func(t *testing.T) {
+		// At 1 req/s the breakdown called 67% of TTFT a queue, but the
+		// server's gauge never showed a request waiting.
+		steps := []Step{
+			queued(synthStep(1, 1, 1, 40, "", true, false), 0.67, 0),
+			synthStep(2, 2, 2, 45, event.StagePrefill, true, false),
+		}
+		r := NewResult(steps, nil)
+		if r.Knee != nil {
+			t.Errorf("knee %+v at a step where nothing queued", r.Knee)
+		}
+		if text := strings.Join(r.Notes, "\n"); !strings.Contains(text, "no knee: queue wait was the largest stage of TTFT at 1 req/s (step 1, 67% of the mean), but the server's queue gauge showed no request waiting there") {
+			t.Errorf("notes %q: want why there is no knee", r.Notes)
+		}
+		// A higher step where the gauge did show requests waiting is
+		// the knee.
+		steps = append(steps, queued(synthStep(3, 4, 4, 80, "", true, false), 0.6, 1.5))
+		if r := NewResult(steps, nil); r.Knee == nil || r.Knee.Step != 3 {
+			t.Errorf("knee %+v, want step 3, the first whose queue the gauge backs", r.Knee)
+		}
+	})
+	t.Run("without a gauge the attributed queue stands", func(t *testing.T) {
+		s := synthStep(1, 4, 4, 80, event.StageQueue, true, false)
+		if r := NewResult([]Step{s}, nil); r.Knee == nil || r.Knee.Step != 1 || strings.Contains(r.Knee.Why, "queue depth") {
+			t.Errorf("knee %+v, want step 1 on the breakdown alone", r.Knee)
+		}
+	})
+	t.Run("never on a step that measured nothing, above the max load with the reason", func(t *testing.T) {
+		// Max load 8 req/s; the refinement at 8.72 req/s had no
+		// successful request; 9.51 req/s missed the SLO with queue wait
+		// leading.
+		noSuccess := queued(synthStep(5, 8.72, 0, 0, "", false, false), 0.8, 12)
+		noSuccess.OK, noSuccess.Failed = 0, "no request succeeded: HTTP 503"
+		steps := []Step{
+			synthStep(1, 2, 2, 40, event.StagePrefill, true, false),
+			synthStep(2, 4, 4, 50, event.StagePrefill, true, false),
+			synthStep(3, 8, 8, 90, event.StagePrefill, true, false),
+			queued(synthStep(4, 16, 9, 2000, "", false, true), 0.95, 80),
+			noSuccess,
+			queued(synthStep(6, 9.51, 9, 300, "", false, false), 0.7, 6),
+		}
+		r := NewResult(steps, sloOf(t, "ttft.p99<100ms"))
+		if r.MaxLoad == nil || r.MaxLoad.Step != 3 {
+			t.Fatalf("max load %+v, want step 3 (8 req/s)", r.MaxLoad)
+		}
+		if r.Knee == nil || r.Knee.Step != 6 {
+			t.Fatalf("knee %+v, want step 6 (9.51 req/s): step 5 measured nothing", r.Knee)
+		}
+		if !strings.Contains(r.Knee.Why, "above the max load (8 req/s): this step's verdict was fail") {
+			t.Errorf("knee why %q: want why it lies above the max load", r.Knee.Why)
+		}
+	})
 }

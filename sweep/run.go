@@ -43,7 +43,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		defer close(judged)
 		j.run(sub.Events())
 	}()
-	runErr := pipeline.Run(ctx, pipeline.Config{
+	_, runErr := pipeline.Run(ctx, pipeline.Config{
 		Header:  set.Header,
 		Primary: []pipeline.Source{pipeline.SourceFunc(st.run)},
 		Aux:     set.Aux,
@@ -55,7 +55,6 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res := j.result()
 	res.Stopped, res.Interrupted = st.stopped, st.interrupted
 	j.publish(res, nil, true)
-	runErr, _ = pipeline.SplitInterrupted(runErr) // the result says so: Interrupted
 	return res, runErr
 }
 

@@ -208,12 +208,20 @@ func flow(items []string, sep, indent string, width int) []string {
 }
 
 // wholeRequest draws TTFT then decode on one bar, with the numbers in the
-// title: decode is E2E − TTFT, tokens × time per token.
+// title: decode is E2E − TTFT, which runs from the first token to the last:
+// one gap fewer than the tokens, so the figure that multiplies out is gaps
+// × time per gap.
 func wholeRequest(st *styles, bd breakdown, width int) []string {
 	e2e := bd.total + bd.decode
 	title := fmt.Sprintf("whole request · %s = TTFT %s + decode %s", st.bold.Render(msUnit(e2e)), msUnit(bd.total), msUnit(bd.decode))
 	if bd.tokens > 1 {
-		title += fmt.Sprintf(" (%.0f tokens × %s)", bd.tokens, msUnit(bd.decode/(bd.tokens-1)))
+		gaps := bd.tokens - 1
+		perGap := msUnit(bd.decode / gaps)
+		full := title + fmt.Sprintf(" (%.0f tokens: %.0f gaps × %s)", bd.tokens, gaps, perGap)
+		title += fmt.Sprintf(" (%.0f gaps × %s)", gaps, perGap) // a narrow screen keeps the figure that multiplies out
+		if visibleWidth(full)+3 <= width {
+			title = full
+		}
 	}
 	segs := []segment{{stage: stageTTFT, value: bd.total}, {stage: stageDecode, value: max(bd.decode, 0)}}
 	barW := max(width-4, 1)

@@ -39,10 +39,10 @@
 // requests around p50, p90 or p99 (p99: the slowest 1%): a band's stages
 // add up to the band's TTFT, which per-stage percentiles would not. The
 // legend gives each stage's milliseconds and share; ~ marks estimated
-// stages. Below it, the whole request: TTFT, then decode (tokens × time
-// per token). Attached to several agents, one bar per agent follows, all
-// on one scale. Without colour, segments are told apart by letters (q
-// queue, p prefill, ...; see the help page).
+// stages. Below it, the whole request: TTFT, then decode (the tokens, and
+// the gaps between them × time per gap). Attached to several agents, one
+// bar per agent follows, all on one scale. Without colour, segments are
+// told apart by letters (q queue, p prefill, ...; see the help page).
 //
 // The table gives count, mean, p50, p90, p99 and max of TTFT, ITL, TPOT,
 // E2E and every breakdown stage over the window (w: 10 s, 1 min, 5 min,
@@ -74,7 +74,7 @@
 //	  l sched_lag 0.05 0.0%   z serialize 0.12 0.1%   w write 0.04 0.0%   n network_out~ 0.50 0.3%   t tokenize 9.02 5.0%
 //	  q queue 68.8 37.8%   p prefill 95.3 52.4%   f first_decode 6.04 3.3%   r network_return~ 0.50 0.3%
 //	  u unattributed~ 1.50 0.8%   ~ estimated
-//	─ whole request · 1.57 s = TTFT 182 ms + decode 1.39 s (64 tokens × 22.1 ms) ───────────────────────────────────────────
+//	─ whole request · 1.57 s = TTFT 182 ms + decode 1.39 s (64 tokens: 63 gaps × 22.1 ms) ──────────────────────────────────
 //	 ▕TTTTTTTTTTTTT-------------------------------------------------------------------------------------------------------▏
 //	 stages (1m, ms)            count   mean    p50    p90    p99    max│TTFT ms  ━ p50 283  ━ p99 342  ━ SLO 400
 //	 ttft           measured     1018    182    160    283    330    777│500│⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀

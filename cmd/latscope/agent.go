@@ -150,7 +150,7 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 	if err := addRecorderAndExport(ctx, stderr, f, s, &m); err != nil {
 		return err
 	}
-	summary, runErr := m.run(ctx)
+	summary, interrupted, runErr := m.run(ctx)
 	if err := aggregate.WriteTable(cmd.OutOrStdout(), summary); err != nil {
 		return fmt.Errorf("write the summary: %w", err)
 	}
@@ -161,7 +161,7 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 		case <-ctx.Done():
 		}
 	}
-	return outcome(stderr, summary, objectives, runErr)
+	return outcome(stderr, summary, objectives, interrupted, runErr)
 }
 
 // agentDrainTimeout bounds the wait for dashboards to take the end of the

@@ -185,8 +185,7 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 			}
 		}
 		wg.Go(func() {
-			a.summary, a.err = m.run(runCtx)
-			a.err = withoutInterrupted(a.err) // an attached dashboard ends when the user stops it
+			a.summary, _, a.err = m.run(runCtx) // an attached dashboard ends when the user stops it: no interruption
 		})
 	}
 	if dashboard {

@@ -30,8 +30,9 @@ func useDashboard(stdout io.Writer, noTUI bool) bool {
 // runWithDashboard runs m while the dashboard shows it, until the user quits
 // (q, Ctrl-C) or ctx ends; quitting stops measuring, and every request in
 // flight still ends in exactly one outcome. It returns the run's summary,
-// for the caller to print once the terminal is restored.
-func runWithDashboard(ctx context.Context, m measurement, notices *noticeBoard, opts tui.Options) (aggregate.Summary, error) {
+// for the caller to print once the terminal is restored, and whether ctx
+// (a signal) interrupted it.
+func runWithDashboard(ctx context.Context, m measurement, notices *noticeBoard, opts tui.Options) (aggregate.Summary, bool, error) {
 	snaps := pipeline.NewLatest[aggregate.Snapshot]()
 	m.observers = append(m.observers, snaps.Put)
 	feeds := make(chan *tui.LiveFeed, 1)
@@ -40,13 +41,14 @@ func runWithDashboard(ctx context.Context, m measurement, notices *noticeBoard, 
 	measureCtx, stopMeasuring := context.WithCancelCause(ctx)
 	defer stopMeasuring(nil)
 	type result struct {
-		summary aggregate.Summary
-		err     error
+		summary     aggregate.Summary
+		interrupted bool
+		err         error
 	}
 	done := make(chan result, 1)
 	go func() {
-		s, err := m.run(measureCtx)
-		done <- result{s, err}
+		s, interrupted, err := m.run(measureCtx)
+		done <- result{s, interrupted, err}
 	}()
 	feed := <-feeds // the consumers start before the pipeline does
 	uiErr := showDashboard(ctx, noticeFeed{Feed: feed, notices: notices}, opts)
@@ -56,12 +58,12 @@ func runWithDashboard(ctx context.Context, m measurement, notices *noticeBoard, 
 	stopMeasuring(probe.ErrRunEnded)
 	res := <-done
 	if ctx.Err() == nil {
-		res.err = withoutInterrupted(res.err) // quitting the dashboard is how a run ends
+		res.interrupted = false // quitting the dashboard is how a run ends
 	}
 	if uiErr != nil && res.err == nil {
 		res.err = uiErr
 	}
-	return res.summary, res.err
+	return res.summary, res.interrupted, res.err
 }
 
 // dashboardFeed is the dashboard's lossy subscription: the requests view's

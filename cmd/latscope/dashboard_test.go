@@ -26,11 +26,11 @@ func TestQuittingTheDashboardIsNotAnInterruption(t *testing.T) {
 	}
 	defer s.Close()
 	m := measurement{pipe: s.pipelineConfig(), agg: aggregate.Config{Now: time.Now}}
-	summary, err := runWithDashboard(ctx, m, &noticeBoard{}, tui.Options{Input: strings.NewReader("q"), Output: io.Discard})
-	if err != nil {
-		t.Fatalf("quitting the dashboard: %v", err)
+	summary, interrupted, err := runWithDashboard(ctx, m, &noticeBoard{}, tui.Options{Input: strings.NewReader("q"), Output: io.Discard})
+	if err != nil || interrupted {
+		t.Fatalf("quitting the dashboard: %v (interrupted %v)", err, interrupted)
 	}
-	if got := outcome(io.Discard, summary, nil, err); got != nil {
+	if got := outcome(io.Discard, summary, nil, interrupted, err); got != nil {
 		t.Fatalf("exit after q: %v, want a normal one", got)
 	}
 	if r := summary.Requests; r.Sent != r.OK+r.Errors+r.CancelledAtEnd {

@@ -71,13 +71,13 @@ func exitCode(stderr io.Writer, err error, sig os.Signal) int {
 }
 
 // withoutCancellation removes what an interruption leaves among a command's
-// errors (cancelled contexts, ErrInterrupted), keeping real failures.
+// errors (cancelled contexts), keeping real failures.
 func withoutCancellation(err error) error {
 	return dropErrors(err, func(e error) bool {
 		if _, joined := e.(interface{ Unwrap() []error }); joined {
 			return false // look into it: a real failure may be joined to a cancellation
 		}
-		return errors.Is(e, context.Canceled) || errors.Is(e, errInterrupted) || errors.Is(e, errSetupInterrupted)
+		return errors.Is(e, context.Canceled) || errors.Is(e, errSetupInterrupted)
 	})
 }
 

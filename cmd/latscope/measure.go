@@ -38,17 +38,6 @@ type measurement struct {
 	consumers []consumer
 }
 
-// errInterrupted is among run's errors when ctx ended the run before its
-// sources ended (Ctrl-C): the summary covers what was measured until then.
-var errInterrupted = pipeline.ErrInterrupted
-
-// withoutInterrupted removes errInterrupted from err, for a run that was
-// ended on purpose (quitting the dashboard).
-func withoutInterrupted(err error) error {
-	rest, _ := pipeline.SplitInterrupted(err)
-	return rest
-}
-
 // dropErrors returns err without the errors drop matches: err itself, or
 // any of the errors it joins, however deep.
 func dropErrors(err error, drop func(error) bool) error {
@@ -69,11 +58,12 @@ func dropErrors(err error, drop func(error) bool) error {
 }
 
 // run runs the pipeline to its end and returns the whole run's summary:
-// every request the sources emitted is in it, Ctrl-C included (then the
-// error includes pipeline.ErrInterrupted). Consumers are not stopped by ctx either:
-// the fan-out closes their channels after the last event, so they take
-// everything.
-func (m measurement) run(ctx context.Context) (aggregate.Summary, error) {
+// every request the sources emitted is in it, Ctrl-C included (then
+// interrupted is set: ctx ended the run before its sources ended, and the
+// summary covers what was measured until then). Consumers are not stopped
+// by ctx either: the fan-out closes their channels after the last event,
+// so they take everything.
+func (m measurement) run(ctx context.Context) (summary aggregate.Summary, interrupted bool, err error) {
 	fan := pipeline.NewFanout()
 	drainCtx := context.WithoutCancel(ctx)
 	aggSub := fan.Subscribe("aggregator", 4096, pipeline.Lossless)
@@ -90,8 +80,8 @@ func (m measurement) run(ctx context.Context) (aggregate.Summary, error) {
 	summaryc := make(chan aggregate.Summary, 1)
 	go func() { summaryc <- agg.Run(drainCtx, aggSub.Events(), aggregate.DefaultEvery, publish) }()
 
-	err := pipeline.Run(ctx, m.pipe, fan)
-	summary := <-summaryc
+	res, err := pipeline.Run(ctx, m.pipe, fan)
+	summary = <-summaryc
 	for _, wait := range waits {
 		err = errors.Join(err, wait())
 	}
@@ -108,7 +98,7 @@ func (m measurement) run(ctx context.Context) (aggregate.Summary, error) {
 		}
 		summary = agg.Summary()
 	}
-	return summary, err
+	return summary, res.Interrupted, err
 }
 
 // statusLine prints a status line to w at most once a second.

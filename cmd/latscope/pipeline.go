@@ -60,11 +60,12 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 		return err
 	}
 	var summary aggregate.Summary
+	var interrupted bool
 	var runErr error
 	if dashboard {
-		summary, runErr = runWithDashboard(ctx, m, notices, tui.Options{Objectives: objectives, Window: window, NoColor: f.noColor})
+		summary, interrupted, runErr = runWithDashboard(ctx, m, notices, tui.Options{Objectives: objectives, Window: window, NoColor: f.noColor})
 	} else {
-		summary, runErr = m.run(ctx)
+		summary, interrupted, runErr = m.run(ctx)
 	}
 	if f.jsonOut {
 		err = aggregate.WriteJSON(stdout, summary)
@@ -74,14 +75,14 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	if err != nil {
 		return fmt.Errorf("write the summary: %w", err)
 	}
-	return outcome(stderr, summary, objectives, runErr)
+	return outcome(stderr, summary, objectives, interrupted, runErr)
 }
 
 // outcome maps a finished run to its exit: an interruption, an error of the
 // run itself, no request succeeding, or a missed objective, in that order.
-func outcome(stderr io.Writer, s aggregate.Summary, objectives []aggregate.Objective, runErr error) error {
+func outcome(stderr io.Writer, s aggregate.Summary, objectives []aggregate.Objective, interrupted bool, runErr error) error {
 	switch {
-	case errors.Is(runErr, errInterrupted):
+	case interrupted:
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the requests sent until then")}
 	case runErr != nil:
 		return runErr

@@ -109,7 +109,7 @@ func TestRecordingFailureIsSaidAsItHappensAndCounted(t *testing.T) {
 		observers: []func(aggregate.Snapshot){rec.warnWhenFailing(said, time.Now)},
 		consumers: []consumer{rec, seen},
 	}
-	summary, err := m.run(context.Background())
+	summary, _, err := m.run(context.Background())
 	st := w.Stats()
 	if err == nil || !strings.Contains(err.Error(), strconv.FormatInt(st.Unwritten, 10)+" events not recorded") {
 		t.Fatalf("run = %v, want the count of events not recorded (%d)", err, st.Unwritten)

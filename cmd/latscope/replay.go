@@ -78,17 +78,17 @@ then pause and seek work as for a file.`,
 				sp = recorder.MaxSpeed // then the whole file's summary, as --no-tui prints it
 			}
 			m := measurement{pipe: pipeline.Config{Primary: []pipeline.Source{recorder.NewReplay(path, recorder.ReplayOptions{Speed: sp, Name: name})}}}
-			summary, err := m.run(cmd.Context())
+			summary, interrupted, err := m.run(cmd.Context())
 			var torn *recorder.TornTailError
 			if errors.As(err, &torn) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "latscope: warning: %s: %v; the summary covers everything before it\n", name, torn)
 				err = withoutTorn(err)
 			}
-			interrupted := errors.Is(err, errInterrupted) || cmd.Context().Err() != nil
+			interrupted = interrupted || cmd.Context().Err() != nil
 			if interrupted { // a signal: what it cancelled is no failure, the summary so far is printed
 				err = withoutCancellation(err)
 			}
-			if err = withoutInterrupted(err); err != nil {
+			if err != nil {
 				return err
 			}
 			err = writeSummary(cmd.OutOrStdout(), summary, jsonOut)

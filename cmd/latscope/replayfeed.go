@@ -64,7 +64,7 @@ func (f *replayFeed) start(ctx context.Context, from time.Time, paused bool) *re
 	}
 	go func() {
 		defer close(run.done)
-		run.summary, _ = m.run(ctx) // a torn tail was reported before the dashboard opened
+		run.summary, _, _ = m.run(ctx) // a torn tail was reported before the dashboard opened
 	}()
 	run.feed = <-feeds
 	return run

@@ -223,7 +223,7 @@ func TestAllFailed(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", tc.r, got, tc.want)
 		}
 	}
-	if err := outcome(io.Discard, aggregate.Summary{Requests: aggregate.Requests{Sent: 2, CancelledAtEnd: 2}}, nil, nil); err != nil {
+	if err := outcome(io.Discard, aggregate.Summary{Requests: aggregate.Requests{Sent: 2, CancelledAtEnd: 2}}, nil, false, nil); err != nil {
 		t.Errorf("a run whose requests the run's end all cancelled: %v, want no failure", err)
 	}
 }

@@ -116,8 +116,7 @@ func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []
 	// even before the run began (a slow machine, tiny checkpoints), is no
 	// failure.
 	var exit *exitError
-	if errors.As(runErr, &exit) && exit.code == exitInterrupted ||
-		errors.Is(runErr, errInterrupted) || errors.Is(runErr, errSetupInterrupted) {
+	if errors.As(runErr, &exit) && exit.code == exitInterrupted || errors.Is(runErr, errSetupInterrupted) {
 		runErr = nil
 	}
 	return errors.Join(mErr, encErr, runErr)
@@ -142,7 +141,7 @@ func soakDashboard(ctx context.Context, target string, f *loadFlags) error {
 	m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
 	done := make(chan error, 1)
 	go func() {
-		_, err := m.run(ctx)
+		_, _, err := m.run(ctx)
 		done <- err
 	}()
 	screen := tui.NewOffscreen(<-feeds, tui.Options{}, soakScreenW, soakScreenH)
@@ -214,7 +213,7 @@ func soakAgent(ctx context.Context, target string, f *loadFlags) error {
 			clientsDone <- c.Run(clientCtx, func(event.Event) { events++ })
 		}()
 	}
-	_, runErr := m.run(ctx)
+	_, _, runErr := m.run(ctx)
 	stopClients()
 	err = errors.Join(runErr, <-clientsDone, <-clientsDone)
 	stopServing()
