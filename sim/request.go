@@ -19,11 +19,14 @@ type request struct {
 	fault     Fault
 	wantTruth bool
 	arrival   time.Time
-	created   int64 // unix seconds, the "created" field of every chunk
-	traceCtx  context.Context
-	w         http.ResponseWriter
-	rc        *http.ResponseController
-	conn      *serverConn // nil unless Serve wraps connections (see conn.go)
+	// proxyStart is when the simulator's proxy took the request
+	// (ProxyStartHeader); zero without it.
+	proxyStart time.Time
+	created    int64 // unix seconds, the "created" field of every chunk
+	traceCtx   context.Context
+	w          http.ResponseWriter
+	rc         *http.ResponseController
+	conn       *serverConn // nil unless Serve wraps connections (see conn.go)
 
 	// Set by the handler (and the tokenize job it waits for) before the
 	// request reaches the engine.

@@ -37,6 +37,11 @@ type Truth struct {
 	// ArrivalUnixUs is the request's arrival in Unix microseconds: the other
 	// durations count from it, and it places them on a client's clock.
 	ArrivalUnixUs int64 `json:"arrival_unix_us"`
+	// ProxyUs is the simulator's proxy's part before the arrival: from the
+	// proxy taking the request to the server's handler (its accept,
+	// parsing, upstream connection and forwarding); 0 without the proxy.
+	// It is not among the stages below, which count from the arrival.
+	ProxyUs int64 `json:"proxy_us,omitempty"`
 	// HeadersUs is arrival → a stream's response headers flushed (see
 	// Config.Headers); 0 for a non-streaming response.
 	HeadersUs int64 `json:"headers_us"`
@@ -134,6 +139,9 @@ func buildTruth(r *request, et engineTimes) Truth {
 	}
 	if r.gen.stream {
 		t.HeadersUs = span(r.arrival, r.headersAt)
+	}
+	if d := r.arrival.Sub(r.proxyStart); !r.proxyStart.IsZero() && d >= 0 && d < maxProxyPart {
+		t.ProxyUs = d.Microseconds()
 	}
 	firstFrame, lastFrame := fe.firstFlush, fe.lastFlush
 	if !r.gen.stream {
