@@ -42,7 +42,9 @@ func (s *Server) sendHeaders(r *request, flush bool) error {
 	h := r.w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
-	h.Set(ServerTimingHeader, headerTiming(r, time.Now()))
+	if s.cfg.ServerTiming {
+		h.Set(ServerTimingHeader, headerTiming(r, time.Now()))
+	}
 	r.w.WriteHeader(http.StatusOK)
 	r.headersSent = true
 	if !flush {
@@ -245,7 +247,9 @@ func (s *Server) finishStream(r *request) {
 	}
 	if err == nil {
 		buf = append(buf, "data: [DONE]\n\n"...)
-		setTrailerTiming(r.w, truth)
+		if s.cfg.ServerTiming {
+			setTrailerTiming(r.w, truth)
+		}
 		err = s.send(r, buf)
 	}
 	if err != nil {

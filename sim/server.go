@@ -70,6 +70,12 @@ type Config struct {
 	// lists the held frames. Needs Serve.
 	Nagle bool
 
+	// ServerTiming reports each stream's stages in a W3C Server-Timing
+	// header (those done when the headers leave) and trailer (every stage
+	// of the first frame), as a server instrumented for it does; vLLM does
+	// not. latscope sim and demo turn it on.
+	ServerTiming bool
+
 	// OnFrame, if set, is called on the shared loop right after each content
 	// frame is flushed. It must return quickly.
 	OnFrame func(FrameInfo)

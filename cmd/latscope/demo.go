@@ -95,7 +95,7 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 	recv := collector.NewOTLPReceiver(collector.OTLPConfig{Listener: otlpLn})
 
 	srv, err := sim.New(sim.Config{
-		Profile: prof, MaxNumSeqs: maxNumSeqs, TokenizerPool: pool, Seed: f.seed.value(),
+		Profile: prof, MaxNumSeqs: maxNumSeqs, TokenizerPool: pool, Seed: f.seed.value(), ServerTiming: true,
 		OTLPEndpoint: "http://" + otlpLn.Addr().String() + "/v1/traces",
 	})
 	if err != nil {

@@ -22,6 +22,7 @@ func newSimCmd() *cobra.Command {
 		modes                               sim.Config // the behaviours of other servers
 		headers                             string
 		deploy                              sim.Deployment
+		noServerTiming                      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "sim",
@@ -40,7 +41,7 @@ every frame are delayed (frames pipeline on one connection); the TCP
 handshake is the kernel's and is not. Each stream reports its stages in a
 Server-Timing header (http, tokenize, headers) and trailer (http, loop_wait,
 tokenize, queue, prefill, first_decode, detokenize, sse_framing, other,
-first_frame, decode).
+first_frame, decode); --no-server-timing leaves them out, as vLLM does.
 
 Faults (--fault, or per request with the X-Latscope-Fault header) are a
 comma-separated list of: status=429|500|503, reset-after=N, malformed-after=N,
@@ -120,6 +121,7 @@ went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 			cfg.FaultRate = faultRate
 			cfg.OTLPEndpoint = otlp
 			cfg.Seed = seed
+			cfg.ServerTiming = !noServerTiming
 			srv, err := sim.New(cfg)
 			if err != nil {
 				return err
@@ -154,6 +156,7 @@ went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 	fl.DurationVar(&modes.Loading, "loading", 0, "answer 503 \"Loading model\" for this long after start (0: ready at once)")
 	fl.BoolVar(&modes.Nagle, "nagle", false, "Nagle's algorithm on, SSE events in two writes, delayed-ACK stalls emulated")
 	registerDeployFlags(fl, &deploy)
+	fl.BoolVar(&noServerTiming, "no-server-timing", false, "report no stage in Server-Timing (as vLLM): only the proxy's, and the metrics, say where the time went")
 	return cmd
 }
 
