@@ -106,10 +106,11 @@ went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 				return errors.New("--rtt and --jitter must not be negative")
 			}
 			deploy.Network.Seed = seed
+			deployment := deploy.Describe()
 			if !deploy.NoProxy && (modes.CloseAfterStream || modes.Nagle) {
 				// Both live in the server's own connection to its client.
 				deploy.NoProxy = true
-				fmt.Fprintln(cmd.ErrOrStderr(), "latscope sim: --close-after-stream and --nagle act on the client's connection: no proxy in front")
+				deployment = deploy.Describe() + "; no proxy in front: --close-after-stream and --nagle act on the client's connection"
 			}
 			cfg := modes
 			cfg.Profile = prof
@@ -131,7 +132,7 @@ went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 				_ = srv.Close()
 				return fmt.Errorf("listen on %s: %w", listen, err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "latscope sim: simulated %s server on http://%s (not a real model); %s\n", prof.Name, ln.Addr(), deploy.Describe())
+			fmt.Fprintf(cmd.ErrOrStderr(), "latscope sim: simulated %s server on http://%s (not a real model); %s\n", prof.Name, ln.Addr(), deployment)
 			serveErr := deploy.Serve(cmd.Context(), srv, ln)
 			closeErr := srv.Close()
 			return errors.Join(serveErr, closeErr)
