@@ -24,6 +24,9 @@ const (
 	maxServerTimingMetrics = 64 // metrics read per response
 	maxUnknownMetrics      = 16 // of them, kept under their own names
 	maxMetricName          = 40 // longer unknown names are dropped
+	// maxServerTimingBytes is how much of one header value is read: far
+	// more than 64 metrics take, so a huge one costs no more than that.
+	maxServerTimingBytes = 16 << 10
 )
 
 // ServerTimingNames is the documented mapping from Server-Timing metric
@@ -68,6 +71,10 @@ type ServerTimingMetric struct {
 func ParseServerTiming(values []string) []ServerTimingMetric {
 	var out []ServerTimingMetric
 	for _, v := range values {
+		if len(v) > maxServerTimingBytes {
+			// Cut at a comma, so that no metric is read cut short.
+			v = v[:strings.LastIndexByte(v[:maxServerTimingBytes], ',')+1]
+		}
 		for _, item := range splitOutsideQuotes(v, ',') {
 			if len(out) == maxServerTimingMetrics {
 				return out

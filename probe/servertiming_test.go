@@ -31,6 +31,10 @@ func TestParseServerTiming(t *testing.T) {
 			t.Errorf("metric %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
+	huge := strings.Repeat("x", maxServerTimingBytes-8) + ", a;dur=12, b;dur=3"
+	if got := ParseServerTiming([]string{huge}); len(got) != 1 || got[0].Name != strings.Repeat("x", maxServerTimingBytes-8) {
+		t.Errorf("a value past the limit gave %d metrics, want only the first, whole (none cut short)", len(got))
+	}
 	many := strings.Repeat("m;dur=1, ", 1000)
 	if n := len(ParseServerTiming([]string{many})); n != maxServerTimingMetrics {
 		t.Errorf("a header of 1000 metrics gave %d, want the limit %d", n, maxServerTimingMetrics)

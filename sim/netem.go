@@ -129,8 +129,8 @@ func (c *netConn) oneWay() time.Duration {
 func (c *netConn) readLoop() {
 	defer close(c.in)
 	var last time.Time
+	buf := make([]byte, 32<<10)
 	for {
-		buf := make([]byte, 32<<10)
 		n, err := c.Conn.Read(buf)
 		if n > 0 {
 			due := time.Now().Add(c.oneWay())
@@ -139,7 +139,7 @@ func (c *netConn) readLoop() {
 			}
 			last = due
 			select {
-			case c.in <- inFlight{b: buf[:n], due: due}:
+			case c.in <- inFlight{b: append([]byte(nil), buf[:n]...), due: due}:
 			case <-c.done:
 				return
 			}
