@@ -53,6 +53,7 @@ func (d Deployment) Serve(ctx context.Context, srv *Server, ln net.Listener) err
 		_ = inner.Close()
 		return err
 	}
+	p.onHeaders = srv.proxyReceipts.note
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	serverErr := make(chan error, 1)

@@ -229,7 +229,7 @@ func (s *Server) finishStream(r *request) {
 		buf = append(buf, r.malformedEvent()...)
 	}
 	et := s.eng.times(r)
-	truth := buildTruth(r, et)
+	truth := s.truthOf(r, et)
 	var truthRef *Truth
 	if r.wantTruth {
 		truthRef = &truth
@@ -278,7 +278,7 @@ func (s *Server) finishNonStream(r *request) {
 	r.fe.finishReason = r.finishReason
 	et := s.eng.times(r)
 	r.fe.details = s.promptDetails(et)
-	s.finalize(r, et, buildTruth(r, et), true)
+	s.finalize(r, et, s.truthOf(r, et), true)
 }
 
 // finishDetached finalizes a request whose client went away but that the
@@ -286,7 +286,7 @@ func (s *Server) finishNonStream(r *request) {
 func (s *Server) finishDetached(r *request) {
 	r.fe.finishReason = r.finishReason
 	et := s.eng.times(r)
-	s.finalize(r, et, buildTruth(r, et), true)
+	s.finalize(r, et, s.truthOf(r, et), true)
 }
 
 // generationError is the error of a generation that failed on the server,
@@ -306,7 +306,7 @@ func (s *Server) failGeneration(r *request) {
 	s.eng.kick()
 	fe.finishReason = "error"
 	et := s.eng.times(r)
-	truth := buildTruth(r, et)
+	truth := s.truthOf(r, et)
 	if r.gen.stream && !fe.detached {
 		ev := struct {
 			Error *apiError `json:"error"`
@@ -389,7 +389,7 @@ func (s *Server) abortOnLoop(r *request, cause error) {
 	}
 	fe.finishReason = "abort"
 	et := s.eng.times(r)
-	s.finalize(r, et, buildTruth(r, et), false)
+	s.finalize(r, et, s.truthOf(r, et), false)
 }
 
 // finalize records a finished request once: metrics, span, OnFinish, and

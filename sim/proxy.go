@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -40,10 +41,14 @@ type ProxyConfig struct {
 // headers, the upstream's own time included, as nginx reports
 // $upstream_header_time.
 type Proxy struct {
-	rp      *httputil.ReverseProxy
-	cost    time.Duration
-	log     *slog.Logger
-	handler http.Handler
+	// onHeaders, when set, is told when the proxy received a response's
+	// headers, by its request id: the server behind it puts the return leg
+	// in its truth (Deployment wires it).
+	onHeaders func(id string, at time.Time)
+	rp        *httputil.ReverseProxy
+	cost      time.Duration
+	log       *slog.Logger
+	handler   http.Handler
 }
 
 // proxyStartKey is the request-context key of when the proxy took it.
@@ -86,8 +91,12 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 		Transport:     tr,
 		FlushInterval: -1, // relay every frame at once
 		ModifyResponse: func(resp *http.Response) error {
+			now := time.Now()
 			if start, ok := resp.Request.Context().Value(proxyStartKey{}).(time.Time); ok {
-				resp.Header.Add(ServerTimingHeader, msMetric("proxy", time.Since(start).Microseconds()))
+				resp.Header.Add(ServerTimingHeader, msMetric("proxy", now.Sub(start).Microseconds()))
+			}
+			if id := resp.Header.Get(RequestIDHeader); id != "" && p.onHeaders != nil {
+				p.onHeaders(id, now)
 			}
 			return nil
 		},
@@ -136,4 +145,33 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	<-errc
 	p.rp.Transport.(*http.Transport).CloseIdleConnections()
 	return nil
+}
+
+// maxProxyReceipts bounds the receipts a server keeps for requests that
+// have not finished; past it they are forgotten (their truth then holds
+// the proxy's forward leg alone).
+const maxProxyReceipts = 4096
+
+// proxyReceipts are when the proxy in front received each request's
+// response headers, until the request's truth takes them.
+type proxyReceipts struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (p *proxyReceipts) note(id string, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.at == nil || len(p.at) >= maxProxyReceipts {
+		p.at = make(map[string]time.Time)
+	}
+	p.at[id] = at
+}
+
+func (p *proxyReceipts) take(id string) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at, ok := p.at[id]
+	delete(p.at, id)
+	return at, ok
 }

@@ -51,6 +51,9 @@ type request struct {
 	// engine (HeadersAtOnce), else by the loop.
 	headersSent bool
 	headersAt   time.Time // flushed
+	// proxyHeadersAt is when that proxy received the response's headers;
+	// zero if it did not say (yet). Set on the loop, for the truth.
+	proxyHeadersAt time.Time
 
 	// aborted tells the engine to drop the sequence (client gone, reset).
 	aborted atomic.Bool

@@ -136,6 +136,9 @@ type Server struct {
 	// writeEWMA is the recent mean time of one frame's write and flush.
 	// Owned by the shared loop.
 	writeEWMA time.Duration
+	// proxyReceipts are the simulator's proxy's receipts of response
+	// headers, for the truth (Deployment).
+	proxyReceipts proxyReceipts
 
 	cancel     context.CancelFunc
 	engineDone chan struct{}
