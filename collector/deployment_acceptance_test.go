@@ -304,3 +304,4 @@ func startNginx(t *testing.T, bin, upstream string) string {
 	})
 	return fmt.Sprintf("http://%s", addr)
 }
+
