@@ -50,7 +50,6 @@ the queue drains. Headless it runs 12 streams for 20 s and prints the summary.
 	cmd.Flags().StringVar(&profile, "profile", "h100-7b", "simulated server profile: h100-7b or tiny")
 	cmd.Flags().IntVar(&maxNumSeqs, "max-num-seqs", 8, "simulated batch slots (fewer than --concurrency shows queueing)")
 	cmd.Flags().IntVar(&pool, "tokenizer-pool", 0, "simulated tokenizer workers (0: tokenize on the server's event loop)")
-	registerDeployFlags(cmd.Flags(), &deploy)
 	f.register(cmd.Flags())
 	// Demo defaults: enough load to queue behind 8 slots; headless, short
 	// enough to wait for (the dashboard runs until quit).
@@ -58,6 +57,7 @@ the queue drains. Headless it runs 12 streams for 20 s and prints the summary.
 	c := cmd.Flags().Lookup("concurrency")
 	_ = c.Value.Set("12")
 	c.DefValue = "12"
+	registerDeployFlags(cmd.Flags(), &deploy) // --no-proxy, --rtt, --jitter
 	return cmd
 }
 
