@@ -304,4 +304,3 @@ func startNginx(t *testing.T, bin, upstream string) string {
 	})
 	return fmt.Sprintf("http://%s", addr)
 }
-
