@@ -206,19 +206,27 @@ func HeadersAtSlot(server string) bool {
 func Attribute(r *event.Request, in AttributionInput) []event.StageTiming {
 	out, window := clientBeforeServer(r)
 	rtt := max(in.Network.RTT, 0)
+	netSource := in.Network.source()
+	if d, src, ok := serverTimingNetwork(window, in.Server); ok {
+		rtt, netSource = d, src
+	}
 	ev := in.evidence()
 	slot := slotWait(r, in.Server, in.ServerKind, rtt, ev)
 	cached := cachedNote(in.Server, r.PromptTokens)
 
 	var fit serverFit
 	if own := serverStages(in.Server, cached); len(own) > 0 {
+		var unknownNotes []string
+		if in.Server.Source == SourceServerTiming {
+			own, unknownNotes = fitUnknownServerTiming(own, window, rtt)
+		}
 		fit = fitReported(window, own, slot, rtt)
 		fit = restQueue(fit, window, rtt, ev, in.Server.Source)
+		fit.notes = append(fit.notes, unknownNotes...)
 	} else {
 		fit = fitInterval(window, intervalEstimates(in.Interval, cached), slot, rtt, in.RecentQueueLimit, ev)
 	}
 
-	netSource := in.Network.source()
 	if fit.network {
 		out = append(out, event.StageTiming{Stage: event.StageNetworkOut, Duration: rtt / 2, Provenance: event.Estimated, Source: netSource})
 	}
@@ -566,13 +574,21 @@ func withNotes(src string, notes ...string) string {
 
 // serverBreakdownOrder is the order of the server stages in a breakdown.
 var serverBreakdownOrder = []event.Stage{
-	event.StageHTTP, event.StageTokenize, event.StageServerWait, event.StageQueue,
-	event.StagePrefill, event.StageFirstDecode, event.StageDetokenize,
+	event.StageProxy, event.StageHTTP, event.StageTokenize, event.StageServerWait, event.StageQueue,
+	event.StagePrefill, event.StageFirstDecode, event.StageDetokenize, event.StageSSEFraming,
 }
 
+// sortBreakdown orders server stages as serverBreakdownOrder does, with
+// any stage it does not name (a server's own, from Server-Timing) last.
 func sortBreakdown(stages []event.StageTiming) {
+	rank := func(s event.Stage) int {
+		if i := slices.Index(serverBreakdownOrder, s); i >= 0 {
+			return i
+		}
+		return len(serverBreakdownOrder)
+	}
 	slices.SortStableFunc(stages, func(a, b event.StageTiming) int {
-		return cmp.Compare(slices.Index(serverBreakdownOrder, a.Stage), slices.Index(serverBreakdownOrder, b.Stage))
+		return cmp.Compare(rank(a.Stage), rank(b.Stage))
 	})
 }
 
@@ -641,6 +657,8 @@ func serverStages(st *event.ServerTiming, cached string) []event.StageTiming {
 		if d, ok := get(event.StagePrefill); ok {
 			out = append(out, reported(event.StagePrefill, d, withNotes(st.Source, "prompt_eval", cached)))
 		}
+	case SourceServerTiming:
+		out = serverTimingStages(st, cached)
 	case SourceOTLPTGI, sourceTGIHeaders:
 		if d, ok := get(event.StageTokenize); ok {
 			out = append(out, reported(event.StageTokenize, d, st.Source+" (validation, includes tokenization)"))

@@ -37,8 +37,13 @@ const (
 // went, as far as latscope can tell. Provenance varies per request.
 const (
 	StageNetworkOut Stage = "network_out" // request's trip to the server (estimated: half the connect RTT)
-	StageHTTP       Stage = "http"        // server's HTTP parsing
-	StageTokenize   Stage = "tokenize"    // prompt tokenization / validation / templating
+	// StageProxy is the proxy hop in front of the server (nginx, Envoy, a
+	// load balancer): what the proxy reports for the request less what the
+	// server behind it reports, i.e. its own accept, parsing, upstream
+	// connection and relaying.
+	StageProxy    Stage = "proxy"
+	StageHTTP     Stage = "http"     // server's HTTP parsing
+	StageTokenize Stage = "tokenize" // prompt tokenization / validation / templating
 	// StageServerWait is the server's time between the request's arrival
 	// and its prefill where the server does not tell its front end (HTTP,
 	// tokenization, scheduling) and its queue apart; it is called queue
@@ -47,7 +52,8 @@ const (
 	StageQueue         Stage = "queue"          // waiting for a batch slot
 	StagePrefill       Stage = "prefill"        // prompt forward pass
 	StageFirstDecode   Stage = "first_decode"   // first decode step
-	StageDetokenize    Stage = "detokenize"     // detokenization and SSE framing of the first frame
+	StageDetokenize    Stage = "detokenize"     // detokenization of the first token (and its framing where the server does not tell them apart)
+	StageSSEFraming    Stage = "sse_framing"    // framing, writing and flushing the first SSE event
 	StageNetworkReturn Stage = "network_return" // first frame's trip back (estimated: half the connect RTT)
 	StageUnattributed  Stage = "unattributed"   // what no source accounts for; never spread over other stages
 )
@@ -67,8 +73,8 @@ func ClientStages() []Stage {
 func BreakdownStages() []Stage {
 	return []Stage{
 		StageSchedLag, StageSerialize, StageDNS, StageConnect, StageTLS, StageConnWait, StageWrite,
-		StageNetworkOut, StageHTTP, StageTokenize, StageServerWait, StageQueue, StagePrefill,
-		StageFirstDecode, StageDetokenize, StageNetworkReturn, StageUnattributed,
+		StageNetworkOut, StageProxy, StageHTTP, StageTokenize, StageServerWait, StageQueue, StagePrefill,
+		StageFirstDecode, StageDetokenize, StageSSEFraming, StageNetworkReturn, StageUnattributed,
 	}
 }
 
@@ -273,4 +279,20 @@ const (
 	StageDecode     Stage = "decode"      // first → last token
 	StageInference  Stage = "inference"   // prefill + decode
 	StageServerE2E  Stage = "server_e2e"  // server's own end-to-end
+	// StageProxyUpstream is what a proxy reports for the request up to the
+	// upstream's response headers (Server-Timing proxy/lb/upstream, Envoy's
+	// x-envoy-upstream-service-time): the server's own time included.
+	StageProxyUpstream Stage = "proxy_upstream"
+	// StageServerHeaders is the server's time from the request's arrival to
+	// its response headers (Server-Timing headers): what the proxy's
+	// report holds of the server.
+	StageServerHeaders Stage = "server_headers"
+	// StageServerFirstFrame is the server's time from the request's arrival
+	// to its first content frame's flush (Server-Timing first_frame): with
+	// it, the rest of the client's server window is the network.
+	StageServerFirstFrame Stage = "server_first_frame"
 )
+
+// ServerTimingPrefix begins the key of a Server-Timing metric whose name
+// latscope does not know: it is kept, and shown, under its own name.
+const ServerTimingPrefix = "st:"

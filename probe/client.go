@@ -289,6 +289,9 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 	if st := tgiHeaderTiming(resp.Header); st != nil {
 		x.addTiming(st)
 	}
+	if st := serverTimingOf(resp.Header); st != nil {
+		x.addTiming(st)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 			x.retryAfter = parseRetryAfter(resp.Header, x.headers)
@@ -334,6 +337,11 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 	t := time.AfterFunc(drainWait, cancel)
 	defer t.Stop()
 	_, _ = io.Copy(io.Discard, io.LimitReader(br, drainLimit))
+	// Trailers are known only once the body has ended: a server reports
+	// there what it measured after its headers left (Server-Timing).
+	if st := serverTimingOf(resp.Trailer); st != nil {
+		x.addTiming(st)
+	}
 }
 
 // minTokenLimit and tokenLimitFactor bound the tokens one stream may carry:

@@ -42,6 +42,9 @@ func (s *Server) sendHeaders(r *request, flush bool) error {
 	h := r.w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
+	if s.cfg.ServerTiming {
+		h.Set(ServerTimingHeader, headerTiming(r, time.Now()))
+	}
 	r.w.WriteHeader(http.StatusOK)
 	r.headersSent = true
 	if !flush {
@@ -226,7 +229,7 @@ func (s *Server) finishStream(r *request) {
 		buf = append(buf, r.malformedEvent()...)
 	}
 	et := s.eng.times(r)
-	truth := buildTruth(r, et)
+	truth := s.truthOf(r, et)
 	var truthRef *Truth
 	if r.wantTruth {
 		truthRef = &truth
@@ -244,6 +247,9 @@ func (s *Server) finishStream(r *request) {
 	}
 	if err == nil {
 		buf = append(buf, "data: [DONE]\n\n"...)
+		if s.cfg.ServerTiming {
+			setTrailerTiming(r.w, truth)
+		}
 		err = s.send(r, buf)
 	}
 	if err != nil {
@@ -272,7 +278,7 @@ func (s *Server) finishNonStream(r *request) {
 	r.fe.finishReason = r.finishReason
 	et := s.eng.times(r)
 	r.fe.details = s.promptDetails(et)
-	s.finalize(r, et, buildTruth(r, et), true)
+	s.finalize(r, et, s.truthOf(r, et), true)
 }
 
 // finishDetached finalizes a request whose client went away but that the
@@ -280,7 +286,7 @@ func (s *Server) finishNonStream(r *request) {
 func (s *Server) finishDetached(r *request) {
 	r.fe.finishReason = r.finishReason
 	et := s.eng.times(r)
-	s.finalize(r, et, buildTruth(r, et), true)
+	s.finalize(r, et, s.truthOf(r, et), true)
 }
 
 // generationError is the error of a generation that failed on the server,
@@ -300,7 +306,7 @@ func (s *Server) failGeneration(r *request) {
 	s.eng.kick()
 	fe.finishReason = "error"
 	et := s.eng.times(r)
-	truth := buildTruth(r, et)
+	truth := s.truthOf(r, et)
 	if r.gen.stream && !fe.detached {
 		ev := struct {
 			Error *apiError `json:"error"`
@@ -383,7 +389,7 @@ func (s *Server) abortOnLoop(r *request, cause error) {
 	}
 	fe.finishReason = "abort"
 	et := s.eng.times(r)
-	s.finalize(r, et, buildTruth(r, et), false)
+	s.finalize(r, et, s.truthOf(r, et), false)
 }
 
 // finalize records a finished request once: metrics, span, OnFinish, and

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"time"
 )
 
@@ -271,6 +272,9 @@ func (s *Server) admit(w http.ResponseWriter, hr *http.Request, chat bool, id st
 		conn:      connOf(hr.Context()),
 		done:      make(chan struct{}),
 		bodyRead:  time.Now(),
+	}
+	if ns, err := strconv.ParseInt(hr.Header.Get(ProxyStartHeader), 10, 64); err == nil && ns > 0 {
+		r.proxyStart = time.Unix(0, ns)
 	}
 	if s.tr != nil {
 		r.traceCtx = s.tr.extract(hr.Header)

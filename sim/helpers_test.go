@@ -59,11 +59,12 @@ type event struct {
 type streamResult struct {
 	status    int
 	header    http.Header
-	headersAt time.Time // when the response headers arrived
-	events    []event   // data events, [DONE] excluded
-	done      bool      // [DONE] arrived
-	body      []byte    // non-SSE body (errors, non-streaming)
-	err       error     // transport error while reading
+	headersAt time.Time   // when the response headers arrived
+	events    []event     // data events, [DONE] excluded
+	done      bool        // [DONE] arrived
+	trailer   http.Header // the stream's trailers, once it ended
+	body      []byte      // non-SSE body (errors, non-streaming)
+	err       error       // transport error while reading
 }
 
 // post sends body to url+path and reads the response, timing every SSE event.
@@ -100,6 +101,7 @@ func postWith(ctx context.Context, client *http.Client, url, path string, body a
 	for {
 		line, err := br.ReadBytes('\n')
 		if err != nil {
+			res.trailer = resp.Trailer
 			if !errors.Is(err, io.EOF) || len(line) > 0 || !res.done {
 				if !errors.Is(err, io.EOF) {
 					res.err = err

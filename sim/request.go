@@ -19,11 +19,14 @@ type request struct {
 	fault     Fault
 	wantTruth bool
 	arrival   time.Time
-	created   int64 // unix seconds, the "created" field of every chunk
-	traceCtx  context.Context
-	w         http.ResponseWriter
-	rc        *http.ResponseController
-	conn      *serverConn // nil unless Serve wraps connections (see conn.go)
+	// proxyStart is when the simulator's proxy took the request
+	// (ProxyStartHeader); zero without it.
+	proxyStart time.Time
+	created    int64 // unix seconds, the "created" field of every chunk
+	traceCtx   context.Context
+	w          http.ResponseWriter
+	rc         *http.ResponseController
+	conn       *serverConn // nil unless Serve wraps connections (see conn.go)
 
 	// Set by the handler (and the tokenize job it waits for) before the
 	// request reaches the engine.
@@ -49,6 +52,9 @@ type request struct {
 	// engine (HeadersAtOnce), else by the loop.
 	headersSent bool
 	headersAt   time.Time // flushed
+	// proxyHeadersAt is when that proxy received the response's headers;
+	// zero if it did not say (yet). Set on the loop, for the truth.
+	proxyHeadersAt time.Time
 
 	// aborted tells the engine to drop the sequence (client gone, reset).
 	aborted atomic.Bool

@@ -70,6 +70,12 @@ type Config struct {
 	// lists the held frames. Needs Serve.
 	Nagle bool
 
+	// ServerTiming reports each stream's stages in a W3C Server-Timing
+	// header (those done when the headers leave) and trailer (every stage
+	// of the first frame), as a server instrumented for it does; vLLM does
+	// not. latscope sim and demo turn it on.
+	ServerTiming bool
+
 	// OnFrame, if set, is called on the shared loop right after each content
 	// frame is flushed. It must return quickly.
 	OnFrame func(FrameInfo)
@@ -130,6 +136,9 @@ type Server struct {
 	// writeEWMA is the recent mean time of one frame's write and flush.
 	// Owned by the shared loop.
 	writeEWMA time.Duration
+	// proxyReceipts are the simulator's proxy's receipts of response
+	// headers, for the truth (Deployment).
+	proxyReceipts proxyReceipts
 
 	cancel     context.CancelFunc
 	engineDone chan struct{}

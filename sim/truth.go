@@ -39,6 +39,13 @@ type Truth struct {
 	// ArrivalUnixUs is the request's arrival in Unix microseconds: the other
 	// durations count from it, and it places them on a client's clock.
 	ArrivalUnixUs int64 `json:"arrival_unix_us"`
+	// ProxyUs is the simulator's proxy's part of the wait for the headers:
+	// from the proxy taking the request to the server's handler (its
+	// accept, parsing, upstream connection and forwarding), plus the
+	// headers' way back from the server's flush to the proxy; 0 without the
+	// proxy. It is not among the stages below, which count from the
+	// arrival.
+	ProxyUs int64 `json:"proxy_us,omitempty"`
 	// HeadersUs is arrival → a stream's response headers flushed (see
 	// Config.Headers); 0 for a non-streaming response.
 	HeadersUs int64 `json:"headers_us"`
@@ -153,6 +160,14 @@ func buildTruth(r *request, et engineTimes) Truth {
 	if r.tokOnLoop && !r.tokStart.IsZero() && r.tokEnd.After(r.tokStart) {
 		t.LoopBlocked = &WallInterval{StartUnixUs: r.tokStart.UnixMicro(), EndUnixUs: r.tokEnd.UnixMicro()}
 	}
+	if d := r.arrival.Sub(r.proxyStart); !r.proxyStart.IsZero() && d >= 0 && d < maxProxyPart {
+		// The forward leg, and the headers' way back through the proxy
+		// where it said when it had them.
+		t.ProxyUs = d.Microseconds()
+		if back := r.proxyHeadersAt.Sub(r.headersAt); !r.proxyHeadersAt.IsZero() && !r.headersAt.IsZero() && back >= 0 && back < maxProxyPart {
+			t.ProxyUs += back.Microseconds()
+		}
+	}
 	firstFrame, lastFrame := fe.firstFlush, fe.lastFlush
 	if !r.gen.stream {
 		firstFrame, lastFrame = fe.firstDetokEnd, fe.lastDetokEnd
@@ -188,4 +203,12 @@ func buildTruth(r *request, et engineTimes) Truth {
 		t.E2EUs = at(lastFrame)
 	}
 	return t
+}
+
+// truthOf is buildTruth with what the proxy in front said of r.
+func (s *Server) truthOf(r *request, et engineTimes) Truth {
+	if at, ok := s.proxyReceipts.take(r.id); ok {
+		r.proxyHeadersAt = at
+	}
+	return buildTruth(r, et)
 }

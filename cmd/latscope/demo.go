@@ -19,6 +19,7 @@ func newDemoCmd() *cobra.Command {
 		profile    string
 		maxNumSeqs int
 		pool       int
+		deploy     sim.Deployment
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -39,10 +40,11 @@ the queue drains. Headless it runs 12 streams for 20 s and prints the summary.
 		Example: `  latscope demo
   latscope demo --no-tui --duration 10s --concurrency 32 --json
   latscope demo --tokenizer-pool 0 --prompt-tokens 8192:4096
+  latscope demo --rtt 150ms          # a client in another region
   latscope demo --record demo.lsr && latscope report demo.lsr -o demo.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDemo(cmd, &f, profile, maxNumSeqs, pool)
+			return runDemo(cmd, &f, profile, maxNumSeqs, pool, deploy)
 		},
 	}
 	cmd.Flags().StringVar(&profile, "profile", "h100-7b", "simulated server profile: h100-7b or tiny")
@@ -56,13 +58,14 @@ the queue drains. Headless it runs 12 streams for 20 s and prints the summary.
 	c := cmd.Flags().Lookup("concurrency")
 	_ = c.Value.Set("12")
 	c.DefValue = "12"
+	registerDeployFlags(cmd.Flags(), &deploy) // --no-proxy, --rtt, --jitter
 	return cmd
 }
 
 // demoSteps is the demo's stepped load on the dashboard, 20 s a step.
 const demoSteps = "4,8,16,24,8"
 
-func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, pool int) error {
+func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, pool int, deploy sim.Deployment) error {
 	ctx := cmd.Context()
 	if !cmd.Flags().Changed("duration") && !cmd.Flags().Changed("requests") && !cmd.Flags().Changed("trace") {
 		if useDashboard(cmd.OutOrStdout(), f.noTUI) {
@@ -93,7 +96,7 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 	recv := collector.NewOTLPReceiver(collector.OTLPConfig{Listener: otlpLn})
 
 	srv, err := sim.New(sim.Config{
-		Profile: prof, MaxNumSeqs: maxNumSeqs, TokenizerPool: pool, Seed: f.seed.value(),
+		Profile: prof, MaxNumSeqs: maxNumSeqs, TokenizerPool: pool, Seed: f.seed.value(), ServerTiming: true,
 		OTLPEndpoint: "http://" + otlpLn.Addr().String() + "/v1/traces",
 	})
 	if err != nil {
@@ -104,7 +107,16 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 	if err != nil {
 		return fmt.Errorf("listen for the simulator: %w", err)
 	}
-	go func() { _ = srv.Serve(serveCtx, ln) }()
+	deploy.Network.Seed = f.seed.value()
+	if err := deploy.Network.Validate(); err != nil {
+		return fmt.Errorf("--rtt, --jitter: %w", err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = deploy.Serve(serveCtx, srv, ln)
+	}()
+	defer func() { stop(); <-served }()
 
 	gpu := collector.NewSimulatedGPU(collector.GPUConfig{Interval: f.gpuInterval}, func() collector.SimLoad {
 		st := srv.Stats()
@@ -114,8 +126,8 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 		// The simulator exports spans every few tens of ms; no need to wait long.
 		f.joinWait = 500 * time.Millisecond
 	}
-	label := fmt.Sprintf("latscope demo: SIMULATED %s server on http://%s (%d slots) - numbers describe the simulator, not a real model; GPU is simulated too",
-		prof.Name, ln.Addr(), maxNumSeqs)
+	label := fmt.Sprintf("latscope demo: SIMULATED %s server on http://%s (%d slots; %s) - numbers describe the simulator, not a real model; GPU is simulated too",
+		prof.Name, ln.Addr(), maxNumSeqs, deploy.Describe())
 	return runSession(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), "http://"+ln.Addr().String(), f,
 		&sessionExtras{collectors: []pipeline.Source{gpu}, spans: recv, label: label, simulated: true})
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/latscope/latscope/sim"
 )
@@ -20,6 +21,8 @@ func newSimCmd() *cobra.Command {
 		seed                                int64
 		modes                               sim.Config // the behaviours of other servers
 		headers                             string
+		deploy                              sim.Deployment
+		noServerTiming                      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "sim",
@@ -29,6 +32,16 @@ func newSimCmd() *cobra.Command {
 from a simulated serving stack: a shared front-end loop, a continuous-batching
 scheduler with chunked prefill, and an engine whose steps slow down as the
 batch grows. No model runs; the text is filler.
+
+It is deployed as servers typically are: behind an nginx-like proxy hop (its
+own accept, parsing and upstream connection), which adds a Server-Timing
+metric (proxy); --no-proxy drops it. Clients are --rtt away (default 1 ms, the
+same region), with --jitter on each one-way trip: every request's bytes and
+every frame are delayed (frames pipeline on one connection); the TCP
+handshake is the kernel's and is not. Each stream reports its stages in a
+Server-Timing header (http, tokenize, headers) and trailer (http, loop_wait,
+tokenize, queue, prefill, first_decode, detokenize, sse_framing, other,
+first_frame, decode); --no-server-timing leaves them out, as vLLM does.
 
 Faults (--fault, or per request with the X-Latscope-Fault header) are a
 comma-separated list of: status=429|500|503, reset-after=N, malformed-after=N,
@@ -89,6 +102,16 @@ went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 			} else if faultRate == 0 {
 				return errors.New("--fault-rate 0 applies the fault to no request; drop --fault instead")
 			}
+			if deploy.Network.RTT < 0 || deploy.Network.Jitter < 0 {
+				return errors.New("--rtt and --jitter must not be negative")
+			}
+			deploy.Network.Seed = seed
+			deployment := deploy.Describe()
+			if !deploy.NoProxy && (modes.CloseAfterStream || modes.Nagle) {
+				// Both live in the server's own connection to its client.
+				deploy.NoProxy = true
+				deployment = deploy.Describe() + "; no proxy in front: --close-after-stream and --nagle act on the client's connection"
+			}
 			cfg := modes
 			cfg.Profile = prof
 			cfg.MaxNumSeqs = maxSeqs
@@ -99,6 +122,7 @@ went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 			cfg.FaultRate = faultRate
 			cfg.OTLPEndpoint = otlp
 			cfg.Seed = seed
+			cfg.ServerTiming = !noServerTiming
 			srv, err := sim.New(cfg)
 			if err != nil {
 				return err
@@ -108,8 +132,8 @@ went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 				_ = srv.Close()
 				return fmt.Errorf("listen on %s: %w", listen, err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "latscope sim: simulated %s server on http://%s (not a real model)\n", prof.Name, ln.Addr())
-			serveErr := srv.Serve(cmd.Context(), ln)
+			fmt.Fprintf(cmd.ErrOrStderr(), "latscope sim: simulated %s server on http://%s (not a real model); %s\n", prof.Name, ln.Addr(), deployment)
+			serveErr := deploy.Serve(cmd.Context(), srv, ln)
 			closeErr := srv.Close()
 			return errors.Join(serveErr, closeErr)
 		},
@@ -132,5 +156,14 @@ went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 	fl.BoolVar(&modes.NoChunkedPrefill, "no-chunked-prefill", false, "prefill each prompt whole in a step that decoding streams wait for")
 	fl.DurationVar(&modes.Loading, "loading", 0, "answer 503 \"Loading model\" for this long after start (0: ready at once)")
 	fl.BoolVar(&modes.Nagle, "nagle", false, "Nagle's algorithm on, SSE events in two writes, delayed-ACK stalls emulated")
+	registerDeployFlags(fl, &deploy)
+	fl.BoolVar(&noServerTiming, "no-server-timing", false, "report no stage in Server-Timing (as vLLM): only the proxy's, and the metrics, say where the time went")
 	return cmd
+}
+
+// registerDeployFlags adds the simulated deployment's flags (sim, demo).
+func registerDeployFlags(fl *pflag.FlagSet, d *sim.Deployment) {
+	fl.BoolVar(&d.NoProxy, "no-proxy", false, "no proxy hop in front of the simulated server")
+	fl.DurationVar(&d.Network.RTT, "rtt", sim.DefaultRTT, "emulated network round trip to the clients, half each way (0: none)")
+	fl.DurationVar(&d.Network.Jitter, "jitter", 0, "emulated jitter on each one-way trip, uniform within ±this")
 }

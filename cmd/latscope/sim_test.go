@@ -17,6 +17,8 @@ func TestSimBadModeFlags(t *testing.T) {
 		{"--loading", "-1s"},
 		{"--prefix-cache-blocks", "-1"},
 		{"--fault", "error-after=x"},
+		{"--rtt", "-1ms"},
+		{"--jitter", "-1ms"},
 	} {
 		cmd := newSimCmd()
 		cmd.SetArgs(append(args, "--listen", "127.0.0.1:0"))
@@ -59,6 +61,55 @@ func TestSimServesModes(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("/health while loading = %d, want 503", resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("sim: %v", err)
+	}
+}
+
+// TestSimDefaultDeployment: `latscope sim` as it starts puts its proxy hop
+// in front, which reports itself in Server-Timing beside the server's
+// stages, and the stream's trailer carries the first frame's stages.
+func TestSimDefaultDeployment(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pr, pw := io.Pipe()
+	cmd := newSimCmd()
+	cmd.SetArgs([]string{"--listen", "127.0.0.1:0", "--profile", "tiny"})
+	cmd.SetErr(pw)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx); pw.Close() }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no start line: %v (%v)", err, <-done)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if !strings.Contains(line, "behind a proxy hop") || !strings.Contains(line, "RTT 1ms") {
+		t.Errorf("start line %q does not say the proxy hop and the 1 ms distance", line)
+	}
+	url := strings.Fields(line[strings.Index(line, "http://"):])[0]
+	url = strings.TrimSuffix(url, ";")
+	body := strings.NewReader(`{"model":"sim-7b","prompt":"hi","max_tokens":2,"stream":true}`)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	head := strings.Join(resp.Header.Values("Server-Timing"), ", ")
+	for _, name := range []string{"proxy;dur=", "headers;dur=", "tokenize;dur="} {
+		if !strings.Contains(head, name) {
+			t.Errorf("Server-Timing header %q lacks %s", head, name)
+		}
+	}
+	if trailer := resp.Trailer.Get("Server-Timing"); !strings.Contains(trailer, "first_frame;dur=") {
+		t.Errorf("Server-Timing trailer %q lacks first_frame", trailer)
 	}
 	cancel()
 	if err := <-done; err != nil {

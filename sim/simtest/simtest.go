@@ -44,3 +44,27 @@ func ServeTiny(t testing.TB, cfg sim.Config) string {
 	cfg.Profile = prof
 	return Serve(t, cfg)
 }
+
+// ServeDeployed is Serve with the server deployed as d says: behind its
+// proxy hop, at its network distance. It returns the URL clients use.
+func ServeDeployed(t testing.TB, cfg sim.Config, d sim.Deployment) string {
+	t.Helper()
+	srv, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = srv.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = d.Serve(ctx, srv, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = srv.Close()
+	})
+	return "http://" + ln.Addr().String()
+}
