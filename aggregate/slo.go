@@ -192,7 +192,7 @@ func sloValue(s Summary, metric string) (float64, string, bool) {
 	var st Stats
 	switch family {
 	case "ttft":
-		st = s.TTFT
+		st = s.TTFTFor()
 	case "itl":
 		st = s.ITL
 	case "tpot":

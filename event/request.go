@@ -31,6 +31,10 @@ const (
 	StageWrite       Stage = "write"        // writing the request headers and body
 	StageWaitHeaders Stage = "wait_headers" // request written → response headers received
 	StageFirstToken  Stage = "first_token"  // response headers → first chunk that carries content
+	// StageThinking follows the client stages for a reasoning model: its
+	// first token (reasoning) → its first answer token. It is not in
+	// Request.Stages (they add up to TTFT); the aggregator derives it.
+	StageThinking Stage = "thinking"
 )
 
 // Breakdown stages: where the time between "request written" and "first token"
