@@ -52,7 +52,8 @@ type responsesRequest struct {
 }
 
 // parseResponses validates a /v1/responses request. Its prompt is counted
-// as a chat prompt; the usage always comes with the stream's last event.
+// as a chat prompt; the usage always comes with the stream's last event;
+// it never stops early (see below).
 func parseResponses(body []byte) (*generation, *apiError) {
 	var req responsesRequest
 	if e := decodeJSON(body, &req); e != nil {
@@ -71,6 +72,12 @@ func parseResponses(body []byte) (*generation, *apiError) {
 		return nil, e
 	}
 	g.includeUsage = true
+	// The Responses API has no min_tokens or ignore_eos (OpenAI refuses
+	// unknown parameters, so a client cannot send vLLM's), so a client
+	// cannot fix the output length: the simulator generates
+	// max_output_tokens exactly, so runs in this dialect compare with the
+	// chat dialect's.
+	g.ignoreEOS = true
 	return g, nil
 }
 
