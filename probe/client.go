@@ -588,11 +588,12 @@ func (x *exchange) finish() {
 
 // noteReasoning records how much of the output was reasoning and when the
 // answer began. The usage's count wins where it has one, as for the output
-// tokens, but only when the deltas showed reasoning too: a count alone
-// cannot say when the answer began.
+// tokens. A server that reasons without streaming the reasoning (OpenAI
+// without a summary) gives only the count: the thinking then lies inside
+// the TTFT, and the answer began at the first token.
 func (x *exchange) noteReasoning() {
 	rec := x.rec
-	if x.reasoned == 0 {
+	if x.reasoned == 0 && (!x.usage || x.usageReas == 0 || !x.answered) {
 		return
 	}
 	rec.ReasoningTokens = x.reasoned

@@ -278,3 +278,17 @@ func TestResponsesStreamErrors(t *testing.T) {
 		})
 	}
 }
+
+// A server that reasons without streaming its reasoning (the Responses API
+// without a summary) says so only in the usage: the count is kept, and the
+// answer began at the first token, its thinking hidden in the TTFT.
+func TestHiddenReasoningCountedFromUsage(t *testing.T) {
+	s := responsesStream("", 0, 5)
+	s.end = "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\"," +
+		"\"usage\":{\"input_tokens\":3,\"output_tokens\":505,\"output_tokens_details\":{\"reasoning_tokens\":500}}}}\n\n"
+	rec := doOne(t, probe.DialectOpenAIResponses, s)
+	if !rec.OK() || rec.ReasoningTokens != 500 || rec.OutputTokens != 505 || rec.TTFTAnswer != rec.TTFT || rec.Thinking() != 0 || rec.AnswerTokens() != 5 {
+		t.Errorf("outcome %s, reasoning %d of %d, ttft %v, answer %v, thinking %v",
+			rec.Outcome, rec.ReasoningTokens, rec.OutputTokens, rec.TTFT, rec.TTFTAnswer, rec.Thinking())
+	}
+}
