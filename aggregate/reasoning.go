@@ -152,3 +152,12 @@ func cmpBasis(b TTFTBasis) TTFTBasis {
 	}
 	return b
 }
+
+// answerStatus is the status line's part for a reasoning model: the answer
+// TTFT beside the first token's ("" when no request reasoned).
+func answerStatus(s Snapshot, w WindowStats) string {
+	if s.Reasoning == nil || w.TTFTAnswer.Count == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", to the answer p50 %.2f ms p99 %.2f ms", w.TTFTAnswer.P50, w.TTFTAnswer.P99)
+}

@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -97,5 +98,20 @@ func TestReasoningBands(t *testing.T) {
 		if band.TTFT != want || band.Stages[event.StageThinking] != thinking || band.Stages[event.StagePrefill] != 50 {
 			t.Errorf("%s: band %+v, want ttft %v with thinking %v", basis, band, want, thinking)
 		}
+	}
+}
+
+func TestStatusLineShowsTheAnswer(t *testing.T) {
+	t.Parallel()
+	a := New(Config{})
+	addAll(a, thinkingReq(base(), 50*time.Millisecond, 10*time.Millisecond, 20, 5))
+	line := StatusLine(a.Snapshot(base().Add(time.Second)))
+	if !strings.Contains(line, "TTFT p50 50.00 ms p99 50.00 ms, to the answer p50 250.00 ms p99 250.00 ms") {
+		t.Errorf("status line %q", line)
+	}
+	b := New(Config{})
+	addAll(b, okReq(base(), 50*time.Millisecond, 10*time.Millisecond, 3))
+	if line := StatusLine(b.Snapshot(base().Add(time.Second))); strings.Contains(line, "answer") {
+		t.Errorf("status line without reasoning %q", line)
 	}
 }
