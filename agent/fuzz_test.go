@@ -113,8 +113,8 @@ func FuzzClientStream(f *testing.F) {
 				break
 			}
 		}
-		if cap(r.line) > 3*fuzzLimit || cap(r.data) > 3*fuzzLimit {
-			t.Fatalf("buffers grew to %d and %d bytes for a %d-byte limit", cap(r.line), cap(r.data), fuzzLimit)
+		if line, data := r.r.BufferCaps(); line > 3*fuzzLimit || data > 3*fuzzLimit {
+			t.Fatalf("buffers grew to %d and %d bytes for a %d-byte limit", line, data, fuzzLimit)
 		}
 	})
 }

@@ -66,6 +66,9 @@ type Config struct {
 	// SLO are the run's objectives; with latency objectives the aggregator
 	// counts goodput, the requests that met every one of them.
 	SLO []Objective
+	// TTFTBasis is which first token the TTFT bar, the goodput and the
+	// ttft objectives use; "" is BasisAnswer (see reasoning.go).
+	TTFTBasis TTFTBasis
 }
 
 // Aggregator turns events into statistics. It is not safe for concurrent
@@ -84,6 +87,8 @@ type Aggregator struct {
 	bands                                   *bandTracker
 	bdRequests                              int64
 	bdTTFT                                  int64 // µs, summed over requests with a breakdown
+	reasoning                               reasoningState
+	reasoned                                bool // a successful request streamed reasoning
 
 	counts       runCounts
 	fineCounts   *ring[counts]
@@ -145,7 +150,7 @@ func New(cfg Config) *Aggregator {
 	return &Aggregator{
 		cfg:       cfg,
 		mg:        newMerger(),
-		limits:    limitsFrom(cfg.SLO),
+		limits:    limitsFrom(cfg.SLO, cfg.TTFTBasis),
 		ttft:      newMetric(),
 		itl:       newMetric(),
 		tpot:      newMetric(),
@@ -154,7 +159,8 @@ func New(cfg Config) *Aggregator {
 		schedLag:  newMetric(),
 		stages:    make(map[event.Stage]*metric),
 		breakdown: make(map[event.Stage]*bdStage),
-		bands:     newBandTracker(),
+		bands:     newBandTracker(cfg.TTFTBasis),
+		reasoning: newReasoningState(),
 		counts: runCounts{
 			byOutcome: make(map[event.Outcome]int64),
 			byStatus:  make(map[int]int64),
@@ -199,7 +205,14 @@ func (a *Aggregator) Add(ev event.Event) {
 	case ev.Session != nil:
 		a.see(ev.Session.Time)
 		a.session = ev.Session
-		// A replayed or attached session brings its own objectives.
+		// A replayed or attached session brings its own TTFT basis and
+		// objectives.
+		if a.cfg.TTFTBasis == "" {
+			if b, err := ParseTTFTBasis(ev.Session.Load.TTFTBasis); err == nil {
+				a.cfg.TTFTBasis, a.bands.basis = b, b
+				a.limits.basis = b
+			}
+		}
 		if len(a.cfg.SLO) == 0 && ev.Session.Load.SLO != "" {
 			a.sessionObjectives(ev.Session)
 		}
@@ -276,6 +289,7 @@ func (a *Aggregator) addRequest(r *event.Request) {
 	}
 	a.recordLatencies(r, end)
 	a.recordStages(r, end)
+	a.recordReasoning(r, end)
 	a.recordBreakdown(r, end)
 }
 
@@ -365,17 +379,22 @@ func (a *Aggregator) recordLatencies(r *event.Request, end time.Time) {
 
 func (a *Aggregator) recordStages(r *event.Request, end time.Time) {
 	for _, st := range r.Stages {
-		m := a.stages[st.Stage]
-		if m == nil {
-			if len(a.stages) >= maxStageKeys {
-				a.droppedStage++
-				continue
-			}
-			m = newMetric()
-			a.stages[st.Stage] = m
-		}
-		a.recordDur(m, end, st.Duration)
+		a.recordStage(st.Stage, end, st.Duration)
 	}
+}
+
+// recordStage records one client stage's value.
+func (a *Aggregator) recordStage(stage event.Stage, end time.Time, d time.Duration) {
+	m := a.stages[stage]
+	if m == nil {
+		if len(a.stages) >= maxStageKeys {
+			a.droppedStage++
+			return
+		}
+		m = newMetric()
+		a.stages[stage] = m
+	}
+	a.recordDur(m, end, d)
 }
 
 func (a *Aggregator) recordBreakdown(r *event.Request, end time.Time) {

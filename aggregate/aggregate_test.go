@@ -190,8 +190,8 @@ func TestClampCounts(t *testing.T) {
 	r.SchedLag = -time.Millisecond
 	addAll(a, r)
 	s := a.Summary()
-	if s.Requests.Clamped != 2 { // ttft, e2e over 10 min; the negative sched lag is kept
-		t.Errorf("clamped = %d, want 2", s.Requests.Clamped)
+	if s.Requests.Clamped != 3 { // ttft, ttft_answer, e2e over 10 min; the negative sched lag is kept
+		t.Errorf("clamped = %d, want 3", s.Requests.Clamped)
 	}
 	if s.SchedLag.Negative != 1 || s.SchedLag.Mean != -1 || s.SchedLag.Max != -1 {
 		t.Errorf("sched lag %+v, want one negative value, mean and max -1 ms", s.SchedLag)

@@ -86,7 +86,7 @@ const (
 
 // bandStages are the stages kept per bucket, in breakdown order; any other
 // stage name is summed under the last index and shown as "other".
-var bandStages = event.BreakdownStages()
+var bandStages = append(event.BreakdownStages(), event.StageThinking)
 
 const stageOther event.Stage = "other"
 
@@ -154,11 +154,18 @@ func stageIndex(s event.Stage) int {
 	return len(bandStages)
 }
 
-func (b *bandSet) add(r *event.Request) {
-	c := &b.cells[bucketOf(r.TTFT)]
+func (b *bandSet) add(r *event.Request, basis TTFTBasis) {
+	// On the answer basis a reasoning request's bar runs on to its first
+	// answer token, its thinking the last segment.
+	ttft, thinking := r.TTFT, time.Duration(0)
+	if basis != BasisFirst && r.Thinking() > 0 {
+		ttft, thinking = r.TTFTAnswer, r.Thinking()
+	}
+	c := &b.cells[bucketOf(ttft)]
 	c.n++
-	c.ttft += int64(r.TTFT)
-	c.decode += int64(max(r.E2E-r.TTFT, 0))
+	c.ttft += int64(ttft)
+	c.stages[stageIndex(event.StageThinking)] += int64(thinking)
+	c.decode += int64(max(r.E2E-ttft, 0))
 	c.tokens += int64(max(r.OutputTokens, 0))
 	for _, st := range r.Breakdown {
 		c.stages[stageIndex(st.Stage)] += int64(st.Duration)
@@ -188,14 +195,16 @@ func (b *bandSet) mergeInto(dst []bandCell) {
 
 // bandTracker keeps the bands of every window.
 type bandTracker struct {
+	basis        TTFTBasis
 	run          bandSet
 	fine, coarse *ring[bandSet]
 	scratch      []bandCell
 }
 
-func newBandTracker() *bandTracker {
+func newBandTracker(basis TTFTBasis) *bandTracker {
 	sets := newBandSets(2 + fineSlots + coarseSlots)
 	t := &bandTracker{
+		basis:   basis,
 		run:     sets[0],
 		fine:    newRing(fineWidth, fineSlots, resetBandSet),
 		coarse:  newRing(coarseWidth, coarseSlots, resetBandSet),
@@ -207,12 +216,12 @@ func newBandTracker() *bandTracker {
 }
 
 func (t *bandTracker) add(end time.Time, r *event.Request) {
-	t.run.add(r)
+	t.run.add(r, t.basis)
 	if s := t.fine.slot(end); s != nil {
-		s.add(r)
+		s.add(r, t.basis)
 	}
 	if s := t.coarse.slot(end); s != nil {
-		s.add(r)
+		s.add(r, t.basis)
 	}
 }
 

@@ -265,6 +265,6 @@ func (a *Aggregator) sessionObjectives(s *event.Session) {
 		})
 		return
 	}
-	a.limits = limitsFrom(objectives)
+	a.limits = limitsFrom(objectives, a.cfg.TTFTBasis)
 	a.derive.setObjectives(objectives)
 }

@@ -25,10 +25,11 @@ type requestLimit struct {
 type requestLimits struct {
 	limits []requestLimit
 	set    bool
+	basis  TTFTBasis // which first token a ttft limit applies to
 }
 
-func limitsFrom(objectives []Objective) requestLimits {
-	var l requestLimits
+func limitsFrom(objectives []Objective, basis TTFTBasis) requestLimits {
+	l := requestLimits{basis: basis}
 	for _, o := range objectives {
 		metric, _, _ := strings.Cut(o.Metric, ".")
 		if !sloLatencyMetric(metric) || o.Op != "<" && o.Op != "<=" {
@@ -49,7 +50,10 @@ func (l requestLimits) good(r *event.Request) bool {
 		var d time.Duration
 		switch lim.metric {
 		case "ttft":
-			d = r.TTFT
+			var ok bool
+			if d, ok = ttftOf(l.basis, r); !ok {
+				return false // no answer (or no token) is no good
+			}
 		case "e2e":
 			d = r.E2E
 		case "tpot":

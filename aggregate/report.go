@@ -158,6 +158,13 @@ func writeLatency(w *errWriter, s Summary) {
 	const width = 20
 	fmt.Fprintf(tw, "  %-*s\tcount\tmean\tp50\tp90\tp99\tmax\t\n", width, "metric")
 	statsRow(tw, width, "ttft", s.TTFT)
+	if s.Reasoning != nil {
+		statsRow(tw, width, "ttft_answer", s.TTFTAnswer)
+		if s.Thinking != nil {
+			statsRow(tw, width, "thinking", *s.Thinking)
+		}
+	}
+	statsRow(tw, width, "ttst", s.TTST)
 	statsRow(tw, width, "itl", s.ITL)
 	statsRow(tw, width, "tpot", s.TPOT)
 	statsRow(tw, width, "e2e", s.E2E)
@@ -165,6 +172,7 @@ func writeLatency(w *errWriter, s Summary) {
 	statsRow(tw, width, "tok/s per request *", s.TokensPerSec)
 	_ = tw.Flush()
 	w.printf("  * in output tokens per second, not ms\n")
+	writeReasoning(w, s)
 	if len(s.Stages) == 0 {
 		return
 	}

@@ -203,7 +203,7 @@ func summaryScope(s *Summary) sloScope {
 		latency: func(family string) Stats {
 			switch family {
 			case "ttft":
-				return s.TTFT
+				return s.TTFTFor() // the answer's first token when a model reasons
 			case "itl":
 				return s.ITL
 			case "tpot":
@@ -222,6 +222,9 @@ func windowScope(w *WindowStats) sloScope {
 		latency: func(family string) Stats {
 			switch family {
 			case "ttft":
+				if w.Basis != BasisFirst && w.TTFTAnswer.Count > 0 {
+					return w.TTFTAnswer // the answer's first token when a model reasons
+				}
 				return w.TTFT
 			case "itl":
 				return w.ITL

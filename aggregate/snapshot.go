@@ -36,8 +36,13 @@ type Snapshot struct {
 	Unexported Unrecorded
 	// Windows holds the statistics over the last 10 s, 1 min, 5 min and the
 	// whole run, indexed by Window.
-	Windows   [NumWindows]WindowStats
-	Requests  Requests
+	Windows  [NumWindows]WindowStats
+	Requests Requests
+	// Reasoning counts what reasoning models did (nil when no request
+	// reasoned); TTFTBasis is which first token the bar and the
+	// objectives use.
+	Reasoning *Reasoning
+	TTFTBasis TTFTBasis
 	Breakdown Breakdown
 	Server    ServerStats
 	GPU       *event.GPUSample // the latest GPU sample, nil before the first
@@ -65,10 +70,17 @@ type WindowStats struct {
 	GoodPerSec float64
 
 	TTFT, ITL, TPOT, E2E Stats
-	TokensPerSec         Stats // per request, in tokens/s
-	SchedLag             Stats
-	Stages               map[event.Stage]Stats // client stages
-	Breakdown            map[event.Stage]Stats // TTFT breakdown stages
+	// TTFTAnswer is to the first answer token (TTFT's own values for a
+	// model that does not reason), Thinking a reasoning model's first
+	// token → first answer token, TTST the time to the second token.
+	TTFTAnswer, Thinking, TTST Stats
+	// Basis is the run's TTFT basis: which of TTFT and TTFTAnswer the
+	// objectives judge.
+	Basis        TTFTBasis
+	TokensPerSec Stats // per request, in tokens/s
+	SchedLag     Stats
+	Stages       map[event.Stage]Stats // client stages
+	Breakdown    map[event.Stage]Stats // TTFT breakdown stages
 	// BreakdownProvenance counts each breakdown stage's values in the
 	// window by provenance: its Main says whether to mark it estimated.
 	BreakdownProvenance map[event.Stage]ProvenanceMix
@@ -190,6 +202,11 @@ func (a *Aggregator) Snapshot(now time.Time) Snapshot {
 		Breakdown: a.breakdownStats(),
 		Server:    a.server.stats(now),
 		Markers:   a.markers.stats(),
+		TTFTBasis: a.basis(),
+	}
+	if a.reasoned {
+		c := a.reasoning.counts
+		s.Reasoning = &c
 	}
 	begin := a.reqStart
 	if a.session != nil && !a.session.Time.IsZero() {
@@ -331,7 +348,11 @@ func bounds(w Window, now time.Time) (fine bool, from, to int64, start time.Time
 func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 	ws := WindowStats{
 		Window:       w,
+		Basis:        a.basis(),
 		TTFT:         a.mg.stats(a.ttft, w, now),
+		TTFTAnswer:   a.mg.stats(a.reasoning.ttftAnswer, w, now),
+		Thinking:     a.mg.stats(a.reasoning.thinking, w, now),
+		TTST:         a.mg.stats(a.reasoning.ttst, w, now),
 		ITL:          a.mg.stats(a.itl, w, now),
 		TPOT:         a.mg.stats(a.tpot, w, now),
 		E2E:          a.mg.stats(a.e2e, w, now),
@@ -412,7 +433,17 @@ type Summary struct {
 	Duration time.Duration  `json:"-"`              // in requests.duration_s
 	Requests Requests       `json:"requests"`
 
-	TTFT         Stats                 `json:"ttft"`
+	TTFT Stats `json:"ttft"`
+	// TTFTAnswer is to the first answer token: after a reasoning model's
+	// thinking, else the same as ttft. TTFTBasis says which of the two the
+	// TTFT bar, the goodput and --slo's ttft objectives use.
+	TTFTAnswer Stats     `json:"ttft_answer"`
+	TTFTBasis  TTFTBasis `json:"ttft_basis"`
+	// Thinking is a reasoning model's first token → first answer token,
+	// and Reasoning its token counts: absent when no request reasoned.
+	Thinking     *Stats                `json:"thinking,omitempty"`
+	Reasoning    *Reasoning            `json:"reasoning,omitempty"`
+	TTST         Stats                 `json:"ttst"` // time to the second token
 	ITL          Stats                 `json:"itl"`
 	TPOT         Stats                 `json:"tpot"`
 	E2E          Stats                 `json:"e2e"`
@@ -454,6 +485,10 @@ func (s Snapshot) Summary() Summary {
 		Duration:     s.Requests.Duration,
 		Requests:     s.Requests,
 		TTFT:         run.TTFT,
+		TTFTAnswer:   run.TTFTAnswer,
+		TTFTBasis:    s.TTFTBasis,
+		Reasoning:    s.Reasoning,
+		TTST:         run.TTST,
 		ITL:          run.ITL,
 		TPOT:         run.TPOT,
 		E2E:          run.E2E,
@@ -470,6 +505,10 @@ func (s Snapshot) Summary() Summary {
 	if !s.Start.IsZero() {
 		out.End = s.Start.Add(s.Requests.Duration)
 	}
+	if s.Reasoning != nil {
+		th := run.Thinking
+		out.Thinking = &th
+	}
 	return out
 }
 
@@ -477,7 +516,7 @@ func (s Snapshot) Summary() Summary {
 // and whole-run histograms plus the dense scratch one used for merging).
 func (a *Aggregator) MemoryBytes() int {
 	n := a.mg.scratch.ByteSize()
-	for _, m := range []*metric{a.ttft, a.itl, a.tpot, a.e2e, a.tokRate, a.schedLag} {
+	for _, m := range append([]*metric{a.ttft, a.itl, a.tpot, a.e2e, a.tokRate, a.schedLag}, a.reasoning.metrics()...) {
 		n += m.memory()
 	}
 	for _, m := range a.stages {

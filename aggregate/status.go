@@ -17,6 +17,7 @@ func StatusLine(s Snapshot) string {
 	if w.TTFT.Count > 0 {
 		ttft = fmt.Sprintf("TTFT p50 %.2f ms p99 %.2f ms", w.TTFT.P50, w.TTFT.P99)
 	}
+	ttft += answerStatus(s, w)
 	errs := fmt.Sprintf("errors %d", s.Requests.Errors)
 	if rate, ok := s.Requests.ErrorRate(); ok {
 		errs += fmt.Sprintf(" (%.1f%%)", 100*rate)

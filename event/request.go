@@ -31,6 +31,10 @@ const (
 	StageWrite       Stage = "write"        // writing the request headers and body
 	StageWaitHeaders Stage = "wait_headers" // request written → response headers received
 	StageFirstToken  Stage = "first_token"  // response headers → first chunk that carries content
+	// StageThinking follows the client stages for a reasoning model: its
+	// first token (reasoning) → its first answer token. It is not in
+	// Request.Stages (they add up to TTFT); the aggregator derives it.
+	StageThinking Stage = "thinking"
 )
 
 // Breakdown stages: where the time between "request written" and "first token"
@@ -171,9 +175,17 @@ type Request struct {
 	ReusedConn bool          `json:"reused_conn,omitempty"`
 
 	FirstEvent time.Duration `json:"first_event_ns,omitempty"` // first stream event of any kind (may be role-only)
-	TTFT       time.Duration `json:"ttft_ns,omitempty"`        // Intended → first chunk with content
+	TTFT       time.Duration `json:"ttft_ns,omitempty"`        // Intended → first chunk with content (reasoning or answer)
 	E2E        time.Duration `json:"e2e_ns,omitempty"`         // Intended → end of stream
 	Chunks     []Chunk       `json:"chunks,omitempty"`         // every content frame
+	// TTFTAnswer is Intended → the first answer chunk, set only when the
+	// model reasoned first (ReasoningTokens > 0); zero then means no answer
+	// token came. Without reasoning the answer began at TTFT.
+	TTFTAnswer time.Duration `json:"ttft_answer_ns,omitempty"`
+	// ReasoningTokens counts the output tokens that were reasoning
+	// (thinking) rather than answer: the server's usage where it says,
+	// else the reasoning deltas. OutputTokens includes them.
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 
 	Outcome Outcome `json:"outcome"`
 	// RunEnded marks a cancelled request that the run's own end cut short
@@ -236,6 +248,46 @@ func (r *Request) ITLs() []time.Duration {
 		out = append(out, r.Chunks[i].At-r.Chunks[i-1].At)
 	}
 	return out
+}
+
+// Reasoned reports whether the model streamed reasoning before (or
+// besides) its answer.
+func (r *Request) Reasoned() bool { return r.ReasoningTokens > 0 }
+
+// AnswerTTFT is Intended → the first answer token: TTFTAnswer when the
+// model reasoned (zero: it never answered), else TTFT.
+func (r *Request) AnswerTTFT() time.Duration {
+	if r.Reasoned() {
+		return r.TTFTAnswer
+	}
+	return r.TTFT
+}
+
+// Thinking is the stage between the first token and the first answer
+// token: zero without reasoning or without an answer.
+func (r *Request) Thinking() time.Duration {
+	if !r.Reasoned() || r.TTFTAnswer <= 0 || r.TTFTAnswer < r.TTFT {
+		return 0
+	}
+	return r.TTFTAnswer - r.TTFT
+}
+
+// AnswerTokens is the output tokens that were not reasoning.
+func (r *Request) AnswerTokens() int { return max(r.OutputTokens-r.ReasoningTokens, 0) }
+
+// TTST is Intended → the second output token of any kind: TTFT when the
+// first chunk carried two or more tokens, else TTFT plus the first gap;
+// zero when the stream carried fewer than two tokens.
+func (r *Request) TTST() time.Duration {
+	switch {
+	case r.TTFT <= 0 || len(r.Chunks) == 0:
+		return 0
+	case r.Chunks[0].Tokens >= 2:
+		return r.TTFT
+	case len(r.Chunks) >= 2:
+		return r.TTFT + max(r.Chunks[1].At-r.Chunks[0].At, 0)
+	}
+	return 0
 }
 
 // TPOT is (E2E − TTFT) / (output tokens − 1); zero when undefined.

@@ -46,6 +46,9 @@ type Load struct {
 	Requests     int           `json:"requests,omitempty"`
 	Warmup       int           `json:"warmup,omitempty"`
 	SLO          string        `json:"slo,omitempty"`
+	// TTFTBasis is which first token the run's TTFT bar and ttft
+	// objectives used: "answer" (the default) or "first".
+	TTFTBasis string `json:"ttft_basis,omitempty"`
 	// Seed is the seed of the prompts and arrivals: the same seed sends the
 	// same prompts. SeedDrawn says latscope drew it for this run (no --seed
 	// was given); --seed with it repeats the run's prompts.

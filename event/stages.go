@@ -27,6 +27,7 @@ func StageTable() []StageMeta {
 		{StageWrite, 'w', "write", "110", "#666666", "writing the request"},
 		{StageWaitHeaders, 'H', "wait hdrs", "61", "", "request written → response headers"},
 		{StageFirstToken, 'F', "first tok", "98", "", "response headers → the first content chunk"},
+		{StageThinking, 'T', "thinking", "141", "#b39ddb", "a reasoning model's first token → its first answer token"},
 		{StageNetworkOut, 'n', "net out", "38", "#56b4e9", "the request's trip to the server"},
 		{StageProxy, 'P', "proxy", "139", "#8e6c8a", "the proxy hop in front of the server: what it reports less what the server reports"},
 		{StageHTTP, 'h', "http", "180", "#f0e442", "the server's HTTP parsing"},

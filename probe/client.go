@@ -234,6 +234,10 @@ type exchange struct {
 	usage      bool
 	usageOut   int
 	usageCache int // the usage's cached prompt tokens
+	reasoned   int // reasoning tokens counted from the deltas
+	usageReas  int // the usage's reasoning tokens
+	answered   bool
+	answerAt   time.Duration // first answer chunk, from start
 	failed     bool
 	batchRead  uint64        // socket read of the current coalesced group
 	batchCount int32         // events in that group
@@ -447,6 +451,12 @@ func (x *exchange) stream(rd eventReader) error {
 			}
 			chunks = append(chunks, event.Chunk{At: at, Tokens: int32(ci.tokens)})
 			x.tokens += ci.tokens
+			switch {
+			case ci.reasoning:
+				x.reasoned += ci.tokens
+			case !x.answered:
+				x.answered, x.answerAt = true, at
+			}
 			x.rec.ReplacementChars += ci.replacements
 		}
 		if ci.usage {
@@ -459,6 +469,9 @@ func (x *exchange) stream(rd eventReader) error {
 			}
 			if plausibleTokens(ci.cachedTokens, maxTokenLength) {
 				x.usageCache = ci.cachedTokens
+			}
+			if plausibleTokens(ci.reasonTokens, limit) {
+				x.usageReas = ci.reasonTokens
 			}
 		}
 		if ci.timing != nil {
@@ -559,6 +572,7 @@ func (x *exchange) finish() {
 	if x.usage && x.usageOut > 0 {
 		rec.OutputTokens = x.usageOut
 	}
+	x.noteReasoning()
 	if rec.OK() && x.c.d.asksUsage() && !x.usage {
 		rec.Flags = append(rec.Flags, event.FlagMissingUsage)
 	}
@@ -577,6 +591,28 @@ func (x *exchange) finish() {
 	if !x.phases.gotConn.IsZero() {
 		rec.ReusedConn = x.phases.reused
 		rec.ConnectRTT = x.phases.connect
+	}
+}
+
+// noteReasoning records how much of the output was reasoning and when the
+// answer began. The usage's count wins where it has one, as for the output
+// tokens. A server that reasons without streaming the reasoning (OpenAI
+// without a summary) gives only the count: the thinking then lies inside
+// the TTFT, and the answer began at the first token.
+func (x *exchange) noteReasoning() {
+	rec := x.rec
+	if x.reasoned == 0 && (!x.usage || x.usageReas == 0 || !x.answered) {
+		return
+	}
+	rec.ReasoningTokens = x.reasoned
+	if x.usage && x.usageReas > 0 {
+		rec.ReasoningTokens = x.usageReas
+	}
+	rec.ReasoningTokens = min(rec.ReasoningTokens, rec.OutputTokens)
+	if x.answered {
+		// The first token's boundary may have been pushed later by the
+		// stages' clipping; the answer cannot come before it.
+		rec.TTFTAnswer = x.lag + max(x.answerAt, x.firstAt)
 	}
 }
 

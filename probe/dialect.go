@@ -20,7 +20,7 @@ const (
 
 // Dialects lists the dialect names NewClient accepts.
 func Dialects() []string {
-	return []string{DialectOpenAIChat, DialectOpenAICompletions, DialectLlamaCpp,
+	return []string{DialectOpenAIChat, DialectOpenAICompletions, DialectOpenAIResponses, DialectLlamaCpp,
 		DialectTGI, DialectOllamaGenerate, DialectOllamaChat}
 }
 
@@ -28,11 +28,13 @@ func Dialects() []string {
 // zero value means "an event without content".
 type chunkInfo struct {
 	tokens       int  // output tokens carried; 0 = no content
+	reasoning    bool // the tokens are reasoning (thinking), not answer
 	end          bool // the dialect's end-of-stream marker
 	usage        bool // promptTokens/outputTokens are the server's counts
 	promptTokens int
 	outputTokens int
 	cachedTokens int    // prompt tokens the server took from its prompt cache (usage)
+	reasonTokens int    // output tokens the usage says were reasoning
 	replacements int    // U+FFFD in the content (see FlagUTF8Defect)
 	serverErr    string // an error event's message
 	timing       *event.ServerTiming
@@ -63,6 +65,8 @@ func dialectByName(name string) (dialect, error) {
 		return openAIDialect{chat: true}, nil
 	case DialectOpenAICompletions:
 		return openAIDialect{}, nil
+	case DialectOpenAIResponses:
+		return responsesDialect{}, nil
 	case DialectLlamaCpp:
 		return llamaCppDialect{}, nil
 	case DialectTGI:
@@ -102,6 +106,19 @@ type usageCounts struct {
 	PromptTokensDetails *struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
+	// completion_tokens_details.reasoning_tokens (OpenAI, vLLM with a
+	// reasoning parser) counts the completion tokens that were reasoning.
+	CompletionTokensDetails *struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// reasoningTokens is the usage's reasoning tokens, 0 when not said.
+func (u *usageCounts) reasoningTokens() int {
+	if u.CompletionTokensDetails == nil {
+		return 0
+	}
+	return u.CompletionTokensDetails.ReasoningTokens
 }
 
 // cachedTokens is the usage's cached prompt tokens, 0 when not said.

@@ -88,12 +88,13 @@ func (d ollamaDialect) parse(data []byte, c *chunkInfo) error {
 		}
 	}
 	v, st := scanAt(data, content)
+	reasoning := false
 	if (st != fieldString || !v.nonEmpty) && thinking >= 0 {
 		// Thinking models stream their reasoning first, in another field.
 		tv, tst := scanAt(data, thinking)
 		switch tst {
 		case fieldString:
-			v, st = tv, tst
+			v, st, reasoning = tv, tst, true
 		case fieldOther:
 			st = fieldOther
 		}
@@ -103,6 +104,7 @@ func (d ollamaDialect) parse(data []byte, c *chunkInfo) error {
 	}
 	if v.nonEmpty {
 		c.tokens = 1
+		c.reasoning = reasoning
 		c.replacements = v.replacements
 	}
 	return nil
@@ -142,15 +144,12 @@ func (d ollamaDialect) parseFull(data []byte, c *chunkInfo) error {
 		c.serverErr = msg
 		return nil
 	}
-	text := ch.Response
+	text, thinking := ch.Response, ch.Thinking
 	if ch.Message != nil {
-		text = ch.Message.Content
-		if text == "" {
-			text = ch.Message.Thinking
-		}
+		text, thinking = ch.Message.Content, ch.Message.Thinking
 	}
-	if text == "" {
-		text = ch.Thinking
+	if text == "" && thinking != "" {
+		text, c.reasoning = thinking, true
 	}
 	if text != "" {
 		c.tokens = 1

@@ -81,6 +81,7 @@ func (d openAIDialect) parseStream(data []byte, c *chunkInfo, shape *chunkShape)
 	if shape != nil {
 		if v, ok := shape.match(data); ok {
 			c.tokens = 1
+			c.reasoning = shape.reasoning
 			c.replacements = v.replacements
 			return nil
 		}
@@ -139,9 +140,10 @@ func (d openAIDialect) parseStream(data []byte, c *chunkInfo, shape *chunkShape)
 	case fieldString:
 		if v.nonEmpty {
 			c.tokens = 1
+			c.reasoning = at == reasoning
 			c.replacements = v.replacements
 			if shape != nil {
-				shape.remember(data, at, v.end)
+				shape.remember(data, at, v.end, c.reasoning)
 			}
 		}
 		return nil
@@ -158,9 +160,10 @@ func (d openAIDialect) parseStream(data []byte, c *chunkInfo, shape *chunkShape)
 // do the other values it looks at. Only the string is then scanned. The
 // zero value remembers nothing.
 type chunkShape struct {
-	around []byte // the bytes before the string, then those after it
-	before int    // how many of around come before the string
-	ok     bool   // around holds a shape
+	around    []byte // the bytes before the string, then those after it
+	before    int    // how many of around come before the string
+	ok        bool   // around holds a shape
+	reasoning bool   // the string is a reasoning field's, not the content's
 }
 
 // match scans data's content string when data has the remembered shape.
@@ -179,10 +182,11 @@ func (s *chunkShape) match(data []byte) (v stringValue, ok bool) {
 
 // remember records data's shape: its string runs from data[start] (the
 // opening quote) to data[end-1] (the closing one).
-func (s *chunkShape) remember(data []byte, start, end int) {
+func (s *chunkShape) remember(data []byte, start, end int, reasoning bool) {
 	s.around = append(append(s.around[:0], data[:start]...), data[end:]...)
 	s.before = start
 	s.ok = true
+	s.reasoning = reasoning // a reasoning field's string, not the content's
 }
 
 type openAIChunk struct {
@@ -217,7 +221,13 @@ func (d openAIDialect) parseFull(data []byte, c *chunkInfo) error {
 		return nil
 	}
 	for _, choice := range ch.Choices {
-		text := firstNonEmpty(choice.Text, choice.Delta.Content, choice.Delta.ReasoningContent, choice.Delta.Reasoning)
+		text := firstNonEmpty(choice.Text, choice.Delta.Content)
+		if text == "" {
+			// Reasoning models stream their thinking first, in another field.
+			if text = firstNonEmpty(choice.Delta.ReasoningContent, choice.Delta.Reasoning); text != "" {
+				c.reasoning = true
+			}
+		}
 		if text != "" {
 			c.tokens = 1
 			c.replacements += countRunesFFFD(text)
@@ -230,6 +240,7 @@ func (d openAIDialect) parseFull(data []byte, c *chunkInfo) error {
 		c.promptTokens = u.PromptTokens
 		c.outputTokens = u.CompletionTokens
 		c.cachedTokens = u.cachedTokens()
+		c.reasonTokens = u.reasoningTokens()
 	}
 	switch {
 	case ch.Metrics != nil:

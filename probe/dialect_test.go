@@ -61,7 +61,25 @@ func TestParseChunks(t *testing.T) {
 		{"done", DialectOpenAIChat, "[DONE]", chunkInfo{end: true}},
 		{"llama.cpp oai first", DialectOpenAIChat, `{"choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}`, chunkInfo{}},
 		{"spaced json", DialectOpenAIChat, `{"choices": [{"delta": {"content": "hi"}, "finish_reason": null}], "usage": null}`, chunkInfo{tokens: 1}},
-		{"reasoning", DialectOpenAIChat, `{"choices":[{"delta":{"content":null,"reasoning_content":"hmm"},"finish_reason":null}]}`, chunkInfo{tokens: 1}},
+		{"reasoning", DialectOpenAIChat, `{"choices":[{"delta":{"content":null,"reasoning_content":"hmm"},"finish_reason":null}]}`, chunkInfo{tokens: 1, reasoning: true}},
+		{"reasoning newer vllm", DialectOpenAIChat, `{"choices":[{"delta":{"reasoning":"hmm"},"finish_reason":null}]}`, chunkInfo{tokens: 1, reasoning: true}},
+		{"reasoning with finish", DialectOpenAIChat, `{"choices":[{"delta":{"reasoning":"hmm"},"finish_reason":"length"}]}`, chunkInfo{tokens: 1, reasoning: true}},
+		{"content beside reasoning", DialectOpenAIChat, `{"choices":[{"delta":{"content":"a","reasoning":"hmm"},"finish_reason":null}]}`, chunkInfo{tokens: 1}},
+		{"usage with reasoning tokens", DialectOpenAIChat, `{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":30,"completion_tokens_details":{"reasoning_tokens":20}}}`,
+			chunkInfo{usage: true, promptTokens: 5, outputTokens: 30, reasonTokens: 20}},
+		{"ollama chat thinking", DialectOllamaChat, `{"model":"m","message":{"role":"assistant","content":"","thinking":"hmm"},"done":false}`, chunkInfo{tokens: 1, reasoning: true}},
+		{"ollama generate thinking", DialectOllamaGenerate, `{"model":"m","response":"","thinking":"hmm","done":false}`, chunkInfo{tokens: 1, reasoning: true}},
+		{"responses text", DialectOpenAIResponses, `{"type":"response.output_text.delta","sequence_number":3,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi"}`, chunkInfo{tokens: 1}},
+		{"responses reasoning", DialectOpenAIResponses, `{"type":"response.reasoning_text.delta","item_id":"rs_1","delta":"hmm"}`, chunkInfo{tokens: 1, reasoning: true}},
+		{"responses summary", DialectOpenAIResponses, `{"type":"response.reasoning_summary_text.delta","item_id":"rs_1","summary_index":0,"delta":"hmm"}`, chunkInfo{tokens: 1, reasoning: true}},
+		{"responses empty delta", DialectOpenAIResponses, `{"type":"response.output_text.delta","delta":""}`, chunkInfo{}},
+		{"responses created", DialectOpenAIResponses, `{"type":"response.created","response":{"id":"r","status":"in_progress","error":null,"usage":null}}`, chunkInfo{}},
+		{"responses text done", DialectOpenAIResponses, `{"type":"response.output_text.done","text":"Hi there"}`, chunkInfo{}},
+		{"responses completed", DialectOpenAIResponses, `{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":7,"input_tokens_details":{"cached_tokens":4},"output_tokens":9,"output_tokens_details":{"reasoning_tokens":6},"total_tokens":16}}}`,
+			chunkInfo{end: true, usage: true, promptTokens: 7, outputTokens: 9, cachedTokens: 4, reasonTokens: 6}},
+		{"responses incomplete", DialectOpenAIResponses, `{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"usage":{"input_tokens":7,"output_tokens":9}}}`,
+			chunkInfo{end: true, usage: true, promptTokens: 7, outputTokens: 9}},
+		{"responses error", DialectOpenAIResponses, `{"type":"error","code":"x","message":"boom"}`, chunkInfo{serverErr: "error event: boom"}},
 		{"content with last chunk", DialectOpenAIChat, `{"choices":[{"delta":{"content":"."},"finish_reason":"stop"}]}`, chunkInfo{tokens: 1}},
 		{"escaped fffd", DialectOpenAIChat, `{"choices":[{"delta":{"content":"a\ufffd"},"finish_reason":null}]}`, chunkInfo{tokens: 1, replacements: 1}},
 		{"raw fffd", DialectOpenAIChat, "{\"choices\":[{\"delta\":{\"content\":\"\xef\xbf\xbd\"},\"finish_reason\":null}]}", chunkInfo{tokens: 1, replacements: 1}},
@@ -179,6 +197,10 @@ var wireChunkTemplates = []struct {
 	{DialectTGI, `{"index":1,"token":{"id":1,"text":`, `,"logprob":-0.1,"special":false},"generated_text":null,"details":null}`},
 	{DialectOllamaGenerate, `{"model":"m","response":`, `,"done":false}`},
 	{DialectOllamaChat, `{"model":"m","message":{"role":"assistant","content":`, `},"done":false}`},
+	{DialectOpenAIChat, `{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"reasoning":`, `},"logprobs":null,"finish_reason":null}]}`},
+	{DialectOllamaChat, `{"model":"m","message":{"role":"assistant","content":"","thinking":`, `},"done":false}`},
+	{DialectOpenAIResponses, `{"type":"response.output_text.delta","sequence_number":1,"item_id":"msg_1","output_index":0,"content_index":0,"delta":`, `,"logprobs":[]}`},
+	{DialectOpenAIResponses, `{"type":"response.reasoning_text.delta","sequence_number":1,"item_id":"rs_1","output_index":0,"content_index":0,"delta":`, `}`},
 }
 
 // FuzzParseChunk checks that no input panics a chunk parser, that failures
@@ -228,6 +250,8 @@ func FuzzParseChunk(f *testing.F) {
 		case tgiDialect:
 			fullErr = d.parseFull(chunk, &full)
 		case ollamaDialect:
+			fullErr = d.parseFull(chunk, &full)
+		case responsesDialect:
 			fullErr = d.parseFull(chunk, &full)
 		}
 		if (fastErr == nil) != (fullErr == nil) {

@@ -62,23 +62,23 @@ func (r *ndjsonReader) readLine() ([]byte, error) {
 		case err == nil:
 			if len(r.line) == 0 {
 				if len(chunk)-1 > r.limit {
-					return nil, &eventTooLargeError{r.limit}
+					return nil, &eventTooLargeError{Limit: r.limit}
 				}
 				return chunk[:len(chunk)-1], nil
 			}
 			if len(r.line)+len(chunk)-1 > r.limit {
-				return nil, &eventTooLargeError{r.limit}
+				return nil, &eventTooLargeError{Limit: r.limit}
 			}
 			r.line = append(r.line, chunk[:len(chunk)-1]...)
 			return r.line, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			if len(r.line)+len(chunk) > r.limit {
-				return nil, &eventTooLargeError{r.limit}
+				return nil, &eventTooLargeError{Limit: r.limit}
 			}
 			r.line = append(r.line, chunk...)
 		case errors.Is(err, io.EOF):
 			if len(r.line)+len(chunk) > r.limit {
-				return nil, &eventTooLargeError{r.limit}
+				return nil, &eventTooLargeError{Limit: r.limit}
 			}
 			r.line = append(r.line, chunk...)
 			last := bytes.TrimSpace(r.line)

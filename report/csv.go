@@ -83,6 +83,17 @@ func writeCSV(w io.Writer, rec *Recording) error {
 		rows.add("requests", c.name, "value", c.v, c.unit, "")
 	}
 	rows.stats("latency", "ttft", "ms", s.TTFT, "measured")
+	rows.stats("latency", "ttft_answer", "ms", s.TTFTAnswer, "measured")
+	rows.stats("latency", "ttst", "ms", s.TTST, "measured")
+	if r := s.Reasoning; r != nil {
+		if s.Thinking != nil {
+			rows.stats("latency", "thinking", "ms", *s.Thinking, "measured")
+		}
+		rows.add("reasoning", "requests", "value", float64(r.Requests), "requests", "")
+		rows.add("reasoning", "unanswered", "value", float64(r.Unanswered), "requests", "")
+		rows.add("reasoning", "reasoning_tokens", "value", float64(r.ReasoningTokens), "tokens", "")
+		rows.add("reasoning", "answer_tokens", "value", float64(r.AnswerTokens), "tokens", "")
+	}
 	rows.stats("latency", "itl", "ms", s.ITL, "measured")
 	rows.stats("latency", "tpot", "ms", s.TPOT, "measured")
 	rows.stats("latency", "e2e", "ms", s.E2E, "measured")

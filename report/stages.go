@@ -8,12 +8,14 @@ import (
 	"github.com/latscope/latscope/event"
 )
 
-// clientStages is the order the probe measures the client stages in.
-var clientStages = event.ClientStages()
+// clientStages is the order the probe measures the client stages in, then
+// a reasoning model's thinking up to its first answer token.
+var clientStages = append(event.ClientStages(), event.StageThinking)
 
 // breakdownStages is the order a request's time passes through the
-// breakdown stages: the client's own stages, then the server window.
-var breakdownStages = event.BreakdownStages()
+// breakdown stages: the client's own stages, then the server window, then
+// a reasoning model's thinking.
+var breakdownStages = append(event.BreakdownStages(), event.StageThinking)
 
 // orderedStages returns the stages of every set, once each: those in
 // canonical in its order, then the others sorted. Pass maps.Keys(m).

@@ -173,12 +173,25 @@ func latencyTable(s *aggregate.Summary) table {
 		t.Rows = append(t.Rows, append([]string{name}, statCells(st)...))
 	}
 	row("ttft", s.TTFT)
+	if r := s.Reasoning; r != nil {
+		row("ttft_answer", s.TTFTAnswer)
+		if s.Thinking != nil {
+			row("thinking", *s.Thinking)
+		}
+		row("ttst", s.TTST)
+	}
 	row("itl", s.ITL)
 	row("tpot", s.TPOT)
 	row("e2e", s.E2E)
 	row("sched_lag", s.SchedLag)
 	row("tok/s per request *", s.TokensPerSec)
 	t.Notes = []string{"* in output tokens per second, not ms. Latencies come from successful requests; TTFT and E2E count from the intended send time."}
+	if r := s.Reasoning; r != nil {
+		t.Notes = append(t.Notes, fmt.Sprintf("A reasoning model: %d requests thought first (%d never answered), %d reasoning and %d answer tokens. "+
+			"ttft is the first token of any kind, ttft_answer the first answer token, thinking the time between them, ttst the time to the second token. "+
+			"%s is what the TTFT breakdown and the objectives use.",
+			r.Requests, r.Unanswered, r.ReasoningTokens, r.AnswerTokens, aggregate.TTFTLabel(s.TTFTBasis, true)))
+	}
 	return t
 }
 

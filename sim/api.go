@@ -129,9 +129,20 @@ type tokenizeRequest struct {
 	AddGenerationPrompt *bool           `json:"add_generation_prompt"`
 }
 
+// apiKind is the API a generation request came in on.
+type apiKind int
+
+const (
+	apiCompletions apiKind = iota // /v1/completions
+	apiChat                       // /v1/chat/completions
+	apiResponses                  // /v1/responses (chat-shaped prompt, its own events)
+)
+
 // generation is a validated request, ready for the front end.
 type generation struct {
-	chat         bool
+	chat         bool // a chat prompt (chat completions or Responses)
+	responses    bool // the Responses API's request and events
+	reasoning    Reasoning
 	model        string
 	stream       bool
 	includeUsage bool

@@ -138,17 +138,7 @@ func (s *Server) writeContent(r *request, ev tokenEvent, text, raw string, detok
 		buf = append(buf, r.malformedEvent()...)
 	}
 	var err error
-	if ev.index == 0 && r.gen.chat {
-		if buf, err = appendEvent(buf, r.roleChunk(), ""); err != nil {
-			s.abortOnLoop(r, err)
-			return false
-		}
-	}
-	c := r.contentChunk(text)
-	if f.Oversized && ev.index == r.target/2 {
-		c.Padding = padding(oversizedPadding)
-	}
-	if buf, err = appendEvent(buf, c, raw); err != nil {
+	if buf, err = r.appendContent(buf, ev.index, text, raw, f.Oversized && ev.index == r.target/2); err != nil {
 		s.abortOnLoop(r, err)
 		return false
 	}
@@ -234,19 +224,8 @@ func (s *Server) finishStream(r *request) {
 	if r.wantTruth {
 		truthRef = &truth
 	}
-	fin := r.finishChunk(r.finishReason)
-	if !r.gen.includeUsage {
-		fin.Truth = truthRef
-	}
-	var err error
-	if buf, err = appendEvent(buf, fin, ""); err == nil && r.gen.includeUsage {
-		u := r.newChunk()
-		u.Usage = r.usage(s.promptDetails(et))
-		u.Truth = truthRef
-		buf, err = appendEvent(buf, u, "")
-	}
+	buf, err := r.appendEnd(buf, s.promptDetails(et), truthRef)
 	if err == nil {
-		buf = append(buf, "data: [DONE]\n\n"...)
 		if s.cfg.ServerTiming {
 			setTrailerTiming(r.w, truth)
 		}

@@ -15,8 +15,9 @@ const RequestIDHeader = "X-Request-Id"
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/chat/completions", s.loading(s.method(http.MethodPost, s.handleGenerate(true))))
-	mux.HandleFunc("/v1/completions", s.loading(s.method(http.MethodPost, s.handleGenerate(false))))
+	mux.HandleFunc("/v1/chat/completions", s.loading(s.method(http.MethodPost, s.handleGenerate(apiChat))))
+	mux.HandleFunc("/v1/completions", s.loading(s.method(http.MethodPost, s.handleGenerate(apiCompletions))))
+	mux.HandleFunc("/v1/responses", s.loading(s.method(http.MethodPost, s.handleGenerate(apiResponses))))
 	mux.HandleFunc("/v1/models", s.loading(s.method(http.MethodGet, s.handleModels)))
 	mux.HandleFunc("/health", s.loading(s.method(http.MethodGet, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })))
 	mux.HandleFunc("/tokenize", s.loading(s.method(http.MethodPost, s.handleTokenize)))
@@ -154,8 +155,9 @@ func validRequestID(id string) bool {
 	return true
 }
 
-// handleGenerate serves /v1/chat/completions (chat) and /v1/completions.
-func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
+// handleGenerate serves /v1/chat/completions, /v1/completions and
+// /v1/responses.
+func (s *Server) handleGenerate(api apiKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, hr *http.Request) {
 		arrival := time.Now()
 		seq := s.seq.Add(1)
@@ -173,7 +175,7 @@ func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
 			return
 		default:
 		}
-		r, e := s.admit(w, hr, chat, id, seq, arrival)
+		r, e := s.admit(w, hr, api, id, seq, arrival)
 		if e != nil {
 			if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
 				w.Header().Set("Retry-After", "1")
@@ -255,7 +257,7 @@ func (s *Server) endStream(w http.ResponseWriter, r *request) {
 // same loop job also tokenizes the prompt, so a burst of long prompts blocks
 // the loop for all of their tokenization. With a tokenizer pool the
 // tokenization runs on the pool instead.
-func (s *Server) admit(w http.ResponseWriter, hr *http.Request, chat bool, id string, seq uint64, arrival time.Time) (*request, *apiError) {
+func (s *Server) admit(w http.ResponseWriter, hr *http.Request, api apiKind, id string, seq uint64, arrival time.Time) (*request, *apiError) {
 	body, e := readBody(w, hr)
 	if e != nil {
 		return nil, e
@@ -285,13 +287,21 @@ func (s *Server) admit(w http.ResponseWriter, hr *http.Request, chat bool, id st
 		defer func() { r.httpEnd = time.Now() }()
 		var g *generation
 		var e *apiError
-		if chat {
+		switch api {
+		case apiChat:
 			g, e = parseChat(body)
-		} else {
+		case apiResponses:
+			g, e = parseResponses(body)
+		default:
 			g, e = parseCompletion(body)
 		}
 		if e != nil {
 			return e
+		}
+		if g.chat {
+			// A reasoning model thinks before it answers in chat (and
+			// Responses) streams only.
+			g.reasoning = s.cfg.Reasoning
 		}
 		if e := s.checkModel(g.model); e != nil {
 			return e

@@ -32,6 +32,9 @@ type Config struct {
 	FaultRate    float64
 	OTLPEndpoint string // OTLP/HTTP traces URL; "": no tracing
 	Seed         int64  // seeds generated text, EOS points and fault draws
+	// Reasoning makes the chat and Responses streams a reasoning model's:
+	// the first Reasoning.Tokens deltas are its thinking.
+	Reasoning Reasoning
 
 	// The modes below make the server behave as other servers do. Each is
 	// off (vLLM's behaviour) at its zero value.

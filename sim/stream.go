@@ -10,10 +10,17 @@ import (
 // The chunk and response shapes follow vLLM's OpenAI server.
 
 type usage struct {
-	PromptTokens        int            `json:"prompt_tokens"`
-	CompletionTokens    int            `json:"completion_tokens"`
-	TotalTokens         int            `json:"total_tokens"`
-	PromptTokensDetails *tokensDetails `json:"prompt_tokens_details,omitempty"`
+	PromptTokens            int                `json:"prompt_tokens"`
+	CompletionTokens        int                `json:"completion_tokens"`
+	TotalTokens             int                `json:"total_tokens"`
+	PromptTokensDetails     *tokensDetails     `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *completionDetails `json:"completion_tokens_details,omitempty"`
+}
+
+// completionDetails is usage.completion_tokens_details: sent by a
+// reasoning model only.
+type completionDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
 }
 
 // tokensDetails is usage.prompt_tokens_details.
@@ -24,6 +31,10 @@ type tokensDetails struct {
 type chatDelta struct {
 	Role    string  `json:"role,omitempty"`
 	Content *string `json:"content,omitempty"`
+	// A reasoning model's thinking, under one of the two names servers use
+	// (see Reasoning.Field).
+	Reasoning        *string `json:"reasoning,omitempty"`
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 
 type chatChunkChoice struct {
@@ -85,10 +96,21 @@ func (r *request) roleChunk() chunk {
 	return c
 }
 
-func (r *request) contentChunk(text string) chunk {
+// contentChunk carries output token i: a reasoning delta while the model
+// is thinking, then answer content.
+func (r *request) contentChunk(i int, text string) chunk {
 	c := r.newChunk()
 	if r.gen.chat {
-		c.Choices = []any{chatChunkChoice{Delta: chatDelta{Content: &text}}}
+		var d chatDelta
+		switch {
+		case !r.gen.reasoning.thinks(i):
+			d.Content = &text
+		case r.gen.reasoning.Field == ReasoningContentField:
+			d.ReasoningContent = &text
+		default:
+			d.Reasoning = &text
+		}
+		c.Choices = []any{chatChunkChoice{Delta: d}}
 	} else {
 		c.Choices = []any{textChunkChoice{Text: text}}
 	}
@@ -106,8 +128,65 @@ func (r *request) finishChunk(reason string) chunk {
 }
 
 func (r *request) usage(details *tokensDetails) *usage {
-	return &usage{PromptTokens: r.promptTokens, CompletionTokens: r.fe.tokens, TotalTokens: r.promptTokens + r.fe.tokens,
+	u := &usage{PromptTokens: r.promptTokens, CompletionTokens: r.fe.tokens, TotalTokens: r.promptTokens + r.fe.tokens,
 		PromptTokensDetails: details}
+	if n := r.reasoningTokens(); n > 0 {
+		u.CompletionTokensDetails = &completionDetails{ReasoningTokens: n}
+	}
+	return u
+}
+
+// reasoningTokens is how many of the tokens generated so far were reasoning.
+func (r *request) reasoningTokens() int {
+	if !r.gen.chat {
+		return 0
+	}
+	return min(r.gen.reasoning.Tokens, r.fe.tokens)
+}
+
+// appendContent appends the events that carry output token i: the first
+// is preceded by the stream's opening event (chat's role chunk, the
+// Responses API's response.created). pad makes the event oversized.
+func (r *request) appendContent(buf []byte, i int, text, raw string, pad bool) ([]byte, error) {
+	if r.gen.responses {
+		return r.appendResponsesDelta(buf, i, text, raw, pad)
+	}
+	var err error
+	if i == 0 && r.gen.chat {
+		if buf, err = appendEvent(buf, r.roleChunk(), ""); err != nil {
+			return buf, err
+		}
+	}
+	c := r.contentChunk(i, text)
+	if pad {
+		c.Padding = padding(oversizedPadding)
+	}
+	return appendEvent(buf, c, raw)
+}
+
+// appendEnd appends the events that end a complete stream: the finish
+// chunk, the usage chunk when asked for and [DONE] (the Responses API:
+// response.completed, or response.incomplete at the length limit, with
+// the usage). truth, if not nil, rides on the last event.
+func (r *request) appendEnd(buf []byte, details *tokensDetails, truth *Truth) ([]byte, error) {
+	if r.gen.responses {
+		return r.appendResponsesEnd(buf, details, truth)
+	}
+	fin := r.finishChunk(r.finishReason)
+	if !r.gen.includeUsage {
+		fin.Truth = truth
+	}
+	buf, err := appendEvent(buf, fin, "")
+	if err == nil && r.gen.includeUsage {
+		u := r.newChunk()
+		u.Usage = r.usage(details)
+		u.Truth = truth
+		buf, err = appendEvent(buf, u, "")
+	}
+	if err != nil {
+		return buf, err
+	}
+	return append(buf, "data: [DONE]\n\n"...), nil
 }
 
 // appendEvent appends c as one SSE event. raw, if not empty, replaces the
@@ -138,6 +217,9 @@ func splitUTF8() (first, second string) {
 
 // nonStreamBody is the JSON body of a non-streaming response.
 func (r *request) nonStreamBody(truth *Truth) ([]byte, error) {
+	if r.gen.responses {
+		return r.responsesBody(truth)
+	}
 	reason := r.fe.finishReason
 	text := r.fe.text.String()
 	var choice any

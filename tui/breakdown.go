@@ -92,6 +92,9 @@ func clientBreakdown(s *aggregate.Snapshot, w aggregate.Window) breakdown {
 	}
 	if win.E2E.Count > 0 {
 		bd.decode = win.E2E.Mean - win.TTFT.Mean
+		if _, ok := win.Stages[event.StageThinking]; ok && win.TTFTAnswer.Count > 0 {
+			bd.decode = win.E2E.Mean - win.TTFTAnswer.Mean // the thinking is in the bar
+		}
 	}
 	if win.OK > 0 {
 		bd.tokens = float64(win.Tokens) / float64(win.OK)

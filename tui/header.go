@@ -159,6 +159,10 @@ func headerRates(st *styles, s *aggregate.Snapshot, hs headerState, width int) s
 		errStyle = st.bad
 	}
 	parts = append(parts, part{"   " + errStyle.Render(errText), 9})
+	if s.Reasoning != nil {
+		// Which first token the bar and the objectives measure to.
+		parts = append(parts, part{"   " + st.warn.Render("reasoning model: "+aggregate.TTFTLabel(s.TTFTBasis, true)), 8})
+	}
 	if ks := errorKinds(s.Requests.ByOutcome, s.Requests.ByStatus); len(ks) > 0 {
 		parts = append(parts, part{st.dim.Render(" (run: ") + joinKinds(ks, 3) + st.dim.Render(")"), 2})
 	}

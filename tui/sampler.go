@@ -2,7 +2,6 @@ package tui
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -57,20 +56,12 @@ type decodeSummary struct {
 type Sampler struct {
 	mu      sync.Mutex
 	keep    int
-	latest  []*event.Request // ring
+	latest  []ranked // ring
 	next    int
 	version uint64
 	fine    slotRing
 	coarse  slotRing
 	run     topN
-	// decode holds the summaries of thinned requests, pruned to those
-	// still held whenever it grows keep past what the lists can hold. Its
-	// keys keep their thinned requests (16 KB each) alive: with a slack of
-	// twice the lists, as before, it held up to 1,680 of them (27 MB) where
-	// the lists hold 840, and the dashboard's heap kept growing long after
-	// its 5-minute ring had filled. A slack of keep costs one prune (a map
-	// of capacity entries) per keep thinned requests.
-	decode map[*event.Request]decodeSummary
 }
 
 // NewSampler returns a Sampler keeping keep requests per list (DefaultKeep
@@ -81,11 +72,10 @@ func NewSampler(keep int) *Sampler {
 	}
 	return &Sampler{
 		keep:   keep,
-		latest: make([]*event.Request, 0, keep),
+		latest: make([]ranked, 0, keep),
 		fine:   newSlotRing(fineSlot, slotsOf(aggregate.Win10s, fineSlot), keep),
 		coarse: newSlotRing(coarseSlot, slotsOf(aggregate.Win5m, coarseSlot), keep),
 		run:    topN{keep: keep},
-		decode: map[*event.Request]decodeSummary{},
 	}
 }
 
@@ -96,25 +86,28 @@ func (s *Sampler) Add(r *event.Request) {
 		return
 	}
 	end, key := r.EndedAt(), rank(r)
-	r, sum, thinned := thin(r)
+	// A thinned request's decode summary travels with it in every list, so
+	// nothing holds a request (16 KB thinned) that no list holds: a map of
+	// summaries beside the lists kept up to 860 of them alive, and the
+	// dashboard's heap grew for as long as the map took to fill.
+	it := ranked{key: key}
+	if thinned, sum, ok := thin(r); ok {
+		it.r, it.sum = thinned, &sum
+	} else {
+		it.r = r
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if thinned {
-		s.decode[r] = sum
-		if len(s.decode) > s.capacity()+s.keep {
-			s.pruneDecode()
-		}
-	}
 	s.version++
 	if len(s.latest) < s.keep {
-		s.latest = append(s.latest, r)
+		s.latest = append(s.latest, it)
 	} else {
-		s.latest[s.next] = r
+		s.latest[s.next] = it
 		s.next = (s.next + 1) % s.keep
 	}
-	s.run.offer(key, r)
+	s.run.offerRanked(it)
 	if t := s.fine.slot(end); t != nil {
-		t.offer(key, r)
+		t.offerRanked(it)
 	}
 	if e := s.coarse.epoch(end); e > s.coarse.newest && s.coarse.newest != noEpoch {
 		// A new coarse slot begins: what the older slots hold that can
@@ -122,27 +115,8 @@ func (s *Sampler) Add(r *event.Request) {
 		s.coarse.pruneOutranked(s.keep)
 	}
 	if t := s.coarse.slot(end); t != nil {
-		t.offer(key, r)
+		t.offerRanked(it)
 	}
-}
-
-// capacity is how many requests the lists can hold at most.
-func (s *Sampler) capacity() int {
-	return s.keep * (1 + len(s.fine.slots) + len(s.coarse.slots) + 1)
-}
-
-// pruneDecode drops the summaries of requests no list holds any more.
-func (s *Sampler) pruneDecode() {
-	held := make(map[*event.Request]bool, s.capacity())
-	for _, r := range s.latest {
-		held[r] = true
-	}
-	for _, t := range append(append([]topN{s.run}, s.fine.slots...), s.coarse.slots...) {
-		for _, it := range t.items {
-			held[it.r] = true
-		}
-	}
-	maps.DeleteFunc(s.decode, func(r *event.Request, _ decodeSummary) bool { return !held[r] })
 }
 
 // thin returns r, or when it has more than sampleChunks chunks a copy with
@@ -199,10 +173,11 @@ func (s *Sampler) Sample(now time.Time) RequestSample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out RequestSample
-	out.Latest = make([]*event.Request, 0, len(s.latest))
+	newest := make([]ranked, 0, len(s.latest))
 	for i := len(s.latest) - 1; i >= 0; i-- {
-		out.Latest = append(out.Latest, s.latest[(s.next+i)%len(s.latest)])
+		newest = append(newest, s.latest[(s.next+i)%len(s.latest)])
 	}
+	out.Latest = out.listed(newest)
 	var buf []ranked
 	for w := aggregate.Window(0); w < aggregate.NumWindows; w++ {
 		buf = buf[:0]
@@ -214,28 +189,31 @@ func (s *Sampler) Sample(now time.Time) RequestSample {
 		default:
 			buf = append(buf, s.run.items...)
 		}
-		out.Slowest[w] = slowest(buf, s.keep)
-	}
-	for _, list := range append(out.Slowest[:], out.Latest) {
-		for _, r := range list {
-			if sum, ok := s.decode[r]; ok {
-				if out.Decode == nil {
-					out.Decode = map[*event.Request]decodeSummary{}
-				}
-				out.Decode[r] = sum
-			}
-		}
+		out.Slowest[w] = out.listed(slowest(buf, s.keep))
 	}
 	return out
 }
 
-func slowest(items []ranked, n int) []*event.Request {
-	slices.SortFunc(items, slowerFirst)
-	out := make([]*event.Request, 0, min(n, len(items)))
-	for _, it := range items[:min(n, len(items))] {
-		out = append(out, it.r)
+// listed returns items' requests, and notes the decode summaries of the
+// thinned ones in Decode.
+func (out *RequestSample) listed(items []ranked) []*event.Request {
+	list := make([]*event.Request, 0, len(items))
+	for _, it := range items {
+		list = append(list, it.r)
+		if it.sum != nil {
+			if out.Decode == nil {
+				out.Decode = map[*event.Request]decodeSummary{}
+			}
+			out.Decode[it.r] = *it.sum
+		}
 	}
-	return out
+	return list
+}
+
+// slowest sorts items slowest first and returns the first n.
+func slowest(items []ranked, n int) []ranked {
+	slices.SortFunc(items, slowerFirst)
+	return items[:min(n, len(items))]
 }
 
 // rank is what "slowest" sorts by: the TTFT, else the E2E of a request that
@@ -250,11 +228,14 @@ func rank(r *event.Request) time.Duration {
 type ranked struct {
 	key time.Duration
 	r   *event.Request
+	sum *decodeSummary // the decode of all r's chunks when r is thinned; else nil
 }
 
-// slowerFirst is the order of the slowest lists: rank descending, then ID.
+// slowerFirst is the order of the slowest lists: rank descending, then the
+// newer first (a newer request outlives an older one in every window, so
+// ties never keep an older one alive: see pruneOutranked), then ID.
 func slowerFirst(a, b ranked) int {
-	return cmp.Or(cmp.Compare(b.key, a.key), strings.Compare(a.r.ID, b.r.ID))
+	return cmp.Or(cmp.Compare(b.key, a.key), b.r.EndedAt().Compare(a.r.EndedAt()), strings.Compare(a.r.ID, b.r.ID))
 }
 
 // topN keeps the keep highest-ranked requests offered, as a min-heap so a
@@ -265,8 +246,6 @@ type topN struct {
 }
 
 func (t *topN) reset() { clear(t.items); t.items = t.items[:0] }
-
-func (t *topN) offer(key time.Duration, r *event.Request) { t.offerRanked(ranked{key, r}) }
 
 // offerRanked keeps it if it is among the keep slowest offered. The heap's
 // root is the least slow item held, in the order of the lists (slowerFirst),

@@ -27,6 +27,7 @@ type synth struct {
 	simulated bool
 	gpuSim    bool
 	noGPU     bool
+	reasoning int                   // thinking chunks per request (0: the model does not reason)
 	emit      func(event.Event)     // where events go (default: the aggregator and sampler)
 	load      func(sec int) float64 // queue pressure 0..1 at a second
 }
@@ -37,6 +38,7 @@ type synthOpts struct {
 	noGPU             bool
 	name              string
 	slo               string // the session's objectives, which the aggregator judges
+	reasoning         int    // a reasoning model: the first chunks of each answer are thinking
 }
 
 func newSynth(o synthOpts) *synth {
@@ -49,7 +51,7 @@ func newSynth(o synthOpts) *synth {
 	s := &synth{
 		agg: aggregate.New(aggregate.Config{}), sampler: NewSampler(0),
 		rng: rand.New(rand.NewPCG(1, 2)), perSec: o.perSec, tokens: o.tokens,
-		simulated: o.simulated, gpuSim: o.gpuSim, noGPU: o.noGPU, load: wave,
+		simulated: o.simulated, gpuSim: o.gpuSim, noGPU: o.noGPU, load: wave, reasoning: o.reasoning,
 	}
 	s.emit = s.add
 	s.emit(event.NewSession(&event.Session{
@@ -177,6 +179,10 @@ func (s *synth) request(intended time.Time, pressure float64) *event.Request {
 		r.Chunks[i] = event.Chunk{At: at, Tokens: 1, Batch: 1}
 	}
 	r.OutputTokens = s.tokens
+	if n := s.reasoning; n > 0 && n < s.tokens {
+		r.ReasoningTokens = n
+		r.TTFTAnswer = r.TTFT + r.Chunks[n].At - r.Chunks[0].At
+	}
 	r.E2E = r.SchedLag + at + ms(0.3)
 	r.Outcome = event.OutcomeOK
 	if s.seq%53 == 0 {

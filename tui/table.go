@@ -26,12 +26,21 @@ type tableRow struct {
 
 func tableRows(s *aggregate.Snapshot, w aggregate.Window) []tableRow {
 	win := &s.Windows[w]
-	rows := []tableRow{
-		{name: "ttft", prov: "measured", stats: win.TTFT, metric: "ttft"},
+	rows := []tableRow{{name: "ttft", prov: "measured", stats: win.TTFT, metric: "ttft"}}
+	if s.Reasoning != nil {
+		// A reasoning model: the objectives' ttft is the basis's.
+		answer := tableRow{name: "ttft_answer", prov: "measured", stats: win.TTFTAnswer}
+		if s.TTFTBasis != aggregate.BasisFirst {
+			answer.metric, rows[0].metric = "ttft", ""
+		}
+		rows = append(rows, answer, tableRow{name: "thinking", prov: "measured", stats: win.Thinking},
+			tableRow{name: "ttst", prov: "measured", stats: win.TTST})
+	}
+	rows = append(rows, []tableRow{
 		{name: "itl", prov: "measured", stats: win.ITL, metric: "itl"},
 		{name: "tpot", prov: "measured", stats: win.TPOT, metric: "tpot"},
 		{name: "e2e", prov: "measured", stats: win.E2E, metric: "e2e"},
-	}
+	}...)
 	if len(win.Breakdown) > 0 {
 		for _, st := range orderedStages(win.Breakdown, stageOrder) {
 			prov := string(win.BreakdownProvenance[st].Main()) // the window's majority, or mixed

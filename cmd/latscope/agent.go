@@ -133,6 +133,10 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 	if err != nil {
 		return err
 	}
+	basis, err := aggregate.ParseTTFTBasis(f.ttftBasis)
+	if err != nil {
+		return fmt.Errorf("--ttft-basis: %w", err)
+	}
 	s, err := openSession(ctx, stderr, target, f, nil)
 	if err != nil {
 		return err
@@ -143,7 +147,7 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 	}
 	m := measurement{
 		pipe:      s.pipelineConfig(),
-		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.offered, SLO: objectives},
+		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.offered, SLO: objectives, TTFTBasis: basis},
 		observers: []func(aggregate.Snapshot){statusLine(stderr)},
 		consumers: []consumer{agentStream{srv}},
 	}

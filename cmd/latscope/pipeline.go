@@ -25,6 +25,10 @@ const (
 // root opens the session, measures it, prints the summary and decides the
 // exit code.
 func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, extra *sessionExtras) error {
+	basis, err := aggregate.ParseTTFTBasis(f.ttftBasis)
+	if err != nil {
+		return fmt.Errorf("--ttft-basis: %w", err)
+	}
 	objectives, err := aggregate.ParseSLO(f.slo)
 	if err != nil {
 		return err
@@ -44,7 +48,7 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	defer s.Close()
 	m := measurement{
 		pipe: s.pipelineConfig(),
-		agg:  aggregate.Config{Now: time.Now, OfferedRate: s.offered, SLO: objectives},
+		agg:  aggregate.Config{Now: time.Now, OfferedRate: s.offered, SLO: objectives, TTFTBasis: basis},
 	}
 	// While the dashboard runs nothing may print on stderr: notices go to
 	// its header instead.

@@ -68,6 +68,7 @@ type loadFlags struct {
 	jsonOut      bool
 	untilStopped bool // with neither --duration nor --requests, run until Ctrl-C (the agent)
 	slo          string
+	ttftBasis    string
 
 	record          string
 	recordOverwrite bool
@@ -116,6 +117,7 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.otlpExport, "otlp-export", "", "send each request as an OpenTelemetry trace (one span per stage) to this OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318")
 	fl.DurationVar(&f.flushTimeout, "flush-timeout", otlpexport.DefaultFlushTimeout, "at the end, wait at most this long for --otlp-export's collector to take the spans still queued (the rest are counted as not sent)")
 	fl.StringVar(&f.slo, "slo", "", `objectives that set the exit code, e.g. "ttft.p99<500ms,itl.p99<50ms"`)
+	fl.StringVar(&f.ttftBasis, "ttft-basis", string(aggregate.BasisAnswer), "which first token the TTFT bar, goodput and --slo's ttft use: answer (after a reasoning model's thinking; the first token otherwise) or first (any token, reasoning included)")
 	fl.StringVar(&f.metricsURL, "metrics-url", "", "server Prometheus metrics (default: the target's /metrics)")
 	fl.BoolVar(&f.noMetrics, "no-metrics", false, "do not scrape server metrics")
 	fl.DurationVar(&f.scrapeInterval, "scrape-interval", collector.DefaultScrapeInterval, "time between metrics scrapes")

@@ -296,7 +296,7 @@ func (f *loadFlags) load() event.Load {
 	l := event.Load{
 		Mode: "closed", Concurrency: f.concurrency,
 		PromptTokens: f.promptTokens, OutputTokens: f.outputTokens,
-		Duration: f.duration, Requests: f.requests, Warmup: f.warmup, SLO: f.slo,
+		Duration: f.duration, Requests: f.requests, Warmup: f.warmup, SLO: f.slo, TTFTBasis: f.ttftBasis,
 		Seed: f.seed.value(), SeedDrawn: f.seed.drawn,
 	}
 	switch {

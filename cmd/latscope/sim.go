@@ -20,7 +20,7 @@ func newSimCmd() *cobra.Command {
 		faultRate                           float64
 		seed                                int64
 		modes                               sim.Config // the behaviours of other servers
-		headers                             string
+		headers, reasoningField             string
 		deploy                              sim.Deployment
 		noServerTiming                      bool
 	)
@@ -28,7 +28,7 @@ func newSimCmd() *cobra.Command {
 		Use:   "sim",
 		Short: "Run the built-in simulated LLM server",
 		Long: `sim serves an OpenAI-compatible API (/v1/chat/completions, /v1/completions,
-/tokenize, /v1/models, /health) and vLLM-named Prometheus metrics on /metrics,
+/v1/responses, /tokenize, /v1/models, /health) and vLLM-named Prometheus metrics on /metrics,
 from a simulated serving stack: a shared front-end loop, a continuous-batching
 scheduler with chunked prefill, and an engine whose steps slow down as the
 batch grows. No model runs; the text is filler.
@@ -70,6 +70,12 @@ Modes make it behave like servers other than vLLM; all are off by default:
                              produce it): a write while an earlier one is unacknowledged is
                              held for 40 ms, then released with everything held since.
 
+--reasoning-tokens N makes it a reasoning model: the first N deltas of a chat
+stream are thinking, in delta.reasoning (or delta.reasoning_content with
+--reasoning-field reasoning_content), and of a Responses stream
+response.reasoning_text.delta events; then comes the answer. They count within
+max_tokens and in the usage's reasoning_tokens.
+
 The ground truth (X-Latscope-Truth: 1) reports cached tokens, when the headers
 went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 		Args: cobra.NoArgs,
@@ -83,6 +89,12 @@ went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 			}
 			if modes.Loading < 0 {
 				return fmt.Errorf("--loading %v: want a duration of 0 or more", modes.Loading)
+			}
+			if modes.Reasoning.Tokens < 0 {
+				return fmt.Errorf("--reasoning-tokens %d: want 0 or more", modes.Reasoning.Tokens)
+			}
+			if modes.Reasoning.Field, err = sim.ParseReasoningField(reasoningField); err != nil {
+				return fmt.Errorf("--reasoning-field: %w", err)
 			}
 			if modes.Headers, err = sim.ParseHeaderTiming(headers); err != nil {
 				return fmt.Errorf("--headers: %w", err)
@@ -155,6 +167,8 @@ went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 	fl.BoolVar(&modes.KeepAbandoned, "keep-abandoned", false, "keep generating for clients that went away instead of aborting")
 	fl.BoolVar(&modes.NoChunkedPrefill, "no-chunked-prefill", false, "prefill each prompt whole in a step that decoding streams wait for")
 	fl.DurationVar(&modes.Loading, "loading", 0, "answer 503 \"Loading model\" for this long after start (0: ready at once)")
+	fl.IntVar(&modes.Reasoning.Tokens, "reasoning-tokens", 0, "a reasoning model: the first N deltas of a chat or Responses stream are thinking (0: none)")
+	fl.StringVar(&reasoningField, "reasoning-field", sim.ReasoningField, "the chat delta field the thinking streams in: reasoning (newer vLLM) or reasoning_content (older vLLM, SGLang, DeepSeek, llama.cpp)")
 	fl.BoolVar(&modes.Nagle, "nagle", false, "Nagle's algorithm on, SSE events in two writes, delayed-ACK stalls emulated")
 	registerDeployFlags(fl, &deploy)
 	fl.BoolVar(&noServerTiming, "no-server-timing", false, "report no stage in Server-Timing (as vLLM): only the proxy's, and the metrics, say where the time went")
