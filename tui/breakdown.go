@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
@@ -99,50 +98,94 @@ func clientBreakdown(s *aggregate.Snapshot, w aggregate.Window) breakdown {
 	return bd
 }
 
-// legendMode says how much legend fits.
-type legendMode int
+// legendStyle is how much each legend entry says.
+type legendStyle int
 
 const (
-	legendFull  legendMode = iota // every stage, wrapped over lines
-	legendShort                   // one line: the stages of 1% or more
+	legendLong  legendStyle = iota // full names, shares to 0.1%, notes
+	legendTight                    // short names, whole percents
 )
 
-// renderBreakdown draws the TTFT bar with its legend, then the whole
-// request (TTFT then decode), then one bar per source on a shared scale.
-func renderBreakdown(st *styles, bd breakdown, sources []breakdown, mode legendMode, window aggregate.Window, width int) []string {
+// breakdownLines is the breakdown's height for legendRows legend rows and
+// n sources: the same whatever the data, so nothing under it moves.
+func breakdownLines(legendRows, sources int) int {
+	n := 2 + legendRows + 2
+	if sources > 0 {
+		n += 1 + sources
+	}
+	return n
+}
+
+// renderBreakdown draws the TTFT bar with its legend on exactly legendRows
+// lines, then the whole request (TTFT then decode), then one bar per
+// source on a shared scale; always breakdownLines lines.
+func renderBreakdown(st *styles, bd breakdown, sources []breakdown, legendRows int, window aggregate.Window, width int) []string {
 	title := "TTFT breakdown · " + window.String()
+	height := breakdownLines(legendRows, len(sources))
 	if bd.requests == 0 {
-		return []string{
+		return pad([]string{
 			rule(st, st.title.Render(title), width),
 			fit(st.dim.Render(" waiting for the first finished request…"), width),
-		}
+		}, height)
 	}
 	barW := max(width-4, 1)
 	lines := []string{
 		rule(st, st.title.Render(title)+" · "+bd.what+" · "+st.bold.Render(msUnit(bd.total)), width),
 		" " + st.faint.Render("▕") + drawBar(st, barW, bd.total, bd.total, bd.segs) + st.faint.Render("▏"),
 	}
-	lines = append(lines, legend(st, bd.segs, mode, width)...)
+	lines = append(lines, legend(st, bd.segs, legendRows, width)...)
 	lines = append(lines, wholeRequest(st, bd, width)...)
 	lines = append(lines, sourceBars(st, sources, width)...)
-	return lines
+	return pad(lines, height)
 }
 
-// legend lists the segments in bar order with ms and share; mostly
+// legend lists the segments in bar order with ms and share on exactly rows
+// lines. When they do not fit it first shortens every entry, then leaves
+// out the smallest shares, saying "+N more": no entry is ever cut. Mostly
 // estimated stages carry "~", those of mixed provenance "~?", and a stage
 // with negative values says on how many requests.
-func legend(st *styles, segs []segment, mode legendMode, width int) []string {
+func legend(st *styles, segs []segment, rows, width int) []string {
 	sh := shares(segs)
-	items := make([]string, 0, len(segs))
-	anyEst, anyMixed, hidden := false, false, 0
+	for _, style := range []legendStyle{legendLong, legendTight} {
+		hidden := make([]bool, len(segs))
+		for n := 0; n <= len(segs); n++ {
+			lines := flow(legendItems(st, segs, sh, hidden, style), "   ", "  ", width)
+			if len(lines) <= rows {
+				return pad(lines, rows)
+			}
+			if style == legendLong {
+				break // shorten every entry before leaving any out
+			}
+			hideSmallest(sh, hidden)
+		}
+	}
+	return pad(nil, rows)
+}
+
+// hideSmallest leaves out the smallest share still shown.
+func hideSmallest(sh []int, hidden []bool) {
+	low := -1
+	for i := range sh {
+		if !hidden[i] && (low < 0 || sh[i] < sh[low]) {
+			low = i
+		}
+	}
+	if low >= 0 {
+		hidden[low] = true
+	}
+}
+
+func legendItems(st *styles, segs []segment, sh []int, hidden []bool, style legendStyle) []string {
+	items := make([]string, 0, len(segs)+3)
+	anyEst, anyMixed, nHidden := false, false, 0
 	for i, s := range segs {
-		if mode == legendShort && sh[i] < 10 {
-			hidden++
+		if hidden[i] {
+			nHidden++
 			continue
 		}
 		in := infoOf(s.stage)
 		name := string(s.stage)
-		if mode == legendShort {
+		if style == legendTight {
 			name = in.short
 		}
 		switch {
@@ -158,28 +201,25 @@ func legend(st *styles, segs []segment, mode legendMode, width int) []string {
 			swatch = st.stageStyle(s.stage).Render("█")
 		}
 		share := fmt.Sprintf("%d.%d%%", sh[i]/10, sh[i]%10)
-		if mode == legendShort {
+		if style == legendTight {
 			share = fmt.Sprintf("%d%%", (sh[i]+5)/10)
 		}
 		item := fmt.Sprintf("%s %s %s %s", swatch, name, ms(s.value), st.dim.Render(share))
-		if s.negative > 0 && mode == legendFull {
+		if s.negative > 0 && style == legendLong {
 			item += st.dim.Render(fmt.Sprintf(" (%d negative)", s.negative))
 		}
 		items = append(items, item)
 	}
-	if hidden > 0 {
-		items = append(items, st.dim.Render(fmt.Sprintf("+%d <1%%", hidden)))
+	if nHidden > 0 {
+		items = append(items, st.dim.Render(fmt.Sprintf("+%d more", nHidden)))
 	}
-	if anyEst && mode == legendFull {
+	if anyEst && style == legendLong {
 		items = append(items, st.dim.Render("~ estimated"))
 	}
-	if anyMixed && mode == legendFull {
+	if anyMixed && style == legendLong {
 		items = append(items, st.dim.Render("~? mixed provenance"))
 	}
-	if mode == legendShort {
-		return []string{fit("  "+strings.Join(items, "  "), width)}
-	}
-	return flow(items, "   ", "  ", width)
+	return items
 }
 
 // flow lays items out over as many lines as they need.

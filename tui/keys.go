@@ -37,9 +37,10 @@ func newKeyMap(canSeek, canPause bool) keyMap {
 	return k
 }
 
-// ShortHelp is the footer's line.
+// ShortHelp is the footer's line, most wanted first: the footer shows what
+// fits, then help and quit. A replay's own keys lead on a replay.
 func (k keyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Views, k.Window, k.Stat, k.Pause, k.SeekBack, k.Replay, k.Help, k.Quit}
+	return []key.Binding{k.Replay, k.SeekBack, k.Views, k.Window, k.Stat, k.Pause, k.Help, k.Quit}
 }
 
 // FullHelp is the help page, one column per group.

@@ -53,6 +53,10 @@ type model struct {
 	watch  *watcher
 	charts *charts
 
+	// tableNeed is the most lines the stage table has wanted: the layout
+	// follows it, so it never shrinks back when a stage goes quiet.
+	tableNeed int
+
 	list  requestList
 	sel   int
 	selID string
@@ -286,7 +290,8 @@ func (m *model) renderBody(body func(h int) []string) []string {
 }
 
 func (m *model) header() []string {
-	hs := headerState{window: m.window, stat: m.stat, paused: m.paused, playbackPause: m.playPaused, otlpOK: otlpJoined(&m.frame.Requests)}
+	playPaused := m.playPaused || (m.frame.Playback != nil && m.frame.Playback.Paused)
+	hs := headerState{window: m.window, stat: m.stat, paused: m.paused, playbackPause: playPaused, otlpOK: otlpJoined(&m.frame.Requests)}
 	return renderHeader(m.st, &m.frame, hs, m.width)
 }
 
@@ -296,8 +301,24 @@ func (m *model) begin() time.Time {
 	return s.Now.Add(-s.Elapsed)
 }
 
+// footer lists the keys that fit, in order, and always ends with the
+// help and quit keys, whatever the width.
 func (m *model) footer() string {
-	return fit(" "+m.help.ShortHelpView(m.keys.ShortHelp()), m.width)
+	always := m.help.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})
+	sep := m.st.faint.Render(" • ")
+	room := m.width - 1 - visibleWidth(always)
+	var b strings.Builder
+	for _, k := range m.keys.ShortHelp() {
+		if !k.Enabled() || k.Help().Key == m.keys.Help.Help().Key || k.Help().Key == m.keys.Quit.Help().Key {
+			continue
+		}
+		item := m.help.ShortHelpView([]key.Binding{k}) + sep
+		if visibleWidth(b.String())+visibleWidth(item) > room {
+			break
+		}
+		b.WriteString(item)
+	}
+	return fit(" "+b.String()+always, m.width)
 }
 
 // otlpJoined reports whether a recent request carried a server span from

@@ -122,6 +122,23 @@ func TestLiveFeed(t *testing.T) {
 func TestLiveFeedStopsWhenTheSubscriptionCloses(t *testing.T) {
 	fan := pipeline.NewFanout()
 	feed := NewLiveFeed(pipeline.NewLatest[aggregate.Snapshot](), fan.Subscribe("d", 1, pipeline.Lossy), 0)
+	_, before := feed.Frame()
 	fan.Close()
 	feed.Run(context.Background()) // returns at once
+	fr, after := feed.Frame()
+	if !fr.Finished || after == before {
+		t.Fatalf("after the session ended: finished %v, version %d → %d; want finished, a new version", fr.Finished, before, after)
+	}
+}
+
+// A feed whose context ends first (the user quit) was not finished.
+func TestLiveFeedCancelledIsNotFinished(t *testing.T) {
+	fan := pipeline.NewFanout()
+	feed := NewLiveFeed(pipeline.NewLatest[aggregate.Snapshot](), fan.Subscribe("d", 1, pipeline.Lossy), 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	feed.Run(ctx)
+	if fr, _ := feed.Frame(); fr.Finished {
+		t.Fatal("a cancelled feed says the session finished")
+	}
 }
