@@ -146,11 +146,15 @@ func clockText(st *styles, fr *Frame) string {
 		}
 		return out
 	}
-	if sw := fr.Sweep; sw != nil && sw.Current != nil {
-		return "step " + elapsedShort(sw.Current.Elapsed) + " · total " + elapsedShort(sweepTotal(fr))
+	total := s.Elapsed
+	if sw := fr.Sweep; sw != nil {
+		total = sweepTotal(fr)
+		if sw.Current != nil && !fr.Finished {
+			return "step " + elapsedShort(sw.Current.Elapsed) + " · total " + elapsedShort(total)
+		}
 	}
 	if fr.Finished {
-		return st.good.Render("finished") + " " + elapsedShort(s.Elapsed)
+		return st.good.Render("finished") + " " + elapsedShort(total)
 	}
 	return elapsed(s.Elapsed)
 }
