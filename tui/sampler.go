@@ -63,6 +63,9 @@ type Sampler struct {
 	fine    slotRing
 	coarse  slotRing
 	run     topN
+	// newestEnd is the latest end of a request added: the lists' windows
+	// reach it even when the snapshot they are drawn with is older.
+	newestEnd time.Time
 	// decode holds the summaries of thinned requests, pruned to those
 	// still held whenever it grows keep past what the lists can hold. Its
 	// keys keep their thinned requests (16 KB each) alive: with a slack of
@@ -106,6 +109,9 @@ func (s *Sampler) Add(r *event.Request) {
 		}
 	}
 	s.version++
+	if end.After(s.newestEnd) {
+		s.newestEnd = end
+	}
 	if len(s.latest) < s.keep {
 		s.latest = append(s.latest, r)
 	} else {
@@ -194,10 +200,17 @@ func (s *Sampler) Version() uint64 {
 	return s.version
 }
 
-// Sample returns the lists, with windows ending at now (a snapshot's Now).
+// Sample returns the lists, with windows ending at now (a snapshot's Now)
+// or at the newest request's end if that is later. The snapshot is taken a
+// little less often than requests arrive: windows that ended at its Now
+// left out the newest requests, which the latest list showed, so a request
+// slower than rows of the slowest list could be missing from it.
 func (s *Sampler) Sample(now time.Time) RequestSample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.newestEnd.After(now) {
+		now = s.newestEnd
+	}
 	var out RequestSample
 	out.Latest = make([]*event.Request, 0, len(s.latest))
 	for i := len(s.latest) - 1; i >= 0; i-- {

@@ -142,3 +142,35 @@ func TestLiveFeedCancelledIsNotFinished(t *testing.T) {
 		t.Fatal("a cancelled feed says the session finished")
 	}
 }
+
+// The slowest lists never leave out a request that the latest list shows
+// and that is slower than rows they show, even when the snapshot they are
+// drawn with is behind the newest requests.
+func TestSlowestIncludesRequestsNewerThanTheSnapshot(t *testing.T) {
+	s := NewSampler(3)
+	at := func(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
+	req := func(id string, end float64, ttft time.Duration) *event.Request {
+		return &event.Request{ID: id, Start: at(end).Add(-2 * ttft), TTFT: ttft, E2E: 2 * ttft, Outcome: event.OutcomeOK}
+	}
+	for i, ttft := range []time.Duration{100, 120, 140, 160} {
+		s.Add(req(fmt.Sprintf("old-%d", i), 29+float64(i)/10, ttft*time.Millisecond))
+	}
+	// Two slow requests end after the snapshot below, in the next 1 s and
+	// 10 s slots.
+	s.Add(req("new-slow-1", 30.2, 900*time.Millisecond))
+	s.Add(req("new-slow-2", 30.4, 800*time.Millisecond))
+	sample := s.Sample(at(29.9))
+	latest := map[string]bool{}
+	for _, r := range sample.Latest {
+		latest[r.ID] = true
+	}
+	for w := range aggregate.NumWindows {
+		var ids []string
+		for _, r := range sample.Slowest[w] {
+			ids = append(ids, r.ID)
+		}
+		if len(ids) < 2 || ids[0] != "new-slow-1" || ids[1] != "new-slow-2" {
+			t.Errorf("%s: slowest %v, want new-slow-1 and new-slow-2 first (the latest list shows them: %v)", w, ids, latest)
+		}
+	}
+}
