@@ -3,6 +3,8 @@ package tui
 import (
 	"fmt"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 )
@@ -119,24 +121,51 @@ func breakdownLines(legendRows, sources int) int {
 // renderBreakdown draws the TTFT bar with its legend on exactly legendRows
 // lines, then the whole request (TTFT then decode), then one bar per
 // source on a shared scale; always breakdownLines lines.
-func renderBreakdown(st *styles, bd breakdown, sources []breakdown, legendRows int, window aggregate.Window, width int) []string {
+//
+// hl, when set, is the stage picked on the legend: its segment stands out
+// and the others fade. hits are where the legend's entries are drawn, with
+// lines counted from the breakdown's first.
+func renderBreakdown(st *styles, bd breakdown, sources []breakdown, legendRows int, window aggregate.Window, hl event.Stage, width int) (lines []string, hits []legendHit) {
 	title := "TTFT breakdown · " + window.String()
 	height := breakdownLines(legendRows, len(sources))
 	if bd.requests == 0 {
 		return pad([]string{
 			rule(st, st.title.Render(title), width),
 			fit(st.dim.Render(" waiting for the first finished request…"), width),
-		}, height)
+		}, height), nil
 	}
 	barW := max(width-4, 1)
-	lines := []string{
+	lines = []string{
 		rule(st, st.title.Render(title)+" · "+bd.what+" · "+st.bold.Render(msUnit(bd.total)), width),
-		" " + st.faint.Render("▕") + drawBar(st, barW, bd.total, bd.total, bd.segs) + st.faint.Render("▏"),
+		" " + st.faint.Render("▕") + drawBar(st, barW, bd.total, bd.total, highlighted(bd.segs, hl)) + st.faint.Render("▏"),
 	}
-	lines = append(lines, legend(st, bd.segs, legendRows, width)...)
+	leg, hits := legend(st, bd.segs, legendRows, hl, width)
+	for i := range hits {
+		hits[i].line += len(lines)
+	}
+	lines = append(lines, leg...)
 	lines = append(lines, wholeRequest(st, bd, width)...)
 	lines = append(lines, sourceBars(st, sources, width)...)
-	return pad(lines, height)
+	return pad(lines, height), hits
+}
+
+// legendHit is where a legend entry is drawn: a click there picks its stage.
+type legendHit struct {
+	line, from, to int // cells [from, to) of line
+	stage          event.Stage
+}
+
+// highlighted marks every segment but hl's as faded (none when hl is "").
+func highlighted(segs []segment, hl event.Stage) []segment {
+	if hl == "" {
+		return segs
+	}
+	out := make([]segment, len(segs))
+	for i, s := range segs {
+		s.faded = s.stage != hl
+		out[i] = s
+	}
+	return out
 }
 
 // legend lists the segments in bar order with ms and share on exactly rows
@@ -144,14 +173,21 @@ func renderBreakdown(st *styles, bd breakdown, sources []breakdown, legendRows i
 // out the smallest shares, saying "+N more": no entry is ever cut. Mostly
 // estimated stages carry "~", those of mixed provenance "~?", and a stage
 // with negative values says on how many requests.
-func legend(st *styles, segs []segment, rows, width int) []string {
+func legend(st *styles, segs []segment, rows int, hl event.Stage, width int) ([]string, []legendHit) {
 	sh := shares(segs)
 	for _, style := range []legendStyle{legendLong, legendTight} {
 		hidden := make([]bool, len(segs))
 		for n := 0; n <= len(segs); n++ {
-			lines := flow(legendItems(st, segs, sh, hidden, style), "   ", "  ", width)
+			items, stages := legendItems(st, segs, sh, hidden, style, hl)
+			lines, at := flowAt(items, "   ", "  ", width)
 			if len(lines) <= rows {
-				return pad(lines, rows)
+				var hits []legendHit
+				for i, a := range at {
+					if stages[i] != "" {
+						hits = append(hits, legendHit{line: a.line, from: a.from, to: a.to, stage: stages[i]})
+					}
+				}
+				return pad(lines, rows), hits
 			}
 			if style == legendLong {
 				break // shorten every entry before leaving any out
@@ -159,7 +195,7 @@ func legend(st *styles, segs []segment, rows, width int) []string {
 			hideSmallest(sh, hidden)
 		}
 	}
-	return pad(nil, rows)
+	return pad(nil, rows), nil
 }
 
 // hideSmallest leaves out the smallest share still shown.
@@ -175,8 +211,10 @@ func hideSmallest(sh []int, hidden []bool) {
 	}
 }
 
-func legendItems(st *styles, segs []segment, sh []int, hidden []bool, style legendStyle) []string {
-	items := make([]string, 0, len(segs)+3)
+// legendItems are the legend's entries, with the stage each one shows ("" for
+// the notes); hl's entry is drawn picked.
+func legendItems(st *styles, segs []segment, sh []int, hidden []bool, style legendStyle, hl event.Stage) (items []string, stages []event.Stage) {
+	items = make([]string, 0, len(segs)+3)
 	anyEst, anyMixed, nHidden := false, false, 0
 	for i, s := range segs {
 		if hidden[i] {
@@ -208,23 +246,36 @@ func legendItems(st *styles, segs []segment, sh []int, hidden []bool, style lege
 		if s.negative > 0 && style == legendLong {
 			item += st.dim.Render(fmt.Sprintf(" (%d negative)", s.negative))
 		}
+		if s.stage == hl {
+			item = st.selected.Render("▸" + ansi.Strip(item))
+		}
 		items = append(items, item)
+		stages = append(stages, s.stage)
+	}
+	note := func(text string) {
+		items = append(items, st.dim.Render(text))
+		stages = append(stages, "")
 	}
 	if nHidden > 0 {
-		items = append(items, st.dim.Render(fmt.Sprintf("+%d more", nHidden)))
+		note(fmt.Sprintf("+%d more", nHidden))
 	}
 	if anyEst && style == legendLong {
-		items = append(items, st.dim.Render("~ estimated"))
+		note("~ estimated")
 	}
 	if anyMixed && style == legendLong {
-		items = append(items, st.dim.Render("~? mixed provenance"))
+		note("~? mixed provenance")
 	}
-	return items
+	return items, stages
 }
 
-// flow lays items out over as many lines as they need.
-func flow(items []string, sep, indent string, width int) []string {
+// itemAt is where flowAt put an item: its line and cells [from, to).
+type itemAt struct{ line, from, to int }
+
+// flowAt lays items out over as many lines as they need, and says where
+// each went.
+func flowAt(items []string, sep, indent string, width int) ([]string, []itemAt) {
 	var lines []string
+	at := make([]itemAt, 0, len(items))
 	line := indent
 	for _, it := range items {
 		add := it
@@ -235,9 +286,11 @@ func flow(items []string, sep, indent string, width int) []string {
 			lines = append(lines, fit(line, width))
 			line, add = indent, it
 		}
+		from := visibleWidth(line) + visibleWidth(add) - visibleWidth(it)
+		at = append(at, itemAt{line: len(lines), from: from, to: from + visibleWidth(it)})
 		line += add
 	}
-	return append(lines, fit(line, width))
+	return append(lines, fit(line, width)), at
 }
 
 // wholeRequest draws TTFT then decode on one bar, with the numbers in the

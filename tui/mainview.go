@@ -1,5 +1,13 @@
 package tui
 
+import (
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/latscope/latscope/event"
+)
+
 // Layout thresholds. When space runs short the main view folds in a fixed
 // order: first the charts go, then the GPU histories. The legend's rows
 // depend on the height alone, and the header and the bar always stay.
@@ -73,7 +81,11 @@ func (m *model) renderMain() []string {
 	for i := range m.frame.Sources {
 		sources = append(sources, breakdownOf(&m.frame.Sources[i], m.window, m.stat))
 	}
-	bar := renderBreakdown(st, bd, sources, legendRowsFor(m.height), m.window, w)
+	bar, hits := renderBreakdown(st, bd, sources, legendRowsFor(m.height), m.window, m.highlight, w)
+	m.legendHits = hits
+	for i := range m.legendHits {
+		m.legendHits[i].line += len(lines)
+	}
 	rows := tableRows(s, m.window)
 	// The table's wish only grows: stages that come and go (connect, on a
 	// new connection) must not move the panels under it every few seconds.
@@ -86,6 +98,7 @@ func (m *model) renderMain() []string {
 	lines = append(lines, bar...)
 
 	table := renderTable(st, rows, breaches(m.objectives, &s.Windows[m.window]), m.window, tableWidth, l.midH)
+	markRow(st, table, m.highlight)
 	if l.charts > 0 {
 		chartH := l.midH / l.charts
 		m.charts.update(st, m.hist, m.window, m.begin(), m.objectives, l.charts, l.chartW, chartH)
@@ -109,4 +122,17 @@ func (m *model) renderMain() []string {
 		lines = append(lines, beside(st, l.bottomH, column{gpu, l.gpuW}, column{marks, markW})...)
 	}
 	return lines
+}
+
+// markRow picks out the table row of the stage picked on the legend.
+func markRow(st *styles, table []string, hl event.Stage) {
+	if hl == "" {
+		return
+	}
+	for i, l := range table {
+		plain := ansi.Strip(l)
+		if strings.HasPrefix(plain, " "+string(hl)+" ") {
+			table[i] = st.selected.Render("▸" + plain[1:])
+		}
+	}
 }

@@ -57,6 +57,18 @@ type model struct {
 	// follows it, so it never shrinks back when a stage goes quiet.
 	tableNeed int
 
+	// The requests view's filter: applied, and as typed after `/`.
+	filter    requestFilter
+	typing    bool
+	input     string
+	filterErr string
+
+	// Where the last render drew what a click can pick: the list row of
+	// each screen line (the requests view), and the legend's entries.
+	rowAt      []int
+	legendHits []legendHit
+	highlight  event.Stage // picked on the legend; "" for none
+
 	list  requestList
 	sel   int
 	selID string
@@ -108,7 +120,13 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		cmd = m.onTick()
 	case tea.KeyMsg:
-		cmd = m.onKey(msg)
+		if m.typing {
+			cmd = m.onFilterKey(msg)
+		} else {
+			cmd = m.onKey(msg)
+		}
+	case tea.MouseMsg:
+		m.onMouse(msg)
 	}
 	if m.dirty {
 		m.out = m.render()
@@ -154,7 +172,7 @@ func (m *model) poll() {
 // syncList rebuilds the request rows, keeping the selected request
 // selected while it is still listed.
 func (m *model) syncList() {
-	m.list = listOf(&m.frame.Requests, m.window)
+	m.list = listOf(&m.frame.Requests, m.window, &m.filter, nil)
 	// While the user looks at the list, the selected request stays
 	// selected as the rows move; elsewhere the top row is.
 	if m.screen == screenMain {
@@ -207,14 +225,14 @@ func (m *model) onKey(msg tea.KeyMsg) tea.Cmd {
 		m.move(-1)
 	case key.Matches(msg, k.Down):
 		m.move(1)
-	case key.Matches(msg, k.Open):
-		if m.screen == screenRequests && m.sel < len(m.list.rows) {
-			m.open, m.screen = m.list.rows[m.sel], screenWaterfall
-			m.openSum = nil
-			if sum, ok := m.frame.Requests.Decode[m.open]; ok {
-				m.openSum = &sum
-			}
+	case key.Matches(msg, k.Filter):
+		if m.screen == screenRequests {
+			m.typing, m.input, m.filterErr = true, m.filter.text, ""
+		} else {
+			m.dirty = false
 		}
+	case key.Matches(msg, k.Open):
+		m.openSelected()
 	case key.Matches(msg, k.Back):
 		m.back()
 	case key.Matches(msg, k.SeekBack):
@@ -261,6 +279,7 @@ func (m *model) render() string {
 		return ""
 	}
 	var lines []string
+	m.rowAt, m.legendHits = nil, nil // what a click can pick is redrawn below
 	switch {
 	case m.showHelp:
 		lines = m.renderHelp()
@@ -268,7 +287,13 @@ func (m *model) render() string {
 		lines = []string{fit(m.st.title.Render(" latscope")+m.st.dim.Render(" waiting for the first snapshot…"), m.width)}
 	case m.screen == screenRequests:
 		lines = m.renderBody(func(h int) []string {
-			return renderRequests(m.st, &m.list, m.sel, m.begin(), m.window, m.width, h)
+			v := requestsView{filter: &m.filter, typing: m.typing, input: m.input, filterErr: m.filterErr}
+			body, rowAt := renderRequests(m.st, &m.list, m.sel, m.begin(), m.window, v, m.width, h)
+			m.rowAt = append(make([]int, headerLines), rowAt...)
+			for i := range headerLines {
+				m.rowAt[i] = -1
+			}
+			return body
 		})
 	case m.screen == screenWaterfall && m.open != nil:
 		lines = m.renderBody(func(h int) []string { return renderWaterfall(m.st, m.open, m.openSum, m.width, h) })
@@ -330,4 +355,96 @@ func otlpJoined(rs *RequestSample) bool {
 		}
 	}
 	return false
+}
+
+// onFilterKey edits the filter after `/`: enter applies it, esc clears it.
+func (m *model) onFilterKey(msg tea.KeyMsg) tea.Cmd {
+	m.dirty = true
+	switch msg.Type {
+	case tea.KeyCtrlC:
+		return tea.Quit
+	case tea.KeyEnter:
+		f, err := parseFilter(m.input)
+		if err != nil {
+			m.filterErr = err.Error()
+			return nil
+		}
+		m.filter, m.typing = f, false
+		m.syncList()
+	case tea.KeyEsc:
+		m.filter, m.typing, m.input = requestFilter{}, false, ""
+		m.syncList()
+	case tea.KeyBackspace:
+		if r := []rune(m.input); len(r) > 0 {
+			m.input = string(r[:len(r)-1])
+		}
+	case tea.KeySpace:
+		m.input += " "
+	case tea.KeyRunes:
+		m.input += string(msg.Runes)
+	default:
+		m.dirty = false
+	}
+	return nil
+}
+
+// wheelStep is how many rows a wheel notch scrolls.
+const wheelStep = 3
+
+// onMouse: the wheel scrolls the requests; a click selects a request and
+// a second click on it opens its waterfall; a click on a legend entry
+// picks its stage across the screen (again, or elsewhere, unpicks it).
+func (m *model) onMouse(msg tea.MouseMsg) {
+	switch {
+	case msg.Button == tea.MouseButtonWheelUp && msg.Action == tea.MouseActionPress:
+		m.move(-wheelStep)
+	case msg.Button == tea.MouseButtonWheelDown && msg.Action == tea.MouseActionPress:
+		m.move(wheelStep)
+	case msg.Button == tea.MouseButtonLeft && msg.Action == tea.MouseActionPress:
+		m.click(msg.X, msg.Y)
+	default:
+		return
+	}
+	m.dirty = true
+}
+
+func (m *model) click(x, y int) {
+	if m.showHelp || m.typing {
+		return
+	}
+	switch m.screen {
+	case screenRequests:
+		if y < 0 || y >= len(m.rowAt) || m.rowAt[y] < 0 || m.rowAt[y] >= len(m.list.rows) {
+			return
+		}
+		if i := m.rowAt[y]; i != m.sel {
+			m.sel, m.selID = i, m.list.rows[i].ID
+			return
+		}
+		m.openSelected()
+	case screenMain:
+		for _, h := range m.legendHits {
+			if y == h.line && x >= h.from && x < h.to {
+				if m.highlight == h.stage {
+					m.highlight = ""
+				} else {
+					m.highlight = h.stage
+				}
+				return
+			}
+		}
+		m.highlight = ""
+	}
+}
+
+// openSelected opens the selected request's waterfall.
+func (m *model) openSelected() {
+	if m.screen != screenRequests || m.sel >= len(m.list.rows) {
+		return
+	}
+	m.open, m.screen = m.list.rows[m.sel], screenWaterfall
+	m.openSum = nil
+	if sum, ok := m.frame.Requests.Decode[m.open]; ok {
+		m.openSum = &sum
+	}
 }

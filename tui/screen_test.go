@@ -131,7 +131,7 @@ func TestLegendFoldsWithoutCuttingWords(t *testing.T) {
 	}
 	for _, w := range []int{40, 60, 80, 120, 200} {
 		for rows := 1; rows <= 3; rows++ {
-			lines := legend(st, segs, rows, w)
+			lines, _ := legend(st, segs, rows, "", w)
 			if len(lines) != rows {
 				t.Fatalf("%d cells, %d rows: %d lines", w, rows, len(lines))
 			}
