@@ -37,6 +37,11 @@ type Frame struct {
 	// Status lists extra states of the sources to show in the header, e.g.
 	// "agent eu-1: reconnecting (attempt 3)" or "recorder 2.1 s behind".
 	Status []string
+	// Agents holds one frame per agent when attached to several: the
+	// frame itself is then the fleet, every agent's events in one
+	// aggregator (distributions merged exactly, never averaged). A key
+	// cycles the fleet and the agents.
+	Agents []Frame
 	// Notices are news that is no trouble, e.g. "recording to run.lsr":
 	// shown on the status line when no warning is.
 	Notices []string

@@ -18,7 +18,8 @@ type headerState struct {
 	stat          aggregate.BandStat
 	paused        bool
 	playbackPause bool
-	otlpOK        bool // a sampled request carried an OTLP span
+	otlpOK        bool   // a sampled request carried an OTLP span
+	agent         string // what is shown of several agents (see agentLabel)
 }
 
 // headerLines is the header's height: the title, the rates and the status
@@ -98,12 +99,17 @@ func headerTitle(st *styles, fr *Frame, hs headerState, width int) string {
 	if pb := fr.Playback; pb != nil {
 		parts = append(parts, part{" ", st.key.Render("replay"), 10})
 	}
+	if hs.agent != "" {
+		parts = append(parts, part{"  ", st.key.Render(hs.agent), 10})
+	}
 	if h := s.Session; h != nil {
-		parts = append(parts, part{" ", st.dim.Render("▸ ") + h.Target, 4})
+		if h.Target != "" {
+			parts = append(parts, part{" ", st.dim.Render("▸ ") + h.Target, 4})
+		}
 		if what := joinNonEmpty(" · ", h.Server, h.Dialect, h.Model); what != "" {
 			parts = append(parts, part{"  ", what, 2})
 		}
-		if h.Name != "" {
+		if hs.agent == "" && h.Name != "" {
 			parts = append(parts, part{"  ", st.key.Render("@" + h.Name), 9})
 		}
 		if l := load(h, s.Probe); l != "" {

@@ -9,7 +9,7 @@ type keyMap struct {
 	Window, WindowBack        key.Binding
 	Stat, StatBack            key.Binding
 	Views, Up, Down           key.Binding
-	Open, Back, Filter        key.Binding
+	Open, Back, Filter, Agent key.Binding
 	SeekBack, SeekFwd, Replay key.Binding
 }
 
@@ -28,6 +28,7 @@ func newKeyMap(canSeek, canPause bool) keyMap {
 		Open:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open request")),
 		Back:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
 		Filter:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter requests")),
+		Agent:      key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "fleet/agents")),
 		SeekBack:   key.NewBinding(key.WithKeys("left"), key.WithHelp("←", "seek −10s")),
 		SeekFwd:    key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "seek +10s")),
 		Replay:     key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause playback")),
@@ -47,7 +48,7 @@ func (k keyMap) ShortHelp() []key.Binding {
 // FullHelp is the help page, one column per group.
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		{k.Window, k.WindowBack, k.Stat, k.StatBack, k.Pause},
+		{k.Window, k.WindowBack, k.Stat, k.StatBack, k.Pause, k.Agent},
 		{k.Views, k.Up, k.Down, k.Open, k.Back, k.Filter},
 		{k.SeekBack, k.SeekFwd, k.Replay, k.Help, k.Quit},
 	}

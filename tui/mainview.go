@@ -94,8 +94,10 @@ func (m *model) renderMain() []string {
 	if s.GPU != nil {
 		devices = len(s.GPU.Devices)
 	}
-	l := layoutMain(w, m.height, len(lines), len(bar), m.tableNeed, devices)
+	agents := renderAgents(st, m.full.Agents, m.shown, m.window, w)
+	l := layoutMain(w, m.height, len(lines), len(bar)+len(agents), m.tableNeed, devices)
 	lines = append(lines, bar...)
+	lines = append(lines, agents...)
 
 	table := renderTable(st, rows, breaches(m.objectives, &s.Windows[m.window]), m.window, tableWidth, l.midH)
 	markRow(st, table, m.highlight)

@@ -43,7 +43,9 @@ type model struct {
 	paused        bool // the screen, not the measuring
 	playPaused    bool // a replay's playback
 
-	frame    Frame // what is shown
+	frame    Frame // what is shown: full, or one of its agents
+	full     Frame // the feed's newest frame
+	shown    int   // attached to several agents: 0 the fleet, i+1 agent i
 	hasFrame bool
 	version  uint64
 	seen     bool
@@ -158,13 +160,15 @@ func (m *model) poll() {
 		return
 	}
 	m.seen, m.version = true, v
-	m.hist.add(&fr.Snapshot)
-	m.gpu.add(&fr.Snapshot)
-	m.watch.observe(&fr.Snapshot)
+	m.full = fr
+	shown := pick(fr, m.shown)
+	m.hist.add(&shown.Snapshot)
+	m.gpu.add(&shown.Snapshot)
+	m.watch.observe(&shown.Snapshot)
 	if m.paused {
 		return
 	}
-	m.frame, m.hasFrame = fr, true
+	m.frame, m.hasFrame = shown, true
 	m.syncList()
 	m.dirty = true
 }
@@ -172,7 +176,7 @@ func (m *model) poll() {
 // syncList rebuilds the request rows, keeping the selected request
 // selected while it is still listed.
 func (m *model) syncList() {
-	m.list = listOf(&m.frame.Requests, m.window, &m.filter, nil)
+	m.list = listOf(&m.frame.Requests, m.window, &m.filter, agentsOf(&m.full))
 	// While the user looks at the list, the selected request stays
 	// selected as the rows move; elsewhere the top row is.
 	if m.screen == screenMain {
@@ -225,6 +229,14 @@ func (m *model) onKey(msg tea.KeyMsg) tea.Cmd {
 		m.move(-1)
 	case key.Matches(msg, k.Down):
 		m.move(1)
+	case key.Matches(msg, k.Agent):
+		if len(m.full.Agents) == 0 {
+			m.dirty = false
+			break
+		}
+		m.shown = (m.shown + 1) % (len(m.full.Agents) + 1)
+		m.frame = pick(m.full, m.shown)
+		m.syncList()
 	case key.Matches(msg, k.Filter):
 		if m.screen == screenRequests {
 			m.typing, m.input, m.filterErr = true, m.filter.text, ""
@@ -316,7 +328,8 @@ func (m *model) renderBody(body func(h int) []string) []string {
 
 func (m *model) header() []string {
 	playPaused := m.playPaused || (m.frame.Playback != nil && m.frame.Playback.Paused)
-	hs := headerState{window: m.window, stat: m.stat, paused: m.paused, playbackPause: playPaused, otlpOK: otlpJoined(&m.frame.Requests)}
+	hs := headerState{window: m.window, stat: m.stat, paused: m.paused, playbackPause: playPaused, otlpOK: otlpJoined(&m.frame.Requests),
+		agent: agentLabel(&m.full, m.shown)}
 	return renderHeader(m.st, &m.frame, hs, m.width)
 }
 

@@ -21,17 +21,17 @@ type requestList struct {
 
 // listOf lists the window's slowest, then the latest, that pass f; agents
 // names the agent of a request when several are attached.
-func listOf(rs *RequestSample, w aggregate.Window, f *requestFilter, agents map[*event.Request]string) requestList {
+func listOf(rs *RequestSample, w aggregate.Window, f *requestFilter, agents *requestAgents) requestList {
 	l := requestList{total: len(rs.Slowest[w]) + len(rs.Latest)}
 	l.rows = make([]*event.Request, 0, l.total)
 	for _, r := range rs.Slowest[w] {
-		if f.keep(r, agents[r]) {
+		if f.keep(r, agents.of(r)) {
 			l.rows = append(l.rows, r)
 		}
 	}
 	l.nSlow = len(l.rows)
 	for _, r := range rs.Latest {
-		if f.keep(r, agents[r]) {
+		if f.keep(r, agents.of(r)) {
 			l.rows = append(l.rows, r)
 		}
 	}
