@@ -53,6 +53,10 @@ func renderGPU(st *styles, g *event.GPUSample, hist *gpuHistory, histories bool,
 
 // gpuLines is one device on two lines: utilisation and memory with their
 // histories, then power, temperature, clock and throttle reasons.
+// gpuLineWidth is the width of a device's first line for a name of nameW
+// cells and histories of n.
+func gpuLineWidth(nameW, n int) int { return 52 - 13 + max(nameW, 13) + 2*n }
+
 func gpuLines(st *styles, d event.GPUDevice, hist *gpuHistory, i, width int, buf []float64) (string, string) {
 	const fixed = 52 // the first line without its two sparklines, for a 13-cell name
 	// The name takes what it needs from the sparklines, down to 4 cells each.

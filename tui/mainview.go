@@ -117,6 +117,7 @@ func (m *model) renderMain() []string {
 	}
 
 	if l.bottomH > 0 {
+		l.gpuW = gpuWidth(s.GPU, l, w)
 		gpu := renderGPU(st, s.GPU, &m.gpu, l.gpuHistories, l.gpuW, l.bottomH)
 		markW := w - l.gpuW - 1
 		marks := append([]string{rule(st, st.title.Render("markers")+st.dim.Render(" (newest first)"), markW)},
@@ -137,4 +138,17 @@ func markRow(st *styles, table []string, hl event.Stage) {
 			table[i] = st.selected.Render("▸" + plain[1:])
 		}
 	}
+}
+
+// gpuWidth widens the GPU panel, up to half the screen, so that its
+// devices' names show whole beside 8-cell histories.
+func gpuWidth(g *event.GPUSample, l mainLayout, w int) int {
+	if g == nil || !l.gpuHistories {
+		return l.gpuW
+	}
+	need := 0
+	for _, d := range g.Devices {
+		need = max(need, gpuLineWidth(visibleWidth(gpuName(d.Name)), 8))
+	}
+	return max(l.gpuW, min(need, w/2))
 }

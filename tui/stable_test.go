@@ -119,3 +119,14 @@ func TestWaterfallProvenanceWhole(t *testing.T) {
 		}
 	}
 }
+
+// At 200 columns the GPU panel widens for a long device name.
+func TestGPUPanelWidensForItsName(t *testing.T) {
+	g := &event.GPUSample{Available: true, Devices: []event.GPUDevice{{Name: "Simulated H100 80GB (latscope demo)"}}}
+	if got := gpuWidth(g, layoutMain(200, 50, 3, 7, 15, 1), 200); got < gpuLineWidth(35, 8) {
+		t.Fatalf("GPU panel %d cells at 200 columns, want room for the name and 8-cell histories", got)
+	}
+	if got := gpuWidth(g, layoutMain(120, 40, 3, 7, 15, 1), 120); got > 60 {
+		t.Fatalf("GPU panel %d cells at 120 columns: more than half", got)
+	}
+}
