@@ -36,13 +36,14 @@ func newKeyMap(canSeek, canPause bool) keyMap {
 	k.SeekBack.SetEnabled(canSeek)
 	k.SeekFwd.SetEnabled(canSeek)
 	k.Replay.SetEnabled(canPause)
+	k.Agent.SetEnabled(false) // until a frame has several agents
 	return k
 }
 
 // ShortHelp is the footer's line, most wanted first: the footer shows what
 // fits, then help and quit. A replay's own keys lead on a replay.
 func (k keyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Replay, k.SeekBack, k.Views, k.Window, k.Stat, k.Pause, k.Help, k.Quit}
+	return []key.Binding{k.Replay, k.SeekBack, k.Agent, k.Views, k.Window, k.Stat, k.Pause, k.Help, k.Quit}
 }
 
 // FullHelp is the help page, one column per group.

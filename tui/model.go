@@ -161,6 +161,7 @@ func (m *model) poll() {
 	}
 	m.seen, m.version = true, v
 	m.full = fr
+	m.keys.Agent.SetEnabled(len(fr.Agents) > 0)
 	shown := pick(fr, m.shown)
 	m.hist.add(&shown.Snapshot)
 	m.gpu.add(&shown.Snapshot)
