@@ -16,6 +16,8 @@ type segment struct {
 	// negative counts the requests whose value was below zero (a
 	// residual): the legend says how many.
 	negative int64
+	// faded is set when another stage is picked: drawn as dots.
+	faded bool
 }
 
 // split divides the cells a bar of width cells fills, for a total of
@@ -67,6 +69,10 @@ func drawBar(st *styles, width int, total, scale float64, segs []segment) string
 	for i, s := range segs {
 		n := cells[i]
 		if n == 0 {
+			continue
+		}
+		if s.faded {
+			b.WriteString(st.faint.Render(strings.Repeat("·", n)))
 			continue
 		}
 		if st.plain {

@@ -3,7 +3,8 @@ package tui
 import (
 	"fmt"
 	"math"
-	"strings"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
@@ -103,50 +104,130 @@ func clientBreakdown(s *aggregate.Snapshot, w aggregate.Window) breakdown {
 	return bd
 }
 
-// legendMode says how much legend fits.
-type legendMode int
+// legendStyle is how much each legend entry says.
+type legendStyle int
 
 const (
-	legendFull  legendMode = iota // every stage, wrapped over lines
-	legendShort                   // one line: the stages of 1% or more
+	legendLong  legendStyle = iota // full names, shares to 0.1%, notes
+	legendTight                    // short names, whole percents
 )
 
-// renderBreakdown draws the TTFT bar with its legend, then the whole
-// request (TTFT then decode), then one bar per source on a shared scale.
-func renderBreakdown(st *styles, bd breakdown, sources []breakdown, mode legendMode, window aggregate.Window, width int) []string {
-	title := "TTFT breakdown · " + window.String()
-	if bd.requests == 0 {
-		return []string{
-			rule(st, st.title.Render(title), width),
-			fit(st.dim.Render(" waiting for the first finished request…"), width),
-		}
+// breakdownLines is the breakdown's height for legendRows legend rows and
+// n sources: the same whatever the data, so nothing under it moves.
+func breakdownLines(legendRows, sources int) int {
+	n := 2 + legendRows + 2
+	if sources > 0 {
+		n += 1 + sources
 	}
-	barW := max(width-4, 1)
-	lines := []string{
-		rule(st, st.title.Render(title)+" · "+bd.what+" · "+st.bold.Render(msUnit(bd.total)), width),
-		" " + st.faint.Render("▕") + drawBar(st, barW, bd.total, bd.total, bd.segs) + st.faint.Render("▏"),
-	}
-	lines = append(lines, legend(st, bd.segs, bd.total, mode, width)...)
-	lines = append(lines, wholeRequest(st, bd, width)...)
-	lines = append(lines, sourceBars(st, sources, width)...)
-	return lines
+	return n
 }
 
-// legend lists the segments in bar order with ms and share; mostly
+// renderBreakdown draws the TTFT bar with its legend on exactly legendRows
+// lines, then the whole request (TTFT then decode), then one bar per
+// source on a shared scale; always breakdownLines lines.
+//
+// hl, when set, is the stage picked on the legend: its segment stands out
+// and the others fade. hits are where the legend's entries are drawn, with
+// lines counted from the breakdown's first.
+func renderBreakdown(st *styles, bd breakdown, sources []breakdown, legendRows int, window aggregate.Window, hl event.Stage, width int) (lines []string, hits []legendHit) {
+	title := "TTFT breakdown · " + window.String()
+	height := breakdownLines(legendRows, len(sources))
+	if bd.requests == 0 {
+		return pad([]string{
+			rule(st, st.title.Render(title), width),
+			fit(st.dim.Render(" waiting for the first finished request…"), width),
+		}, height), nil
+	}
+	barW := max(width-4, 1)
+	lines = []string{
+		rule(st, st.title.Render(title)+" · "+bd.what+" · "+st.bold.Render(msUnit(bd.total)), width),
+		" " + st.faint.Render("▕") + drawBar(st, barW, bd.total, bd.total, highlighted(bd.segs, hl)) + st.faint.Render("▏"),
+	}
+	leg, hits := legend(st, bd.segs, bd.total, legendRows, hl, width)
+	for i := range hits {
+		hits[i].line += len(lines)
+	}
+	lines = append(lines, leg...)
+	lines = append(lines, wholeRequest(st, bd, width)...)
+	lines = append(lines, sourceBars(st, sources, width)...)
+	return pad(lines, height), hits
+}
+
+// legendHit is where a legend entry is drawn: a click there picks its stage.
+type legendHit struct {
+	line, from, to int // cells [from, to) of line
+	stage          event.Stage
+}
+
+// highlighted marks every segment but hl's as faded (none when hl is "").
+func highlighted(segs []segment, hl event.Stage) []segment {
+	if hl == "" {
+		return segs
+	}
+	out := make([]segment, len(segs))
+	for i, s := range segs {
+		s.faded = s.stage != hl
+		out[i] = s
+	}
+	return out
+}
+
+// legend lists the segments in bar order with ms and share on exactly rows
+// lines. When they do not fit it first shortens every entry, then leaves
+// out the smallest shares, saying "+N more": no entry is ever cut. Mostly
 // estimated stages carry "~", those of mixed provenance "~?", and a stage
 // with negative values says on how many requests.
-func legend(st *styles, segs []segment, total float64, mode legendMode, width int) []string {
+func legend(st *styles, segs []segment, total float64, rows int, hl event.Stage, width int) ([]string, []legendHit) {
 	sh := shares(segs, total)
-	items := make([]string, 0, len(segs))
-	anyEst, anyMixed, hidden := false, false, 0
+	for _, style := range []legendStyle{legendLong, legendTight} {
+		hidden := make([]bool, len(segs))
+		for n := 0; n <= len(segs); n++ {
+			items, stages := legendItems(st, segs, sh, hidden, style, hl)
+			lines, at := flowAt(items, "   ", "  ", width)
+			if len(lines) <= rows {
+				var hits []legendHit
+				for i, a := range at {
+					if stages[i] != "" {
+						hits = append(hits, legendHit{line: a.line, from: a.from, to: a.to, stage: stages[i]})
+					}
+				}
+				return pad(lines, rows), hits
+			}
+			if style == legendLong {
+				break // shorten every entry before leaving any out
+			}
+			hideSmallest(sh, hidden)
+		}
+	}
+	return pad(nil, rows), nil
+}
+
+// hideSmallest leaves out the smallest share still shown.
+func hideSmallest(sh []int, hidden []bool) {
+	low := -1
+	for i := range sh {
+		if !hidden[i] && (low < 0 || sh[i] < sh[low]) {
+			low = i
+		}
+	}
+	if low >= 0 {
+		hidden[low] = true
+	}
+}
+
+// legendItems are the legend's entries, with the stage each one shows ("" for
+// the notes); hl's entry is drawn picked.
+func legendItems(st *styles, segs []segment, sh []int, hidden []bool, style legendStyle, hl event.Stage) (items []string, stages []event.Stage) {
+	items = make([]string, 0, len(segs)+3)
+	anyEst, anyMixed, nHidden := false, false, 0
 	for i, s := range segs {
-		if mode == legendShort && sh[i] < 10 {
-			hidden++
+		if hidden[i] {
+			nHidden++
 			continue
 		}
 		in := infoOf(s.stage)
 		name := string(s.stage)
-		if mode == legendShort {
+		if style == legendTight {
 			name = in.short
 		}
 		switch {
@@ -161,26 +242,31 @@ func legend(st *styles, segs []segment, total float64, mode legendMode, width in
 		if !st.plain {
 			swatch = st.stageStyle(s.stage).Render("█")
 		}
-		share := shareText(sh[i], mode == legendShort)
+		share := shareText(sh[i], style == legendTight)
 		item := fmt.Sprintf("%s %s %s %s", swatch, name, ms(s.value), st.dim.Render(share))
-		if s.negative > 0 && mode == legendFull {
+		if s.negative > 0 && style == legendLong {
 			item += st.dim.Render(fmt.Sprintf(" (%d negative)", s.negative))
 		}
+		if s.stage == hl {
+			item = st.selected.Render("▸" + ansi.Strip(item))
+		}
 		items = append(items, item)
+		stages = append(stages, s.stage)
 	}
-	if hidden > 0 {
-		items = append(items, st.dim.Render(fmt.Sprintf("+%d <1%%", hidden)))
+	note := func(text string) {
+		items = append(items, st.dim.Render(text))
+		stages = append(stages, "")
 	}
-	if anyEst && mode == legendFull {
-		items = append(items, st.dim.Render("~ estimated"))
+	if nHidden > 0 {
+		note(fmt.Sprintf("+%d more", nHidden))
 	}
-	if anyMixed && mode == legendFull {
-		items = append(items, st.dim.Render("~? mixed provenance"))
+	if anyEst && style == legendLong {
+		note("~ estimated")
 	}
-	if mode == legendShort {
-		return []string{fit("  "+strings.Join(items, "  "), width)}
+	if anyMixed && style == legendLong {
+		note("~? mixed provenance")
 	}
-	return flow(items, "   ", "  ", width)
+	return items, stages
 }
 
 // shareText writes a share in tenths of a percent as the legend prints
@@ -192,9 +278,14 @@ func shareText(tenths int, short bool) string {
 	return fmt.Sprintf("%.1f%%", float64(tenths)/10)
 }
 
-// flow lays items out over as many lines as they need.
-func flow(items []string, sep, indent string, width int) []string {
+// itemAt is where flowAt put an item: its line and cells [from, to).
+type itemAt struct{ line, from, to int }
+
+// flowAt lays items out over as many lines as they need, and says where
+// each went.
+func flowAt(items []string, sep, indent string, width int) ([]string, []itemAt) {
 	var lines []string
+	at := make([]itemAt, 0, len(items))
 	line := indent
 	for _, it := range items {
 		add := it
@@ -205,9 +296,11 @@ func flow(items []string, sep, indent string, width int) []string {
 			lines = append(lines, fit(line, width))
 			line, add = indent, it
 		}
+		from := visibleWidth(line) + visibleWidth(add) - visibleWidth(it)
+		at = append(at, itemAt{line: len(lines), from: from, to: from + visibleWidth(it)})
 		line += add
 	}
-	return append(lines, fit(line, width))
+	return append(lines, fit(line, width)), at
 }
 
 // wholeRequest draws TTFT then decode on one bar, with the numbers in the

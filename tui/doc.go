@@ -7,9 +7,11 @@
 // The screen has one input, a [Feed]: Frame returns the newest data and a
 // version. [LiveFeed] is the live run's (the aggregator's snapshots from a
 // pipeline.Latest, finished requests from a lossy subscription into a
-// [Sampler]); a replay implements [Pauser] and [Seeker] as well, and an
-// attach feed fills Frame.Sources with one snapshot per agent. [Run] shows
-// the dashboard until the user quits or its context ends:
+// [Sampler]); a replay implements [Pauser] and [Seeker] as well and sets
+// Frame.Playback, and an attach feed to several agents fills Frame.Agents
+// with one frame per agent, the frame itself being the fleet's. A feed
+// sets Frame.Finished once its session has ended. [Run] shows the
+// dashboard until the user quits or its context ends:
 //
 //	snaps := pipeline.NewLatest[aggregate.Snapshot]()      // the aggregator Puts every snapshot
 //	feed := tui.NewLiveFeed(snaps, fan.Subscribe("dashboard", 1024, pipeline.Lossy), 0)
@@ -40,9 +42,10 @@
 // add up to the band's TTFT, which per-stage percentiles would not. The
 // legend gives each stage's milliseconds and share; ~ marks estimated
 // stages. Below it, the whole request: TTFT, then decode (the tokens, and
-// the gaps between them × time per gap). Attached to several agents, one
-// bar per agent follows, all on one scale. Without colour, segments are
-// told apart by letters (q queue, p prefill, ...; see the help page).
+// the gaps between them × time per gap). Attached to several agents, a table gives each agent's load,
+// rate, TTFT p50/p99, errors and health; a cycles the fleet (every agent's
+// requests in one aggregate) and each agent. Without colour, segments are told apart by letters (q
+// queue, p prefill, ...; see the help page).
 //
 // The table gives count, mean, p50, p90, p99 and max of TTFT, ITL, TPOT,
 // E2E and every breakdown stage over the window (w: 10 s, 1 min, 5 min,
@@ -59,25 +62,31 @@
 // tab opens the requests view: the window's slowest requests and the
 // latest ones; enter opens one request's waterfall, every stage on one time
 // axis with its provenance, then each token's arrival along the decode.
-// p pauses the screen (measuring goes on), ? shows every key.
+// / filters the requests. The mouse wheel scrolls them, a click selects
+// one and a second opens it; a click on a legend entry picks its stage
+// across the screen. p pauses the screen (measuring goes on), ? shows
+// every key.
 //
-// As the terminal shrinks the main view folds in a fixed order: the charts
-// go first, then the GPU histories, then the legend shortens to one line;
-// the header and the bar always stay.
+// The layout does not move as data comes and goes: the header is three
+// lines, the legend has rows reserved by height (entries shorten, then the
+// smallest fold into "+N more"), and the stage table's room only grows. As
+// the terminal shrinks the charts go first, then the GPU histories; the
+// header keeps the load, the time and the help hint, and the footer ? and q.
 //
 // The main view at 120×40, from a synthetic session, without colour:
 //
-//	 latscope ▸ http://gpu-7:8000  vllm · openai-chat · llama-3-8b   closed loop c=16   00:02:30   [1m] mean         ? help
+//	 latscope ▸ http://gpu-7:8000  vllm · openai-chat · llama-3-8b   closed loop c=16   00:02:30   [1m] mean          ? help
 //	 ok 20.4 req/s   1303 tok/s   errors 1.2%   in flight 16   probe ✓ cpu 21% lag 0.30 ms  scrape ✓  otlp ✓  nvml ✓
+//
 //	─ TTFT breakdown · 1m · mean of 1018 requests · 182 ms ─────────────────────────────────────────────────────────────────
 //	 ▕ttttttqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqpppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppffffu▏
-//	  l sched_lag 0.05 0.0%   z serialize 0.12 0.1%   w write 0.04 0.0%   n network_out~ 0.50 0.3%   t tokenize 9.02 5.0%
-//	  q queue 68.8 37.8%   p prefill 95.3 52.4%   f first_decode 6.04 3.3%   r network_return~ 0.50 0.3%
-//	  u unattributed~ 1.50 0.8%   ~ estimated
+//	  l lag 0.05 0%   z serialize 0.12 0%   w write 0.04 0%   n net out~ 0.50 0%   t tokenize 9.02 5%   q queue 68.8 38%
+//	  p prefill 95.3 52%   f 1st dec 6.04 3%   r net back~ 0.50 0%   u unattrib~ 1.50 1%
 //	─ whole request · 1.57 s = TTFT 182 ms + decode 1.39 s (64 tokens: 63 gaps × 22.1 ms) ──────────────────────────────────
 //	 ▕TTTTTTTTTTTTT-------------------------------------------------------------------------------------------------------▏
 //	 stages (1m, ms)            count   mean    p50    p90    p99    max│TTFT ms  ━ p50 283  ━ p99 342  ━ SLO 400
 //	 ttft           measured     1018    182    160    283    330    777│500│⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀
 //	 itl            measured    64134   22.0   22.0   25.6   26.4   41.0│   │                                     ⣀⣀⣀⠤⠤⠤⢤⣤⣒⣒
+//	 tpot           measured     1018   22.1   22.1   22.5   22.9   23.1│250│⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣀⣠⣤⣤⣤⣤⣤⣤⡤⠶⠶⠶⠶⠭⠝⠛⠛⠒⠊⠉⠉⠉⠉⠁
 //	 ...
 package tui

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
@@ -36,9 +37,30 @@ type Frame struct {
 	// Status lists extra states of the sources to show in the header, e.g.
 	// "agent eu-1: reconnecting (attempt 3)" or "recorder 2.1 s behind".
 	Status []string
+	// Agents holds one frame per agent when attached to several: the
+	// frame itself is then the fleet, every agent's events in one
+	// aggregator (distributions merged exactly, never averaged). A key
+	// cycles the fleet and the agents.
+	Agents []Frame
+	// Notices are news that is no trouble, e.g. "recording to run.lsr":
+	// shown on the status line when no warning is.
+	Notices []string
+	// Finished is set once the session has ended (the run's last request,
+	// the end of a trace or a replay): the screen then says so.
+	Finished bool
+	// Playback is a replay's position (nil outside a replay).
+	Playback *Playback
 	// Sweep is the running sweep (nil outside `latscope sweep`): its panel
 	// takes the charts' place.
 	Sweep *sweep.Progress
+}
+
+// Playback is where a replay stands: its position and the recording's
+// length, both from the session's start, and its speed.
+type Playback struct {
+	Position, Length time.Duration
+	Speed            float64 // seconds of recording a second; 0 means 1
+	Paused           bool
 }
 
 // Pauser is implemented by a feed that can pause its playback (a replay):
@@ -63,6 +85,9 @@ type LiveFeed struct {
 	sub     *pipeline.Subscription
 	sampler *Sampler
 
+	// ended is set when the subscription closed: the session is over.
+	ended atomic.Bool
+
 	mu      sync.Mutex
 	cached  Frame
 	version uint64
@@ -77,8 +102,9 @@ func NewLiveFeed(snaps *pipeline.Latest[aggregate.Snapshot], sub *pipeline.Subsc
 }
 
 // Run adds every finished request from the subscription to the sampler
-// until the subscription closes or ctx ends. Call it on a goroutine that
-// the caller waits for.
+// until the subscription closes (the session ended: the frames say it is
+// finished from then on) or ctx ends. Call it on a goroutine that the
+// caller waits for.
 func (f *LiveFeed) Run(ctx context.Context) {
 	if f.sub == nil {
 		return
@@ -90,6 +116,7 @@ func (f *LiveFeed) Run(ctx context.Context) {
 			return
 		case ev, ok := <-events:
 			if !ok {
+				f.ended.Store(true)
 				return
 			}
 			if ev.Request != nil {
@@ -102,14 +129,19 @@ func (f *LiveFeed) Run(ctx context.Context) {
 // Frame returns the newest snapshot with the request sample.
 func (f *LiveFeed) Frame() (Frame, uint64) {
 	snap, sv := f.snaps.Get()
-	// Both versions only grow, so their sum changes whenever either does.
+	ended := f.ended.Load()
+	// Both versions only grow, so their sum changes whenever either does;
+	// the end is one more change.
 	v := sv + f.sampler.Version()
+	if ended {
+		v++
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.built && v == f.version {
 		return f.cached, v
 	}
-	fr := Frame{Snapshot: snap, Requests: f.sampler.Sample(snap.Now)}
+	fr := Frame{Snapshot: snap, Requests: f.sampler.Sample(snap.Now), Finished: ended}
 	if f.sub != nil {
 		if st := f.sub.Stats(); st.Dropped > 0 {
 			fr.Status = []string{fmt.Sprintf("request sample missed %s events (screen behind; measuring unaffected)", count(st.Dropped))}

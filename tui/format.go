@@ -90,3 +90,13 @@ func gib(b uint64) string { return strconv.FormatFloat(float64(b)/(1<<30), 'f', 
 
 // pct formats a fraction 0..1 as a percentage with one decimal.
 func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 1, 64) + "%" }
+
+// elapsedShort formats a duration as m:ss, or h:mm:ss past an hour: "0:31",
+// "12:04", "1:02:03".
+func elapsedShort(d time.Duration) string {
+	sec := max(int64(d/time.Second), 0)
+	if sec >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", sec/3600, sec/60%60, sec%60)
+	}
+	return fmt.Sprintf("%d:%02d", sec/60, sec%60)
+}

@@ -45,7 +45,7 @@ func renderGPU(st *styles, g *event.GPUSample, hist *gpuHistory, histories bool,
 			l1, l2 := gpuLines(st, d, hist, i, width, buf)
 			lines = append(lines, fit(l1, width), fit(l2, width))
 		} else {
-			lines = append(lines, fit(gpuCompact(st, d), width))
+			lines = append(lines, fit(gpuCompact(st, d, width), width))
 		}
 	}
 	return lines
@@ -53,11 +53,18 @@ func renderGPU(st *styles, g *event.GPUSample, hist *gpuHistory, histories bool,
 
 // gpuLines is one device on two lines: utilisation and memory with their
 // histories, then power, temperature, clock and throttle reasons.
+// gpuLineWidth is the width of a device's first line for a name of nameW
+// cells and histories of n.
+func gpuLineWidth(nameW, n int) int { return 52 - 13 + max(nameW, 13) + 2*n }
+
 func gpuLines(st *styles, d event.GPUDevice, hist *gpuHistory, i, width int, buf []float64) (string, string) {
-	const fixed = 52 // the first line without its two sparklines
-	n := min(max((width-fixed)/2, 4), gpuHistoryLen)
+	const fixed = 52 // the first line without its two sparklines, for a 13-cell name
+	// The name takes what it needs from the sparklines, down to 4 cells each.
+	name := gpuName(d.Name)
+	nameW := max(13, min(visibleWidth(name), width-fixed+13-2))
+	n := min(max((width-fixed-(nameW-13))/2, 1), gpuHistoryLen)
 	var b strings.Builder
-	fmt.Fprintf(&b, " %d %s ", d.Index, fit(gpuName(d.Name), 13))
+	fmt.Fprintf(&b, " %d %s ", d.Index, fit(name, nameW))
 	b.WriteString(utilText(st, d.UtilGPU))
 	b.WriteString(" " + st.accent.Render(spark(hist.series(buf, i, n, false), n)))
 	fmt.Fprintf(&b, "  mem %s/%s GiB", gib(d.MemUsed), gib(d.MemTotal))
@@ -66,14 +73,23 @@ func gpuLines(st *styles, d event.GPUDevice, hist *gpuHistory, i, width int, buf
 	if d.PowerLimitMW > 0 {
 		power = fmt.Sprintf("%d/%d W", d.PowerMilliW/1000, d.PowerLimitMW/1000)
 	}
-	second := fmt.Sprintf("%s%s  %d°C  %d MHz", strings.Repeat(" ", 17), power, d.TempC, d.SMClockMHz)
+	second := fmt.Sprintf("%s%s  %d°C  %d MHz", strings.Repeat(" ", 4+nameW), power, d.TempC, d.SMClockMHz)
 	return b.String(), second + gpuTrouble(st, d)
 }
 
-// gpuCompact is one device on one short line, without histories.
-func gpuCompact(st *styles, d event.GPUDevice) string {
-	return fmt.Sprintf(" %d %s %s  %.0f/%.0fG  %dW %d°C", d.Index, fit(gpuName(d.Name), 9), utilPct(st, d.UtilGPU),
-		float64(d.MemUsed)/(1<<30), float64(d.MemTotal)/(1<<30), d.PowerMilliW/1000, d.TempC) + gpuTrouble(st, d)
+// gpuCompact is one device on one short line, without histories: the
+// name whole when it can be, leaving out temperature, then power, first.
+func gpuCompact(st *styles, d event.GPUDevice, width int) string {
+	name := gpuName(d.Name)
+	tail := []string{fmt.Sprintf("  %.0f/%.0fG", float64(d.MemUsed)/(1<<30), float64(d.MemTotal)/(1<<30)),
+		fmt.Sprintf("  %dW", d.PowerMilliW/1000), fmt.Sprintf(" %d°C", d.TempC)}
+	util := " " + utilPct(st, d.UtilGPU)
+	head := func(nameW int) string { return fmt.Sprintf(" %d %s", d.Index, fit(name, nameW)) + util }
+	for len(tail) > 1 && visibleWidth(head(visibleWidth(name))+strings.Join(tail, "")) > width {
+		tail = tail[:len(tail)-1]
+	}
+	room := width - visibleWidth(head(0)+strings.Join(tail, ""))
+	return head(max(9, min(visibleWidth(name), room))) + strings.Join(tail, "") + gpuTrouble(st, d)
 }
 
 func utilText(st *styles, util uint32) string { return "util " + utilPct(st, util) }

@@ -2,8 +2,11 @@ package tui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
@@ -15,86 +18,224 @@ type headerState struct {
 	stat          aggregate.BandStat
 	paused        bool
 	playbackPause bool
-	otlpOK        bool // a sampled request carried an OTLP span
+	otlpOK        bool   // a sampled request carried an OTLP span
+	agent         string // what is shown of several agents (see agentLabel)
 }
+
+// headerLines is the header's height: the title, the rates and the status
+// line, always, so nothing under it moves when a warning comes or goes.
+const headerLines = 3
 
 // renderHeader answers "is everything healthy, and what am I looking at?":
-// two lines, then one warning line per source in trouble.
+// the title, the rates, then one status line, blank when all is well.
 func renderHeader(st *styles, fr *Frame, hs headerState, width int) []string {
 	s := &fr.Snapshot
-	lines := []string{fit(headerTitle(st, s, hs, width), width), fit(headerRates(st, s, hs, width), width)}
-	for _, w := range warnings(s, fr.Status) {
-		lines = append(lines, fit(st.bad.Render(" ⚠ "+w), width))
+	status := ""
+	if pb := fr.Playback; pb != nil {
+		// A replay's progress leads the status line.
+		status = progressLine(st, pb, fr.Finished, hs.playbackPause, min(max(width/4, 10), 40))
 	}
-	return lines
+	return []string{
+		fit(headerTitle(st, fr, hs, width), width),
+		fit(headerRates(st, s, hs, width), width),
+		status + statusLine(st, warnings(s, fr.Status), fr.Notices, width-visibleWidth(status)),
+	}
 }
 
-func headerTitle(st *styles, s *aggregate.Snapshot, hs headerState, width int) string {
-	parts := []part{{st.title.Render(" latscope"), 9}}
+// progressLine is a replay's position on the recording as a bar w cells
+// wide: " ▶ ━━━━━━────── 25%".
+func progressLine(st *styles, pb *Playback, finished, paused bool, w int) string {
+	frac := 0.0
+	if pb.Length > 0 {
+		frac = min(max(float64(pb.Position)/float64(pb.Length), 0), 1)
+	}
+	if finished {
+		frac = 1
+	}
+	sign := "▶"
+	if paused {
+		sign = "⏸"
+	}
+	barW := max(w-9, 1)
+	done := int(frac * float64(barW))
+	return fit(" "+sign+" "+st.accent.Render(strings.Repeat("━", done))+st.faint.Render(strings.Repeat("─", barW-done))+
+		fmt.Sprintf(" %3.0f%%", 100*frac), w)
+}
+
+// statusLine shows the warnings, as many as fit and a count of the rest
+// (the help page lists them all); without warnings, the notices, dim and
+// without the warning sign: they are news, not trouble.
+func statusLine(st *styles, warns, notices []string, width int) string {
+	if len(warns) > 0 {
+		return foldItems(st, warns, st.bad, " ⚠ ", "  ⚠ ", " (? lists all)", width)
+	}
+	if len(notices) > 0 {
+		return foldItems(st, notices, st.dim, " ", " · ", "", width)
+	}
+	return fit("", width)
+}
+
+// foldItems joins the items that fit whole, in order, then says how many
+// did not: "+2 more". The first item is always shown, cut if it must be.
+func foldItems(st *styles, items []string, style lipgloss.Style, first, sep, moreHint string, width int) string {
+	line := first + items[0]
+	for i := 1; i < len(items); i++ {
+		more := st.dim.Render(fmt.Sprintf("  +%d more%s", len(items)-i-1, moreHint))
+		if i == len(items)-1 {
+			more = ""
+		}
+		if visibleWidth(line+sep+items[i]+more) > width {
+			tail := st.dim.Render(fmt.Sprintf("  +%d more%s", len(items)-i, moreHint))
+			return fit(style.Render(fitWords(line, width-visibleWidth(tail))), width-visibleWidth(tail)) + tail
+		}
+		line += sep + items[i]
+	}
+	return fit(style.Render(fitWords(line, width)), width)
+}
+
+func headerTitle(st *styles, fr *Frame, hs headerState, width int) string {
+	s := &fr.Snapshot
+	parts := []part{{"", st.title.Render(" latscope"), 10}}
+	if pb := fr.Playback; pb != nil {
+		parts = append(parts, part{" ", st.key.Render("replay"), 10})
+	}
+	if hs.agent != "" {
+		parts = append(parts, part{"  ", st.key.Render(hs.agent), 10})
+	}
 	if h := s.Session; h != nil {
-		parts = append(parts, part{st.dim.Render(" ▸ ") + h.Target, 8})
+		if h.Target != "" {
+			parts = append(parts, part{" ", st.dim.Render("▸ ") + h.Target, 4})
+		}
 		if what := joinNonEmpty(" · ", h.Server, h.Dialect, h.Model); what != "" {
-			parts = append(parts, part{"  " + what, 4})
+			parts = append(parts, part{"  ", what, 2})
+		}
+		if hs.agent == "" && h.Name != "" {
+			parts = append(parts, part{"  ", st.key.Render("@" + h.Name), 9})
 		}
 		if l := load(h, s.Probe); l != "" {
-			parts = append(parts, part{"   " + l, 5})
-		}
-		if h.Name != "" {
-			parts = append(parts, part{st.dim.Render("  @" + h.Name), 3})
+			parts = append(parts, part{"   ", l, 9})
 		}
 	}
-	parts = append(parts,
-		part{"   " + elapsed(s.Elapsed), 7},
-		part{"   " + st.key.Render("["+hs.window.String()+"]") + " " + st.key.Render(hs.stat.String()), 9})
+	parts = append(parts, part{"   ", clockText(st, fr), 10})
+	// The window and statistic also head the breakdown: they go before the load.
+	parts = append(parts, part{"   ", st.key.Render("["+hs.window.String()+"]") + " " + st.key.Render(hs.stat.String()), 8})
 	if sim := simulated(s); sim != "" {
-		parts = append(parts, part{"   " + st.warn.Render(sim), 10})
+		parts = append(parts, part{"   ", st.warn.Render(sim), 10})
 	}
 	if hs.paused {
-		parts = append(parts, part{"   " + st.warn.Render("PAUSED"), 10})
+		parts = append(parts, part{"   ", st.warn.Render("PAUSED"), 10})
 	}
 	if hs.playbackPause {
-		parts = append(parts, part{"   " + st.warn.Render("PLAYBACK PAUSED"), 10})
+		parts = append(parts, part{"   ", st.warn.Render("PLAYBACK PAUSED"), 10})
 	}
-	left := assemble(parts, width-8)
-	help := st.dim.Render("? help")
-	if gap := width - visibleWidth(left) - visibleWidth(help) - 1; gap > 2 {
-		return left + strings.Repeat(" ", gap) + help
+	hint := st.dim.Render("? help")
+	if fr.Finished {
+		hint = st.key.Render("q quit") + st.dim.Render(" · ? help")
 	}
-	return left
+	left := assemble(parts, width-visibleWidth(hint)-1)
+	gap := max(width-visibleWidth(left)-visibleWidth(hint), 1)
+	return left + strings.Repeat(" ", gap) + hint
 }
 
-// part is a piece of a header line; the lowest priorities go first when the
-// line is too long.
+// clockText is the elapsed time; a replay's position, length and speed;
+// or, once the session has ended, that it finished and when.
+func clockText(st *styles, fr *Frame) string {
+	s := &fr.Snapshot
+	if pb := fr.Playback; pb != nil {
+		out := elapsedShort(pb.Position)
+		if pb.Length > 0 {
+			out += "/" + elapsedShort(pb.Length)
+		}
+		out += " " + speedText(pb.Speed)
+		if fr.Finished {
+			return st.good.Render("finished") + " " + out
+		}
+		return out
+	}
+	total := s.Elapsed
+	if sw := fr.Sweep; sw != nil {
+		total = sweepTotal(fr)
+		if sw.Current != nil && !fr.Finished {
+			return "step " + elapsedShort(sw.Current.Elapsed) + " · total " + elapsedShort(total)
+		}
+	}
+	if fr.Finished {
+		return st.good.Render("finished") + " " + elapsedShort(total)
+	}
+	return elapsed(s.Elapsed)
+}
+
+// sweepTotal is how long the sweep has run: from its first step's start,
+// in event time, as the steps' own clocks are.
+func sweepTotal(fr *Frame) time.Duration {
+	sw := fr.Sweep
+	if len(sw.Result.Steps) > 0 && !sw.Result.Steps[0].Start.IsZero() {
+		return max(fr.Snapshot.Now.Sub(sw.Result.Steps[0].Start), 0)
+	}
+	if sw.Current != nil {
+		return sw.Current.Elapsed
+	}
+	return fr.Snapshot.Elapsed
+}
+
+// speedText is a replay speed: "×1", "×10", "max".
+func speedText(speed float64) string {
+	switch {
+	case speed <= 0:
+		return "×1"
+	case speed >= 1e6:
+		return "max speed"
+	}
+	return "×" + strconv.FormatFloat(speed, 'g', 3, 64)
+}
+
+// part is a piece of a header line with the separator before it; the
+// lowest priorities go first when the line is too long, and those of 10
+// never go.
 type part struct {
-	text string
-	prio int
+	sep, text string
+	prio      int
 }
 
 // assemble joins the parts that fit in width, dropping the least important
-// first and keeping the order of the rest.
+// first and keeping the order of the rest. When even the parts that never
+// go do not fit, the separators shrink to one space.
 func assemble(parts []part, width int) string {
 	keep := make([]bool, len(parts))
-	total := 0
-	for i, p := range parts {
+	for i := range parts {
 		keep[i] = true
-		total += visibleWidth(p.text)
 	}
-	for total > width {
+	total := func(sepW int) int {
+		n := 0
+		for i, p := range parts {
+			if keep[i] {
+				n += visibleWidth(p.text) + min(visibleWidth(p.sep), sepW)
+			}
+		}
+		return n
+	}
+	sepW := 3
+	for total(sepW) > width {
 		low := -1
 		for i, p := range parts {
-			if keep[i] && (low < 0 || p.prio < parts[low].prio) {
+			if keep[i] && p.prio < 10 && (low < 0 || p.prio < parts[low].prio) {
 				low = i
 			}
 		}
-		if low < 0 || parts[low].prio >= 9 {
+		// Shrink the separators before dropping anything that matters.
+		if sepW > 1 && (low < 0 || parts[low].prio >= 9) {
+			sepW = 1
+			continue
+		}
+		if low < 0 {
 			break
 		}
 		keep[low] = false
-		total -= visibleWidth(parts[low].text)
 	}
 	var b strings.Builder
 	for i, p := range parts {
 		if keep[i] {
+			b.WriteString(p.sep[:min(len(p.sep), sepW)])
 			b.WriteString(p.text)
 		}
 	}
@@ -147,8 +288,8 @@ func headerRates(st *styles, s *aggregate.Snapshot, hs headerState, width int) s
 		okPerSec = float64(w.OK) / w.Span.Seconds()
 	}
 	parts := []part{
-		{" ok " + st.bold.Render(rate(okPerSec)) + " req/s", 9},
-		{"   " + st.bold.Render(rate(w.TokPerSec)) + " tok/s", 8},
+		{" ", "ok " + st.bold.Render(rate(okPerSec)) + " req/s", 10},
+		{"   ", st.bold.Render(rate(w.TokPerSec)) + " tok/s", 8},
 	}
 	errText := "errors 0"
 	if w.Sent > 0 {
@@ -158,21 +299,21 @@ func headerRates(st *styles, s *aggregate.Snapshot, hs headerState, width int) s
 	if w.Errors > 0 {
 		errStyle = st.bad
 	}
-	parts = append(parts, part{"   " + errStyle.Render(errText), 9})
+	parts = append(parts, part{"   ", errStyle.Render(errText), 10})
 	if s.Reasoning != nil {
 		// Which first token the bar and the objectives measure to.
-		parts = append(parts, part{"   " + st.warn.Render("reasoning model: "+aggregate.TTFTLabel(s.TTFTBasis, true)), 8})
+		parts = append(parts, part{"   ", st.warn.Render("reasoning model: "+aggregate.TTFTLabel(s.TTFTBasis, true)), 8})
 	}
 	if ks := errorKinds(s.Requests.ByOutcome, s.Requests.ByStatus); len(ks) > 0 {
-		parts = append(parts, part{st.dim.Render(" (run: ") + joinKinds(ks, 3) + st.dim.Render(")"), 2})
+		parts = append(parts, part{"", st.dim.Render(" (run: ") + joinKinds(ks, 3) + st.dim.Render(")"), 2})
 	}
 	if p := s.Probe; p != nil {
-		parts = append(parts, part{fmt.Sprintf("   in flight %d", p.InFlight), 6})
+		parts = append(parts, part{"   ", fmt.Sprintf("in flight %d", p.InFlight), 6})
 	}
-	parts = append(parts, part{"   " + probeState(st, s.Probe, s.Verdict), 9})
+	parts = append(parts, part{"   ", probeState(st, s.Probe, s.Verdict), 9})
 	for _, x := range []string{scrapeState(st, s), otlpState(st, s, hs.otlpOK), nvmlState(st, s.GPU)} {
 		if x != "" {
-			parts = append(parts, part{"  " + x, 7})
+			parts = append(parts, part{"  ", x, 7})
 		}
 	}
 	return assemble(parts, width)

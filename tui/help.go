@@ -13,6 +13,26 @@ func (m *model) renderHelp() []string {
 		lines = append(lines, fit("  "+l, w))
 	}
 	lines = append(lines, "")
+	// The status line shows what fits; here is all of it.
+	if m.hasFrame {
+		warns := warnings(&m.frame.Snapshot, m.frame.Status)
+		for _, w := range warns {
+			for i, l := range wrap("⚠ "+w, max(w0(m.width)-2, 20)) {
+				if i > 0 {
+					l = "  " + l
+				}
+				lines = append(lines, fit("  "+st.bad.Render(l), m.width))
+			}
+		}
+		for _, n := range m.frame.Notices {
+			for _, l := range wrap(n, max(w0(m.width), 20)) {
+				lines = append(lines, fit("  "+st.dim.Render(l), m.width))
+			}
+		}
+		if len(warns)+len(m.frame.Notices) > 0 {
+			lines = append(lines, "")
+		}
+	}
 	for _, p := range helpText {
 		for _, l := range wrap(p, max(w-4, 20)) {
 			lines = append(lines, fit("  "+l, w))
@@ -33,5 +53,9 @@ func (m *model) renderHelp() []string {
 var helpText = []string{
 	"The header says what is measured and whether every source is healthy: the probe (latscope itself), the metrics scrape, the OTLP join and NVML. A red line under it names whatever is in trouble, with the figure.",
 	"The bar splits the time to first token by stage, in the order a request crosses them. For p50/p90/p99 it is the band of requests around that percentile (p99: the slowest 1%), so its stages add up to the band's TTFT; ~ marks stages estimated for most requests of the window, ~? those of mixed provenance; server wait is the server's front end and queue, not told apart. Below it, the whole request: TTFT, then decode.",
+	"The mouse: the wheel scrolls the requests, a click selects one and a second click opens its waterfall; a click on a legend entry picks that stage on the bar and in the table (click it again to let go). In the requests view, / filters: ok or failed, an outcome or flag (429, nagle), ttft>200 for a minimum TTFT in ms, @name for one agent; enter applies, esc clears.",
 	"The table gives each stage's statistics over the window (w), with where its numbers came from. The charts show the 10 s percentiles second by second. Markers list stalls, gaps, insights, error bursts and SLO breaches, newest first.",
 }
+
+// w0 is the text width inside the help page's margins.
+func w0(width int) int { return width - 4 }

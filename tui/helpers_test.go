@@ -78,3 +78,6 @@ func sizeMsg(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, He
 
 // ioPipe is an input that never sends a key until closed.
 func ioPipe() (*io.PipeReader, *io.PipeWriter) { return io.Pipe() }
+
+// first is a two-valued call's first value.
+func first[A, B any](a A, _ B) A { return a }

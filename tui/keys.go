@@ -9,7 +9,7 @@ type keyMap struct {
 	Window, WindowBack        key.Binding
 	Stat, StatBack            key.Binding
 	Views, Up, Down           key.Binding
-	Open, Back                key.Binding
+	Open, Back, Filter, Agent key.Binding
 	SeekBack, SeekFwd, Replay key.Binding
 }
 
@@ -27,6 +27,8 @@ func newKeyMap(canSeek, canPause bool) keyMap {
 		Down:       key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 		Open:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open request")),
 		Back:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Filter:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter requests")),
+		Agent:      key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "fleet/agents")),
 		SeekBack:   key.NewBinding(key.WithKeys("left"), key.WithHelp("←", "seek −10s")),
 		SeekFwd:    key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "seek +10s")),
 		Replay:     key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause playback")),
@@ -34,19 +36,21 @@ func newKeyMap(canSeek, canPause bool) keyMap {
 	k.SeekBack.SetEnabled(canSeek)
 	k.SeekFwd.SetEnabled(canSeek)
 	k.Replay.SetEnabled(canPause)
+	k.Agent.SetEnabled(false) // until a frame has several agents
 	return k
 }
 
-// ShortHelp is the footer's line.
+// ShortHelp is the footer's line, most wanted first: the footer shows what
+// fits, then help and quit. A replay's own keys lead on a replay.
 func (k keyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Views, k.Window, k.Stat, k.Pause, k.SeekBack, k.Replay, k.Help, k.Quit}
+	return []key.Binding{k.Replay, k.SeekBack, k.Agent, k.Views, k.Window, k.Stat, k.Pause, k.Help, k.Quit}
 }
 
 // FullHelp is the help page, one column per group.
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		{k.Window, k.WindowBack, k.Stat, k.StatBack, k.Pause},
-		{k.Views, k.Up, k.Down, k.Open, k.Back},
+		{k.Window, k.WindowBack, k.Stat, k.StatBack, k.Pause, k.Agent},
+		{k.Views, k.Up, k.Down, k.Open, k.Back, k.Filter},
 		{k.SeekBack, k.SeekFwd, k.Replay, k.Help, k.Quit},
 	}
 }

@@ -21,6 +21,23 @@ func fit(s string, w int) string {
 	return s + strings.Repeat(" ", w-n)
 }
 
+// fitWords cuts s to at most w cells at a word boundary, marking the cut
+// with "…", so no word is shown half; a first word longer than w is cut.
+func fitWords(s string, w int) string {
+	if ansi.StringWidth(s) <= w {
+		return s
+	}
+	if w <= 1 {
+		return ansi.Truncate(s, w, "")
+	}
+	cut := ansi.Truncate(s, w-1, "")
+	plain := ansi.Strip(cut)
+	if i := strings.LastIndexByte(strings.TrimRight(plain, " "), ' '); i > 0 && !strings.HasPrefix(ansi.Strip(s)[len(plain):], " ") {
+		cut = ansi.Truncate(s, ansi.StringWidth(plain[:i]), "")
+	}
+	return strings.TrimRight(cut, " ") + "…"
+}
+
 // rule is a section title: "─ title ───…" across w cells.
 func rule(st *styles, title string, w int) string {
 	if title == "" {

@@ -1,19 +1,37 @@
 package tui
 
+import (
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/latscope/latscope/event"
+)
+
 // Layout thresholds. When space runs short the main view folds in a fixed
-// order: first the charts go, then the GPU histories, then the legend
-// shrinks to one line. The header and the bar always stay.
+// order: first the charts go, then the GPU histories. The legend's rows
+// depend on the height alone, and the header and the bar always stay.
 const (
 	chartsMinWidth  = 110 // below this the charts go
 	chartMinLines   = 6   // a chart's title, four plot lines and its axis
 	historyMinWidth = 100 // below this the GPU histories go
-	legendMaxLines  = 3
-	bottomMinLines  = 3 // the GPU and markers panels: a title and two lines
+	bottomMinLines  = 3   // the GPU and markers panels: a title and two lines
 )
+
+// legendRowsFor is how many rows the legend has at height h: reserved
+// whether or not they are full, so the table under it never moves.
+func legendRowsFor(h int) int {
+	switch {
+	case h >= 45:
+		return 3
+	case h >= 32:
+		return 2
+	}
+	return 1
+}
 
 // mainLayout is what the main view decided to show.
 type mainLayout struct {
-	legend       legendMode
 	charts       int // how many, 0 for none
 	chartW       int
 	midH         int // the stage table's (and charts') lines
@@ -23,17 +41,11 @@ type mainLayout struct {
 }
 
 // layoutMain decides the fold for a screen w × h given the fixed parts'
-// heights: the header, the breakdown with a full or a short legend, the
-// stage table's wish, and the GPUs to list.
-func layoutMain(w, h, headerH, barFull, barShort, tableNeed, gpuDevices int) mainLayout {
-	l := mainLayout{legend: legendFull, gpuHistories: w >= historyMinWidth}
-	avail := h - 1 - headerH - barFull // less the footer, the header, the bar
-	// The legend shrinks last: only when the table would not fit otherwise.
-	if avail-bottomMinLines < tableNeed && barShort < barFull {
-		l.legend = legendShort
-		avail = h - 1 - headerH - barShort
-	}
-	avail = max(avail, 0)
+// heights: the header, the breakdown, the stage table's wish, and the GPUs
+// to list.
+func layoutMain(w, h, headerH, barH, tableNeed, gpuDevices int) mainLayout {
+	l := mainLayout{gpuHistories: w >= historyMinWidth}
+	avail := max(h-1-headerH-barH, 0) // less the footer, the header, the bar
 	devices := max(gpuDevices, 1)
 	gpuNeed := 1 + devices
 	if l.gpuHistories {
@@ -69,22 +81,27 @@ func (m *model) renderMain() []string {
 	for i := range m.frame.Sources {
 		sources = append(sources, breakdownOf(&m.frame.Sources[i], m.window, m.stat))
 	}
-	full := renderBreakdown(st, bd, sources, legendFull, m.window, w)
-	short := renderBreakdown(st, bd, sources, legendShort, m.window, w)
-	full = capLegend(full, len(short))
+	bar, hits := renderBreakdown(st, bd, sources, legendRowsFor(m.height), m.window, m.highlight, w)
+	m.legendHits = hits
+	for i := range m.legendHits {
+		m.legendHits[i].line += len(lines)
+	}
 	rows := tableRows(s, m.window)
+	// The table's wish only grows: stages that come and go (connect, on a
+	// new connection) must not move the panels under it every few seconds.
+	m.tableNeed = max(m.tableNeed, 1+len(rows))
 	devices := 0
 	if s.GPU != nil {
 		devices = len(s.GPU.Devices)
 	}
-	l := layoutMain(w, m.height, len(lines), len(full), len(short), 1+len(rows), devices)
-	if l.legend == legendShort {
-		full = short
-	}
-	lines = append(lines, full...)
+	agents := renderAgents(st, m.full.Agents, m.shown, m.window, w)
+	l := layoutMain(w, m.height, len(lines), len(bar)+len(agents), m.tableNeed, devices)
+	lines = append(lines, bar...)
+	lines = append(lines, agents...)
 
 	objectives := m.objectivesOf(s)
 	table := renderTable(st, rows, breaches(objectives, &s.Windows[m.window]), m.window, tableWidth, l.midH)
+	markRow(st, table, m.highlight)
 	if l.charts > 0 {
 		chartH := l.midH / l.charts
 		m.charts.update(st, m.hist, m.window, m.begin(), objectives, l.charts, l.chartW, chartH)
@@ -101,6 +118,7 @@ func (m *model) renderMain() []string {
 	}
 
 	if l.bottomH > 0 {
+		l.gpuW = gpuWidth(s.GPU, l, w)
 		gpu := renderGPU(st, s.GPU, &m.gpu, l.gpuHistories, l.gpuW, l.bottomH)
 		markW := w - l.gpuW - 1
 		marks := append([]string{rule(st, st.title.Render("markers")+st.dim.Render(" (newest first)"), markW)},
@@ -110,14 +128,28 @@ func (m *model) renderMain() []string {
 	return lines
 }
 
-// capLegend keeps at most legendMaxLines legend lines in a full breakdown,
-// so a long list of stages cannot push everything else off the screen.
-func capLegend(lines []string, shortLen int) []string {
-	// The full breakdown has shortLen-1+k lines for k legend lines.
-	k := len(lines) - (shortLen - 1)
-	if k <= legendMaxLines {
-		return lines
+// markRow picks out the table row of the stage picked on the legend.
+func markRow(st *styles, table []string, hl event.Stage) {
+	if hl == "" {
+		return
 	}
-	out := append([]string{}, lines[:2+legendMaxLines]...)
-	return append(out, lines[2+k:]...)
+	for i, l := range table {
+		plain := ansi.Strip(l)
+		if strings.HasPrefix(plain, " "+string(hl)+" ") {
+			table[i] = st.selected.Render("▸" + plain[1:])
+		}
+	}
+}
+
+// gpuWidth widens the GPU panel, up to half the screen, so that its
+// devices' names show whole beside 8-cell histories.
+func gpuWidth(g *event.GPUSample, l mainLayout, w int) int {
+	if g == nil || !l.gpuHistories {
+		return l.gpuW
+	}
+	need := 0
+	for _, d := range g.Devices {
+		need = max(need, gpuLineWidth(visibleWidth(gpuName(d.Name)), 8))
+	}
+	return max(l.gpuW, min(need, w/2))
 }

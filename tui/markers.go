@@ -91,7 +91,7 @@ func markerRows(s *aggregate.Snapshot) []markerRow {
 // time and kind, the text wrapped under it.
 func renderMarkers(st *styles, rows []markerRow, width, height int) []string {
 	out := make([]string, 0, height)
-	textW := max(width-17, 10)
+	textW := max(width-18, 10) // under the 18 cells of time and kind
 	for _, r := range rows {
 		if len(out) >= height {
 			break

@@ -43,7 +43,9 @@ type model struct {
 	paused        bool // the screen, not the measuring
 	playPaused    bool // a replay's playback
 
-	frame    Frame // what is shown
+	frame    Frame // what is shown: full, or one of its agents
+	full     Frame // the feed's newest frame
+	shown    int   // attached to several agents: 0 the fleet, i+1 agent i
 	hasFrame bool
 	version  uint64
 	seen     bool
@@ -51,6 +53,22 @@ type model struct {
 	hist   *history
 	gpu    gpuHistory
 	charts *charts
+
+	// tableNeed is the most lines the stage table has wanted: the layout
+	// follows it, so it never shrinks back when a stage goes quiet.
+	tableNeed int
+
+	// The requests view's filter: applied, and as typed after `/`.
+	filter    requestFilter
+	typing    bool
+	input     string
+	filterErr string
+
+	// Where the last render drew what a click can pick: the list row of
+	// each screen line (the requests view), and the legend's entries.
+	rowAt      []int
+	legendHits []legendHit
+	highlight  event.Stage // picked on the legend; "" for none
 
 	list  requestList
 	sel   int
@@ -102,7 +120,13 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		cmd = m.onTick()
 	case tea.KeyMsg:
-		cmd = m.onKey(msg)
+		if m.typing {
+			cmd = m.onFilterKey(msg)
+		} else {
+			cmd = m.onKey(msg)
+		}
+	case tea.MouseMsg:
+		m.onMouse(msg)
 	}
 	if m.dirty {
 		m.out = m.render()
@@ -134,12 +158,15 @@ func (m *model) poll() {
 		return
 	}
 	m.seen, m.version = true, v
-	m.hist.add(&fr.Snapshot)
-	m.gpu.add(&fr.Snapshot)
+	m.full = fr
+	m.keys.Agent.SetEnabled(len(fr.Agents) > 0)
+	shown := pick(fr, m.shown)
+	m.hist.add(&shown.Snapshot)
+	m.gpu.add(&shown.Snapshot)
 	if m.paused {
 		return
 	}
-	m.frame, m.hasFrame = fr, true
+	m.frame, m.hasFrame = shown, true
 	m.syncList()
 	m.dirty = true
 }
@@ -147,7 +174,7 @@ func (m *model) poll() {
 // syncList rebuilds the request rows, keeping the selected request
 // selected while it is still listed.
 func (m *model) syncList() {
-	m.list = listOf(&m.frame.Requests, m.window)
+	m.list = listOf(&m.frame.Requests, m.window, &m.filter, agentsOf(&m.full))
 	// While the user looks at the list, the selected request stays
 	// selected as the rows move; elsewhere the top row is.
 	if m.screen == screenMain {
@@ -200,14 +227,22 @@ func (m *model) onKey(msg tea.KeyMsg) tea.Cmd {
 		m.move(-1)
 	case key.Matches(msg, k.Down):
 		m.move(1)
-	case key.Matches(msg, k.Open):
-		if m.screen == screenRequests && m.sel < len(m.list.rows) {
-			m.open, m.screen = m.list.rows[m.sel], screenWaterfall
-			m.openSum = nil
-			if sum, ok := m.frame.Requests.Decode[m.open]; ok {
-				m.openSum = &sum
-			}
+	case key.Matches(msg, k.Agent):
+		if len(m.full.Agents) == 0 {
+			m.dirty = false
+			break
 		}
+		m.shown = (m.shown + 1) % (len(m.full.Agents) + 1)
+		m.frame = pick(m.full, m.shown)
+		m.syncList()
+	case key.Matches(msg, k.Filter):
+		if m.screen == screenRequests {
+			m.typing, m.input, m.filterErr = true, m.filter.text, ""
+		} else {
+			m.dirty = false
+		}
+	case key.Matches(msg, k.Open):
+		m.openSelected()
 	case key.Matches(msg, k.Back):
 		m.back()
 	case key.Matches(msg, k.SeekBack):
@@ -254,6 +289,7 @@ func (m *model) render() string {
 		return ""
 	}
 	var lines []string
+	m.rowAt, m.legendHits = nil, nil // what a click can pick is redrawn below
 	switch {
 	case m.showHelp:
 		lines = m.renderHelp()
@@ -261,7 +297,13 @@ func (m *model) render() string {
 		lines = []string{fit(m.st.title.Render(" latscope")+m.st.dim.Render(" waiting for the first snapshot…"), m.width)}
 	case m.screen == screenRequests:
 		lines = m.renderBody(func(h int) []string {
-			return renderRequests(m.st, &m.list, m.sel, m.begin(), m.window, m.width, h)
+			v := requestsView{filter: &m.filter, typing: m.typing, input: m.input, filterErr: m.filterErr}
+			body, rowAt := renderRequests(m.st, &m.list, m.sel, m.begin(), m.window, v, m.width, h)
+			m.rowAt = append(make([]int, headerLines), rowAt...)
+			for i := range headerLines {
+				m.rowAt[i] = -1
+			}
+			return body
 		})
 	case m.screen == screenWaterfall && m.open != nil:
 		lines = m.renderBody(func(h int) []string { return renderWaterfall(m.st, m.open, m.openSum, m.width, h) })
@@ -283,7 +325,9 @@ func (m *model) renderBody(body func(h int) []string) []string {
 }
 
 func (m *model) header() []string {
-	hs := headerState{window: m.window, stat: m.stat, paused: m.paused, playbackPause: m.playPaused, otlpOK: otlpJoined(&m.frame.Requests)}
+	playPaused := m.playPaused || (m.frame.Playback != nil && m.frame.Playback.Paused)
+	hs := headerState{window: m.window, stat: m.stat, paused: m.paused, playbackPause: playPaused, otlpOK: otlpJoined(&m.frame.Requests),
+		agent: agentLabel(&m.full, m.shown)}
 	return renderHeader(m.st, &m.frame, hs, m.width)
 }
 
@@ -293,8 +337,24 @@ func (m *model) begin() time.Time {
 	return s.Now.Add(-s.Elapsed)
 }
 
+// footer lists the keys that fit, in order, and always ends with the
+// help and quit keys, whatever the width.
 func (m *model) footer() string {
-	return fit(" "+m.help.ShortHelpView(m.keys.ShortHelp()), m.width)
+	always := m.help.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})
+	sep := m.st.faint.Render(" • ")
+	room := m.width - 1 - visibleWidth(always)
+	var b strings.Builder
+	for _, k := range m.keys.ShortHelp() {
+		if !k.Enabled() || k.Help().Key == m.keys.Help.Help().Key || k.Help().Key == m.keys.Quit.Help().Key {
+			continue
+		}
+		item := m.help.ShortHelpView([]key.Binding{k}) + sep
+		if visibleWidth(b.String())+visibleWidth(item) > room {
+			break
+		}
+		b.WriteString(item)
+	}
+	return fit(" "+b.String()+always, m.width)
 }
 
 // otlpJoined reports whether a recent request carried a server span from
@@ -306,4 +366,96 @@ func otlpJoined(rs *RequestSample) bool {
 		}
 	}
 	return false
+}
+
+// onFilterKey edits the filter after `/`: enter applies it, esc clears it.
+func (m *model) onFilterKey(msg tea.KeyMsg) tea.Cmd {
+	m.dirty = true
+	switch msg.Type {
+	case tea.KeyCtrlC:
+		return tea.Quit
+	case tea.KeyEnter:
+		f, err := parseFilter(m.input)
+		if err != nil {
+			m.filterErr = err.Error()
+			return nil
+		}
+		m.filter, m.typing = f, false
+		m.syncList()
+	case tea.KeyEsc:
+		m.filter, m.typing, m.input = requestFilter{}, false, ""
+		m.syncList()
+	case tea.KeyBackspace:
+		if r := []rune(m.input); len(r) > 0 {
+			m.input = string(r[:len(r)-1])
+		}
+	case tea.KeySpace:
+		m.input += " "
+	case tea.KeyRunes:
+		m.input += string(msg.Runes)
+	default:
+		m.dirty = false
+	}
+	return nil
+}
+
+// wheelStep is how many rows a wheel notch scrolls.
+const wheelStep = 3
+
+// onMouse: the wheel scrolls the requests; a click selects a request and
+// a second click on it opens its waterfall; a click on a legend entry
+// picks its stage across the screen (again, or elsewhere, unpicks it).
+func (m *model) onMouse(msg tea.MouseMsg) {
+	switch {
+	case msg.Button == tea.MouseButtonWheelUp && msg.Action == tea.MouseActionPress:
+		m.move(-wheelStep)
+	case msg.Button == tea.MouseButtonWheelDown && msg.Action == tea.MouseActionPress:
+		m.move(wheelStep)
+	case msg.Button == tea.MouseButtonLeft && msg.Action == tea.MouseActionPress:
+		m.click(msg.X, msg.Y)
+	default:
+		return
+	}
+	m.dirty = true
+}
+
+func (m *model) click(x, y int) {
+	if m.showHelp || m.typing {
+		return
+	}
+	switch m.screen {
+	case screenRequests:
+		if y < 0 || y >= len(m.rowAt) || m.rowAt[y] < 0 || m.rowAt[y] >= len(m.list.rows) {
+			return
+		}
+		if i := m.rowAt[y]; i != m.sel {
+			m.sel, m.selID = i, m.list.rows[i].ID
+			return
+		}
+		m.openSelected()
+	case screenMain:
+		for _, h := range m.legendHits {
+			if y == h.line && x >= h.from && x < h.to {
+				if m.highlight == h.stage {
+					m.highlight = ""
+				} else {
+					m.highlight = h.stage
+				}
+				return
+			}
+		}
+		m.highlight = ""
+	}
+}
+
+// openSelected opens the selected request's waterfall.
+func (m *model) openSelected() {
+	if m.screen != screenRequests || m.sel >= len(m.list.rows) {
+		return
+	}
+	m.open, m.screen = m.list.rows[m.sel], screenWaterfall
+	m.openSum = nil
+	if sum, ok := m.frame.Requests.Decode[m.open]; ok {
+		m.openSum = &sum
+	}
 }

@@ -35,7 +35,7 @@ func TestLegendFollowsWindowProvenance(t *testing.T) {
 		event.StagePrefill:    {Provenance: []event.Provenance{event.ServerReported, event.Estimated}},
 	}
 	bd := breakdownOf(&s, aggregate.Win10s, aggregate.BandMean)
-	text := strings.Join(legend(newStyles(plainRenderer(), true), bd.segs, bd.total, legendFull, 200), "\n")
+	text := strings.Join(first(legend(newStyles(plainRenderer(), true), bd.segs, bd.total, 3, "", 200)), "\n")
 	for _, want := range []string{"server_wait 30", "prefill~? 10.7", "unattributed~ -0.70", "(120 negative)", "~? mixed provenance"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("legend %q: want %q", text, want)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 )
@@ -14,13 +16,25 @@ import (
 type requestList struct {
 	rows  []*event.Request
 	nSlow int
+	total int // rows before the filter
 }
 
-func listOf(rs *RequestSample, w aggregate.Window) requestList {
-	l := requestList{nSlow: len(rs.Slowest[w])}
-	l.rows = make([]*event.Request, 0, len(rs.Slowest[w])+len(rs.Latest))
-	l.rows = append(l.rows, rs.Slowest[w]...)
-	l.rows = append(l.rows, rs.Latest...)
+// listOf lists the window's slowest, then the latest, that pass f; agents
+// names the agent of a request when several are attached.
+func listOf(rs *RequestSample, w aggregate.Window, f *requestFilter, agents *requestAgents) requestList {
+	l := requestList{total: len(rs.Slowest[w]) + len(rs.Latest)}
+	l.rows = make([]*event.Request, 0, l.total)
+	for _, r := range rs.Slowest[w] {
+		if f.keep(r, agents.of(r)) {
+			l.rows = append(l.rows, r)
+		}
+	}
+	l.nSlow = len(l.rows)
+	for _, r := range rs.Latest {
+		if f.keep(r, agents.of(r)) {
+			l.rows = append(l.rows, r)
+		}
+	}
 	return l
 }
 
@@ -44,35 +58,89 @@ func (l *requestList) index(id string, prefer int) int {
 
 const reqHeader = "   id                end      ttft       e2e  tokens  outcome"
 
+// requestsView is what the requests view shows besides the list: the
+// filter, as applied or as being typed.
+type requestsView struct {
+	filter    *requestFilter
+	typing    bool   // `/` was pressed: the filter line is being edited
+	input     string // what has been typed
+	filterErr string // why the typed filter was not applied
+}
+
 // renderRequests draws the requests view: the slowest of the window, then
-// the latest, with the selected row marked.
-func renderRequests(st *styles, l *requestList, sel int, begin time.Time, w aggregate.Window, width, height int) []string {
-	lines := []string{
-		rule(st, st.title.Render("requests")+" · "+w.String()+" · slowest first, then the latest"+st.dim.Render("   enter open  esc back  tab main"), width),
+// the latest, with the selected row marked, a filter line and where the
+// list is scrolled to. rowAt gives, for each line, the list row it shows
+// (-1 for none): what a click on it selects.
+func renderRequests(st *styles, l *requestList, sel int, begin time.Time, w aggregate.Window, v requestsView, width, height int) (lines []string, rowAt []int) {
+	lines = []string{
+		rule(st, st.title.Render("requests")+" · "+w.String()+st.dim.Render("   enter or click open · / filter · esc back"), width),
+		filterLine(st, l, v, width),
 	}
+	rowAt = []int{-1, -1}
 	if len(l.rows) == 0 {
-		return append(lines, fit(st.dim.Render(" no finished request yet"), width))
+		msg := " no finished request yet"
+		if l.total > 0 {
+			msg = " no request passes the filter"
+		}
+		return append(lines, fit(st.dim.Render(msg), width)), append(rowAt, -1)
 	}
-	body := make([]string, 0, len(l.rows)+3)
+	body := make([]string, 0, len(l.rows)+4)
+	bodyRow := make([]int, 0, cap(body))
+	label := func(text string) {
+		body = append(body, fit(st.dim.Render(text), width), fit(st.dim.Render(reqHeader), width))
+		bodyRow = append(bodyRow, -1, -1)
+	}
 	selLine := 0
-	body = append(body, fit(st.dim.Render(" slowest in "+w.String()+" (by TTFT)"), width), fit(st.dim.Render(reqHeader), width))
+	if l.nSlow > 0 {
+		label(" slowest in " + w.String() + " (by TTFT)")
+	}
 	for i, r := range l.rows {
 		if i == l.nSlow {
-			body = append(body, fit(st.dim.Render(" latest"), width), fit(st.dim.Render(reqHeader), width))
+			label(" latest")
 		}
 		if i == sel {
 			selLine = len(body)
 		}
 		body = append(body, requestLine(st, r, begin, i == sel, width))
+		bodyRow = append(bodyRow, i)
 	}
 	// Scroll so the selected row stays in view.
-	room := height - len(lines)
+	room := max(height-len(lines), 1)
 	start := 0
 	if selLine >= room {
 		start = selLine - room + 1
 	}
 	end := min(len(body), start+room)
-	return append(lines, body[start:end]...)
+	// Where the view is: the rows it shows of how many.
+	first, last := -1, -1
+	for _, i := range bodyRow[start:end] {
+		if i >= 0 {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first >= 0 {
+		pos := st.dim.Render(fmt.Sprintf("rows %d–%d of %d ", first+1, last+1, len(l.rows)))
+		lines[1] = fit(ansi.Truncate(lines[1], width-visibleWidth(pos), ""), width-visibleWidth(pos)) + pos
+	}
+	return append(lines, body[start:end]...), append(rowAt, bodyRow[start:end]...)
+}
+
+// filterLine says what the filter keeps, or shows it being typed.
+func filterLine(st *styles, l *requestList, v requestsView, width int) string {
+	switch {
+	case v.typing:
+		line := " " + st.key.Render("/") + " " + v.input + st.key.Render("▏") + st.dim.Render("   ok failed 429 nagle ttft>200 @agent · enter apply · esc clear")
+		if v.filterErr != "" {
+			line += "  " + st.bad.Render(v.filterErr)
+		}
+		return fit(line, width)
+	case v.filter != nil && v.filter.active():
+		return fit(" "+st.key.Render("filter: "+v.filter.text)+st.dim.Render(fmt.Sprintf(" · %d of %d rows · / to change", len(l.rows), l.total)), width)
+	}
+	return fit(st.dim.Render(" / to filter by outcome, flag, minimum TTFT or agent"), width)
 }
 
 func requestLine(st *styles, r *event.Request, begin time.Time, selected bool, width int) string {

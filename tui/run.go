@@ -49,7 +49,7 @@ func Run(ctx context.Context, feed Feed, opts Options) error {
 	}
 	// The caller owns the signals (cancelling ctx stops the dashboard):
 	// Bubble Tea's own handler raced with it and could block its shutdown.
-	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithoutSignalHandler(), tea.WithAltScreen(), tea.WithOutput(out), tea.WithFPS(30)}
+	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithoutSignalHandler(), tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithOutput(out), tea.WithFPS(30)}
 	if opts.Input != nil {
 		progOpts = append(progOpts, tea.WithInput(opts.Input))
 	}

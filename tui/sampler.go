@@ -62,6 +62,9 @@ type Sampler struct {
 	fine    slotRing
 	coarse  slotRing
 	run     topN
+	// newestEnd is the latest end of a request added: the lists' windows
+	// reach it even when the snapshot they are drawn with is older.
+	newestEnd time.Time
 }
 
 // NewSampler returns a Sampler keeping keep requests per list (DefaultKeep
@@ -99,6 +102,9 @@ func (s *Sampler) Add(r *event.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.version++
+	if end.After(s.newestEnd) {
+		s.newestEnd = end
+	}
 	if len(s.latest) < s.keep {
 		s.latest = append(s.latest, it)
 	} else {
@@ -168,10 +174,17 @@ func (s *Sampler) Version() uint64 {
 	return s.version
 }
 
-// Sample returns the lists, with windows ending at now (a snapshot's Now).
+// Sample returns the lists, with windows ending at now (a snapshot's Now)
+// or at the newest request's end if that is later. The snapshot is taken a
+// little less often than requests arrive: windows that ended at its Now
+// left out the newest requests, which the latest list showed, so a request
+// slower than rows of the slowest list could be missing from it.
 func (s *Sampler) Sample(now time.Time) RequestSample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.newestEnd.After(now) {
+		now = s.newestEnd
+	}
 	var out RequestSample
 	newest := make([]ranked, 0, len(s.latest))
 	for i := len(s.latest) - 1; i >= 0; i-- {

@@ -122,6 +122,55 @@ func TestLiveFeed(t *testing.T) {
 func TestLiveFeedStopsWhenTheSubscriptionCloses(t *testing.T) {
 	fan := pipeline.NewFanout()
 	feed := NewLiveFeed(pipeline.NewLatest[aggregate.Snapshot](), fan.Subscribe("d", 1, pipeline.Lossy), 0)
+	_, before := feed.Frame()
 	fan.Close()
 	feed.Run(context.Background()) // returns at once
+	fr, after := feed.Frame()
+	if !fr.Finished || after == before {
+		t.Fatalf("after the session ended: finished %v, version %d → %d; want finished, a new version", fr.Finished, before, after)
+	}
+}
+
+// A feed whose context ends first (the user quit) was not finished.
+func TestLiveFeedCancelledIsNotFinished(t *testing.T) {
+	fan := pipeline.NewFanout()
+	feed := NewLiveFeed(pipeline.NewLatest[aggregate.Snapshot](), fan.Subscribe("d", 1, pipeline.Lossy), 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	feed.Run(ctx)
+	if fr, _ := feed.Frame(); fr.Finished {
+		t.Fatal("a cancelled feed says the session finished")
+	}
+}
+
+// The slowest lists never leave out a request that the latest list shows
+// and that is slower than rows they show, even when the snapshot they are
+// drawn with is behind the newest requests.
+func TestSlowestIncludesRequestsNewerThanTheSnapshot(t *testing.T) {
+	s := NewSampler(3)
+	at := func(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
+	req := func(id string, end float64, ttft time.Duration) *event.Request {
+		return &event.Request{ID: id, Start: at(end).Add(-2 * ttft), TTFT: ttft, E2E: 2 * ttft, Outcome: event.OutcomeOK}
+	}
+	for i, ttft := range []time.Duration{100, 120, 140, 160} {
+		s.Add(req(fmt.Sprintf("old-%d", i), 29+float64(i)/10, ttft*time.Millisecond))
+	}
+	// Two slow requests end after the snapshot below, in the next 1 s and
+	// 10 s slots.
+	s.Add(req("new-slow-1", 30.2, 900*time.Millisecond))
+	s.Add(req("new-slow-2", 30.4, 800*time.Millisecond))
+	sample := s.Sample(at(29.9))
+	latest := map[string]bool{}
+	for _, r := range sample.Latest {
+		latest[r.ID] = true
+	}
+	for w := range aggregate.NumWindows {
+		var ids []string
+		for _, r := range sample.Slowest[w] {
+			ids = append(ids, r.ID)
+		}
+		if len(ids) < 2 || ids[0] != "new-slow-1" || ids[1] != "new-slow-2" {
+			t.Errorf("%s: slowest %v, want new-slow-1 and new-slow-2 first (the latest list shows them: %v)", w, ids, latest)
+		}
+	}
 }

@@ -103,21 +103,59 @@ func TestLayoutFitsEverySize(t *testing.T) {
 }
 
 func TestFoldOrder(t *testing.T) {
-	l := layoutMain(200, 50, 2, 7, 5, 15, 2)
-	if l.charts == 0 || !l.gpuHistories || l.legend != legendFull {
+	l := layoutMain(200, 50, 3, 7, 15, 2)
+	if l.charts == 0 || !l.gpuHistories {
 		t.Fatalf("200x50 folded something: %+v", l)
 	}
-	l = layoutMain(105, 50, 2, 7, 5, 15, 2)
+	l = layoutMain(105, 50, 3, 7, 15, 2)
 	if l.charts != 0 || !l.gpuHistories {
 		t.Fatalf("105 wide: charts should go first, GPU histories stay: %+v", l)
 	}
-	l = layoutMain(80, 40, 2, 7, 5, 15, 2)
-	if l.gpuHistories || l.legend != legendFull {
-		t.Fatalf("80x40: GPU histories go next, legend stays: %+v", l)
+	l = layoutMain(80, 40, 3, 7, 15, 2)
+	if l.gpuHistories {
+		t.Fatalf("80x40: GPU histories go next: %+v", l)
 	}
-	l = layoutMain(80, 24, 2, 7, 5, 15, 2)
-	if l.legend != legendShort {
-		t.Fatalf("80x24: the legend shortens last: %+v", l)
+	if got := []int{legendRowsFor(24), legendRowsFor(40), legendRowsFor(50)}; got[0] != 1 || got[1] != 2 || got[2] != 3 {
+		t.Fatalf("legend rows at 24, 40, 50 lines: %v, want 1, 2, 3", got)
+	}
+}
+
+// A legend that does not fit shortens its entries, then leaves out the
+// smallest with "+N more": every entry it shows is whole.
+func TestLegendFoldsWithoutCuttingWords(t *testing.T) {
+	st := newStyles(plainRenderer(), true)
+	segs := []segment{
+		{stage: event.StageTokenize, value: 9.02}, {stage: event.StageQueue, value: 68.8}, {stage: event.StagePrefill, value: 95.3},
+		{stage: event.StageFirstDecode, value: 6.04}, {stage: event.StageNetworkReturn, value: 0.5, est: true},
+		{stage: event.StageUnattributed, value: 1.5, est: true},
+	}
+	sum := 0.0
+	for _, s := range segs {
+		sum += s.value
+	}
+	for _, w := range []int{40, 60, 80, 120, 200} {
+		for rows := 1; rows <= 3; rows++ {
+			lines, _ := legend(st, segs, sum, rows, "", w)
+			if len(lines) != rows {
+				t.Fatalf("%d cells, %d rows: %d lines", w, rows, len(lines))
+			}
+			text := strings.Join(lines, "\n")
+			if strings.Contains(text, "…") {
+				t.Errorf("%d cells, %d rows: a cut entry: %q", w, rows, text)
+			}
+			for _, l := range lines {
+				if visibleWidth(l) > w {
+					t.Errorf("%d cells: line %q is too wide", w, l)
+				}
+			}
+			shown := strings.Count(text, "%")
+			if more := strings.Contains(text, "more"); more == (shown == len(segs)) {
+				t.Errorf("%d cells, %d rows: %d of %d shown, +N more %v: %q", w, rows, shown, len(segs), more, text)
+			}
+			if !strings.Contains(text, "prefill") && !strings.Contains(text, "pref") {
+				t.Errorf("%d cells, %d rows: the largest stage left out: %q", w, rows, text)
+			}
+		}
 	}
 }
 
@@ -177,10 +215,17 @@ func TestSourceTroubleShows(t *testing.T) {
 	m.Update(sizeMsg(160, 48))
 	m.Update(tickMsg{})
 	v := m.View()
-	for _, want := range []string{"scrape ✗", "metrics scrape failing: connection refused", "otlp ✗", "OTLP join: otlp receiver refused 3 export(s)",
-		"nvml ✗", "NVML unavailable: built without cgo", "agent eu-1: reconnecting (attempt 3)"} {
+	for _, want := range []string{"scrape ✗", "⚠ metrics scrape failing: connection refused", "otlp ✗", "+1 more (? lists all)", "nvml ✗", "NVML unavailable: built without cgo"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q", want)
+		}
+	}
+	// The help page lists every warning the status line had no room for.
+	press(m, "?")
+	v = m.View()
+	for _, want := range []string{"⚠ metrics scrape failing: connection refused", "⚠ OTLP join: otlp receiver refused 3 export(s)", "⚠ agent eu-1: reconnecting (attempt 3)"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("help page lacks %q", want)
 		}
 	}
 }

@@ -239,7 +239,7 @@ func dashboardShares(t *testing.T, s aggregate.Snapshot) map[event.Stage]float64
 	m.Update(sizeMsg(200, 60))
 	m.Update(tickMsg{})
 	bd := breakdownOf(&m.frame.Snapshot, m.window, m.stat)
-	text := ansi.Strip(strings.Join(legend(newStyles(plainRenderer(), true), bd.segs, bd.total, legendFull, 400), "\n"))
+	text := ansi.Strip(strings.Join(first(legend(newStyles(plainRenderer(), true), bd.segs, bd.total, 3, "", 400)), "\n"))
 	out := make(map[event.Stage]float64)
 	for _, g := range legendShare.FindAllStringSubmatch(text, -1) {
 		out[event.Stage(g[1])] = percent(t, g[2]+"%")

@@ -139,3 +139,20 @@ func TestRenderSweepWithoutASuccess(t *testing.T) {
 		t.Errorf("panel shows an unmeasured figure as 0:\n%s", out)
 	}
 }
+
+// The sweep's header shows the step's clock and the whole sweep's, and
+// once the sweep is done, that it finished and how long it took.
+func TestSweepHeaderShowsTotalElapsed(t *testing.T) {
+	st := newStyles(plainRenderer(), true)
+	p, _ := sweepProgress(t)
+	p.Result.Steps[0].Start = t0
+	fr := Frame{Sweep: p}
+	fr.Snapshot.Now = t0.Add(70 * time.Second)
+	if got := ansi.Strip(headerTitle(st, &fr, headerState{}, 120)); !strings.Contains(got, "step 0:02 · total 1:10") {
+		t.Errorf("running: %q, want the step's and the total clock", got)
+	}
+	p.Current, p.Done, fr.Finished = nil, true, true
+	if got := ansi.Strip(headerTitle(st, &fr, headerState{}, 120)); !strings.Contains(got, "finished 1:10") || !strings.Contains(got, "q quit") {
+		t.Errorf("done: %q, want finished 1:10 and q quit", got)
+	}
+}

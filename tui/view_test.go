@@ -3,24 +3,46 @@ package tui
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/exp/golden"
 )
 
-// The main, requests, waterfall and help views at the smallest supported
-// size and a large one, from the synthetic session.
+// goldenSizes are the sizes every view is checked at: the smallest
+// supported terminal, two common ones and a large one.
+var goldenSizes = [][2]int{{80, 24}, {120, 40}, {160, 48}, {200, 50}}
+
+// The main, requests, waterfall and help views, a replay and a finished
+// run, at every golden size, from the synthetic session.
 func TestGolden(t *testing.T) {
-	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+	for _, size := range goldenSizes {
 		w, h := size[0], size[1]
-		m, _, _ := session(t, synthOpts{}, Options{Window: 1, Objectives: testSLO}, 150, w, h)
 		name := fmt.Sprintf("%dx%d", w, h)
+		m, s, feed := session(t, synthOpts{}, Options{Window: 1, Objectives: testSLO}, 150, w, h)
 		t.Run("main_"+name, func(t *testing.T) { golden.RequireEqual(t, m.View()) })
 		press(m, "tab")
 		t.Run("requests_"+name, func(t *testing.T) { golden.RequireEqual(t, m.View()) })
-		press(m, "enter")
+		press(m, "down", "down", "down", "enter") // a request that succeeded, with every stage
 		t.Run("waterfall_"+name, func(t *testing.T) { golden.RequireEqual(t, m.View()) })
 		press(m, "esc", "esc", "?")
 		t.Run("help_"+name, func(t *testing.T) { golden.RequireEqual(t, m.View()) })
+		press(m, "?")
+
+		fr := s.frame()
+		fr.Finished = true
+		feed.set(fr)
+		m.Update(tickMsg{})
+		t.Run("finished_"+name, func(t *testing.T) { golden.RequireEqual(t, m.View()) })
+
+		rf := &replayFeed{}
+		r := newModel(rf, Options{Window: 1, Objectives: testSLO}, plainRenderer())
+		r.Update(sizeMsg(w, h))
+		fr = s.frame()
+		fr.Playback = &Playback{Position: 150 * time.Second, Length: 10 * time.Minute, Speed: 10}
+		rf.set(fr)
+		r.Update(tickMsg{})
+		press(r, " ")
+		t.Run("replay_"+name, func(t *testing.T) { golden.RequireEqual(t, r.View()) })
 	}
 }
 

@@ -10,10 +10,14 @@ import (
 	"github.com/latscope/latscope/event"
 )
 
-// Waterfall geometry: a label column, the time axis, a value column.
+// Waterfall geometry: a label column, the time axis, a value column as
+// wide as the widest value up to wfValueMax, and the axis never narrower
+// than wfAxisMin. A provenance longer than its column wraps under itself.
 const (
-	wfLabelW = 15
-	wfValueW = 24
+	wfLabelW   = 15
+	wfValueMin = 24
+	wfValueMax = 48
+	wfAxisMin  = 30
 )
 
 // renderWaterfall draws one request on a shared time axis from its
@@ -23,22 +27,38 @@ const (
 // holds the decode numbers of a request whose chunks were thinned.
 func renderWaterfall(st *styles, r *event.Request, sum *decodeSummary, width, height int) []string {
 	total := durMS(max(r.E2E, r.TTFT, stagesEnd(r.Stages), stagesEnd(r.Breakdown)))
-	axisW := max(width-wfLabelW-wfValueW-2, 10)
+	valueW := wfValueMin
+	for _, s := range slices.Concat(r.Stages, r.Breakdown) {
+		num, prov := stageValue(s)
+		valueW = max(valueW, len(num)+1+visibleWidth(prov))
+	}
+	valueW = min(valueW, wfValueMax, max(width-wfLabelW-wfAxisMin-2, wfValueMin))
+	axisW := max(width-wfLabelW-valueW-2, 10)
 	scale := float64(axisW) / math.Max(total, 1e-3)
 
 	lines := []string{rule(st, waterfallTitle(st, r), width), fit(axisLine(total, axisW), width)}
 	row := func(label, bar, value string) {
 		lines = append(lines, fit(" "+fit(label, wfLabelW-1)+bar+" "+value, width))
 	}
+	// stageRow draws a stage; its provenance wraps under itself, at word
+	// boundaries, rather than lose its end (it is the waterfall's point).
+	stageRow := func(s event.StageTiming, at time.Duration) {
+		num, prov := stageValue(s)
+		parts := wrap(prov, max(valueW-len(num)-1, 8))
+		row(string(s.Stage), span(st, s.Stage, at, s.Duration, scale, axisW), num+" "+st.dim.Render(parts[0]))
+		for _, p := range parts[1:] {
+			row("", strings.Repeat(" ", axisW), strings.Repeat(" ", len(num)+1)+st.dim.Render(p))
+		}
+	}
 	var at time.Duration
 	for _, s := range r.Stages {
-		row(string(s.Stage), span(st, s.Stage, at, s.Duration, scale, axisW), stageValue(st, s))
+		stageRow(s, at)
 		at += s.Duration
 	}
 	at = 0
 	for _, s := range r.Breakdown {
 		if !slices.Contains(clientStageOrder, s.Stage) {
-			row(string(s.Stage), span(st, s.Stage, at, s.Duration, scale, axisW), stageValue(st, s))
+			stageRow(s, at)
 		}
 		at += s.Duration
 	}
@@ -124,12 +144,13 @@ func span(st *styles, stage event.Stage, at, d time.Duration, scale float64, w i
 	return strings.Repeat(" ", from) + st.stageStyle(stage).Render(strings.Repeat(glyph, to-from)) + strings.Repeat(" ", w-to)
 }
 
-func stageValue(st *styles, s event.StageTiming) string {
-	v := msUnit(durMS(s.Duration)) + " " + st.dim.Render(string(s.Provenance))
+// stageValue is a stage's duration and where it came from.
+func stageValue(s event.StageTiming) (num, prov string) {
+	prov = string(s.Provenance)
 	if s.Source != "" {
-		v += st.dim.Render(" (" + s.Source + ")")
+		prov += " (" + s.Source + ")"
 	}
-	return v
+	return msUnit(durMS(s.Duration)), prov
 }
 
 // ticks marks every cell a chunk arrived in along the decode; a gap of more

@@ -149,6 +149,9 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 	}
 	var wg sync.WaitGroup
 	feed := &attachFeed{}
+	if dashboard && len(agents) > 1 {
+		feed.fleet = newFleet(len(agents))
+	}
 	for i, a := range agents {
 		// Each agent is one timeline: its own pipeline and aggregator, on
 		// its own timestamps (Now nil).
@@ -159,6 +162,9 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 			m.observers = append(m.observers, snaps.Put)
 			m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
 			feed.agents = append(feed.agents, attachedFeed{client: a.client, feeds: feeds})
+			if feed.fleet != nil {
+				m.consumers = append(m.consumers, feed.fleet.tap())
+			}
 		} else {
 			line := statusLine(a.out)
 			m.observers = append(m.observers, func(s aggregate.Snapshot) {
@@ -367,11 +373,13 @@ func (l *lateRecording) failure() string {
 	return ""
 }
 
-// attachFeed drives the dashboard from several agents: the first agent's
-// session in the main panels, one TTFT bar per agent, and a status line for
-// every agent that is not streaming (connecting, reconnecting, failed).
+// attachFeed drives the dashboard from one agent or several: with several,
+// the fleet (every agent's requests in one aggregator) and one frame per
+// agent, which a key cycles, and a status line for every agent that is not
+// streaming (connecting, reconnecting, failed).
 type attachFeed struct {
 	agents []attachedFeed
+	fleet  *fleet // nil for a single agent
 }
 
 type attachedFeed struct {
@@ -392,24 +400,27 @@ func (f *attachFeed) ready() {
 func (f *attachFeed) Frame() (tui.Frame, uint64) {
 	var out tui.Frame
 	var version uint64
+	if f.fleet != nil {
+		out, version = f.fleet.frame()
+	}
 	for i, a := range f.agents {
 		fr, v := a.feed.Frame()
 		version += v
-		if i == 0 {
-			out = fr
-			out.Status = append([]string(nil), fr.Status...)
-		}
-		if len(f.agents) > 1 {
-			out.Sources = append(out.Sources, fr.Snapshot)
-		}
+		fr.Status = append([]string(nil), fr.Status...)
 		if st := a.client.Status(); st.State != agent.Streaming {
-			out.Status = append(out.Status, agentStatusLine(st))
+			fr.Status = append(fr.Status, agentStatusLine(st))
 		}
 		if a.rec != nil {
 			if msg := a.rec.failure(); msg != "" {
-				out.Status = append(out.Status, "agent "+a.client.Name()+": "+msg)
+				fr.Status = append(fr.Status, "agent "+a.client.Name()+": "+msg)
 			}
 		}
+		if f.fleet == nil && i == 0 {
+			out = fr
+			continue
+		}
+		out.Status = append(out.Status, fr.Status...)
+		out.Agents = append(out.Agents, fr)
 	}
 	return out, version
 }

@@ -84,8 +84,10 @@ func (d dashboardFeed) start(ctx context.Context, fan *pipeline.Fanout) func() e
 	return func() error { <-done; return nil }
 }
 
-// noticeFeed adds recent notices (the recorder falling behind, ...) to a
-// feed's status lines: nothing may print on stderr while the dashboard runs.
+// noticeFeed adds recent notices to a feed's frame: nothing may print on
+// stderr while the dashboard runs. Trouble (the recorder falling behind, a
+// failed write) goes with the warnings; news ("recording to run.lsr") is a
+// notice, shown only while nothing is wrong.
 type noticeFeed struct {
 	tui.Feed
 	notices *noticeBoard
@@ -94,11 +96,33 @@ type noticeFeed struct {
 func (n noticeFeed) Frame() (tui.Frame, uint64) {
 	f, v := n.Feed.Frame()
 	if lines := n.notices.recent(time.Now()); len(lines) > 0 {
-		f.Status = append(append([]string(nil), f.Status...), lines...)
+		f.Status = append([]string(nil), f.Status...)
+		f.Notices = append([]string(nil), f.Notices...)
+		for _, l := range lines {
+			if isTrouble(l) {
+				f.Status = append(f.Status, l)
+			} else {
+				f.Notices = append(f.Notices, l)
+			}
+		}
 	}
 	// A new notice is a new frame even when the run has ended and the
 	// feed's own version no longer moves (an export's closing count).
 	return f, v + n.notices.written()<<48
+}
+
+// troubleWords mark a notice that reports something wrong.
+var troubleWords = []string{"warning", "fail", "error", "behind", "not recorded", "lost", "refused", "dropped", "cannot", "could not"}
+
+// isTrouble reports whether a notice says something went wrong.
+func isTrouble(line string) bool {
+	l := strings.ToLower(line)
+	for _, w := range troubleWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // noticeBoard is an io.Writer that keeps the last lines written for a while,

@@ -24,6 +24,12 @@ type replayFeed struct {
 	cur       *replayRun
 	gen       uint64 // restarts so far: a new run's frames are new versions
 	paused    bool
+
+	// span is the recording's first and last event times, read once on
+	// its own goroutine (a large file takes a while); zero until then.
+	span     [2]time.Time
+	stopSpan context.CancelFunc
+	spanDone chan struct{}
 }
 
 // replayRun is one pass over the recording.
@@ -42,9 +48,47 @@ var (
 )
 
 func newReplayFeed(ctx context.Context, path string, speed float64) *replayFeed {
-	f := &replayFeed{path: path, speed: speed}
+	f := &replayFeed{path: path, speed: speed, spanDone: make(chan struct{})}
+	spanCtx, stop := context.WithCancel(ctx)
+	f.stopSpan = stop
+	go func() {
+		defer close(f.spanDone)
+		if first, last, err := recordingSpan(spanCtx, path); err == nil {
+			f.mu.Lock()
+			f.span = [2]time.Time{first, last}
+			f.gen++ // the length is news for the screen
+			f.mu.Unlock()
+		}
+	}()
 	f.cur = f.start(ctx, time.Time{}, false)
 	return f
+}
+
+// recordingSpan reads a recording through for its first and last event
+// times (events are stored in end order, so the last is the latest seen).
+func recordingSpan(ctx context.Context, path string) (first, last time.Time, err error) {
+	rd, err := recorder.Open(path)
+	if err != nil {
+		return first, last, err
+	}
+	defer rd.Close()
+	for ctx.Err() == nil {
+		ev, err := rd.Next()
+		if err != nil {
+			return first, last, nil // the end, or a torn tail: what was read stands
+		}
+		at := ev.Time()
+		if at.IsZero() {
+			continue
+		}
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	return first, last, ctx.Err()
 }
 
 // start begins a pass that plays from `from` (the zero time: the start).
@@ -70,12 +114,21 @@ func (f *replayFeed) start(ctx context.Context, from time.Time, paused bool) *re
 	return run
 }
 
-// Frame returns the current pass's frame.
+// Frame returns the current pass's frame with where the playhead is.
 func (f *replayFeed) Frame() (tui.Frame, uint64) {
 	f.mu.Lock()
-	cur, gen := f.cur, f.gen
+	cur, gen, span, paused := f.cur, f.gen, f.span, f.paused
 	f.mu.Unlock()
 	fr, v := cur.feed.Frame()
+	begin := fr.Snapshot.Now.Add(-fr.Snapshot.Elapsed) // the session's start
+	pb := &tui.Playback{Speed: f.speed, Paused: paused}
+	if at := cur.replay.Position(); !at.IsZero() && !fr.Snapshot.Now.IsZero() {
+		pb.Position = max(at.Sub(begin), 0)
+	}
+	if !span[1].IsZero() && !fr.Snapshot.Now.IsZero() {
+		pb.Length = max(span[1].Sub(begin), pb.Position)
+	}
+	fr.Playback = pb
 	return fr, gen<<40 | v
 }
 
@@ -121,5 +174,7 @@ func (f *replayFeed) Close() aggregate.Summary {
 	f.mu.Unlock()
 	cur.stop()
 	<-cur.done
+	f.stopSpan()
+	<-f.spanDone
 	return cur.summary
 }

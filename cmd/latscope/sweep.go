@@ -399,7 +399,7 @@ func (f *sweepFeed) follow(ctx context.Context, sub *pipeline.Subscription) func
 
 func (f *sweepFeed) Frame() (tui.Frame, uint64) {
 	p, v := f.progress.Get()
-	fr := tui.Frame{Sweep: &p}
+	fr := tui.Frame{Sweep: &p, Finished: p.Done}
 	f.mu.Lock()
 	if p.Current != nil {
 		f.last = p.Current.Snapshot

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/latscope/latscope/recorder"
+)
+
+// A replay's frames say where the playhead is, how long the recording is,
+// the speed, and, once it has played through, that it finished.
+func TestReplayFeedSaysWhereItIsAndWhenItEnds(t *testing.T) {
+	rec := tinyRecording(t, t.TempDir(), "a.lsr")
+	f := newReplayFeed(context.Background(), rec, recorder.MaxSpeed)
+	defer f.Close()
+	f.mu.Lock()
+	cur := f.cur
+	f.mu.Unlock()
+	for what, done := range map[string]chan struct{}{"the pass": cur.done, "the length scan": f.spanDone} {
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not end within 30 s", what)
+		}
+	}
+	fr, _ := f.Frame()
+	pb := fr.Playback
+	if pb == nil || !fr.Finished {
+		t.Fatalf("playback %+v, finished %v; want both", pb, fr.Finished)
+	}
+	// The recording's requests start once a second for 29 s and end 120 ms
+	// or so later: the playhead ends at the last, which is the length.
+	if pb.Length < 29*time.Second || pb.Length > 30*time.Second || pb.Position != pb.Length || pb.Speed != recorder.MaxSpeed {
+		t.Fatalf("position %v of %v at speed %v; want the end of a 29 s recording", pb.Position, pb.Length, pb.Speed)
+	}
+}

@@ -1,0 +1,147 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
+)
+
+// pick is the frame to show of full: the fleet (shown 0) or one agent's
+// (shown i+1), with the warnings and notices of all of them, and the
+// agents kept for the per-agent table.
+func pick(full Frame, shown int) Frame {
+	if shown <= 0 || shown > len(full.Agents) {
+		return full
+	}
+	fr := full.Agents[shown-1]
+	fr.Agents = full.Agents
+	fr.Status, fr.Notices = full.Status, full.Notices
+	return fr
+}
+
+// agentLabel names what the screen shows when attached to several agents:
+// "fleet · 3 agents" or "agent 2/3 east"; "" for a single source.
+func agentLabel(full *Frame, shown int) string {
+	n := len(full.Agents)
+	switch {
+	case n == 0:
+		return ""
+	case shown <= 0 || shown > n:
+		return fmt.Sprintf("fleet · %d agents", n)
+	}
+	return fmt.Sprintf("agent %d/%d %s", shown, n, agentName(&full.Agents[shown-1], shown-1))
+}
+
+func agentName(fr *Frame, i int) string {
+	if h := fr.Snapshot.Session; h != nil && h.Name != "" {
+		return h.Name
+	}
+	return "agent " + strconv.Itoa(i+1)
+}
+
+// requestAgents names the agent of each request the agents' samples hold,
+// for the requests filter's @agent: by record, as the fleet's sample holds
+// the same records, or else by ID and start (a thinned copy, see
+// sampleChunks, is another record of the same request).
+type requestAgents struct {
+	byRecord map[*event.Request]string
+	byKey    map[requestKey]string
+}
+
+func agentsOf(full *Frame) *requestAgents {
+	if len(full.Agents) == 0 {
+		return nil
+	}
+	out := &requestAgents{byRecord: map[*event.Request]string{}, byKey: map[requestKey]string{}}
+	for i := range full.Agents {
+		name := agentName(&full.Agents[i], i)
+		rs := &full.Agents[i].Requests
+		for _, list := range append(rs.Slowest[:], rs.Latest) {
+			for _, r := range list {
+				out.byRecord[r] = name
+				out.byKey[keyOf(r)] = name
+			}
+		}
+	}
+	return out
+}
+
+// of names r's agent; "" when unknown.
+func (a *requestAgents) of(r *event.Request) string {
+	if a == nil {
+		return ""
+	}
+	if name, ok := a.byRecord[r]; ok {
+		return name
+	}
+	return a.byKey[keyOf(r)]
+}
+
+type requestKey struct {
+	id    string
+	start int64
+}
+
+func keyOf(r *event.Request) requestKey { return requestKey{r.ID, r.Start.UnixNano()} }
+
+// agentTableLines is the per-agent table's height: a title and a line an agent.
+func agentTableLines(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return 1 + n
+}
+
+// renderAgents is the compact per-agent table of the main view: name,
+// load, ok/s, TTFT p50 and p99, errors and health, over the window; the
+// agent shown is marked.
+func renderAgents(st *styles, agents []Frame, shown int, w aggregate.Window, width int) []string {
+	if len(agents) == 0 {
+		return nil
+	}
+	lines := []string{rule(st, st.title.Render("agents")+st.dim.Render(" · "+w.String()+" · ttft p50/p99 · a cycles fleet and agents"), width)}
+	for i := range agents {
+		fr := &agents[i]
+		s := &fr.Snapshot
+		win := &s.Windows[w]
+		okPerSec := 0.0
+		if win.Span > 0 {
+			okPerSec = float64(win.OK) / win.Span.Seconds()
+		}
+		errs := "0"
+		if win.Sent > 0 {
+			errs = pct(float64(win.Errors) / float64(win.Sent))
+		}
+		ld := ""
+		if h := s.Session; h != nil {
+			ld = load(h, s.Probe)
+		}
+		ttft := "-"
+		if win.TTFT.Count > 0 {
+			ttft = ms(win.TTFT.P50) + " / " + ms(win.TTFT.P99)
+		}
+		health := st.good.Render("streaming")
+		if len(fr.Status) > 0 {
+			prefix := "agent " + agentName(fr, i) + ": "
+			var says []string
+			for _, line := range fr.Status {
+				says = append(says, strings.TrimPrefix(line, prefix))
+			}
+			health = st.bad.Render(strings.Join(says, "; "))
+		}
+		mark := "  "
+		if i+1 == shown {
+			mark = st.key.Render("▸ ")
+		}
+		line := mark + fit(agentName(fr, i), 12) + " "
+		if width >= 110 { // the load goes first when space runs short
+			line += fit(ld, 20) + " "
+		}
+		line += fmt.Sprintf("ok %6s/s  ttft %-15s err %-6s ", rate(okPerSec), ttft+" ms", errs) + health
+		lines = append(lines, fit(line, width))
+	}
+	return lines
+}
