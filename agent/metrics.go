@@ -42,7 +42,23 @@ const (
 	MetricServerWaiting = "latscope_server_requests_waiting"
 	MetricServerRunning = "latscope_server_requests_running"
 	MetricServerKVCache = "latscope_server_kv_cache_usage_ratio"
+	// Requests that met every per-request latency objective of the agent's
+	// --slo (aggregate.GoodRequest): the goodput's numerator. Exported only
+	// when --slo sets such an objective; without one no request is judged.
+	MetricGoodRequests = "latscope_requests_good_total"
+	// Always 1; its labels say who this agent is (name, region, shard) and
+	// which objectives judged its good requests (slo), so a query can join
+	// them onto the other series.
+	MetricAgentInfo = "latscope_agent_info"
 )
+
+// Identity says who an agent is, on its latscope_agent_info series.
+type Identity struct {
+	Name   string // as on dashboards (--name)
+	Region string // where it measures from (--region)
+	Shard  string // "i/N" when it sends one share of a fleet's load
+	SLO    string // the objectives its good requests met (--slo)
+}
 
 var histogramFamilies = []string{MetricTTFT, MetricITL, MetricTPOT, MetricE2E, MetricStage, MetricBreakdown}
 
@@ -57,6 +73,7 @@ func MetricNames() []string {
 		MetricClients, MetricConnections, MetricClientsDropped, MetricGaps,
 		MetricEventsDropped, MetricUnauthorized, MetricUptime, MetricEventsLost,
 		MetricServerWaiting, MetricServerRunning, MetricServerKVCache,
+		MetricGoodRequests, MetricAgentInfo,
 	}
 	for _, h := range histogramFamilies {
 		names = append(names, h, h+"_bucket", h+"_sum", h+"_count")
@@ -78,6 +95,8 @@ type metrics struct {
 	outputTokens         prometheus.Counter
 	promptTokens         prometheus.Counter
 	inFlight             prometheus.Gauge
+	good                 prometheus.Counter          // nil without per-request objectives
+	isGood               func(r *event.Request) bool // the goodput's rule, from aggregate
 
 	events        *prometheus.CounterVec
 	eventsInvalid prometheus.Counter
@@ -111,9 +130,22 @@ func scale(lo, hi float64) []float64 {
 	}
 }
 
-func newMetrics(ring *ring, uptime func() time.Duration) *metrics {
+// Native (sparse) histograms beside the classic buckets: a Prometheus that
+// scrapes them (--enable-feature=native-histograms, scrape_classic_histograms
+// to keep both) gets buckets about 10% wide wherever the latencies fall,
+// where the classic 1-2.5-5 buckets are up to 2.5x wide. Other scrapers see
+// the classic buckets only.
+const (
+	nativeBucketFactor = 1.1
+	nativeMaxBuckets   = 160
+	nativeMinReset     = time.Hour
+)
+
+func newMetrics(ring *ring, uptime func() time.Duration, id Identity, isGood func(*event.Request) bool) *metrics {
 	hist := func(name, help string, b []float64) prometheus.Histogram {
-		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b})
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b,
+			NativeHistogramBucketFactor: nativeBucketFactor, NativeHistogramMaxBucketNumber: nativeMaxBuckets,
+			NativeHistogramMinResetDuration: nativeMinReset})
 	}
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
@@ -167,6 +199,16 @@ func newMetrics(ring *ring, uptime func() time.Duration) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: MetricUptime, Help: "Seconds since the agent started."},
 			func() float64 { return uptime().Seconds() }),
 	)
+	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricAgentInfo,
+		Help:        "Always 1: who this agent is (name, region, shard) and the objectives its good requests met (slo).",
+		ConstLabels: prometheus.Labels{"name": id.Name, "region": id.Region, "shard": id.Shard, "slo": id.SLO}})
+	info.Set(1)
+	m.reg.MustRegister(info)
+	if isGood != nil {
+		m.isGood = isGood
+		m.good = counter(MetricGoodRequests, "Requests that met every per-request latency objective of --slo (the goodput's rule); failed requests never do.")
+		m.reg.MustRegister(m.good)
+	}
 	return m
 }
 
@@ -197,6 +239,9 @@ func (m *metrics) observeRequest(r *event.Request) {
 	m.requests.WithLabelValues(string(r.Outcome)).Inc()
 	m.outputTokens.Add(float64(max(r.OutputTokens, 0)))
 	m.promptTokens.Add(float64(max(r.PromptTokens, 0)))
+	if m.good != nil && m.isGood(r) {
+		m.good.Inc()
+	}
 	if !r.OK() {
 		return
 	}

@@ -22,7 +22,9 @@ import (
 func TestMetricsParseAndExportExactlyTheDocumentedNames(t *testing.T) {
 	t.Parallel()
 	clock := newManualClock()
-	a := startAgent(t, Config{Listen: ListenConfig{Token: rightToken}, Ring: RingConfig{MaxEvents: 3}, Now: clock.Now})
+	a := startAgent(t, Config{Listen: ListenConfig{Token: rightToken}, Ring: RingConfig{MaxEvents: 3}, Now: clock.Now,
+		Identity: Identity{Name: "rack-7", Region: "eu-west", Shard: "1/3", SLO: "ttft.p99<2s"},
+		Good:     func(r *event.Request) bool { return r.OK() }})
 	failed := requestEvent(2)
 	failed.Request.Outcome, failed.Request.OutputTokens = event.OutcomeTimeout, 7
 	warm := requestEvent(3)
@@ -104,6 +106,8 @@ func TestMetricsParseAndExportExactlyTheDocumentedNames(t *testing.T) {
 		{MetricRingEvents, nil, gaugeValue, 3},
 		{MetricUptime, nil, gaugeValue, 90},
 		{MetricEventsLost, map[string]string{"consumer": "recorder"}, counterValue, 5},
+		{MetricGoodRequests, nil, counterValue, 1},
+		{MetricAgentInfo, map[string]string{"name": "rack-7", "region": "eu-west", "shard": "1/3", "slo": "ttft.p99<2s"}, gaugeValue, 1},
 	}
 	for _, c := range checks {
 		m := find(families[c.family], c.labels)
@@ -236,3 +240,49 @@ next:
 func counterValue(m *dto.Metric) float64 { return m.GetCounter().GetValue() }
 func gaugeValue(m *dto.Metric) float64   { return m.GetGauge().GetValue() }
 func histCount(m *dto.Metric) float64    { return float64(m.GetHistogram().GetSampleCount()) }
+
+// A scraper that asks for protobuf gets each latency histogram twice over:
+// native buckets (a schema and spans) and the classic ones, so a Prometheus
+// with native histograms on keeps fine buckets and one without still sums
+// the classic ones across agents.
+func TestLatencyHistogramsAreNativeAndClassic(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, Config{Listen: ListenConfig{Token: rightToken}})
+	publishAll(t, a.Server, sessionEvent("rack-7"), requestEvent(1))
+	req, err := http.NewRequest(http.MethodGet, a.url+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+rightToken)
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeProtoDelim)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
+	families := map[string]*dto.MetricFamily{}
+	for {
+		var f dto.MetricFamily
+		if err := dec.Decode(&f); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decode /metrics as protobuf: %v", err)
+		}
+		families[f.GetName()] = &f
+	}
+	for _, name := range []string{MetricTTFT, MetricITL, MetricTPOT, MetricE2E} {
+		f := families[name]
+		if f == nil || len(f.GetMetric()) != 1 {
+			t.Errorf("%s: missing", name)
+			continue
+		}
+		h := f.GetMetric()[0].GetHistogram()
+		if h.Schema == nil || len(h.GetPositiveSpan()) == 0 {
+			t.Errorf("%s: no native buckets (schema %v, spans %v)", name, h.Schema, h.GetPositiveSpan())
+		}
+		if len(h.GetBucket()) < 10 {
+			t.Errorf("%s: %d classic buckets, want the 1-2.5-5 scale", name, len(h.GetBucket()))
+		}
+	}
+}

@@ -62,6 +62,7 @@ type LoadConfig struct {
 	// MaxInFlight bounds open-loop requests in flight (default 10000).
 	MaxInFlight int
 	Seed        int64  // the schedule's seed (prompts have their own)
+	Shard       Shard  // this agent's share of a fleet's load (shard.go)
 	RunID       string // used in request ids; default 8 random hex digits
 
 	Stall        StallConfig
@@ -189,8 +190,11 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 		}
 		r.pacer = p
 	}
-	if cfg.Requests > 0 {
-		r.total = uint64(cfg.Requests) + uint64(cfg.Warmup)
+	if err := r.applyShard(); err != nil {
+		return nil, err
+	}
+	if r.cfg.Requests > 0 {
+		r.total = uint64(r.cfg.Requests) + uint64(r.cfg.Warmup)
 	}
 	r.runID = cfg.RunID
 	if r.runID == "" {

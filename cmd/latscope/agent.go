@@ -12,6 +12,7 @@ import (
 	"github.com/latscope/latscope/agent"
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/probe"
 )
 
 func newAgentCmd() *cobra.Command {
@@ -20,6 +21,8 @@ func newAgentCmd() *cobra.Command {
 		target    string
 		listen    agent.ListenConfig
 		name      string
+		region    string
+		shard     string
 		ringSize  int
 		ringAge   time.Duration
 		ringBytes int64
@@ -56,9 +59,26 @@ It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
 				listen.Token = os.Getenv(agent.TokenEnv)
 			}
 			f.untilStopped, f.noTUI = true, true
+			sh, err := probe.ParseShard(shard)
+			if err != nil {
+				return fmt.Errorf("--shard: %w", err)
+			}
+			if sh.Count > 1 && !f.seed.given {
+				return fmt.Errorf("--shard %s: give every agent of the fleet the same --seed, so that their shares make one schedule", sh)
+			}
+			f.shard = sh
+			if name == "" {
+				name, _ = os.Hostname()
+			}
+			objectives, err := aggregate.ParseSLO(f.slo)
+			if err != nil {
+				return err
+			}
 			return runAgent(cmd, target, &f, agent.Config{
 				Listen: listen, Ring: agent.RingConfig{MaxEvents: ringSize, MaxAge: ringAge, MaxBytes: ringBytes},
-				Logger: agentLogger(quietLogs),
+				Logger:   agentLogger(quietLogs),
+				Identity: agent.Identity{Name: name, Region: region, Shard: sh.String(), SLO: f.slo},
+				Good:     aggregate.GoodRequest(objectives),
 			}, name, linger)
 		},
 	}
@@ -70,6 +90,8 @@ It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
 	fl.StringVar(&listen.TLSCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	fl.StringVar(&listen.TLSKey, "tls-key", "", "the certificate's private key (PEM)")
 	fl.StringVar(&name, "name", "", "this agent's name on dashboards (default: the host name)")
+	fl.StringVar(&region, "region", "", "where this agent measures from (a zone or region), on its latscope_agent_info series")
+	fl.StringVar(&shard, "shard", "", "i/N: send the i-th of N shares (0-based) of a fleet's load; every agent of the fleet gets the same load flags and --seed")
 	fl.IntVar(&ringSize, "ring-events", 0, "events kept for clients that reconnect (default 10000)")
 	fl.DurationVar(&ringAge, "ring-age", 0, "how long events are kept for clients that reconnect (default 10m)")
 	fl.Int64Var(&ringBytes, "ring-bytes", 0, fmt.Sprintf("the most bytes of encoded events kept for clients that reconnect (default %d, 32 MiB); the ring is most of an agent's memory, so raising it raises the agent's resident set by as much", agent.DefaultRingBytes))

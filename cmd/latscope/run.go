@@ -50,6 +50,7 @@ type loadFlags struct {
 	timeout                time.Duration
 	maxEventBytes          int
 	seed                   seedFlag
+	shard                  probe.Shard // an agent's share of a fleet's load (agent --shard)
 	caCert                 string
 	insecure               bool
 
