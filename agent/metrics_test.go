@@ -30,7 +30,7 @@ func TestMetricsParseAndExportExactlyTheDocumentedNames(t *testing.T) {
 	warm := requestEvent(3)
 	warm.Request.Warmup = true
 	publishAll(t, a.Server, sessionEvent("rack-7"), requestEvent(1), failed, warm,
-		event.NewProbe(&event.ProbeSample{Time: t0, InFlight: 12, CPUPercent: 3}))
+		event.NewProbe(&event.ProbeSample{Time: t0, InFlight: 12, CPUPercent: 3, Limited: true, SchedLagP99: 250 * time.Millisecond}))
 	if err := a.Publish(event.Event{Kind: event.KindRequest}); err == nil {
 		t.Fatal("an event without its payload was published")
 	}
@@ -97,6 +97,8 @@ func TestMetricsParseAndExportExactlyTheDocumentedNames(t *testing.T) {
 		{MetricStage, map[string]string{"stage": "wait_headers"}, histCount, 1},
 		{MetricBreakdown, map[string]string{"stage": "queue", "provenance": "server"}, histCount, 1},
 		{MetricInFlight, nil, gaugeValue, 12},
+		{MetricProbeLimited, nil, gaugeValue, 1},
+		{MetricSchedLag, nil, gaugeValue, 0.25},
 		{MetricEvents, map[string]string{"kind": "request"}, counterValue, 3},
 		{MetricEventsInvalid, nil, counterValue, 1},
 		{MetricUnauthorized, map[string]string{"path": "/metrics"}, counterValue, 1},
@@ -107,7 +109,7 @@ func TestMetricsParseAndExportExactlyTheDocumentedNames(t *testing.T) {
 		{MetricUptime, nil, gaugeValue, 90},
 		{MetricEventsLost, map[string]string{"consumer": "recorder"}, counterValue, 5},
 		{MetricGoodRequests, nil, counterValue, 1},
-		{MetricAgentInfo, map[string]string{"name": "rack-7", "region": "eu-west", "shard": "1/3", "slo": "ttft.p99<2s"}, gaugeValue, 1},
+		{MetricAgentInfo, map[string]string{"agent_name": "rack-7", "agent_region": "eu-west", "agent_shard": "1/3", "slo": "ttft.p99<2s"}, gaugeValue, 1},
 	}
 	for _, c := range checks {
 		m := find(families[c.family], c.labels)
