@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,7 +45,10 @@ whose ids go backwards are dropped as duplicates, said and counted. An
 attach that reached no agent exits 1, naming each and its last error.
 
 With several agents, --record FILE writes one file per agent (FILE with the
-agent's name before the extension).`,
+agent's name before the extension), and the headless output (--no-tui) adds
+the fleet: every agent's requests merged into one distribution, exact (never
+an average of the agents' percentiles). --json prints
+{"fleet": <summary>, "agents": {"<name>": <summary>, ...}, "connections": {...}}.`,
 		Example: `  latscope attach http://127.0.0.1:7070
   latscope attach https://gpu-1:7070 https://gpu-2:7070 --token "$LATSCOPE_TOKEN" --ca ca.pem
   latscope attach --agents fleet.txt --no-tui --json`,
@@ -146,6 +148,10 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 	}
 	var wg sync.WaitGroup
 	feed := &attachFeed{}
+	var fleet *fleetMerge // headless: the agents' requests merged, exactly
+	if !dashboard {
+		fleet = startFleetMerge()
+	}
 	for i, a := range agents {
 		// Each agent is one timeline: its own pipeline and aggregator, on
 		// its own timestamps (Now nil).
@@ -157,6 +163,7 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 			m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
 			feed.agents = append(feed.agents, attachedFeed{client: a.client, feeds: feeds})
 		} else {
+			m.consumers = append(m.consumers, fleet.tap())
 			line := statusLine(a.out)
 			m.observers = append(m.observers, func(s aggregate.Snapshot) {
 				st := a.client.Status()
@@ -195,9 +202,13 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 		}
 	}
 	wg.Wait()
+	var fleetSummary aggregate.Summary
+	if fleet != nil {
+		fleetSummary = fleet.finish()
+	}
 	unreached := neverConnected(agents)
 	if jsonOut {
-		if err := writeAttachJSON(cmd.OutOrStdout(), agents); err != nil {
+		if err := writeAttachJSON(cmd.OutOrStdout(), fleetSummary, agents); err != nil {
 			return err
 		}
 		return attachOutcome(agents, unreached)
@@ -210,6 +221,13 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 		fmt.Fprintf(cmd.OutOrStdout(), "== agent %s (%s)\n", a.client.Name(), a.url)
 		if err := aggregate.WriteTable(cmd.OutOrStdout(), a.summary); err != nil {
 			return fmt.Errorf("write the summary: %w", err)
+		}
+		fmt.Fprintln(cmd.OutOrStdout())
+	}
+	if fleet != nil && len(agents)-len(unreached) > 1 {
+		fmt.Fprintf(cmd.OutOrStdout(), "== fleet: %d agents' requests merged\n", len(agents)-len(unreached))
+		if err := aggregate.WriteTable(cmd.OutOrStdout(), fleetSummary); err != nil {
+			return fmt.Errorf("write the fleet's summary: %w", err)
 		}
 		fmt.Fprintln(cmd.OutOrStdout())
 	}
@@ -251,36 +269,6 @@ func attachOutcome(agents []*attached, unreached []string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func writeAttachJSON(w io.Writer, agents []*attached) error {
-	type entry struct {
-		Agent string `json:"agent"`
-		URL   string `json:"url"`
-		// Connections counts the connections made; 0: never reached, and
-		// Error says why.
-		Connections int64             `json:"connections"`
-		Error       string            `json:"error,omitempty"`
-		Summary     aggregate.Summary `json:"summary"`
-	}
-	out := make([]entry, 0, len(agents))
-	for _, a := range agents {
-		st := a.client.Status()
-		e := entry{Agent: a.client.Name(), URL: a.url, Connections: st.Connections, Summary: a.summary}
-		switch {
-		case a.err != nil:
-			e.Error = a.err.Error()
-		case st.Connections == 0:
-			e.Error = "never connected: " + lastError(st)
-		}
-		out = append(out, e)
-	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode the summaries: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
 }
 
 // prefixWriter prefixes each write (one status line) and serialises writers.
