@@ -64,16 +64,8 @@ func TestFleetOnPrometheus(t *testing.T) {
 	simURL := "http://" + sim.waitFor(t, regexp.MustCompile(`on http://(\S+)`), time.Minute)[1]
 
 	agents := []*fleetAgent{{name: "agent-a", region: "eu-west"}, {name: "agent-b", region: "eu-west"}, {name: "agent-c", region: "us-east"}}
-	serving := regexp.MustCompile(`serving http://(\S+)/events`)
-	procs := make([]*process, len(agents))
-	for i, a := range agents {
-		a.record = filepath.Join(dir, a.name+".lsr")
-		procs[i] = start(t, a.name, bin, "agent", "--url", simURL, "--listen", "127.0.0.1:0", "--token", token,
-			"--name", a.name, "--region", a.region, "--shard", fmt.Sprintf("%d/%d", i, len(agents)), "--seed", "7",
-			"--rate", "15", "--duration", "20s", "--prompt-tokens", "256", "--output-tokens", "32",
-			"--slo", "ttft.p99<2s,itl.p99<200ms", "--record", a.record, "--no-gpu", "--quiet", "--linger", "10m")
-		a.addr = procs[i].waitFor(t, serving, time.Minute)[1]
-	}
+	procs := startShards(t, bin, simURL, dir, token, agents, "--rate", "15", "--duration", "20s",
+		"--slo", "ttft.p99<2s,itl.p99<200ms")
 
 	promAddr := freeAddr(t)
 	cfg := staticConfig(t, dir, tokenFile, agents)
@@ -88,7 +80,7 @@ func TestFleetOnPrometheus(t *testing.T) {
 	for i := range agents {
 		procs[i].waitFor(t, regexp.MustCompile(`session over`), 2*time.Minute)
 	}
-	merged := readRecordings(t, agents)
+	merged := readRecordings(t, agents...)
 	if merged.ok < 200 {
 		t.Fatalf("only %d successful requests in the recordings: the sim or the agents did not keep up", merged.ok)
 	}
@@ -132,6 +124,74 @@ func TestFleetOnPrometheus(t *testing.T) {
 	}
 }
 
+// Three agents sharing a load (--shard i/3, one --seed, one --start-at)
+// send what one agent at the whole rate sends right after: counts within
+// 1%, TTFT p50 and p99 within 5% (the issue's acceptance).
+func TestShardsSendOneAgentsLoad(t *testing.T) {
+	bin := buildLatscope(t)
+	dir := t.TempDir()
+	sim := start(t, "sim", bin, "sim", "--listen", "127.0.0.1:0")
+	simURL := "http://" + sim.waitFor(t, regexp.MustCompile(`on http://(\S+)`), time.Minute)[1]
+	load := []string{"--rate", "12", "--duration", "30s"}
+
+	shards := []*fleetAgent{{name: "shard-0"}, {name: "shard-1"}, {name: "shard-2"}}
+	for _, p := range startShards(t, bin, simURL, dir, "t", shards, load...) {
+		p.waitFor(t, regexp.MustCompile(`session over`), 2*time.Minute)
+	}
+	fleet := readRecordings(t, shards...)
+	whole := &fleetAgent{name: "whole"}
+	for _, p := range startShards(t, bin, simURL, dir, "t", []*fleetAgent{whole}, load...) {
+		p.waitFor(t, regexp.MustCompile(`session over`), 2*time.Minute)
+	}
+	one := readRecordings(t, whole)
+
+	t.Logf("three shards: %d requests, TTFT p50 %.1f ms p99 %.1f ms; one agent: %d requests, TTFT p50 %.1f ms p99 %.1f ms",
+		fleet.requests, 1000*nearestRank(fleet.ttft, 0.5), 1000*nearestRank(fleet.ttft, 0.99),
+		one.requests, 1000*nearestRank(one.ttft, 0.5), 1000*nearestRank(one.ttft, 0.99))
+	if d := math.Abs(float64(fleet.requests-one.requests)) / float64(one.requests); d > 0.01 {
+		t.Errorf("three shards sent %d requests, one agent %d: %.1f%% apart, want within 1%%", fleet.requests, one.requests, 100*d)
+	}
+	// The premise is a host that keeps pace with four probes and the
+	// simulator; where the probes said they were the bottleneck, say so.
+	pace := ""
+	if n := fleet.probeLimits + one.probeLimits; n > 0 {
+		pace = fmt.Sprintf(" (the probes said %d times that they, not the server, were the bottleneck: this host did not keep pace)", n)
+	}
+	for _, q := range []float64{0.5, 0.99} {
+		f, o := nearestRank(fleet.ttft, q), nearestRank(one.ttft, q)
+		if d := math.Abs(f-o) / o; d > 0.05 {
+			t.Errorf("TTFT p%g: three shards %.1f ms, one agent %.1f ms: %.1f%% apart, want within 5%%%s", 100*q, 1000*f, 1000*o, 100*d, pace)
+		}
+	}
+}
+
+// startShards starts one agent per entry of agents against simURL, agent i
+// with --shard i/N (N: len(agents), unsharded when 1), the same --seed and
+// a --start-at a little ahead so their shares make one schedule; it returns
+// once each serves, with its address set.
+func startShards(t *testing.T, bin, simURL, dir, token string, agents []*fleetAgent, load ...string) []*process {
+	t.Helper()
+	serving := regexp.MustCompile(`serving http://(\S+)/events`)
+	startAt := time.Now().Add(15 * time.Second).UTC().Format(time.RFC3339)
+	procs := make([]*process, len(agents))
+	for i, a := range agents {
+		a.record = filepath.Join(dir, a.name+".lsr")
+		args := []string{"agent", "--url", simURL, "--listen", "127.0.0.1:0", "--token", token,
+			"--name", a.name, "--seed", "7", "--start-at", startAt,
+			"--prompt-tokens", "256", "--output-tokens", "32",
+			"--record", a.record, "--no-gpu", "--quiet", "--linger", "10m"}
+		if a.region != "" {
+			args = append(args, "--region", a.region)
+		}
+		if len(agents) > 1 {
+			args = append(args, "--shard", fmt.Sprintf("%d/%d", i, len(agents)))
+		}
+		procs[i] = start(t, a.name, bin, append(args, load...)...)
+		a.addr = procs[i].waitFor(t, serving, time.Minute)[1]
+	}
+	return procs
+}
+
 // staticConfig writes deploy/prometheus/static.yaml with the test's targets,
 // token file and deploy/'s rule files, scraping and evaluating every second.
 func staticConfig(t *testing.T, dir, tokenFile string, agents []*fleetAgent) string {
@@ -163,10 +223,11 @@ func staticConfig(t *testing.T, dir, tokenFile string, agents []*fleetAgent) str
 // merged is what the three recordings hold together.
 type merged struct {
 	requests, ok int
+	probeLimits  int // probe_limit markers: the probe, not the server, was the bottleneck
 	ttft         []float64 // seconds, successful requests (as the agents' histograms take them)
 }
 
-func readRecordings(t *testing.T, agents []*fleetAgent) merged {
+func readRecordings(t *testing.T, agents ...*fleetAgent) merged {
 	t.Helper()
 	var m merged
 	for _, a := range agents {
@@ -181,6 +242,9 @@ func readRecordings(t *testing.T, agents []*fleetAgent) merged {
 			}
 			if err != nil {
 				t.Fatalf("%s: %v", a.record, err)
+			}
+			if ev.Marker != nil && ev.Marker.Kind == event.MarkerProbeLimit {
+				m.probeLimits++
 			}
 			req := ev.Request
 			if ev.Kind != event.KindRequest || req == nil || req.Warmup {

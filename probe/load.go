@@ -64,6 +64,9 @@ type LoadConfig struct {
 	Seed        int64  // the schedule's seed (prompts have their own)
 	Shard       Shard  // this agent's share of a fleet's load (shard.go)
 	RunID       string // used in request ids; default 8 random hex digits
+	// StartAt, when set and still ahead, is when the run begins: the
+	// shards of a fleet started at one time send one schedule together.
+	StartAt time.Time
 
 	Stall        StallConfig
 	Limits       ProbeLimits
@@ -244,6 +247,7 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 	if !r.started.CompareAndSwap(false, true) {
 		return errors.New("run: a runner runs once")
 	}
+	r.waitForStart(ctx) // a Ctrl-C meanwhile ends the run below, at once
 	began := time.Now()
 
 	// reqCtx cancels requests in flight; sendCtx, its child, ends

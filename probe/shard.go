@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -78,6 +79,15 @@ var _ Pacer = ShardPacer{}
 // Pace implements Pacer.
 func (p ShardPacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
 	return p.Whole.Pace(elapsed, hits*uint64(p.Shard.Count)+uint64(p.Shard.Index))
+}
+
+// waitForStart waits until StartAt, or until ctx ends. A StartAt already
+// past starts at once: an agent that came late (a restarted pod) sends its
+// share of the schedule from its own start, not a burst to catch up.
+func (r *Runner) waitForStart(ctx context.Context) {
+	if wait := time.Until(r.cfg.StartAt); !r.cfg.StartAt.IsZero() && wait > 0 {
+		r.pause(ctx, wait)
+	}
 }
 
 // applyShard narrows the Runner to its shard of the load, once its pacer

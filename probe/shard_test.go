@@ -111,3 +111,24 @@ func TestRunnerTakesItsShare(t *testing.T) {
 		t.Error("shard 2/3 of 2 streams: no error, want one saying none are left")
 	}
 }
+
+// A run given a start time waits for it (on the Runner's pause, which the
+// test holds), and one whose start time is past begins at once.
+func TestRunWaitsForItsStartTime(t *testing.T) {
+	var waited []time.Duration
+	r, err := NewRunner(nopDoer{}, LoadConfig{Concurrency: 1, StartAt: time.Now().Add(time.Hour)}, loadTestPrompts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.pause = func(_ context.Context, d time.Duration) bool { waited = append(waited, d); return true }
+	r.waitForStart(t.Context())
+	if len(waited) != 1 || waited[0] < 59*time.Minute || waited[0] > time.Hour {
+		t.Errorf("waited %v for a start an hour ahead", waited)
+	}
+	waited = nil
+	r.cfg.StartAt = time.Now().Add(-time.Minute)
+	r.waitForStart(t.Context())
+	if len(waited) != 0 {
+		t.Errorf("waited %v for a start already past", waited)
+	}
+}

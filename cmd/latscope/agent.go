@@ -23,6 +23,7 @@ func newAgentCmd() *cobra.Command {
 		name      string
 		region    string
 		shard     string
+		startAt   string
 		ringSize  int
 		ringAge   time.Duration
 		ringBytes int64
@@ -67,6 +68,11 @@ It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
 				return fmt.Errorf("--shard %s: give every agent of the fleet the same --seed, so that their shares make one schedule", sh)
 			}
 			f.shard = sh
+			if startAt != "" {
+				if f.startAt, err = time.Parse(time.RFC3339, startAt); err != nil {
+					return fmt.Errorf("--start-at %q: want a time such as 2026-12-02T01:30:00Z", startAt)
+				}
+			}
 			if name == "" {
 				name, _ = os.Hostname()
 			}
@@ -91,6 +97,7 @@ It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
 	fl.StringVar(&listen.TLSKey, "tls-key", "", "the certificate's private key (PEM)")
 	fl.StringVar(&name, "name", "", "this agent's name on dashboards (default: the host name)")
 	fl.StringVar(&region, "region", "", "where this agent measures from (a zone or region), on its latscope_agent_info series")
+	fl.StringVar(&startAt, "start-at", "", "begin the load at this time (RFC 3339, e.g. 2026-12-02T01:30:00Z), so a fleet's shards send one schedule together; a time already past starts at once")
 	fl.StringVar(&shard, "shard", "", "i/N: send the i-th of N shares (0-based) of a fleet's load; every agent of the fleet gets the same load flags and --seed")
 	fl.IntVar(&ringSize, "ring-events", 0, "events kept for clients that reconnect (default 10000)")
 	fl.DurationVar(&ringAge, "ring-age", 0, "how long events are kept for clients that reconnect (default 10m)")

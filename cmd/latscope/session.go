@@ -133,7 +133,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	s.client = client
 	runner, err := probe.NewRunner(client, probe.LoadConfig{
 		Concurrency: f.concurrency, Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness,
-		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: seed, Shard: f.shard,
+		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: seed, Shard: f.shard, StartAt: f.startAt,
 		Steps: f.loadSteps, RepeatSteps: f.repeatSteps,
 		Trace: f.traceLoad, TraceSpeed: f.traceSpeed,
 	}, prompts)
