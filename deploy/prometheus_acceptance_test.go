@@ -223,7 +223,7 @@ func staticConfig(t *testing.T, dir, tokenFile string, agents []*fleetAgent) str
 // merged is what the three recordings hold together.
 type merged struct {
 	requests, ok int
-	probeLimits  int // probe_limit markers: the probe, not the server, was the bottleneck
+	probeLimits  int       // probe_limit markers: the probe, not the server, was the bottleneck
 	ttft         []float64 // seconds, successful requests (as the agents' histograms take them)
 }
 
