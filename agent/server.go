@@ -108,6 +108,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("/metrics", s.authorized("/metrics",
 		promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})))
 	s.mux.HandleFunc("/healthz", s.serveHealth)
+	s.mux.HandleFunc(ClockPath, s.serveClock)
 	return s, nil
 }
 

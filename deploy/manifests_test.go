@@ -281,8 +281,10 @@ func TestFleetJobShardsByCompletionIndex(t *testing.T) {
 	if !slices.Contains(c.Args, want) {
 		t.Errorf("Job %s: args %v lack %s", j.Metadata.Name, c.Args, want)
 	}
-	if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--seed=") }) {
-		t.Errorf("Job %s: no --seed: the shards would draw different schedules", j.Metadata.Name)
+	for _, flag := range []string{"--seed=", "--start-at="} {
+		if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, flag) }) {
+			t.Errorf("Job %s: no %s: the shards would not send one schedule together", j.Metadata.Name, flag)
+		}
 	}
 }
 

@@ -34,8 +34,10 @@ func newAttachCmd() *cobra.Command {
 		Short: "The dashboard for remote agents: watch one or several `latscope agent`s",
 		Long: `attach streams the events of one or more agents (latscope agent) and
 aggregates them here. Each agent's events are aggregated on the agent's own
-timestamps, one timeline per agent: two machines' clocks differ, so latscope
-never mixes one agent's times with another's or with this machine's clock.
+timestamps, one timeline per agent. The fleet's summary (--no-tui) merges
+every agent's requests on this machine's clock: attach estimates each
+agent's clock offset from timestamped pings (NTP-style), says it, warns
+above 50 ms, and moves the agent's requests by it.
 
 A dropped connection is retried with backoff and resumed from the last event
 received; nothing the agent's replay ring still holds is lost, and anything
@@ -122,6 +124,9 @@ type attached struct {
 	// Headless only: its lines on stderr, and what goes wrong with it.
 	out   io.Writer
 	watch *attachWatch
+	// Headless only: its clock's offset, set by its fleet tap once the
+	// agent answered; nil until then.
+	clock *clockEstimate
 }
 
 func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, record string, jsonOut, dashboard bool, noColor bool) error {
@@ -163,7 +168,7 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 			m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
 			feed.agents = append(feed.agents, attachedFeed{client: a.client, feeds: feeds})
 		} else {
-			m.consumers = append(m.consumers, fleet.tap())
+			m.consumers = append(m.consumers, fleet.tap(a))
 			line := statusLine(a.out)
 			m.observers = append(m.observers, func(s aggregate.Snapshot) {
 				st := a.client.Status()
