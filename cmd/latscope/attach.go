@@ -34,10 +34,13 @@ func newAttachCmd() *cobra.Command {
 		Short: "The dashboard for remote agents: watch one or several `latscope agent`s",
 		Long: `attach streams the events of one or more agents (latscope agent) and
 aggregates them here. Each agent's events are aggregated on the agent's own
-timestamps, one timeline per agent. The fleet's summary (--no-tui) merges
-every agent's requests on this machine's clock: attach estimates each
-agent's clock offset from timestamped pings (NTP-style), says it, warns
-above 50 ms, and moves the agent's requests by it.
+timestamps, one timeline per agent. With --no-tui the fleet's summary
+follows the agents': every agent's requests merged into one distribution,
+exact (never an average of the agents' percentiles), on this machine's
+clock: attach estimates each agent's clock offset from timestamped pings
+(NTP-style), says it, warns above 50 ms, and moves the agent's requests by
+it. --json prints {"fleet": <summary>, "agents": {"<name>": <summary>, ...},
+"connections": {"<name>": {url, connections, clock_offset_ms, ...}}}.
 
 A dropped connection is retried with backoff and resumed from the last event
 received; nothing the agent's replay ring still holds is lost, and anything
@@ -47,10 +50,7 @@ whose ids go backwards are dropped as duplicates, said and counted. An
 attach that reached no agent exits 1, naming each and its last error.
 
 With several agents, --record FILE writes one file per agent (FILE with the
-agent's name before the extension), and the headless output (--no-tui) adds
-the fleet: every agent's requests merged into one distribution, exact (never
-an average of the agents' percentiles). --json prints
-{"fleet": <summary>, "agents": {"<name>": <summary>, ...}, "connections": {...}}.`,
+agent's name before the extension).`,
 		Example: `  latscope attach http://127.0.0.1:7070
   latscope attach https://gpu-1:7070 https://gpu-2:7070 --token "$LATSCOPE_TOKEN" --ca ca.pem
   latscope attach --agents fleet.txt --no-tui --json`,
