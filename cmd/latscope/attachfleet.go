@@ -95,6 +95,9 @@ func (t fleetTap) start(ctx context.Context, fan *pipeline.Fanout) func() error 
 // with the shortest round trip gives the offset.
 const clockPings = 8
 
+// clockEstimateLimit bounds the pings of one agent's clock, all together.
+const clockEstimateLimit = 5 * time.Second
+
 // clockWarnAbove is the clock offset attach warns about: more than NTP
 // keeps hosts apart, enough to move an agent's events on the fleet's
 // timeline visibly.
@@ -104,6 +107,10 @@ const clockWarnAbove = 50 * time.Millisecond
 // returns it (0 when it cannot be estimated; the fleet's timeline then
 // takes the agent's timestamps as they are, and says so).
 func (a *attached) estimateClock(ctx context.Context) time.Duration {
+	// The tap's context outlives Ctrl-C (it drains), so the estimate has a
+	// deadline of its own; meanwhile this agent's events wait.
+	ctx, cancel := context.WithTimeout(ctx, clockEstimateLimit)
+	defer cancel()
 	off, err := a.client.EstimateClockOffset(ctx, clockPings, nil)
 	a.clock = &clockEstimate{offset: off, err: err}
 	switch {
