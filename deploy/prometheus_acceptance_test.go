@@ -376,3 +376,41 @@ func (p *promAPI) waitUntil(q string, within time.Duration) {
 	}
 	p.t.Fatalf("Prometheus did not answer %s within %s (last error: %v)", q, within, last)
 }
+
+// deploy/prometheus/kubernetes.yaml passes upstream promtool's check (Debian's
+// is built without Kubernetes discovery and refuses it). Upstream's builds
+// from the Go module proxy:
+//
+//	d=$(go mod download -json github.com/prometheus/prometheus@v0.55.1 | jq -r .Dir)
+//	(cd "$d" && go build -o /usr/local/bin/promtool-upstream ./cmd/promtool)
+//	LATSCOPE_UPSTREAM_PROMTOOL=/usr/local/bin/promtool-upstream go test -tags acceptance ./deploy -run Upstream
+func TestKubernetesConfigPassesUpstreamPromtool(t *testing.T) {
+	promtool := os.Getenv("LATSCOPE_UPSTREAM_PROMTOOL")
+	if promtool == "" {
+		t.Skip("SKIPPED: LATSCOPE_UPSTREAM_PROMTOOL does not name an upstream promtool (one with Kubernetes discovery); deploy/prometheus/kubernetes.yaml was not checked")
+	}
+	b, err := os.ReadFile(filepath.Join("prometheus", "kubernetes.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The token file and the rules must exist where the config says.
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := filepath.Abs(filepath.Join("prometheus", "rules"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.NewReplacer("/etc/prometheus/latscope/token", token, "/etc/prometheus/latscope/rules", rules).Replace(string(b))
+	path := filepath.Join(dir, "kubernetes.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(promtool, "check", "config", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("upstream promtool check config deploy/prometheus/kubernetes.yaml: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
