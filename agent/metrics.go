@@ -12,16 +12,22 @@ import (
 // The metric families the agent exports on /metrics. Histograms also
 // expose <name>_bucket, <name>_sum and <name>_count series.
 const (
-	MetricTTFT           = "latscope_ttft_seconds"
-	MetricITL            = "latscope_itl_seconds"
-	MetricTPOT           = "latscope_tpot_seconds"
-	MetricE2E            = "latscope_e2e_seconds"
-	MetricStage          = "latscope_stage_seconds"     // label stage: the client stages
-	MetricBreakdown      = "latscope_breakdown_seconds" // labels stage, provenance: the TTFT breakdown
-	MetricRequests       = "latscope_requests_total"    // label outcome
-	MetricOutputTokens   = "latscope_output_tokens_total"
-	MetricPromptTokens   = "latscope_prompt_tokens_total"
-	MetricInFlight       = "latscope_probe_in_flight"
+	MetricTTFT         = "latscope_ttft_seconds"
+	MetricITL          = "latscope_itl_seconds"
+	MetricTPOT         = "latscope_tpot_seconds"
+	MetricE2E          = "latscope_e2e_seconds"
+	MetricStage        = "latscope_stage_seconds"     // label stage: the client stages
+	MetricBreakdown    = "latscope_breakdown_seconds" // labels stage, provenance: the TTFT breakdown
+	MetricRequests     = "latscope_requests_total"    // label outcome
+	MetricOutputTokens = "latscope_output_tokens_total"
+	MetricPromptTokens = "latscope_prompt_tokens_total"
+	MetricInFlight     = "latscope_probe_in_flight"
+	// The probe's own health, as of its latest sample: 1 while the probe,
+	// not the server, is the bottleneck (its numbers then say more about
+	// the probe's host than about the server), and how late its open loop
+	// sent requests.
+	MetricProbeLimited   = "latscope_probe_limited"
+	MetricSchedLag       = "latscope_probe_sched_lag_p99_seconds"
 	MetricEvents         = "latscope_events_published_total" // label kind
 	MetricEventsInvalid  = "latscope_events_invalid_total"
 	MetricRingEvents     = "latscope_ring_events"
@@ -42,7 +48,24 @@ const (
 	MetricServerWaiting = "latscope_server_requests_waiting"
 	MetricServerRunning = "latscope_server_requests_running"
 	MetricServerKVCache = "latscope_server_kv_cache_usage_ratio"
+	// Requests that met every per-request latency objective of the agent's
+	// --slo (aggregate.GoodRequest): the goodput's numerator. Exported only
+	// when --slo sets such an objective; without one no request is judged.
+	MetricGoodRequests = "latscope_requests_good_total"
+	// Always 1; its labels say who this agent says it is (agent_name,
+	// agent_region, agent_shard: prefixed so they never clash with the
+	// agent, region and shard labels Prometheus' scrape config gives every
+	// series) and which objectives judged its good requests (slo).
+	MetricAgentInfo = "latscope_agent_info"
 )
+
+// Identity says who an agent is, on its latscope_agent_info series.
+type Identity struct {
+	Name   string // as on dashboards (--name)
+	Region string // where it measures from (--region)
+	Shard  string // "i/N" when it sends one share of a fleet's load
+	SLO    string // the objectives its good requests met (--slo)
+}
 
 var histogramFamilies = []string{MetricTTFT, MetricITL, MetricTPOT, MetricE2E, MetricStage, MetricBreakdown}
 
@@ -52,11 +75,12 @@ var histogramFamilies = []string{MetricTTFT, MetricITL, MetricTPOT, MetricE2E, M
 // not export.
 func MetricNames() []string {
 	names := []string{
-		MetricRequests, MetricOutputTokens, MetricPromptTokens, MetricInFlight,
+		MetricRequests, MetricOutputTokens, MetricPromptTokens, MetricInFlight, MetricProbeLimited, MetricSchedLag,
 		MetricEvents, MetricEventsInvalid, MetricRingEvents, MetricRingBytes,
 		MetricClients, MetricConnections, MetricClientsDropped, MetricGaps,
 		MetricEventsDropped, MetricUnauthorized, MetricUptime, MetricEventsLost,
 		MetricServerWaiting, MetricServerRunning, MetricServerKVCache,
+		MetricGoodRequests, MetricAgentInfo,
 	}
 	for _, h := range histogramFamilies {
 		names = append(names, h, h+"_bucket", h+"_sum", h+"_count")
@@ -78,6 +102,10 @@ type metrics struct {
 	outputTokens         prometheus.Counter
 	promptTokens         prometheus.Counter
 	inFlight             prometheus.Gauge
+	probeLimited         prometheus.Gauge
+	schedLag             prometheus.Gauge
+	good                 prometheus.Counter          // nil without per-request objectives
+	isGood               func(r *event.Request) bool // the goodput's rule, from aggregate
 
 	events        *prometheus.CounterVec
 	eventsInvalid prometheus.Counter
@@ -111,9 +139,22 @@ func scale(lo, hi float64) []float64 {
 	}
 }
 
-func newMetrics(ring *ring, uptime func() time.Duration) *metrics {
+// Native (sparse) histograms beside the classic buckets: a Prometheus that
+// scrapes them (--enable-feature=native-histograms, scrape_classic_histograms
+// to keep both) gets buckets about 10% wide wherever the latencies fall,
+// where the classic 1-2.5-5 buckets are up to 2.5x wide. Other scrapers see
+// the classic buckets only.
+const (
+	nativeBucketFactor = 1.1
+	nativeMaxBuckets   = 160
+	nativeMinReset     = time.Hour
+)
+
+func newMetrics(ring *ring, uptime func() time.Duration, id Identity, isGood func(*event.Request) bool) *metrics {
 	hist := func(name, help string, b []float64) prometheus.Histogram {
-		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b})
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b,
+			NativeHistogramBucketFactor: nativeBucketFactor, NativeHistogramMaxBucketNumber: nativeMaxBuckets,
+			NativeHistogramMinResetDuration: nativeMinReset})
 	}
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
@@ -136,6 +177,10 @@ func newMetrics(ring *ring, uptime func() time.Duration) *metrics {
 		promptTokens: counter(MetricPromptTokens, "Prompt tokens sent, as the server counted them where it said (warm-up excluded)."),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricInFlight,
 			Help: "Requests the probe has in flight, as of its latest sample."}),
+		probeLimited: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricProbeLimited,
+			Help: "1 while the probe itself is the bottleneck (CPU, scheduling lag, its own limits), as of its latest sample; 0 otherwise."}),
+		schedLag: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricSchedLag,
+			Help: "How late the open loop sent requests (p99 over the probe's recent window), as of its latest sample."}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricEvents,
 			Help: "Events published to the stream, by kind."}, []string{"kind"}),
 		eventsInvalid:  counter(MetricEventsInvalid, "Events refused because they did not encode."),
@@ -157,7 +202,7 @@ func newMetrics(ring *ring, uptime func() time.Duration) *metrics {
 			Help: "The inference server's KV cache use, 0 to 1, from its own metrics (latest scrape)."}),
 	}
 	m.reg.MustRegister(m.ttft, m.itl, m.tpot, m.e2e, m.stage, m.breakdown, m.requests,
-		m.outputTokens, m.promptTokens, m.inFlight, m.events, m.eventsInvalid,
+		m.outputTokens, m.promptTokens, m.inFlight, m.probeLimited, m.schedLag, m.events, m.eventsInvalid,
 		m.clients, m.connections, m.clientsDropped, m.gaps, m.eventsDropped, m.unauthorized, m.eventsLost,
 		m.serverWaiting, m.serverRunning, m.serverKVCache,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: MetricRingEvents, Help: "Events the replay ring holds."},
@@ -167,6 +212,16 @@ func newMetrics(ring *ring, uptime func() time.Duration) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: MetricUptime, Help: "Seconds since the agent started."},
 			func() float64 { return uptime().Seconds() }),
 	)
+	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricAgentInfo,
+		Help:        "Always 1: who this agent says it is (agent_name, agent_region, agent_shard) and the objectives its good requests met (slo).",
+		ConstLabels: prometheus.Labels{"agent_name": id.Name, "agent_region": id.Region, "agent_shard": id.Shard, "slo": id.SLO}})
+	info.Set(1)
+	m.reg.MustRegister(info)
+	if isGood != nil {
+		m.isGood = isGood
+		m.good = counter(MetricGoodRequests, "Requests that met every per-request latency objective of --slo (the goodput's rule); failed requests never do.")
+		m.reg.MustRegister(m.good)
+	}
 	return m
 }
 
@@ -178,6 +233,8 @@ func (m *metrics) observe(ev event.Event) {
 		m.observeRequest(ev.Request)
 	case ev.Probe != nil:
 		m.inFlight.Set(float64(ev.Probe.InFlight))
+		m.probeLimited.Set(boolGauge(ev.Probe.Limited))
+		m.schedLag.Set(max(ev.Probe.SchedLagP99, 0).Seconds())
 	case ev.Loss != nil:
 		m.eventsLost.WithLabelValues(lossLabel(ev.Loss.Consumer)).Add(float64(max(ev.Loss.Events, 0)))
 	case ev.Server != nil && !ev.Server.Stale:
@@ -197,6 +254,9 @@ func (m *metrics) observeRequest(r *event.Request) {
 	m.requests.WithLabelValues(string(r.Outcome)).Inc()
 	m.outputTokens.Add(float64(max(r.OutputTokens, 0)))
 	m.promptTokens.Add(float64(max(r.PromptTokens, 0)))
+	if m.good != nil && m.isGood(r) {
+		m.good.Inc()
+	}
 	if !r.OK() {
 		return
 	}
@@ -234,4 +294,11 @@ func lossLabel(consumer string) string {
 		return consumer
 	}
 	return "other"
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

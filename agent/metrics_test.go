@@ -22,13 +22,15 @@ import (
 func TestMetricsParseAndExportExactlyTheDocumentedNames(t *testing.T) {
 	t.Parallel()
 	clock := newManualClock()
-	a := startAgent(t, Config{Listen: ListenConfig{Token: rightToken}, Ring: RingConfig{MaxEvents: 3}, Now: clock.Now})
+	a := startAgent(t, Config{Listen: ListenConfig{Token: rightToken}, Ring: RingConfig{MaxEvents: 3}, Now: clock.Now,
+		Identity: Identity{Name: "rack-7", Region: "eu-west", Shard: "1/3", SLO: "ttft.p99<2s"},
+		Good:     func(r *event.Request) bool { return r.OK() }})
 	failed := requestEvent(2)
 	failed.Request.Outcome, failed.Request.OutputTokens = event.OutcomeTimeout, 7
 	warm := requestEvent(3)
 	warm.Request.Warmup = true
 	publishAll(t, a.Server, sessionEvent("rack-7"), requestEvent(1), failed, warm,
-		event.NewProbe(&event.ProbeSample{Time: t0, InFlight: 12, CPUPercent: 3}))
+		event.NewProbe(&event.ProbeSample{Time: t0, InFlight: 12, CPUPercent: 3, Limited: true, SchedLagP99: 250 * time.Millisecond}))
 	if err := a.Publish(event.Event{Kind: event.KindRequest}); err == nil {
 		t.Fatal("an event without its payload was published")
 	}
@@ -95,6 +97,8 @@ func TestMetricsParseAndExportExactlyTheDocumentedNames(t *testing.T) {
 		{MetricStage, map[string]string{"stage": "wait_headers"}, histCount, 1},
 		{MetricBreakdown, map[string]string{"stage": "queue", "provenance": "server"}, histCount, 1},
 		{MetricInFlight, nil, gaugeValue, 12},
+		{MetricProbeLimited, nil, gaugeValue, 1},
+		{MetricSchedLag, nil, gaugeValue, 0.25},
 		{MetricEvents, map[string]string{"kind": "request"}, counterValue, 3},
 		{MetricEventsInvalid, nil, counterValue, 1},
 		{MetricUnauthorized, map[string]string{"path": "/metrics"}, counterValue, 1},
@@ -104,6 +108,8 @@ func TestMetricsParseAndExportExactlyTheDocumentedNames(t *testing.T) {
 		{MetricRingEvents, nil, gaugeValue, 3},
 		{MetricUptime, nil, gaugeValue, 90},
 		{MetricEventsLost, map[string]string{"consumer": "recorder"}, counterValue, 5},
+		{MetricGoodRequests, nil, counterValue, 1},
+		{MetricAgentInfo, map[string]string{"agent_name": "rack-7", "agent_region": "eu-west", "agent_shard": "1/3", "slo": "ttft.p99<2s"}, gaugeValue, 1},
 	}
 	for _, c := range checks {
 		m := find(families[c.family], c.labels)
@@ -236,3 +242,49 @@ next:
 func counterValue(m *dto.Metric) float64 { return m.GetCounter().GetValue() }
 func gaugeValue(m *dto.Metric) float64   { return m.GetGauge().GetValue() }
 func histCount(m *dto.Metric) float64    { return float64(m.GetHistogram().GetSampleCount()) }
+
+// A scraper that asks for protobuf gets each latency histogram twice over:
+// native buckets (a schema and spans) and the classic ones, so a Prometheus
+// with native histograms on keeps fine buckets and one without still sums
+// the classic ones across agents.
+func TestLatencyHistogramsAreNativeAndClassic(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, Config{Listen: ListenConfig{Token: rightToken}})
+	publishAll(t, a.Server, sessionEvent("rack-7"), requestEvent(1))
+	req, err := http.NewRequest(http.MethodGet, a.url+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+rightToken)
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeProtoDelim)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
+	families := map[string]*dto.MetricFamily{}
+	for {
+		var f dto.MetricFamily
+		if err := dec.Decode(&f); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decode /metrics as protobuf: %v", err)
+		}
+		families[f.GetName()] = &f
+	}
+	for _, name := range []string{MetricTTFT, MetricITL, MetricTPOT, MetricE2E} {
+		f := families[name]
+		if f == nil || len(f.GetMetric()) != 1 {
+			t.Errorf("%s: missing", name)
+			continue
+		}
+		h := f.GetMetric()[0].GetHistogram()
+		if h.Schema == nil || len(h.GetPositiveSpan()) == 0 {
+			t.Errorf("%s: no native buckets (schema %v, spans %v)", name, h.Schema, h.GetPositiveSpan())
+		}
+		if len(h.GetBucket()) < 10 {
+			t.Errorf("%s: %d classic buckets, want the 1-2.5-5 scale", name, len(h.GetBucket()))
+		}
+	}
+}

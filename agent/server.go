@@ -35,6 +35,11 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives the agent's own log lines (default: discarded).
 	Logger *slog.Logger
+	// Identity labels the agent's latscope_agent_info series.
+	Identity Identity
+	// Good, when set, is the goodput's rule (aggregate.GoodRequest): the
+	// requests it passes are counted in latscope_requests_good_total.
+	Good func(*event.Request) bool
 }
 
 // The defaults of Config.
@@ -97,12 +102,13 @@ func New(cfg Config) (*Server, error) {
 		started:  cfg.Now(),
 	}
 	s.refusals = &refusalLog{log: s.log, now: cfg.Now}
-	s.metrics = newMetrics(s.ring, func() time.Duration { return s.cfg.Now().Sub(s.started) })
+	s.metrics = newMetrics(s.ring, func() time.Duration { return s.cfg.Now().Sub(s.started) }, cfg.Identity, cfg.Good)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/events", s.serveEvents)
 	s.mux.Handle("/metrics", s.authorized("/metrics",
 		promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})))
 	s.mux.HandleFunc("/healthz", s.serveHealth)
+	s.mux.HandleFunc(ClockPath, s.serveClock)
 	return s, nil
 }
 

@@ -62,7 +62,11 @@ type LoadConfig struct {
 	// MaxInFlight bounds open-loop requests in flight (default 10000).
 	MaxInFlight int
 	Seed        int64  // the schedule's seed (prompts have their own)
+	Shard       Shard  // this agent's share of a fleet's load (shard.go)
 	RunID       string // used in request ids; default 8 random hex digits
+	// StartAt, when set and still ahead, is when the run begins: the
+	// shards of a fleet started at one time send one schedule together.
+	StartAt time.Time
 
 	Stall        StallConfig
 	Limits       ProbeLimits
@@ -189,6 +193,9 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 		}
 		r.pacer = p
 	}
+	if err := r.applyShard(); err != nil {
+		return nil, err
+	}
 	if r.cfg.Stall.MaxInFlight <= 0 {
 		// The stall detector's counts of requests stay within what the
 		// probe can have in flight.
@@ -197,8 +204,8 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 			r.cfg.Stall.MaxInFlight = r.cfg.MaxInFlight
 		}
 	}
-	if cfg.Requests > 0 {
-		r.total = uint64(cfg.Requests) + uint64(cfg.Warmup)
+	if r.cfg.Requests > 0 {
+		r.total = uint64(r.cfg.Requests) + uint64(r.cfg.Warmup)
 	}
 	r.runID = cfg.RunID
 	if r.runID == "" {
@@ -248,6 +255,7 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 	if !r.started.CompareAndSwap(false, true) {
 		return errors.New("run: a runner runs once")
 	}
+	r.waitForStart(ctx) // a Ctrl-C meanwhile ends the run below, at once
 	began := time.Now()
 
 	// reqCtx cancels requests in flight; sendCtx, its child, ends

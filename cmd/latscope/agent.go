@@ -12,6 +12,7 @@ import (
 	"github.com/latscope/latscope/agent"
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/probe"
 )
 
 func newAgentCmd() *cobra.Command {
@@ -20,6 +21,9 @@ func newAgentCmd() *cobra.Command {
 		target    string
 		listen    agent.ListenConfig
 		name      string
+		region    string
+		shard     string
+		startAt   string
 		ringSize  int
 		ringAge   time.Duration
 		ringBytes int64
@@ -56,9 +60,35 @@ It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
 				listen.Token = os.Getenv(agent.TokenEnv)
 			}
 			f.untilStopped, f.noTUI = true, true
+			sh, err := probe.ParseShard(shard)
+			if err != nil {
+				return fmt.Errorf("--shard: %w", err)
+			}
+			if sh.Count > 1 && !f.seed.given {
+				return fmt.Errorf("--shard %s: give every agent of the fleet the same --seed, so that their shares make one schedule", sh)
+			}
+			f.shard = sh
+			if startAt != "" {
+				if f.startAt, err = time.Parse(time.RFC3339, startAt); err != nil {
+					return fmt.Errorf("--start-at %q: want a time such as 2026-12-02T01:30:00Z", startAt)
+				}
+			}
+			if name == "" {
+				name, _ = os.Hostname()
+			}
+			objectives, err := aggregate.ParseSLO(f.slo)
+			if err != nil {
+				return err
+			}
+			basis, err := aggregate.ParseTTFTBasis(f.ttftBasis)
+			if err != nil {
+				return fmt.Errorf("--ttft-basis: %w", err)
+			}
 			return runAgent(cmd, target, &f, agent.Config{
 				Listen: listen, Ring: agent.RingConfig{MaxEvents: ringSize, MaxAge: ringAge, MaxBytes: ringBytes},
-				Logger: agentLogger(quietLogs),
+				Logger:   agentLogger(quietLogs),
+				Identity: agent.Identity{Name: name, Region: region, Shard: sh.String(), SLO: f.slo},
+				Good:     aggregate.GoodRequest(objectives, basis),
 			}, name, linger)
 		},
 	}
@@ -70,6 +100,9 @@ It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
 	fl.StringVar(&listen.TLSCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	fl.StringVar(&listen.TLSKey, "tls-key", "", "the certificate's private key (PEM)")
 	fl.StringVar(&name, "name", "", "this agent's name on dashboards (default: the host name)")
+	fl.StringVar(&region, "region", "", "where this agent measures from (a zone or region), on its latscope_agent_info series")
+	fl.StringVar(&startAt, "start-at", "", "begin the load at this time (RFC 3339, e.g. 2026-12-02T01:30:00Z), so a fleet's shards send one schedule together; a time already past starts at once")
+	fl.StringVar(&shard, "shard", "", "i/N: send the i-th of N shares (0-based) of a fleet's load; every agent of the fleet gets the same load flags and --seed")
 	fl.IntVar(&ringSize, "ring-events", 0, "events kept for clients that reconnect (default 10000)")
 	fl.DurationVar(&ringAge, "ring-age", 0, "how long events are kept for clients that reconnect (default 10m)")
 	fl.Int64Var(&ringBytes, "ring-bytes", 0, fmt.Sprintf("the most bytes of encoded events kept for clients that reconnect (default %d, 32 MiB); the ring is most of an agent's memory, so raising it raises the agent's resident set by as much", agent.DefaultRingBytes))

@@ -100,3 +100,25 @@ func TestAgentRefusesAnExposedAddressWithoutAToken(t *testing.T) {
 		t.Fatalf("err = %v, want a refusal that names --token", err)
 	}
 }
+
+// A shard of a fleet's load needs the fleet's seed (else the shards would
+// draw different schedules), and a readable --shard and --start-at; each is
+// refused before anything is sent or served.
+func TestAgentRefusesAShardItCannotSend(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--shard", "1/3"}, "same --seed"},
+		{[]string{"--shard", "3/3", "--seed", "7"}, "want 0 <= i < N"},
+		{[]string{"--shard", "one", "--seed", "7"}, "want i/N"},
+		{[]string{"--shard", "0/3", "--seed", "7", "--start-at", "soon"}, "--start-at"},
+	} {
+		args := append([]string{"agent", "--url", "http://127.0.0.1:1"}, c.args...)
+		_, _, err := execute(t, args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.want)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,8 +34,13 @@ func newAttachCmd() *cobra.Command {
 		Short: "The dashboard for remote agents: watch one or several `latscope agent`s",
 		Long: `attach streams the events of one or more agents (latscope agent) and
 aggregates them here. Each agent's events are aggregated on the agent's own
-timestamps, one timeline per agent: two machines' clocks differ, so latscope
-never mixes one agent's times with another's or with this machine's clock.
+timestamps, one timeline per agent. With --no-tui the fleet's summary
+follows the agents': every agent's requests merged into one distribution,
+exact (never an average of the agents' percentiles), on this machine's
+clock: attach estimates each agent's clock offset from timestamped pings
+(NTP-style), says it, warns above 50 ms, and moves the agent's requests by
+it. --json prints {"fleet": <summary>, "agents": {"<name>": <summary>, ...},
+"connections": {"<name>": {url, connections, clock_offset_ms, ...}}}.
 
 A dropped connection is retried with backoff and resumed from the last event
 received; nothing the agent's replay ring still holds is lost, and anything
@@ -123,6 +127,9 @@ type attached struct {
 	// Headless only: its lines on stderr, and what goes wrong with it.
 	out   io.Writer
 	watch *attachWatch
+	// Headless only: its clock's offset, set by its fleet tap once the
+	// agent answered; nil until then.
+	clock *clockEstimate
 }
 
 func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, record string, jsonOut, dashboard bool, noColor bool) error {
@@ -152,6 +159,10 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 	if dashboard && len(agents) > 1 {
 		feed.fleet = newFleet(len(agents))
 	}
+	var fleet *fleetMerge // headless: the agents' requests merged, exactly
+	if !dashboard {
+		fleet = startFleetMerge()
+	}
 	for i, a := range agents {
 		// Each agent is one timeline: its own pipeline and aggregator, on
 		// its own timestamps (Now nil).
@@ -166,6 +177,7 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 				m.consumers = append(m.consumers, feed.fleet.tap())
 			}
 		} else {
+			m.consumers = append(m.consumers, fleet.tap(a))
 			line := statusLine(a.out)
 			m.observers = append(m.observers, func(s aggregate.Snapshot) {
 				st := a.client.Status()
@@ -203,9 +215,13 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 		}
 	}
 	wg.Wait()
+	var fleetSummary aggregate.Summary
+	if fleet != nil {
+		fleetSummary = fleet.finish()
+	}
 	unreached := neverConnected(agents)
 	if jsonOut {
-		if err := writeAttachJSON(cmd.OutOrStdout(), agents); err != nil {
+		if err := writeAttachJSON(cmd.OutOrStdout(), fleetSummary, agents); err != nil {
 			return err
 		}
 		return attachOutcome(agents, unreached)
@@ -218,6 +234,13 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 		fmt.Fprintf(cmd.OutOrStdout(), "== agent %s (%s)\n", a.client.Name(), a.url)
 		if err := aggregate.WriteTable(cmd.OutOrStdout(), a.summary); err != nil {
 			return fmt.Errorf("write the summary: %w", err)
+		}
+		fmt.Fprintln(cmd.OutOrStdout())
+	}
+	if fleet != nil && len(agents)-len(unreached) > 1 {
+		fmt.Fprintf(cmd.OutOrStdout(), "== fleet: %d agents' requests merged\n", len(agents)-len(unreached))
+		if err := aggregate.WriteTable(cmd.OutOrStdout(), fleetSummary); err != nil {
+			return fmt.Errorf("write the fleet's summary: %w", err)
 		}
 		fmt.Fprintln(cmd.OutOrStdout())
 	}
@@ -259,36 +282,6 @@ func attachOutcome(agents []*attached, unreached []string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func writeAttachJSON(w io.Writer, agents []*attached) error {
-	type entry struct {
-		Agent string `json:"agent"`
-		URL   string `json:"url"`
-		// Connections counts the connections made; 0: never reached, and
-		// Error says why.
-		Connections int64             `json:"connections"`
-		Error       string            `json:"error,omitempty"`
-		Summary     aggregate.Summary `json:"summary"`
-	}
-	out := make([]entry, 0, len(agents))
-	for _, a := range agents {
-		st := a.client.Status()
-		e := entry{Agent: a.client.Name(), URL: a.url, Connections: st.Connections, Summary: a.summary}
-		switch {
-		case a.err != nil:
-			e.Error = a.err.Error()
-		case st.Connections == 0:
-			e.Error = "never connected: " + lastError(st)
-		}
-		out = append(out, e)
-	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode the summaries: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
 }
 
 // prefixWriter prefixes each write (one status line) and serialises writers.

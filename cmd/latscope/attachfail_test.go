@@ -169,15 +169,15 @@ func TestAttachSaysAndCountsIDsGoingBackwards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []struct {
-		Connections int64
-		Summary     struct{ Lost map[string]int64 }
+	var got struct {
+		Agents      map[string]struct{ Lost map[string]int64 }
+		Connections map[string]struct{ Connections int64 }
 	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Agents) != 1 {
 		t.Fatalf("JSON: %v\n%s", err, out)
 	}
-	if got[0].Summary.Lost[event.ConsumerAttach] != 2 || got[0].Connections != 1 {
-		t.Errorf("JSON lost %v, connections %d: want attach 2 and 1", got[0].Summary.Lost, got[0].Connections)
+	if got.Agents["east"].Lost[event.ConsumerAttach] != 2 || got.Connections["east"].Connections != 1 {
+		t.Errorf("JSON lost %v, connections %d: want attach 2 and 1", got.Agents["east"].Lost, got.Connections["east"].Connections)
 	}
 }
 

@@ -35,11 +35,11 @@ func newFleet(agents int) *fleet {
 
 // tap is the consumer that gives one agent's events to the fleet: it is
 // lossless, as the aggregator is, so the fleet counts every request.
-func (f *fleet) tap() consumer { return fleetTap{f} }
+func (f *fleet) tap() consumer { return dashboardFleetTap{f} }
 
-type fleetTap struct{ f *fleet }
+type dashboardFleetTap struct{ f *fleet }
 
-func (t fleetTap) start(ctx context.Context, fan *pipeline.Fanout) func() error {
+func (t dashboardFleetTap) start(ctx context.Context, fan *pipeline.Fanout) func() error {
 	sub := fan.Subscribe("fleet", 1024, pipeline.Lossless)
 	done := make(chan struct{})
 	go func() {

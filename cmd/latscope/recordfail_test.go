@@ -243,13 +243,17 @@ func TestAgentSaysItsRecordingFailed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("attach: %v\n%s", err, stderr)
 	}
-	var got []struct {
-		Summary struct{ Unrecorded *aggregate.Unrecorded }
+	var got struct {
+		Agents map[string]struct{ Unrecorded *aggregate.Unrecorded }
 	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Agents) != 1 {
 		t.Fatalf("attach JSON: %v\n%s", err, out)
 	}
-	if u := got[0].Summary.Unrecorded; u == nil || u.Events == 0 || !strings.Contains(u.Reason, "no space left on device") {
+	var agentSummary struct{ Unrecorded *aggregate.Unrecorded }
+	for _, s := range got.Agents {
+		agentSummary = s
+	}
+	if u := agentSummary.Unrecorded; u == nil || u.Events == 0 || !strings.Contains(u.Reason, "no space left on device") {
 		t.Errorf("the attached summary's unrecorded = %+v, want the agent's loss", u)
 	}
 	metrics := get(t, "http://"+a.addr+"/metrics", "")

@@ -50,6 +50,8 @@ type loadFlags struct {
 	timeout                time.Duration
 	maxEventBytes          int
 	seed                   seedFlag
+	shard                  probe.Shard // an agent's share of a fleet's load (agent --shard)
+	startAt                time.Time   // agent --start-at: when a fleet's shards begin together
 	caCert                 string
 	insecure               bool
 

@@ -105,6 +105,10 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	}
 	fmt.Fprintf(stderr, "latscope: target %s (server %s, dialect %s, model %q)\n", conn.shown, id.server, id.dialect, id.model)
 	seed := f.seed.value()
+	// The shards of a fleet draw one schedule between them (same seed), but
+	// their own prompts: identical prompts from every agent would let a
+	// server's prefix cache serve all but the first.
+	promptSeed := seed + int64(f.shard.Index)
 	if f.seed.drawn {
 		fmt.Fprintf(stderr, "latscope: seed %d, drawn for this run: its prompts differ from other runs' (--seed %d repeats them)\n", seed, seed)
 	}
@@ -113,7 +117,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 		ShortestPrompt: f.traceLoad.ShortestPrompt(), // 0 without a trace
 
 		PromptTokens: promptLen, OutputTokens: outputLen, SharedPrefix: f.sharedPrefix,
-		Seed: seed, File: f.promptFile,
+		Seed: promptSeed, File: f.promptFile,
 	})
 	if err != nil {
 		return nil, err
@@ -129,7 +133,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	s.client = client
 	runner, err := probe.NewRunner(client, probe.LoadConfig{
 		Concurrency: f.concurrency, Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness,
-		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: seed,
+		Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: seed, Shard: f.shard, StartAt: f.startAt,
 		Steps: f.loadSteps, RepeatSteps: f.repeatSteps,
 		Trace: f.traceLoad, TraceSpeed: f.traceSpeed,
 	}, prompts)
