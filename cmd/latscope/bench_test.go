@@ -63,6 +63,9 @@ func TestBenchBadFlags(t *testing.T) {
 func TestBenchAccuracySmoke(t *testing.T) {
 	t.Parallel()
 	cmd := newBenchCmd()
+	// As under the root command: a missed target is the error, not a usage
+	// text on stdout after the JSON.
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"accuracy", "--profile", "tiny", "--concurrency", "1,4", "--requests", "2",
