@@ -113,3 +113,24 @@ func TestByteCountStaysExactUnderAConcurrentConsumer(t *testing.T) {
 	}
 	fan.Close()
 }
+
+// The sources wait when what waits for the stage passes the byte bound,
+// and one event larger than the bound still passes alone.
+func TestByteGate(t *testing.T) {
+	g := newByteGate(100)
+	g.take(60)
+	g.take(40)
+	passed := make(chan struct{})
+	go func() { g.take(10); close(passed) }()
+	select {
+	case <-passed:
+		t.Fatal("took 10 bytes over a full gate")
+	default:
+	}
+	g.give(60)
+	<-passed // event-driven: the give makes room
+	g.give(40)
+	g.give(10)
+	g.take(1000) // alone, a huge event passes
+	g.give(1000)
+}

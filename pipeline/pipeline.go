@@ -76,6 +76,9 @@ type Config struct {
 	Buffer int
 }
 
+// stagedBuffer is the channel between the stage and the fan-out.
+const stagedBuffer = 64
+
 // Run runs one session: it publishes the header, starts the sources, and
 // when the primaries are done, settles the stage, stops the aux sources and
 // closes the fan-out, so every consumer sees its channel close after the last
@@ -89,8 +92,22 @@ func Run(ctx context.Context, cfg Config, fan *Fanout) (Result, error) {
 	if size <= 0 {
 		size = 4096
 	}
+	// The sources' events wait for the stage in raw, bounded by bytes as
+	// well as by count (a slow consumer makes the sources wait here).
+	gate := newByteGate(DefaultBufferBytes)
 	raw := make(chan event.Event, size)
-	emit := func(ev event.Event) { raw <- ev }
+	emit := func(ev event.Event) {
+		gate.take(ev.Size())
+		raw <- ev
+	}
+	taken := make(chan event.Event)
+	go func() { // owned by Run: ends when raw closes
+		defer close(taken)
+		for ev := range raw {
+			gate.give(ev.Size())
+			taken <- ev
+		}
+	}()
 	drainCtx := context.WithoutCancel(ctx)
 
 	if cfg.Header != nil {
@@ -99,10 +116,12 @@ func Run(ctx context.Context, cfg Config, fan *Fanout) (Result, error) {
 
 	// The stage and the fan-out drain until their input closes, not until
 	// ctx ends, so a Ctrl-C still delivers the cancelled requests' records.
-	out := raw
+	out := taken
 	if cfg.Stage != nil {
-		staged := make(chan event.Event, size)
-		go cfg.Stage.Run(drainCtx, raw, staged)
+		// Small: what the stage lets go waits for the fan-out, whose
+		// buffers are bounded by bytes.
+		staged := make(chan event.Event, stagedBuffer)
+		go cfg.Stage.Run(drainCtx, taken, staged)
 		out = staged
 	}
 	published := make(chan struct{})

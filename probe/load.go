@@ -282,7 +282,10 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 		}
 	}
 
-	out := make(chan emitItem, 1024)
+	// Finished requests wait here for the emitter. Few: each can hold a
+	// whole stream's chunks (8,192 tokens are 128 KB), and behind the
+	// emitter the pipeline bounds what waits by bytes.
+	out := make(chan emitItem, 64)
 	em := newEmitter(r.cfg.Stall, r.prompts, r.pacer != nil)
 	emitted := make(chan struct{})
 	go func() {
