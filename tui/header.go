@@ -302,7 +302,7 @@ func headerRates(st *styles, s *aggregate.Snapshot, hs headerState, width int) s
 	parts = append(parts, part{"   ", errStyle.Render(errText), 10})
 	if s.Reasoning != nil {
 		// Which first token the bar and the objectives measure to.
-		parts = append(parts, part{"   ", st.warn.Render("reasoning model: "+aggregate.TTFTLabel(s.TTFTBasis, true)), 8})
+		parts = append(parts, part{"   ", st.warn.Render("reasoning model: " + aggregate.TTFTLabel(s.TTFTBasis, true)), 8})
 	}
 	if ks := errorKinds(s.Requests.ByOutcome, s.Requests.ByStatus); len(ks) > 0 {
 		parts = append(parts, part{"", st.dim.Render(" (run: ") + joinKinds(ks, 3) + st.dim.Render(")"), 2})
