@@ -14,24 +14,7 @@ import (
 // (then it stops serving and closes) and returns its base URL.
 func Serve(t testing.TB, cfg sim.Config) string {
 	t.Helper()
-	srv, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		_ = srv.Close()
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		_ = srv.Close()
-	})
-	return "http://" + ln.Addr().String()
+	return serve(t, cfg, func(ctx context.Context, srv *sim.Server, ln net.Listener) error { return srv.Serve(ctx, ln) })
 }
 
 // ServeTiny is Serve with the fast "tiny" profile in place of cfg's.
@@ -49,6 +32,13 @@ func ServeTiny(t testing.TB, cfg sim.Config) string {
 // proxy hop, at its network distance. It returns the URL clients use.
 func ServeDeployed(t testing.TB, cfg sim.Config, d sim.Deployment) string {
 	t.Helper()
+	return serve(t, cfg, d.Serve)
+}
+
+// serve makes the simulator, listens on loopback and runs run until the
+// test ends.
+func serve(t testing.TB, cfg sim.Config, run func(context.Context, *sim.Server, net.Listener) error) string {
+	t.Helper()
 	srv, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +50,7 @@ func ServeDeployed(t testing.TB, cfg sim.Config, d sim.Deployment) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = d.Serve(ctx, srv, ln) }()
+	go func() { defer close(done); _ = run(ctx, srv, ln) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
