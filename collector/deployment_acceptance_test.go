@@ -146,7 +146,16 @@ func TestAcceptanceTypicalDeployment(t *testing.T) {
 		}
 		if r, ok := ranges[s]; ok {
 			t.Logf("%-14s mean %6.3f ms (typical %.1f-%.1f), truth %6.3f ms", s, st.Mean, r[0], r[1], truth[s])
-			if st.Mean < r[0] || st.Mean > r[1] {
+			tm, known := truth[s]
+			switch {
+			case st.Mean >= r[0] && st.Mean <= r[1]:
+			case known && (tm < r[0] || tm > r[1]):
+				// The simulator's own spans (its proxy hop, its writes and
+				// flushes) are real work: on a host too busy to keep pace,
+				// what happened was outside the typical range, and the
+				// measurement is judged against that truth below.
+				t.Logf("%s: the simulator itself took %.3f ms, outside the typical %.1f-%.1f ms (a busy host)", s, tm, r[0], r[1])
+			default:
 				t.Errorf("%s: mean %.3f ms, outside the typical %.1f-%.1f ms", s, st.Mean, r[0], r[1])
 			}
 		}
