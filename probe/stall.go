@@ -195,46 +195,66 @@ func (r resumption) burst(at time.Time, within time.Duration) bool {
 // the intersection of their gaps.
 type stallGroup struct {
 	from, to time.Time
-	members  map[string]bool
-	ids      []string   // members in order of joining
-	resumes  []resumeAt // with ids: how each member came back from its gap
+	ids      []string            // members in order of joining
+	index    map[string]struct{} // ids, once there are more than indexFrom
+	resumes  []resumeAt          // with ids: how each member came back from its gap
 	medians  []time.Duration
 	strong   int
 	longest  time.Duration
 	emitted  bool
 }
 
+// indexFrom is the size from which a stall indexes its members: a stall is
+// the few streams in flight, found faster by a scan than by a map, and a
+// map per stall would be most of the detector's growth.
+const indexFrom = 32
+
+// groupSlots is the members each stall has room for from the start.
+const groupSlots = 4
+
 // NewStallDetector returns a detector with cfg's thresholds.
 //
 // The detector's lists are bounded by configuration (MaxGaps, MaxRequests),
-// so they are made at their bounds here: over a long run the detector's
-// memory is what it is after its first minute (about 4 MiB at the
-// defaults, most of it the 16,384 requests' evidence), rather than growing
-// as its 2-minute window fills. Pruning deletes in place, so the lists are
-// never reallocated, and pruned stalls are reused.
+// so they are made at their bounds here, and so are MaxGaps stalls of
+// groupSlots members each: over a long run the detector's memory is what
+// it is after its first minute (about 6 MiB at the defaults, most of it
+// the 16,384 requests' evidence), rather than growing as its 2-minute
+// window fills. Pruning deletes in place and full lists drop their oldest,
+// so the lists are never reallocated, and pruned stalls are reused.
 func NewStallDetector(cfg StallConfig) *StallDetector {
 	cfg = cfg.withDefaults()
-	return &StallDetector{
+	d := &StallDetector{
 		cfg: cfg, inFlight: make(map[string]time.Time, min(cfg.MaxRequests, 1024)),
 		gaps:     make([]stallGap, 0, cfg.MaxGaps),
 		stalls:   make([]*stallGroup, 0, cfg.MaxGaps),
 		requests: make([]reqFacts, 0, cfg.MaxRequests),
 		starved:  make([]interval, 0, cfg.MaxGaps),
+		free:     make([]*stallGroup, cfg.MaxGaps),
 	}
+	groups := make([]stallGroup, cfg.MaxGaps)
+	ids := make([]string, cfg.MaxGaps*groupSlots)
+	resumes := make([]resumeAt, cfg.MaxGaps*groupSlots)
+	medians := make([]time.Duration, cfg.MaxGaps*groupSlots)
+	for i := range groups {
+		from, to := i*groupSlots, (i+1)*groupSlots
+		groups[i] = stallGroup{ids: ids[from:from:to], resumes: resumes[from:from:to], medians: medians[from:from:to]}
+		d.free[i] = &groups[i]
+	}
+	return d
 }
 
-// newGroup returns an empty stall over [from, to], reusing a pruned one.
+// newGroup returns an empty stall over [from, to], reusing a free one.
 func (d *StallDetector) newGroup(from, to time.Time) *stallGroup {
 	n := len(d.free)
 	if n == 0 {
-		return &stallGroup{from: from, to: to, members: map[string]bool{}}
+		return &stallGroup{from: from, to: to}
 	}
 	s := d.free[n-1]
 	d.free[n-1] = nil
 	d.free = d.free[:n-1]
-	clear(s.members)
 	clear(s.ids) // let the ids' strings go
-	*s = stallGroup{from: from, to: to, members: s.members, ids: s.ids[:0], resumes: s.resumes[:0], medians: s.medians[:0]}
+	// A large stall's index goes with it rather than stay in the pool.
+	*s = stallGroup{from: from, to: to, ids: s.ids[:0], resumes: s.resumes[:0], medians: s.medians[:0]}
 	return s
 }
 
@@ -264,8 +284,18 @@ func (d *StallDetector) Sent(id string, t time.Time) {
 // the probe's.
 func (d *StallDetector) Starved(from, to time.Time) {
 	if to.After(from) {
-		d.starved = append(d.starved, interval{from, to})
+		d.starved = appendBounded(d.starved, interval{from, to})
 	}
+}
+
+// appendBounded appends v to list without growing it past its capacity (the
+// bound it was made with): a full list first drops its oldest eighth, so
+// the move is paid once per eighth, and prune would drop them anyway.
+func appendBounded[T any](list []T, v T) []T {
+	if n := cap(list); n > 0 && len(list) == n {
+		list = slices.Delete(list, 0, max(n/8, 1))
+	}
+	return append(list, v)
 }
 
 // Add takes one finished request and returns any stalls now complete.
@@ -278,7 +308,7 @@ func (d *StallDetector) Add(r *event.Request) []event.Marker {
 		d.advanceClock(r.Start.Add(r.Chunks[len(r.Chunks)-1].At))
 	}
 	if f, ok := factsOf(r); ok {
-		d.requests = append(d.requests, f)
+		d.requests = appendBounded(d.requests, f)
 	}
 	for _, g := range unusualGaps(r, d.cfg) {
 		d.addGap(g)
@@ -332,13 +362,13 @@ func (d *StallDetector) addGap(g stallGap) {
 		// A gap that only grazes a stall (the stream's next slow step,
 		// its frames flushed a little before the others') is not in it.
 		if ov := s.span().overlap(interval{g.from, g.to}); 2*ov >= s.span().dur() {
-			if !s.members[g.id] {
+			if !s.has(g.id) {
 				s.join(g, !s.emitted)
 			}
 			return
 		}
 	}
-	d.gaps = append(d.gaps, g)
+	d.gaps = appendBounded(d.gaps, g)
 	members, from, to := densest(d.gaps, g)
 	if len(members) < d.cfg.MinStreams {
 		return
@@ -356,18 +386,26 @@ func (d *StallDetector) group(members []stallGap, from, to time.Time) {
 	d.stalls = append(d.stalls, s)
 	// Gaps now in the stall are no longer loose.
 	d.gaps = slices.DeleteFunc(d.gaps, func(x stallGap) bool {
-		return s.members[x.id] && x.from.Before(s.to) && s.from.Before(x.to)
+		return s.has(x.id) && x.from.Before(s.to) && s.from.Before(x.to)
 	})
 }
 
 // join adds a gap's stream; narrow also shrinks the stall to the common
 // pause (only while pending: an emitted marker does not change).
 func (s *stallGroup) join(g stallGap, narrow bool) {
-	if s.members[g.id] {
+	if s.has(g.id) {
 		return
 	}
-	s.members[g.id] = true
 	s.ids = append(s.ids, g.id)
+	switch {
+	case s.index != nil:
+		s.index[g.id] = struct{}{}
+	case len(s.ids) > indexFrom:
+		s.index = make(map[string]struct{}, 2*len(s.ids))
+		for _, id := range s.ids {
+			s.index[id] = struct{}{}
+		}
+	}
 	s.resumes = append(s.resumes, resumeAt{at: g.to, resumption: g.resume})
 	s.medians = append(s.medians, g.median)
 	if g.strong {
@@ -382,6 +420,15 @@ func (s *stallGroup) join(g stallGap, narrow bool) {
 			s.to = g.to
 		}
 	}
+}
+
+// has reports whether stream id is a member.
+func (s *stallGroup) has(id string) bool {
+	if s.index != nil {
+		_, ok := s.index[id]
+		return ok
+	}
+	return slices.Contains(s.ids, id)
 }
 
 // span is the pause the members shared.

@@ -157,7 +157,7 @@ func (d *StallDetector) burstAfter(s *stallGroup) (burst, of int) {
 	}
 	for i := range d.requests {
 		f := &d.requests[i]
-		if !s.members[f.id] {
+		if !s.has(f.id) {
 			continue
 		}
 		of++
@@ -231,7 +231,7 @@ func (d *StallDetector) prefillOver(s *stallGroup) (verdict, bool) {
 	var closer *reqFacts
 	for i := range d.requests {
 		f := &d.requests[i]
-		if s.members[f.id] || f.first.IsZero() || !f.first.After(p.from) || f.first.After(limit) {
+		if s.has(f.id) || f.first.IsZero() || !f.first.After(p.from) || f.first.After(limit) {
 			continue
 		}
 		if closer == nil || f.first.Before(closer.first) {
@@ -267,7 +267,7 @@ func (d *StallDetector) prefillsPossible(s *stallGroup) (possible, inFlight int)
 		if f.sent.Before(p.to) && f.end.After(p.from) {
 			inFlight++
 		}
-		if s.members[f.id] {
+		if s.has(f.id) {
 			continue
 		}
 		if f.prefill.dur() > 0 {

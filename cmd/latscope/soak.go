@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -40,6 +41,12 @@ const (
 // a profile path, it writes the heap profile there at the last checkpoint,
 // and beside it one per checkpoint.
 func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []time.Duration, profile string) error {
+	if profile != "" {
+		// The default rate (one sample per 512 KiB) leaves a diff between
+		// two checkpoints within its noise; a finer one costs some speed,
+		// which a diagnostic run can spare.
+		runtime.MemProfileRate = 16 << 10
+	}
 	srv, err := bench.StartSoakServer(name == bench.SoakEndless)
 	if err != nil {
 		return err
