@@ -54,6 +54,17 @@ type Change struct {
 // Tested reports whether the test could run.
 func (c Change) Tested() bool { return !math.IsNaN(c.P) }
 
+// Untested says why the test could not run ("" when it did).
+func (c Change) Untested() string {
+	switch {
+	case c.Tested():
+		return ""
+	case c.Windows[0] < 2 || c.Windows[1] < 2:
+		return "fewer than 2 windows"
+	}
+	return "constant in every window of both runs (an estimate made once per run): no noise to judge the change by"
+}
+
 // Compare compares other with base. It reads both files once more, to cut
 // them into windows.
 func Compare(base, other *Recording) (*Comparison, error) {

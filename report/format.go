@@ -132,7 +132,7 @@ func pValue(p float64) string {
 func verdict(c Change) string {
 	switch {
 	case !c.Tested():
-		return "n/a (fewer than 2 windows)"
+		return "n/a (" + c.Untested() + ")"
 	case c.Significant:
 		return "yes"
 	}

@@ -95,6 +95,7 @@ type changeJSON struct {
 	ChangePct   *float64 `json:"change_pct"`
 	P           *float64 `json:"p"`
 	Tested      bool     `json:"tested"`
+	Untested    string   `json:"untested,omitempty"` // why not tested
 	Significant bool     `json:"significant"`
 	Windows     [2]int   `json:"windows"`
 }
@@ -116,7 +117,7 @@ func writeJSONComparison(w io.Writer, c *Comparison) error {
 		}
 		changes[i] = changeJSON{Section: ch.Section, Name: ch.Name, Stat: ch.Stat, Unit: ch.Unit,
 			Base: known(ch.Base), Other: known(ch.Other), Change: known(ch.Delta), ChangePct: known(ch.DeltaPct),
-			P: p, Tested: ch.Tested(), Significant: ch.Significant, Windows: ch.Windows}
+			P: p, Tested: ch.Tested(), Untested: ch.Untested(), Significant: ch.Significant, Windows: ch.Windows}
 	}
 	b, err := json.MarshalIndent(struct {
 		Base       json.RawMessage `json:"base"`

@@ -19,11 +19,14 @@ func welch(xs, ys []float64) (p float64, ok bool) {
 	sx, sy := vx/nx, vy/ny
 	se2 := sx + sy
 	if se2 == 0 {
-		// Neither run varies at all: any difference is beyond its noise.
+		// Neither run varies at all: no change, or nothing to measure a
+		// change against. A constant that differs is most often an
+		// estimate made once per run (a handshake's round trip), whose
+		// difference is the estimate's, not one the windows can judge.
 		if mx == my {
 			return 1, true
 		}
-		return 0, true
+		return math.NaN(), false
 	}
 	t := (mx - my) / math.Sqrt(se2)
 	df := se2 * se2 / (sx*sx/(nx-1) + sy*sy/(ny-1))

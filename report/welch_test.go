@@ -38,8 +38,8 @@ func TestWelch(t *testing.T) {
 	if p, _ := welch([]float64{0, 0}, []float64{0, 0, 0}); p != 1 {
 		t.Errorf("two constant, equal runs: p=%g, want 1", p)
 	}
-	if p, _ := welch([]float64{1, 1}, []float64{2, 2}); p != 0 {
-		t.Errorf("two constant, different runs: p=%g, want 0", p)
+	if p, ok := welch([]float64{1, 1}, []float64{2, 2}); ok || !math.IsNaN(p) {
+		t.Errorf("two constant, different runs: p=%g, want not tested (no noise to judge the change by)", p)
 	}
 }
 
