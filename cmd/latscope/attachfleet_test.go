@@ -112,11 +112,12 @@ func keys[V any](m map[string]V) []string {
 
 // skewedAgent is a real agent whose clock is off by skew; it has served a
 // whole session: requests at the same true times as its peers', dated by
-// its own clock.
+// its own clock. It measures from region-<name>.
 func skewedAgent(t *testing.T, name string, skew time.Duration, trueStart time.Time, n int) string {
 	t.Helper()
 	clock := func() time.Time { return time.Now().Add(skew) }
-	srv, err := agent.New(agent.Config{Listen: agent.ListenConfig{Addr: "127.0.0.1:0", Token: "tok"}, Now: clock})
+	srv, err := agent.New(agent.Config{Listen: agent.ListenConfig{Addr: "127.0.0.1:0", Token: "tok"}, Now: clock,
+		Identity: agent.Identity{Name: name, Region: "region-" + name}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +175,9 @@ func TestAttachAlignsTheFleetByEachAgentsClock(t *testing.T) {
 		c := got.Connections[name]
 		if c.ClockOffsetMS == nil {
 			t.Fatalf("agent %s: no clock offset (%q)\n%s", name, c.ClockError, stderr)
+		}
+		if c.Region != "region-"+name || c.ClockEstimates != 1 || c.ClockError != "" {
+			t.Errorf("agent %s: region %q, %d clock estimates (%q): want its region and one estimate, for its one connection", name, c.Region, c.ClockEstimates, c.ClockError)
 		}
 		miss := math.Abs(*c.ClockOffsetMS - ms(skew))
 		t.Logf("agent %s: clock %+v ms, estimated %+.3f ms (bound %.3f ms)", name, ms(skew), *c.ClockOffsetMS, *c.ClockBoundMS)
