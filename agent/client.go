@@ -64,7 +64,10 @@ type ClientConfig struct {
 // only one kind of event, a Loss record for events it dropped because
 // their ids went backwards, dated with the agent's last event; a consumer
 // aggregates each agent on that agent's own timeline and never mixes it
-// with another's or with the local clock.
+// with another's or with the local clock. With ClockPings it estimates
+// how far the agent's clock is from the local one at every connection,
+// before that connection's events (ClockOffset), for a consumer that puts
+// several agents on one timeline (package fleet); it still shifts nothing.
 //
 // Across reconnections the client resumes after the last event it emitted,
 // so it emits every event the agent's ring still holds exactly once; what
