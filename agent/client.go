@@ -42,6 +42,13 @@ type ClientConfig struct {
 	// ConnectTimeout bounds each connection's dial, TLS handshake and wait
 	// for the response's headers, each (default 10 s, the headers 15 s).
 	ConnectTimeout time.Duration
+	// ClockPings, when above 0, has the client estimate the agent's clock
+	// offset at the start of every connection, before its events are
+	// emitted, with this many pings (see EstimateClockOffset): an agent
+	// that reconnects may have had its clock stepped, or be another host.
+	ClockPings int
+	// Now is the local clock of those estimates (default time.Now).
+	Now func() time.Time
 	// OnState, when set, is called from Run's goroutine with the new status
 	// at every change of state. It must not block.
 	OnState func(Status)
@@ -57,7 +64,10 @@ type ClientConfig struct {
 // only one kind of event, a Loss record for events it dropped because
 // their ids went backwards, dated with the agent's last event; a consumer
 // aggregates each agent on that agent's own timeline and never mixes it
-// with another's or with the local clock.
+// with another's or with the local clock. With ClockPings it estimates
+// how far the agent's clock is from the local one at every connection,
+// before that connection's events (ClockOffset), for a consumer that puts
+// several agents on one timeline (package fleet); it still shifts nothing.
 //
 // Across reconnections the client resumes after the last event it emitted,
 // so it emits every event the agent's ring still holds exactly once; what
@@ -76,8 +86,9 @@ type Client struct {
 	run      string    // the agent run's StreamHeader value
 	lastTime time.Time // the last emitted event's own time, to date the client's Loss records
 
-	mu sync.Mutex
-	st Status
+	mu    sync.Mutex
+	st    Status
+	named bool // a session header named the agent
 }
 
 var _ pipeline.Source = (*Client)(nil)
@@ -274,6 +285,13 @@ func (c *Client) connect(ctx context.Context, emit func(event.Event)) (progresse
 	defer resp.Body.Close()
 	if err := checkResponse(resp); err != nil {
 		return false, err
+	}
+	if c.cfg.ClockPings > 0 {
+		// Before this connection's events, and before the status says
+		// Streaming, so that both carry the clock they were dated by.
+		watchdog.Stop()
+		c.estimateClock(connCtx)
+		watchdog.Reset(c.cfg.IdleTimeout)
 	}
 	c.connected(resp.Header.Get(StreamHeader))
 	body := &activity{r: resp.Body, watchdog: watchdog, idle: c.cfg.IdleTimeout}

@@ -70,6 +70,17 @@ type Status struct {
 	// already received (ids went backwards); a latscope agent never sends
 	// any. The client announces them with Loss records (event.ConsumerAttach).
 	Duplicates int64
+	// Region and Shard are what the agent says of itself in its clock
+	// reading (its --region and --shard); empty when it gave none.
+	Region, Shard string
+	// Clock is the agent's clock offset as last estimated, at the start of
+	// a connection (ClientConfig.ClockPings), valid when ClockKnown;
+	// ClockEstimates counts the estimates tried and ClockErr says why the
+	// latest failed (the last known offset is kept).
+	Clock          ClockOffset
+	ClockKnown     bool
+	ClockEstimates int
+	ClockErr       string
 }
 
 func (c *Client) countDuplicate() {
@@ -91,9 +102,9 @@ func (c *Client) received(ev event.Event) {
 	case ev.Session != nil:
 		switch {
 		case ev.Session.Name != "":
-			c.st.Name = ev.Session.Name
+			c.st.Name, c.named = ev.Session.Name, true
 		case ev.Session.Host != "":
-			c.st.Name = ev.Session.Host
+			c.st.Name, c.named = ev.Session.Host, true
 		}
 	}
 }

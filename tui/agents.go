@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
@@ -80,12 +81,14 @@ func (a *requestAgents) of(r *event.Request) string {
 	return a.byKey[keyOf(r)]
 }
 
+// requestKey tells a request apart without its times of day: the fleet's
+// copy of an agent's request is moved by the agent's clock offset.
 type requestKey struct {
-	id    string
-	start int64
+	id  string
+	e2e time.Duration
 }
 
-func keyOf(r *event.Request) requestKey { return requestKey{r.ID, r.Start.UnixNano()} }
+func keyOf(r *event.Request) requestKey { return requestKey{r.ID, r.E2E} }
 
 // agentTableLines is the per-agent table's height: a title and a line an agent.
 func agentTableLines(n int) int {
@@ -96,13 +99,18 @@ func agentTableLines(n int) int {
 }
 
 // renderAgents is the compact per-agent table of the main view: name,
-// load, ok/s, TTFT p50 and p99, errors and health, over the window; the
-// agent shown is marked.
+// region, load, ok/s, TTFT p50 and p99, errors, clock offset and health,
+// over the window; the agent shown is marked. Narrow screens drop the
+// load, then the region.
 func renderAgents(st *styles, agents []Frame, shown int, w aggregate.Window, width int) []string {
 	if len(agents) == 0 {
 		return nil
 	}
-	lines := []string{rule(st, st.title.Render("agents")+st.dim.Render(" · "+w.String()+" · ttft p50/p99 · a cycles fleet and agents"), width)}
+	regions := false
+	for i := range agents {
+		regions = regions || agents[i].Agent != nil && agents[i].Agent.Region != ""
+	}
+	lines := []string{rule(st, st.title.Render("agents")+st.dim.Render(" · "+w.String()+" · ttft p50/p99 · clock offset · a cycles fleet and agents"), width)}
 	for i := range agents {
 		fr := &agents[i]
 		s := &fr.Snapshot
@@ -137,11 +145,27 @@ func renderAgents(st *styles, agents []Frame, shown int, w aggregate.Window, wid
 			mark = st.key.Render("▸ ")
 		}
 		line := mark + fit(agentName(fr, i), 12) + " "
-		if width >= 110 { // the load goes first when space runs short
+		if regions && width >= 100 {
+			region := ""
+			if fr.Agent != nil {
+				region = fr.Agent.Region
+			}
+			line += fit(region, 10) + " "
+		}
+		if width >= 120 { // the load goes first when space runs short
 			line += fit(ld, 20) + " "
 		}
-		line += fmt.Sprintf("ok %6s/s  ttft %-15s err %-6s ", rate(okPerSec), ttft+" ms", errs) + health
+		line += fmt.Sprintf("ok %6s/s  ttft %-15s err %-6s %-9s ", rate(okPerSec), ttft+" ms", errs, clockOffset(fr.Agent)) + health
 		lines = append(lines, fit(line, width))
 	}
 	return lines
+}
+
+// clockOffset is an agent's clock offset from this machine's, as the
+// agents table shows it: "+250.0ms", or "clock ?" when not estimated.
+func clockOffset(a *AgentInfo) string {
+	if a == nil || !a.ClockKnown {
+		return "clock ?"
+	}
+	return fmt.Sprintf("%+.1fms", float64(a.ClockOffset)/float64(time.Millisecond))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
@@ -17,13 +18,17 @@ func fleetSession(t *testing.T, secs, w, h int) (*model, *stepFeed) {
 	t.Helper()
 	east, west := newSynth(synthOpts{name: "east", perSec: 8}), newSynth(synthOpts{name: "west", perSec: 12})
 	all := newSynth(synthOpts{name: "fleet", perSec: 20})
-	// The fleet's sample holds the agents' records, as attach's does.
+	// The fleet's sample holds the agents' requests moved onto its
+	// timeline, as attach's does: east's clock is 250 ms ahead.
 	all.sampler = NewSampler(0)
+	offsets := map[*synth]time.Duration{east: 250 * time.Millisecond, west: 0}
 	for _, a := range []*synth{east, west} {
 		a.emit = func(ev event.Event) {
 			a.add(ev)
 			if ev.Request != nil {
-				all.sampler.Add(ev.Request)
+				r := *ev.Request
+				r.Start, r.Intended = r.Start.Add(-offsets[a]), r.Intended.Add(-offsets[a])
+				all.sampler.Add(&r)
 			}
 		}
 	}
@@ -36,6 +41,8 @@ func fleetSession(t *testing.T, secs, w, h int) (*model, *stepFeed) {
 		all.advance(1)
 		fr := all.frame()
 		e, wf := east.frame(), west.frame()
+		e.Agent = &AgentInfo{Region: "us-east-1", ClockKnown: true, ClockOffset: 250 * time.Millisecond, ClockBound: 80 * time.Microsecond}
+		wf.Agent = &AgentInfo{} // its clock was not estimated yet
 		wf.Status = []string{"agent west: reconnecting (attempt 2)"}
 		fr.Agents = []Frame{e, wf}
 		fr.Status = wf.Status
@@ -64,11 +71,14 @@ func TestSeveralAgents(t *testing.T) {
 		}
 	}
 	for name, l := range map[string]string{"east": east, "west": west} {
-		for _, want := range []string{"closed loop c=16", "ok ", "ttft ", "err "} {
+		for _, want := range []string{"closed loop c=16", "ok ", "ttft ", "err ", map[string]string{"east": "+250.0ms", "west": "clock ?"}[name]} {
 			if !strings.Contains(l, want) {
 				t.Errorf("%s's line lacks %q: %q", name, want, l)
 			}
 		}
+	}
+	if !strings.Contains(east, " us-east-1 ") || strings.Contains(west, "us-east") {
+		t.Errorf("region: east %q, west %q", east, west)
 	}
 	if !strings.Contains(east, "streaming") || !strings.Contains(west, "reconnecting") {
 		t.Errorf("health: east %q, west %q", east, west)

@@ -42,6 +42,9 @@ type Frame struct {
 	// aggregator (distributions merged exactly, never averaged). A key
 	// cycles the fleet and the agents.
 	Agents []Frame
+	// Agent is what attach learnt of the agent a per-agent frame shows,
+	// beside its events (nil in every other frame).
+	Agent *AgentInfo
 	// Notices are news that is no trouble, e.g. "recording to run.lsr":
 	// shown on the status line when no warning is.
 	Notices []string
@@ -53,6 +56,17 @@ type Frame struct {
 	// Sweep is the running sweep (nil outside `latscope sweep`): its panel
 	// takes the charts' place.
 	Sweep *sweep.Progress
+}
+
+// AgentInfo is what attach learnt of an agent beside its events: where
+// the agent says it measures from, and how far its clock is from this
+// machine's (the fleet's timeline moves its events by that).
+type AgentInfo struct {
+	Region string // its --region; "" when it gave none
+	// ClockKnown says ClockOffset, the agent's clock minus this machine's,
+	// was estimated, within ±ClockBound.
+	ClockKnown              bool
+	ClockOffset, ClockBound time.Duration
 }
 
 // Playback is where a replay stands: its position and the recording's

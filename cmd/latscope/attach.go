@@ -18,6 +18,7 @@ import (
 	"github.com/latscope/latscope/agent"
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/fleet"
 	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/tui"
@@ -34,13 +35,15 @@ func newAttachCmd() *cobra.Command {
 		Short: "The dashboard for remote agents: watch one or several `latscope agent`s",
 		Long: `attach streams the events of one or more agents (latscope agent) and
 aggregates them here. Each agent's events are aggregated on the agent's own
-timestamps, one timeline per agent. With --no-tui the fleet's summary
-follows the agents': every agent's requests merged into one distribution,
-exact (never an average of the agents' percentiles), on this machine's
-clock: attach estimates each agent's clock offset from timestamped pings
-(NTP-style), says it, warns above 50 ms, and moves the agent's requests by
-it. --json prints {"fleet": <summary>, "agents": {"<name>": <summary>, ...},
-"connections": {"<name>": {url, connections, clock_offset_ms, ...}}}.
+timestamps, one timeline per agent. The fleet is every agent's requests
+merged into one distribution, exact (never an average of the agents'
+percentiles), on this machine's clock: at every connection attach
+estimates the agent's clock offset from timestamped pings (NTP-style),
+says it, warns above 50 ms, and moves the agent's requests by it. The
+dashboard's fleet view (key a) and, with --no-tui, the summary that follows
+the agents' are that one fleet. --json prints {"fleet": <summary>,
+"agents": {"<name>": <summary>, ...}, "connections": {"<name>": {url,
+region, connections, clock_offset_ms, ...}}}.
 
 A dropped connection is retried with backoff and resumed from the last event
 received; nothing the agent's replay ring still holds is lost, and anything
@@ -127,9 +130,13 @@ type attached struct {
 	// Headless only: its lines on stderr, and what goes wrong with it.
 	out   io.Writer
 	watch *attachWatch
-	// Headless only: its clock's offset, set by its fleet tap once the
-	// agent answered; nil until then.
-	clock *clockEstimate
+}
+
+// offset is the agent's clock minus this machine's, as last estimated (0
+// while unknown: the fleet then takes its events as the agent dated them).
+func (a *attached) offset() time.Duration {
+	off, _ := a.client.ClockOffset()
+	return off
 }
 
 func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, record string, jsonOut, dashboard bool, noColor bool) error {
@@ -141,7 +148,7 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 	for _, u := range urls {
 		a := &attached{url: u}
 		cfg := base
-		cfg.URL = u
+		cfg.URL, cfg.ClockPings = u, clockPings
 		if !dashboard {
 			a.out = &prefixWriter{w: stderr, mu: &mu, prefix: func() string { return a.client.Name() + ": " }}
 			a.watch = &attachWatch{w: a.out, now: time.Now}
@@ -156,28 +163,32 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 	}
 	var wg sync.WaitGroup
 	feed := &attachFeed{}
-	if dashboard && len(agents) > 1 {
-		feed.fleet = newFleet(len(agents))
-	}
-	var fleet *fleetMerge // headless: the agents' requests merged, exactly
-	if !dashboard {
-		fleet = startFleetMerge()
+	// The fleet: the agents' requests merged, exactly, on this machine's
+	// clock; the dashboard shows it beside the agents when there are
+	// several, the headless output after them.
+	var merged *fleet.Fleet
+	switch {
+	case dashboard && len(agents) > 1:
+		feed.fleet = newFleetView()
+		merged = feed.fleet.merged
+	case !dashboard:
+		merged = fleet.New(fleet.Config{})
 	}
 	for i, a := range agents {
 		// Each agent is one timeline: its own pipeline and aggregator, on
-		// its own timestamps (Now nil).
-		m := measurement{pipe: pipeline.Config{Primary: []pipeline.Source{a.client}}}
+		// its own timestamps (Now nil); the fleet gets its events too.
+		var src pipeline.Source = a.client
+		if merged != nil {
+			src = merged.Source(a.client, a.offset)
+		}
+		m := measurement{pipe: pipeline.Config{Primary: []pipeline.Source{src}}}
 		if dashboard {
 			snaps := pipeline.NewLatest[aggregate.Snapshot]()
 			feeds := make(chan *tui.LiveFeed, 1)
 			m.observers = append(m.observers, snaps.Put)
 			m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
 			feed.agents = append(feed.agents, attachedFeed{client: a.client, feeds: feeds})
-			if feed.fleet != nil {
-				m.consumers = append(m.consumers, feed.fleet.tap())
-			}
 		} else {
-			m.consumers = append(m.consumers, fleet.tap(a))
 			line := statusLine(a.out)
 			m.observers = append(m.observers, func(s aggregate.Snapshot) {
 				st := a.client.Status()
@@ -214,10 +225,10 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 			return err
 		}
 	}
-	wg.Wait()
+	wg.Wait() // every agent's source has returned: the fleet has all it gets
 	var fleetSummary aggregate.Summary
-	if fleet != nil {
-		fleetSummary = fleet.finish()
+	if merged != nil {
+		fleetSummary = merged.Summary()
 	}
 	unreached := neverConnected(agents)
 	if jsonOut {
@@ -237,7 +248,7 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 		}
 		fmt.Fprintln(cmd.OutOrStdout())
 	}
-	if fleet != nil && len(agents)-len(unreached) > 1 {
+	if merged != nil && len(agents)-len(unreached) > 1 {
 		fmt.Fprintf(cmd.OutOrStdout(), "== fleet: %d agents' requests merged\n", len(agents)-len(unreached))
 		if err := aggregate.WriteTable(cmd.OutOrStdout(), fleetSummary); err != nil {
 			return fmt.Errorf("write the fleet's summary: %w", err)
@@ -372,7 +383,7 @@ func (l *lateRecording) failure() string {
 // streaming (connecting, reconnecting, failed).
 type attachFeed struct {
 	agents []attachedFeed
-	fleet  *fleet // nil for a single agent
+	fleet  *fleetView // nil for a single agent
 }
 
 type attachedFeed struct {
@@ -412,6 +423,7 @@ func (f *attachFeed) Frame() (tui.Frame, uint64) {
 			out = fr
 			continue
 		}
+		fr.Agent = agentInfo(a.client.Status())
 		out.Status = append(out.Status, fr.Status...)
 		out.Agents = append(out.Agents, fr)
 	}
@@ -455,6 +467,7 @@ type attachWatch struct {
 	lastLine time.Time
 	dups     int64
 	lost     int64
+	clocks   int // clock estimates said
 }
 
 // onState is the client's OnState: it only writes a line, so it does not
@@ -475,6 +488,11 @@ func (a *attachWatch) onState(st agent.Status) {
 		if a.lastErr != "" {
 			fmt.Fprintf(a.w, "connected\n")
 			a.lastErr = ""
+		}
+		// Each connection estimates the agent's clock before it streams.
+		if st.ClockEstimates > a.clocks {
+			a.clocks = st.ClockEstimates
+			sayClock(a.w, st)
 		}
 	}
 }

@@ -3,17 +3,23 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/latscope/latscope/agent"
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/recorder"
 )
 
 // recordedAgent serves one agent's whole stream: its session header, then
@@ -112,11 +118,12 @@ func keys[V any](m map[string]V) []string {
 
 // skewedAgent is a real agent whose clock is off by skew; it has served a
 // whole session: requests at the same true times as its peers', dated by
-// its own clock.
+// its own clock. It measures from region-<name>.
 func skewedAgent(t *testing.T, name string, skew time.Duration, trueStart time.Time, n int) string {
 	t.Helper()
 	clock := func() time.Time { return time.Now().Add(skew) }
-	srv, err := agent.New(agent.Config{Listen: agent.ListenConfig{Addr: "127.0.0.1:0", Token: "tok"}, Now: clock})
+	srv, err := agent.New(agent.Config{Listen: agent.ListenConfig{Addr: "127.0.0.1:0", Token: "tok"}, Now: clock,
+		Identity: agent.Identity{Name: name, Region: "region-" + name}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +182,9 @@ func TestAttachAlignsTheFleetByEachAgentsClock(t *testing.T) {
 		if c.ClockOffsetMS == nil {
 			t.Fatalf("agent %s: no clock offset (%q)\n%s", name, c.ClockError, stderr)
 		}
+		if c.Region != "region-"+name || c.ClockEstimates != 1 || c.ClockError != "" {
+			t.Errorf("agent %s: region %q, %d clock estimates (%q): want its region and one estimate, for its one connection", name, c.Region, c.ClockEstimates, c.ClockError)
+		}
 		miss := math.Abs(*c.ClockOffsetMS - ms(skew))
 		t.Logf("agent %s: clock %+v ms, estimated %+.3f ms (bound %.3f ms)", name, ms(skew), *c.ClockOffsetMS, *c.ClockBoundMS)
 		if miss > *c.ClockBoundMS+0.001 {
@@ -196,4 +206,215 @@ func TestAttachAlignsTheFleetByEachAgentsClock(t *testing.T) {
 	if span, want := got.Fleet.End.Sub(got.Fleet.Start), 99*10*time.Millisecond+50*time.Millisecond; (span - want).Abs() > slack {
 		t.Errorf("the fleet spans %v, want %v (slack %v): the agents' clocks were not aligned", span, want, slack)
 	}
+}
+
+// recordedRequests reads back the requests an agent recorded, and its
+// session header.
+func recordedRequests(t *testing.T, path string) (*event.Session, []event.Event) {
+	t.Helper()
+	r, err := recorder.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []event.Event
+	for {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return r.Header(), out
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if ev.Request != nil {
+			out = append(out, ev)
+		}
+	}
+}
+
+// Attached to three real agents (each `latscope agent --record` against
+// the simulator), the fleet counts the sum of the agents' requests, and
+// its TTFT percentiles are those of the union of the requests the agents
+// recorded, read back from their files: exact, not the agents' percentiles
+// averaged. Each agent's region comes through. Counts are finite and the
+// attach ends on the agents' own end: nothing depends on the host's pace.
+func TestAttachFleetIsTheUnionOfTheAgentsRecordings(t *testing.T) {
+	t.Parallel()
+	url := serveTinySim(t)
+	dir := t.TempDir()
+	names := []string{"east", "west", "north"}
+	var urls []string
+	agents := map[string]*runningAgent{}
+	for i, name := range names {
+		a := startAgent(t, "--url", url, "-n", fmt.Sprint(10+5*i), "-c", "2", "--prompt-tokens", "32", "--output-tokens", "8",
+			"--no-gpu", "--linger", "30s", "--quiet", "--name", name, "--region", "region-"+name, "--record", filepath.Join(dir, name+".lsr"))
+		agents[name] = a
+		urls = append(urls, "http://"+a.addr)
+	}
+	out, stderr, err := execute(t, append([]string{"attach", "--no-tui", "--json"}, urls...)...)
+	if err != nil {
+		t.Fatalf("attach: %v\n%s", err, stderr)
+	}
+	var got struct {
+		Fleet       aggregate.Summary
+		Agents      map[string]aggregate.Summary
+		Connections map[string]agentConnection
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out)
+	}
+	union := aggregate.New(aggregate.Config{})
+	var agentsSent, recorded int64
+	for i, name := range names {
+		a := agents[name]
+		a.wait() // its recording is closed once its session ended
+		if a.err != nil {
+			t.Fatalf("agent %s: %v\n%s", name, a.err, a.stderr.String())
+		}
+		header, reqs := recordedRequests(t, filepath.Join(dir, name+".lsr"))
+		if i == 0 {
+			union.Add(event.NewSession(header)) // the agents' TTFT basis, as the fleet takes it
+		}
+		for _, ev := range reqs {
+			union.Add(ev)
+		}
+		recorded += int64(len(reqs))
+		s, ok := got.Agents[name]
+		if !ok {
+			t.Fatalf("no agent %s in %v", name, keys(got.Agents))
+		}
+		if s.Requests.Sent != int64(10+5*i) || s.Requests.Sent != int64(len(reqs)) {
+			t.Errorf("agent %s: attach counts %d requests, its recording %d, want %d", name, s.Requests.Sent, len(reqs), 10+5*i)
+		}
+		agentsSent += s.Requests.Sent
+		if c := got.Connections[name]; c.Region != "region-"+name || c.ClockOffsetMS == nil {
+			t.Errorf("agent %s: connection %+v, want its region and clock offset", name, c)
+		}
+	}
+	want := union.Summary()
+	f := got.Fleet
+	if f.Requests.Sent != agentsSent || f.Requests.Sent != recorded || f.TTFT.Count != want.TTFT.Count {
+		t.Errorf("the fleet counts %d requests (%d with a TTFT); the agents %d, their recordings %d (%d)",
+			f.Requests.Sent, f.TTFT.Count, agentsSent, recorded, want.TTFT.Count)
+	}
+	if f.TTFT.P50 != want.TTFT.P50 || f.TTFT.P99 != want.TTFT.P99 || f.E2E.P50 != want.E2E.P50 {
+		t.Errorf("fleet TTFT p50/p99 %.3f/%.3f ms, E2E p50 %.3f; the recordings' union %.3f/%.3f, %.3f",
+			f.TTFT.P50, f.TTFT.P99, f.E2E.P50, want.TTFT.P50, want.TTFT.P99, want.E2E.P50)
+	}
+	t.Logf("fleet: %d requests, TTFT p50 %.3f ms p99 %.3f ms (the recordings' union: %.3f, %.3f)", f.Requests.Sent, f.TTFT.P50, f.TTFT.P99, want.TTFT.P50, want.TTFT.P99)
+}
+
+// steppedClockAgent is an agent whose clock is stepped between its two
+// connections: +250 ms on the first, which ends after 5 of 10 requests,
+// -100 ms on the second, which sends the rest and the end. Its requests go
+// out 10 ms apart from trueStart, dated by its clock of the moment.
+func steppedClockAgent(t *testing.T, trueStart time.Time) *httptest.Server {
+	t.Helper()
+	skews := []time.Duration{250 * time.Millisecond, -100 * time.Millisecond}
+	var conns atomic.Int64 // /events connections so far
+	skew := func() time.Duration { return skews[min(max(conns.Load()-1, 0), 1)] }
+	frame := func(id int, ev event.Event) string {
+		b, err := event.Marshal(ev)
+		if err != nil {
+			t.Error(err)
+		}
+		return fmt.Sprintf("id: %d\ndata: %s\n\n", id, b)
+	}
+	request := func(i int, skew time.Duration) event.Event {
+		at := trueStart.Add(time.Duration(i)*10*time.Millisecond + skew)
+		return event.NewRequest(&event.Request{ID: fmt.Sprintf("r%d", i), Start: at, Intended: at, Outcome: event.OutcomeOK,
+			TTFT: 20 * time.Millisecond, E2E: 50 * time.Millisecond, OutputTokens: 1})
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/clock", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `{"unix_nano": %d, "name": "stepped", "region": "eu-west"}`, time.Now().Add(skew()).UnixNano())
+	})
+	mux.HandleFunc("/events", func(w http.ResponseWriter, r *http.Request) {
+		n := conns.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set(agent.StreamHeader, "run-1")
+		var body strings.Builder
+		switch {
+		case n == 1:
+			body.WriteString(frame(1, event.NewSession(&event.Session{Time: trueStart.Add(skews[0]), Name: "stepped", Target: "http://x", Load: event.Load{Mode: "open"}})))
+			for i := range 5 {
+				body.WriteString(frame(2+i, request(i, skews[0])))
+			}
+			// The connection ends here, without the end: attach reconnects.
+		case r.Header.Get("Last-Event-ID") == "6":
+			for i := 5; i < 10; i++ {
+				body.WriteString(frame(2+i, request(i, skews[1])))
+			}
+			body.WriteString("event: end\ndata: {}\n\n")
+		default:
+			t.Errorf("connection %d resumes after %q, want 6", n, r.Header.Get("Last-Event-ID"))
+		}
+		_, _ = io.WriteString(w, body.String())
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// After an agent reconnects, attach estimates its clock again, before the
+// new connection's events, says the new offset, shows it in the JSON with
+// the agent's region, and moves those events by it: the fleet's requests
+// line up with the true times although the agent's clock jumped by 350 ms
+// between its connections.
+func TestAttachEstimatesTheClockAgainAfterAReconnection(t *testing.T) {
+	t.Parallel()
+	trueStart := time.Now().Truncate(time.Millisecond)
+	srv := steppedClockAgent(t, trueStart)
+	out, stderr, err := execute(t, "attach", "--no-tui", "--json", srv.URL)
+	if err != nil {
+		t.Fatalf("attach: %v\n%s", err, stderr)
+	}
+	var got struct {
+		Fleet       struct{ Start, End time.Time }
+		Connections map[string]agentConnection
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out)
+	}
+	c := got.Connections["stepped"]
+	if c.Connections != 2 || c.ClockEstimates != 2 || c.ClockOffsetMS == nil || c.Region != "eu-west" {
+		t.Fatalf("connection %+v: want two connections, two clock estimates, an offset and the region", c)
+	}
+	if miss := math.Abs(*c.ClockOffsetMS + 100); miss > *c.ClockBoundMS+0.001 {
+		t.Errorf("the last estimate is %.3f ms, the clock -100 ms: off by more than its bound %.3f ms", *c.ClockOffsetMS, *c.ClockBoundMS)
+	}
+	for _, want := range []string{"stepped: warning: its clock is +2", "stepped: warning: its clock is -"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
+	// Each estimate is within half its ping's round trip, which stderr
+	// says for both (the JSON keeps the last): two requests may be off by
+	// the larger, in opposite directions.
+	slack := 2*largestBoundSaid(t, stderr) + 2*time.Microsecond // the lines round to 1 µs
+	if d := got.Fleet.Start.Sub(trueStart).Abs(); d > slack {
+		t.Errorf("the fleet starts %v from the true start (slack %v): not aligned", d, slack)
+	}
+	if span, want := got.Fleet.End.Sub(got.Fleet.Start), 9*10*time.Millisecond+50*time.Millisecond; (span - want).Abs() > slack {
+		t.Errorf("the fleet spans %v, want %v (slack %v): the reconnection's events were moved by the old offset", span, want, slack)
+	}
+}
+
+// largestBoundSaid is the largest clock estimate bound (±) of attach's
+// clock lines on stderr.
+func largestBoundSaid(t *testing.T, stderr string) time.Duration {
+	t.Helper()
+	var largest time.Duration
+	said := regexp.MustCompile(`\(±([^,]+), over \d+ pings\)`).FindAllStringSubmatch(stderr, -1)
+	for _, m := range said {
+		d, err := time.ParseDuration(m[1])
+		if err != nil {
+			t.Fatalf("clock line bound %q: %v", m[1], err)
+		}
+		largest = max(largest, d)
+	}
+	if len(said) == 0 {
+		t.Fatalf("no clock line with a bound on stderr:\n%s", stderr)
+	}
+	return largest
 }

@@ -11,57 +11,51 @@ import (
 	"github.com/latscope/latscope/pipeline"
 )
 
-// The fleet merges the agents' distributions exactly: its request count
-// is the sum of theirs and its TTFT p50 is that of the union of their
-// requests, which here is far from the mean of their p50s.
-func TestFleetMergesTheAgentsExactly(t *testing.T) {
+// The dashboard's fleet view and attach's summary read one merger: the
+// view's whole-run TTFT is the summary's, and its requests sample holds
+// the agents' requests on the fleet's timeline (an agent 250 ms ahead has
+// its requests moved back by that).
+func TestFleetViewIsTheSummarysFleet(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	agents := []struct {
+	v := newFleetView()
+	for _, a := range []struct {
 		name string
-		n    int
-		ttft time.Duration // the agent's requests take ttft, ttft+1ms, ...
-	}{{"east", 50, 100 * time.Millisecond}, {"west", 200, 400 * time.Millisecond}, {"north", 20, 900 * time.Millisecond}}
-	f := newFleet(len(agents))
-	union := aggregate.New(aggregate.Config{})
-	union.Add(event.NewSession(&event.Session{Time: start, Latscope: "test", Name: "union"}))
-	var perAgentP50 float64
-	for _, a := range agents {
-		fan := pipeline.NewFanout()
-		wait := f.tap().start(context.Background(), fan)
-		own := aggregate.New(aggregate.Config{})
-		session := event.NewSession(&event.Session{Time: start, Latscope: "test", Name: a.name, Target: "http://" + a.name})
-		fan.Publish(session)
-		own.Add(session)
-		for i := range a.n {
-			at := start.Add(time.Duration(i) * 100 * time.Millisecond)
-			ttft := a.ttft + time.Duration(i)*time.Millisecond
-			r := event.NewRequest(&event.Request{ID: fmt.Sprintf("%s-%d", a.name, i), Intended: at, Start: at, Outcome: event.OutcomeOK,
-				TTFT: ttft, E2E: ttft + 10*time.Millisecond, OutputTokens: 1})
-			fan.Publish(r)
-			own.Add(r)
-			union.Add(r)
-		}
-		fan.Close()
-		if err := wait(); err != nil {
+		skew time.Duration
+		ttft time.Duration
+	}{{"ahead", 250 * time.Millisecond, 300 * time.Millisecond}, {"exact", 0, 100 * time.Millisecond}} {
+		src := pipeline.SourceFunc(func(_ context.Context, emit func(event.Event)) error {
+			at := start.Add(a.skew)
+			emit(event.NewSession(&event.Session{Time: at, Latscope: "test", Name: a.name, Load: event.Load{Mode: "closed", Concurrency: 1}}))
+			for i := range 30 {
+				s := at.Add(time.Duration(i) * time.Second)
+				d := a.ttft + time.Duration(i)*time.Millisecond
+				emit(event.NewRequest(&event.Request{ID: fmt.Sprintf("%s-%d", a.name, i), Intended: s, Start: s,
+					Outcome: event.OutcomeOK, TTFT: d, E2E: d + 5*time.Millisecond, OutputTokens: 1}))
+			}
+			return nil
+		})
+		if err := v.merged.Source(src, func() time.Duration { return a.skew }).Run(t.Context(), func(event.Event) {}); err != nil {
 			t.Fatal(err)
 		}
-		perAgentP50 += own.Snapshot(start.Add(time.Minute)).Windows[aggregate.WinRun].TTFT.P50 / float64(len(agents))
 	}
-	fr, _ := f.frame()
-	got := fr.Snapshot.Windows[aggregate.WinRun]
-	want := union.Snapshot(fr.Snapshot.Now).Windows[aggregate.WinRun]
-	if got.TTFT.Count != 270 || got.Sent != 270 {
-		t.Fatalf("the fleet counts %d requests (%d sent), want the agents' 270", got.TTFT.Count, got.Sent)
+	fr, _ := v.frame()
+	run, sum := fr.Snapshot.Windows[aggregate.WinRun], v.merged.Summary()
+	if run.TTFT.Count != 60 || run.TTFT.P50 != sum.TTFT.P50 || run.TTFT.P99 != sum.TTFT.P99 || run.Sent != sum.Requests.Sent {
+		t.Fatalf("the fleet view says %d requests, TTFT p50/p99 %.3f/%.3f; the summary %d, %.3f/%.3f",
+			run.TTFT.Count, run.TTFT.P50, run.TTFT.P99, sum.Requests.Sent, sum.TTFT.P50, sum.TTFT.P99)
 	}
-	if got.TTFT.P50 != want.TTFT.P50 || got.TTFT.P99 != want.TTFT.P99 {
-		t.Fatalf("fleet TTFT p50/p99 %.1f/%.1f ms, the union's %.1f/%.1f ms", got.TTFT.P50, got.TTFT.P99, want.TTFT.P50, want.TTFT.P99)
+	if len(fr.Requests.Latest) == 0 {
+		t.Fatal("the fleet view's requests sample is empty")
 	}
-	// The union's median is a west request (over 400 ms), while the mean
-	// of the agents' medians is about 480 ms: not what the fleet shows.
-	if got.TTFT.P50 < 400 || got.TTFT.P50 > 600 || got.TTFT.P50 == perAgentP50 {
-		t.Fatalf("fleet p50 %.1f ms (mean of the agents' p50s %.1f)", got.TTFT.P50, perAgentP50)
-	}
-	if h := fr.Snapshot.Session; h == nil || h.Name != "fleet" {
-		t.Fatalf("fleet session %+v", h)
+	for _, r := range fr.Requests.Latest {
+		var name string
+		var i int
+		if _, err := fmt.Sscanf(r.ID, "%5s-%d", &name, &i); err != nil {
+			t.Fatal(err)
+		}
+		if want := start.Add(time.Duration(i) * time.Second); !r.Start.Equal(want) {
+			t.Errorf("request %s starts at %v on the fleet's timeline, want %v", r.ID, r.Start.Sub(start), want.Sub(start))
+		}
 	}
 }
