@@ -2,21 +2,18 @@
 // watches one thing the client cannot see (the server's Prometheus metrics,
 // its traces, the GPU) and turns it into event records.
 //
-// Every collector implements Collector. Run owns the collector's loop: it
-// returns when its context ends, reports its own failures as events (a
-// collector marker and stale samples) instead of stopping, and never stops
-// the probe.
+// Every collector is a pipeline.Source. Its Run owns the collector's loop:
+// it returns when its context ends, reports its own failures as events (a
+// collector marker and stale samples) instead of stopping, never stops the
+// probe, and calls emit from its own goroutine only.
 package collector
 
-import (
-	"context"
+import "github.com/latscope/latscope/pipeline"
 
-	"github.com/latscope/latscope/event"
+// Every collector is a source of the pipeline.
+var (
+	_ pipeline.Source = (*Prom)(nil)
+	_ pipeline.Source = (*OTLPReceiver)(nil)
+	_ pipeline.Source = (*GPU)(nil)
+	_ pipeline.Source = (*SimulatedGPU)(nil)
 )
-
-// Collector is a source of server-side events.
-type Collector interface {
-	// Run collects until ctx ends, passing each event to emit. emit is called
-	// from Run's goroutine only.
-	Run(ctx context.Context, emit func(event.Event)) error
-}

@@ -298,9 +298,3 @@ func simClamp01(v float64) float64 {
 	}
 	return min(v, 1)
 }
-
-// Both GPU sources are collectors.
-var (
-	_ Collector = (*GPU)(nil)
-	_ Collector = (*SimulatedGPU)(nil)
-)

@@ -76,7 +76,7 @@ type PromConfig struct {
 }
 
 // Prom scrapes a server's Prometheus metrics and emits one ServerSample per
-// scrape. It implements Collector.
+// scrape. It is a pipeline.Source.
 type Prom struct {
 	cfg      PromConfig
 	shownURL string       // cfg.URL without credentials, for markers, errors and samples
@@ -84,8 +84,6 @@ type Prom struct {
 	dialect  *Dialect     // nil: detect on every scrape
 	now      func() time.Time
 }
-
-var _ Collector = (*Prom)(nil)
 
 // NewProm checks cfg and fills in its defaults.
 func NewProm(cfg PromConfig) (*Prom, error) {
