@@ -52,10 +52,10 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	}
 	// While the dashboard runs nothing may print on stderr: notices go to
 	// its header instead.
-	var notices *noticeBoard
+	var notices *tui.NoticeBoard
 	progress := stderr
 	if dashboard {
-		notices = &noticeBoard{after: stderr}
+		notices = &tui.NoticeBoard{After: stderr}
 		progress = notices
 	} else {
 		m.observers = append(m.observers, statusLine(stderr))
