@@ -78,7 +78,7 @@ func (a *Aggregator) bdTTFTMeanMS() float64 {
 }
 
 // queueShareInsight speaks of queue wait only where the breakdown
-// attributed a queue (on evidence: see collector.Attribute). A breakdown
+// attributed a queue (on evidence: see attribute.Attribute). A breakdown
 // without one says the requests did not queue, or that the server wait
 // (front end and queue) could not be told apart: no queue insight then,
 // not even from the server's queue-time mean, which the breakdown has

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/eventclock"
 )
 
 // DefaultGPUInterval is how often the GPU collector samples when
@@ -183,7 +184,7 @@ func (s *SimulatedGPU) Run(ctx context.Context, emit func(event.Event)) error {
 	ticker := time.NewTicker(s.cfg.Interval)
 	defer ticker.Stop()
 	m := newSimModel()
-	clock := eventClock{now: s.cfg.Now}
+	clock := eventclock.New(s.cfg.Now)
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -297,9 +298,3 @@ func simClamp01(v float64) float64 {
 	}
 	return min(v, 1)
 }
-
-// Both GPU sources are collectors.
-var (
-	_ Collector = (*GPU)(nil)
-	_ Collector = (*SimulatedGPU)(nil)
-)

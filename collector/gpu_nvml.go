@@ -18,6 +18,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/eventclock"
 )
 
 // GPU samples NVIDIA GPUs through NVML.
@@ -66,7 +67,7 @@ func (g *GPU) Run(ctx context.Context, emit func(event.Event)) error {
 
 	ticker := time.NewTicker(g.cfg.Interval)
 	defer ticker.Stop()
-	clock := eventClock{now: g.cfg.Now}
+	clock := eventclock.New(g.cfg.Now)
 	for {
 		// A tick and the end of ctx can be ready together; the end wins.
 		if ctx.Err() != nil {

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/pipeline"
 )
 
 // collectGPU runs c until it has emitted wantSamples GPU samples (then
 // cancels it) or returned by itself, and returns every event it emitted.
 // Every event must encode.
-func collectGPU(t *testing.T, c Collector, wantSamples int) []event.Event {
+func collectGPU(t *testing.T, c pipeline.Source, wantSamples int) []event.Event {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

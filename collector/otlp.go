@@ -27,6 +27,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/eventclock"
 )
 
 // OTLP receiver defaults.
@@ -93,7 +94,7 @@ type OTLPReceiver struct {
 	// receiver's events (spans from concurrent exports, and its markers)
 	// leave in the order of their times.
 	orderMu sync.Mutex
-	clock   eventClock
+	clock   eventclock.Clock
 
 	exports, spans, emitted, decodeErrors, rejected atomic.Uint64
 	lastError                                       atomic.Value // string: why the last export was refused
@@ -113,7 +114,7 @@ func NewOTLPReceiver(cfg OTLPConfig) *OTLPReceiver {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &OTLPReceiver{cfg: cfg, slot: make(chan struct{}, cfg.MaxConcurrent), clock: eventClock{now: cfg.Now}}
+	return &OTLPReceiver{cfg: cfg, slot: make(chan struct{}, cfg.MaxConcurrent), clock: eventclock.New(cfg.Now)}
 }
 
 // Handler serves POST /v1/traces. Spans are emitted only while Run runs.

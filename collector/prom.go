@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/eventclock"
 )
 
 // Defaults for PromConfig.
@@ -75,7 +76,7 @@ type PromConfig struct {
 }
 
 // Prom scrapes a server's Prometheus metrics and emits one ServerSample per
-// scrape. It implements Collector.
+// scrape. It is a pipeline.Source.
 type Prom struct {
 	cfg      PromConfig
 	shownURL string       // cfg.URL without credentials, for markers, errors and samples
@@ -83,8 +84,6 @@ type Prom struct {
 	dialect  *Dialect     // nil: detect on every scrape
 	now      func() time.Time
 }
-
-var _ Collector = (*Prom)(nil)
 
 // NewProm checks cfg and fills in its defaults.
 func NewProm(cfg PromConfig) (*Prom, error) {
@@ -196,7 +195,7 @@ type promState struct {
 	lastGood *event.ServerSample // last sample derived from a good scrape
 	failure  string              // current error, "" when healthy
 	scraped  bool                // a scrape has been tried: the run's beginning is over
-	clock    eventClock          // keeps the collector's events in time order
+	clock    eventclock.Clock    // keeps the collector's events in time order
 }
 
 // Run scrapes every Interval, starting at once, until ctx ends; it then
@@ -206,7 +205,7 @@ type promState struct {
 func (p *Prom) Run(ctx context.Context, emit func(event.Event)) error {
 	t := time.NewTicker(p.cfg.Interval)
 	defer t.Stop()
-	st := promState{clock: eventClock{now: p.now}}
+	st := promState{clock: eventclock.New(p.now)}
 	for {
 		p.scrapeOnce(ctx, &st, emit)
 		select {
@@ -229,7 +228,7 @@ func (p *Prom) scrapeOnce(ctx context.Context, st *promState, emit func(event.Ev
 		p.fail(st, err.Error(), emit)
 		return
 	}
-	cur.Time = st.clock.stamp(cur.Time)
+	cur.Time = st.clock.Stamp(cur.Time)
 	marker := func(msg string, values map[string]float64) {
 		emit(event.NewMarker(&event.Marker{Time: cur.Time, Kind: event.MarkerCollector, Source: promSource, Message: msg, Values: values}))
 	}

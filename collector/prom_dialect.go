@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/latscope/latscope/event"
 )
 
 // Dialect maps one server's metric names onto the fields of a ServerSample.
@@ -43,7 +45,7 @@ type MetricRef struct {
 type StageSource struct {
 	// Stage is the key in event.ServerSample.Stages: "queue", "prefill",
 	// "decode", "ttft", "itl", "e2e", "inference", "tokenize", "tpot" for
-	// means per request; a mean per token ends in PerTokenSuffix instead.
+	// means per request; a mean per token ends in event.PerTokenSuffix instead.
 	Stage string
 	Hist  []MetricRef
 	// Sum accumulates time, Count the observations it is spread over
@@ -246,7 +248,7 @@ func tgiDialect() Dialect {
 // llamacppDialect: llama.cpp has no histograms and counts no requests;
 // its prompt and generation counters give means per token (seconds over
 // tokens), so they are keyed "prefill_per_token" and "decode_per_token"
-// (see PerTokenSuffix), never "prefill" and "decode".
+// (see event.PerTokenSuffix), never "prefill" and "decode".
 func llamacppDialect() Dialect {
 	return Dialect{
 		Name:         DialectLlamaCpp,
@@ -255,8 +257,8 @@ func llamacppDialect() Dialect {
 		PromptTokens: metricRefs("llamacpp:prompt_tokens_total"),
 		GenTokens:    metricRefs("llamacpp:tokens_predicted_total"),
 		Stages: []StageSource{
-			{Stage: "prefill" + PerTokenSuffix, Sum: MetricRef{Name: "llamacpp:prompt_seconds_total"}, Count: MetricRef{Name: "llamacpp:prompt_tokens_total"}},
-			{Stage: "decode" + PerTokenSuffix, Sum: MetricRef{Name: "llamacpp:tokens_predicted_seconds_total"}, Count: MetricRef{Name: "llamacpp:tokens_predicted_total"}},
+			{Stage: "prefill" + event.PerTokenSuffix, Sum: MetricRef{Name: "llamacpp:prompt_seconds_total"}, Count: MetricRef{Name: "llamacpp:prompt_tokens_total"}},
+			{Stage: "decode" + event.PerTokenSuffix, Sum: MetricRef{Name: "llamacpp:tokens_predicted_seconds_total"}, Count: MetricRef{Name: "llamacpp:tokens_predicted_total"}},
 		},
 	}
 }

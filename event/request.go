@@ -51,7 +51,7 @@ const (
 	// StageServerWait is the server's time between the request's arrival
 	// and its prefill where the server does not tell its front end (HTTP,
 	// tokenization, scheduling) and its queue apart; it is called queue
-	// only on evidence (see collector.Attribute).
+	// only on evidence (see attribute.Attribute).
 	StageServerWait    Stage = "server_wait"
 	StageQueue         Stage = "queue"          // waiting for a batch slot
 	StagePrefill       Stage = "prefill"        // prompt forward pass

@@ -31,11 +31,18 @@ type ServerSample struct {
 	// Stages holds the interval's statistics of each stage histogram the
 	// server exposes, keyed by "queue", "prefill", "decode", "ttft", "itl",
 	// "e2e", "inference", "tokenize".
+	// A key ending in PerTokenSuffix holds a mean per token instead.
 	Stages map[string]HistStat `json:"stages,omitempty"`
 	// Gauges holds every gauge by its metric name, so an unknown server still
 	// shows something.
 	Gauges map[string]float64 `json:"gauges,omitempty"`
 }
+
+// PerTokenSuffix ends the ServerSample.Stages keys whose means are per
+// token, not per request (llama.cpp's prompt and generation counters), e.g.
+// "prefill_per_token": the metrics collector writes them, and the
+// attributor never takes one for a stage.
+const PerTokenSuffix = "_per_token"
 
 // HistStat summarises the observations a histogram gained during one interval.
 type HistStat struct {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/attribute"
 	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
@@ -148,7 +149,7 @@ func TestSweepFindsSimCapacity(t *testing.T) {
 		Plan:  sweep.Plan{Mode: sweep.OpenLoop, Start: 20, Factor: 2, Max: 320, Refine: 4},
 		Step:  step,
 		Aux:   []pipeline.Source{prom, spans},
-		Stage: collector.NewAttributor(collector.AttributorConfig{JoinSpans: true, JoinWait: 500 * time.Millisecond, Server: probe.ServerLatscopeSim}),
+		Stage: attribute.NewAttributor(attribute.AttributorConfig{JoinSpans: true, JoinWait: 500 * time.Millisecond, Server: probe.ServerLatscopeSim}),
 		SLO:   slo,
 		// Short steps: the simulator settles within a second.
 		Warmup: time.Second, Window: 2 * time.Second, StepMax: 10 * time.Second, Interval: 250 * time.Millisecond,

@@ -7,8 +7,11 @@
 // The screen has one input, a [Feed]: Frame returns the newest data and a
 // version. [LiveFeed] is the live run's (the aggregator's snapshots from a
 // pipeline.Latest, finished requests from a lossy subscription into a
-// [Sampler]); a replay implements [Pauser] and [Seeker] as well and sets
-// Frame.Playback, and an attach feed to several agents fills Frame.Agents
+// [Sampler]); a replay's, [ReplayFeed], implements [Pauser] and [Seeker] as
+// well and sets Frame.Playback (each seek starts a [ReplayPass] the caller
+// builds); a sweep's, [SweepFeed], sets Frame.Sweep; [WithNotices] adds a
+// [NoticeBoard]'s lines, what would otherwise print on stderr, to any
+// feed; and an attach feed to several agents fills Frame.Agents
 // with one frame per agent, the frame itself being the fleet's. A feed
 // sets Frame.Finished once its session has ended. [Run] shows the
 // dashboard until the user quits or its context ends:

@@ -126,12 +126,12 @@ probe/bare beside their targets.`,
 }
 
 // missedUnless is a bench command's result once its report is written:
-// the write's error, else exit 1 when a target was missed.
+// the write's error, else exitFailure when a target was missed.
 func missedUnless(err error, met bool, what string) error {
 	if err != nil || met {
 		return err
 	}
-	return &exitError{code: 1, err: errors.New(what + ": a target was missed (see MISSED above)")}
+	return &exitError{code: exitFailure, err: errors.New(what + ": a target was missed (see MISSED above)")}
 }
 
 // serveArgs returns the arguments that run `bench serve` in a copy of this
@@ -216,7 +216,7 @@ over the first, and PASS or MISSED against the targets (heap last/first <=
 				return err
 			}
 			if !res.Met {
-				return &exitError{code: 1, err: errors.New("bench soak: a target was missed")}
+				return &exitError{code: exitFailure, err: errors.New("bench soak: a target was missed")}
 			}
 			return nil
 		},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -27,7 +26,7 @@ func TestQuittingTheDashboardIsNotAnInterruption(t *testing.T) {
 	}
 	defer s.Close()
 	m := measurement{pipe: s.pipelineConfig(), agg: aggregate.Config{Now: time.Now}}
-	summary, interrupted, err := runWithDashboard(ctx, m, &noticeBoard{}, tui.Options{Input: strings.NewReader("q"), Output: io.Discard})
+	summary, interrupted, err := runWithDashboard(ctx, m, &tui.NoticeBoard{}, tui.Options{Input: strings.NewReader("q"), Output: io.Discard})
 	if err != nil || interrupted {
 		t.Fatalf("quitting the dashboard: %v (interrupted %v)", err, interrupted)
 	}
@@ -36,19 +35,5 @@ func TestQuittingTheDashboardIsNotAnInterruption(t *testing.T) {
 	}
 	if r := summary.Requests; r.Sent != r.OK+r.Errors+r.CancelledAtEnd {
 		t.Fatalf("requests %+v: sent != ok + errors + cancelled at the end", r)
-	}
-}
-
-// "recording to …" is news, not a warning; a failing recording is trouble.
-func TestNoticesApartFromWarnings(t *testing.T) {
-	b := &noticeBoard{}
-	fmt.Fprintf(b, "latscope: recording to run.lsr\n")
-	fmt.Fprintf(b, "latscope: export: 3 spans lost; collector refused them\n")
-	fr, _ := noticeFeed{Feed: tui.StaticFeed{}, notices: b}.Frame()
-	if len(fr.Notices) != 1 || fr.Notices[0] != "recording to run.lsr" {
-		t.Errorf("notices %q, want the recording's", fr.Notices)
-	}
-	if len(fr.Status) != 1 || !strings.Contains(fr.Status[0], "lost") {
-		t.Errorf("warnings %q, want the lost spans", fr.Status)
 	}
 }

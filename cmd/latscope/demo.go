@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/latscope/latscope/attribute"
 	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/sim"
@@ -122,7 +123,7 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 		st := srv.Stats()
 		return collector.SimLoad{BusyFraction: st.Busy, BatchSize: st.BatchSize, KVUsage: st.KVUsage}
 	})
-	if f.joinWait == collector.DefaultJoinWait {
+	if f.joinWait == attribute.DefaultJoinWait {
 		// The simulator exports spans every few tens of ms; no need to wait long.
 		f.joinWait = 500 * time.Millisecond
 	}

@@ -15,7 +15,7 @@ import (
 
 // Exit codes, documented in the README and in `latscope --help`.
 const (
-	exitFailure     = 1   // bad flags, the server (or, attached, every agent) could not be reached or set up, a write failed
+	exitFailure     = 1   // bad flags, the server (or, attached, every agent) could not be reached or set up, a write failed, a bench target missed
 	exitSLOMissed   = 2   // --slo: at least one objective was missed
 	exitAllFailed   = 3   // requests were sent and none succeeded
 	exitInterrupted = 130 // SIGINT, SIGTERM or SIGHUP, in any command: the summary so far was printed
@@ -52,10 +52,10 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	}
 	// While the dashboard runs nothing may print on stderr: notices go to
 	// its header instead.
-	var notices *noticeBoard
+	var notices *tui.NoticeBoard
 	progress := stderr
 	if dashboard {
-		notices = &noticeBoard{after: stderr}
+		notices = &tui.NoticeBoard{After: stderr}
 		progress = notices
 	} else {
 		m.observers = append(m.observers, statusLine(stderr))

@@ -194,24 +194,6 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// On the dashboard a failing recording's updates replace its notice
-// instead of pushing the others off the header.
-func TestNoticeUpdatesReplaceTheirNotice(t *testing.T) {
-	t.Parallel()
-	b := &noticeBoard{}
-	update := func(n int) string {
-		return "latscope: recording to x failed: no space left on device; " + strconv.Itoa(n) + " events not recorded so far\n"
-	}
-	_, _ = b.Write([]byte("latscope: recording to x\n"))
-	for n := range 10 {
-		_, _ = b.Write([]byte(update(n + 1)))
-	}
-	got := b.recent(time.Now())
-	if len(got) != 2 || got[0] != "recording to x" || !strings.Contains(got[1], "; 10 events not recorded so far") {
-		t.Fatalf("notices %q, want the first notice and the latest update", got)
-	}
-}
-
 // mountTinyTmpfs mounts a 64 KiB tmpfs that a filler file leaves free
 // bytes of, or skips the test: mounting needs root.
 func mountTinyTmpfs(t *testing.T, free int) string {

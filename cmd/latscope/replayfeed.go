@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
@@ -11,57 +10,60 @@ import (
 	"github.com/latscope/latscope/tui"
 )
 
-// replayFeed drives the dashboard from a recording, with pause and seek. A
-// seek starts the aggregation afresh: the recording is read again from its
-// start, the events before the target at full speed, and paced from there,
-// so every window and chart is what the live run showed at that moment.
-type replayFeed struct {
-	path  string
-	speed float64
-
-	restartMu sync.Mutex // one restart at a time, in order
-	mu        sync.Mutex
-	cur       *replayRun
-	gen       uint64 // restarts so far: a new run's frames are new versions
-	paused    bool
-
-	// span is the recording's first and last event times, read once on
-	// its own goroutine (a large file takes a while); zero until then.
-	span     [2]time.Time
-	stopSpan context.CancelFunc
-	spanDone chan struct{}
+// newReplayFeed drives the dashboard from the recording at path, with
+// pause and seek (tui.ReplayFeed): each pass is a replay of the file
+// through a measurement of its own.
+func newReplayFeed(ctx context.Context, path string, speed float64) *tui.ReplayFeed {
+	start := func(ctx context.Context, from time.Time, paused bool) tui.ReplayPass {
+		return startReplayPass(ctx, path, speed, from, paused)
+	}
+	span := func(ctx context.Context) (time.Time, time.Time, error) { return recordingSpan(ctx, path) }
+	return tui.NewReplayFeed(ctx, speed, start, span)
 }
 
-// replayRun is one pass over the recording.
-type replayRun struct {
-	replay *recorder.Replay
+// replayPass is one pass over the recording.
+type replayPass struct {
 	feed   *tui.LiveFeed
+	replay *recorder.Replay
 	stop   context.CancelFunc
 	done   chan struct{}
 	// summary is the pass's summary so far, set before done closes.
 	summary aggregate.Summary
 }
 
-var (
-	_ tui.Pauser = (*replayFeed)(nil)
-	_ tui.Seeker = (*replayFeed)(nil)
-)
-
-func newReplayFeed(ctx context.Context, path string, speed float64) *replayFeed {
-	f := &replayFeed{path: path, speed: speed, spanDone: make(chan struct{})}
-	spanCtx, stop := context.WithCancel(ctx)
-	f.stopSpan = stop
+// startReplayPass begins a pass that plays path from `from` (the zero
+// time: the start).
+func startReplayPass(ctx context.Context, path string, speed float64, from time.Time, paused bool) *replayPass {
+	ctx, stop := context.WithCancel(ctx)
+	run := &replayPass{
+		replay: recorder.NewReplay(path, recorder.ReplayOptions{Speed: speed, From: from, Paused: paused}),
+		stop:   stop,
+		done:   make(chan struct{}),
+	}
+	snaps := pipeline.NewLatest[aggregate.Snapshot]()
+	feeds := make(chan *tui.LiveFeed, 1)
+	m := measurement{
+		pipe:      pipeline.Config{Primary: []pipeline.Source{run.replay}},
+		observers: []func(aggregate.Snapshot){snaps.Put},
+		consumers: []consumer{dashboardFeed{snaps: snaps, feeds: feeds}},
+	}
 	go func() {
-		defer close(f.spanDone)
-		if first, last, err := recordingSpan(spanCtx, path); err == nil {
-			f.mu.Lock()
-			f.span = [2]time.Time{first, last}
-			f.gen++ // the length is news for the screen
-			f.mu.Unlock()
-		}
+		defer close(run.done)
+		run.summary, _, _ = m.run(ctx) // a torn tail was reported before the dashboard opened
 	}()
-	f.cur = f.start(ctx, time.Time{}, false)
-	return f
+	run.feed = <-feeds
+	return run
+}
+
+func (p *replayPass) Frame() (tui.Frame, uint64) { return p.feed.Frame() }
+func (p *replayPass) Position() time.Time        { return p.replay.Position() }
+func (p *replayPass) Pause(paused bool)          { p.replay.Pause(paused) }
+
+// Stop stops the pass and waits for it; a second call returns at once.
+func (p *replayPass) Stop() aggregate.Summary {
+	p.stop()
+	<-p.done
+	return p.summary
 }
 
 // recordingSpan reads a recording through for its first and last event
@@ -89,92 +91,4 @@ func recordingSpan(ctx context.Context, path string) (first, last time.Time, err
 		}
 	}
 	return first, last, ctx.Err()
-}
-
-// start begins a pass that plays from `from` (the zero time: the start).
-func (f *replayFeed) start(ctx context.Context, from time.Time, paused bool) *replayRun {
-	ctx, stop := context.WithCancel(ctx)
-	run := &replayRun{
-		replay: recorder.NewReplay(f.path, recorder.ReplayOptions{Speed: f.speed, From: from, Paused: paused}),
-		stop:   stop,
-		done:   make(chan struct{}),
-	}
-	snaps := pipeline.NewLatest[aggregate.Snapshot]()
-	feeds := make(chan *tui.LiveFeed, 1)
-	m := measurement{
-		pipe:      pipeline.Config{Primary: []pipeline.Source{run.replay}},
-		observers: []func(aggregate.Snapshot){snaps.Put},
-		consumers: []consumer{dashboardFeed{snaps: snaps, feeds: feeds}},
-	}
-	go func() {
-		defer close(run.done)
-		run.summary, _, _ = m.run(ctx) // a torn tail was reported before the dashboard opened
-	}()
-	run.feed = <-feeds
-	return run
-}
-
-// Frame returns the current pass's frame with where the playhead is.
-func (f *replayFeed) Frame() (tui.Frame, uint64) {
-	f.mu.Lock()
-	cur, gen, span, paused := f.cur, f.gen, f.span, f.paused
-	f.mu.Unlock()
-	fr, v := cur.feed.Frame()
-	begin := fr.Snapshot.Now.Add(-fr.Snapshot.Elapsed) // the session's start
-	pb := &tui.Playback{Speed: f.speed, Paused: paused}
-	if at := cur.replay.Position(); !at.IsZero() && !fr.Snapshot.Now.IsZero() {
-		pb.Position = max(at.Sub(begin), 0)
-	}
-	if !span[1].IsZero() && !fr.Snapshot.Now.IsZero() {
-		pb.Length = max(span[1].Sub(begin), pb.Position)
-	}
-	fr.Playback = pb
-	return fr, gen<<40 | v
-}
-
-// TogglePause pauses or resumes playback.
-func (f *replayFeed) TogglePause() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.paused = !f.paused
-	f.cur.replay.Pause(f.paused)
-	return f.paused
-}
-
-// Seek moves the playhead by `by`; it returns at once and the new position
-// shows in a later frame.
-func (f *replayFeed) Seek(by time.Duration) {
-	f.mu.Lock()
-	target := f.cur.replay.Position().Add(by)
-	f.mu.Unlock()
-	go f.restart(target)
-}
-
-func (f *replayFeed) restart(target time.Time) {
-	f.restartMu.Lock()
-	defer f.restartMu.Unlock()
-	f.mu.Lock()
-	old, paused := f.cur, f.paused
-	f.mu.Unlock()
-	old.stop()
-	<-old.done
-	next := f.start(context.Background(), target, paused)
-	f.mu.Lock()
-	f.cur, f.gen = next, f.gen+1
-	f.mu.Unlock()
-}
-
-// Close stops the current pass, waits for it and returns its summary up to
-// where it stopped (what an interrupted replay prints).
-func (f *replayFeed) Close() aggregate.Summary {
-	f.restartMu.Lock()
-	defer f.restartMu.Unlock()
-	f.mu.Lock()
-	cur := f.cur
-	f.mu.Unlock()
-	cur.stop()
-	<-cur.done
-	f.stopSpan()
-	<-f.spanDone
-	return cur.summary
 }

@@ -6,24 +6,33 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/recorder"
+	"github.com/latscope/latscope/tui"
 )
 
 // A replay's frames say where the playhead is, how long the recording is,
 // the speed, and, once it has played through, that it finished.
 func TestReplayFeedSaysWhereItIsAndWhenItEnds(t *testing.T) {
 	rec := tinyRecording(t, t.TempDir(), "a.lsr")
-	f := newReplayFeed(context.Background(), rec, recorder.MaxSpeed)
-	defer f.Close()
-	f.mu.Lock()
-	cur := f.cur
-	f.mu.Unlock()
-	for what, done := range map[string]chan struct{}{"the pass": cur.done, "the length scan": f.spanDone} {
+	var pass *replayPass
+	scanned := make(chan struct{})
+	f := tui.NewReplayFeed(context.Background(), recorder.MaxSpeed,
+		func(ctx context.Context, from time.Time, paused bool) tui.ReplayPass {
+			pass = startReplayPass(ctx, rec, recorder.MaxSpeed, from, paused)
+			return pass
+		},
+		func(ctx context.Context) (time.Time, time.Time, error) {
+			defer close(scanned)
+			return recordingSpan(ctx, rec)
+		})
+	for what, done := range map[string]chan struct{}{"the pass": pass.done, "the length scan": scanned} {
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
+			f.Close()
 			t.Fatalf("%s did not end within 30 s", what)
 		}
 	}
+	f.Close() // waits until the feed holds the span the scan read
 	fr, _ := f.Frame()
 	pb := fr.Playback
 	if pb == nil || !fr.Finished {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/attribute"
 	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/otlpexport"
 	"github.com/latscope/latscope/probe"
@@ -124,7 +125,7 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.noMetrics, "no-metrics", false, "do not scrape server metrics")
 	fl.DurationVar(&f.scrapeInterval, "scrape-interval", collector.DefaultScrapeInterval, "time between metrics scrapes")
 	fl.StringVar(&f.otlpListen, "otlp-listen", "", "receive the server's OTLP/HTTP trace spans on this address, e.g. 127.0.0.1:4318 (default off)")
-	fl.DurationVar(&f.joinWait, "otlp-join-wait", collector.DefaultJoinWait, "how long a finished request waits for its server span")
+	fl.DurationVar(&f.joinWait, "otlp-join-wait", attribute.DefaultJoinWait, "how long a finished request waits for its server span")
 	fl.StringVar(&f.gpuDevices, "gpu", "", "GPU indices to watch, e.g. 0,2 (default all)")
 	fl.DurationVar(&f.gpuInterval, "gpu-interval", time.Second, "time between GPU samples")
 	fl.BoolVar(&f.noGPU, "no-gpu", false, "do not read GPU stats")

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/latscope/latscope/attribute"
 	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
@@ -32,7 +33,7 @@ type session struct {
 	current    atomic.Pointer[probe.Runner]
 	primary    []pipeline.Source
 	aux        []pipeline.Source
-	attributor *collector.Attributor
+	attributor *attribute.Attributor
 	offered    float64 // open-loop rate, for the queue-growth insight
 	closers    []func()
 }
@@ -183,7 +184,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 	if spans != nil {
 		s.aux = append(s.aux, spans)
 	}
-	s.attributor = collector.NewAttributor(collector.AttributorConfig{JoinSpans: spans != nil, JoinWait: f.joinWait, Server: id.server})
+	s.attributor = attribute.NewAttributor(attribute.AttributorConfig{JoinSpans: spans != nil, JoinWait: f.joinWait, Server: id.server})
 
 	host, _ := os.Hostname()
 	s.header = &event.Session{

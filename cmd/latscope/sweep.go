@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/latscope/latscope/aggregate"
-	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/sweep"
@@ -251,10 +249,10 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 
 	fan := pipeline.NewFanout()
 	progress := pipeline.NewLatest[sweep.Progress]()
-	var notices *noticeBoard
+	var notices *tui.NoticeBoard
 	out := stderr
 	if dashboard {
-		notices = &noticeBoard{after: stderr}
+		notices = &tui.NoticeBoard{After: stderr}
 		out = notices
 	}
 	m := measurement{} // only for its consumers: the sweep runs the pipeline
@@ -266,11 +264,11 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	for _, c := range m.consumers {
 		waits = append(waits, c.start(drainCtx, fan))
 	}
-	var feed *sweepFeed
+	var feed *tui.SweepFeed
 	if dashboard {
-		feed = &sweepFeed{progress: progress, sampler: tui.NewSampler(0), header: s.header}
+		feed = tui.NewSweepFeed(progress, s.header)
 		sub := fan.Subscribe("dashboard", 1024, pipeline.Lossy)
-		waits = append(waits, feed.follow(drainCtx, sub))
+		waits = append(waits, feed.Follow(sub))
 	}
 	cfg := sweep.Config{
 		Plan: plan, Aux: s.aux, Stage: s.attributor, Header: s.header, Fanout: fan,
@@ -296,7 +294,7 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	var uiErr error
 	if dashboard {
 		uiErr = showDashboard(ctx, feed, tui.Options{Objectives: objectives, NoColor: f.noColor})
-		notices.detach()
+		notices.Detach()
 		stopSweep()
 	}
 	r := <-done
@@ -371,44 +369,4 @@ func stepLine(st *sweep.Step) string {
 		line += ": " + st.Failed
 	}
 	return line
-}
-
-// sweepFeed shows a sweep on the dashboard: the running step's snapshot in
-// the main panels, the sweep's curve in place of the charts.
-type sweepFeed struct {
-	progress *pipeline.Latest[sweep.Progress]
-	sampler  *tui.Sampler
-	header   *event.Session
-
-	mu   sync.Mutex
-	last aggregate.Snapshot // the latest step's, kept once the sweep is done
-}
-
-func (f *sweepFeed) follow(ctx context.Context, sub *pipeline.Subscription) func() error {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range sub.Events() {
-			if ev.Request != nil {
-				f.sampler.Add(ev.Request)
-			}
-		}
-	}()
-	return func() error { <-done; return nil }
-}
-
-func (f *sweepFeed) Frame() (tui.Frame, uint64) {
-	p, v := f.progress.Get()
-	fr := tui.Frame{Sweep: &p, Finished: p.Done}
-	f.mu.Lock()
-	if p.Current != nil {
-		f.last = p.Current.Snapshot
-	}
-	fr.Snapshot = f.last
-	f.mu.Unlock()
-	if fr.Snapshot.Session == nil {
-		fr.Snapshot.Session = f.header
-	}
-	fr.Requests = f.sampler.Sample(fr.Snapshot.Now)
-	return fr, v + f.sampler.Version()
 }

@@ -1,4 +1,4 @@
-package collector
+package attribute
 
 import (
 	"cmp"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/event"
 )
 
@@ -28,11 +29,6 @@ const (
 	// waiting.
 	SourceWindowRest = "server_window_rest"
 )
-
-// PerTokenSuffix ends the interval stage keys whose means are per token,
-// not per request (llama.cpp's prompt and generation counters), e.g.
-// "prefill_per_token". The attributor never takes one for a stage.
-const PerTokenSuffix = "_per_token"
 
 // AttributionInput is what Attribute joins onto one request's own record.
 type AttributionInput struct {
@@ -75,7 +71,7 @@ type queueEvidence struct {
 func (in AttributionInput) evidence() queueEvidence {
 	name := "the server's queue gauge"
 	if in.Interval != nil {
-		if d, err := DialectByName(in.Interval.Dialect); err == nil && len(d.Waiting) > 0 {
+		if d, err := collector.DialectByName(in.Interval.Dialect); err == nil && len(d.Waiting) > 0 {
 			name = d.Waiting[0].Name
 		}
 	}
@@ -592,8 +588,8 @@ func sortBreakdown(stages []event.StageTiming) {
 	})
 }
 
-// Known per-request sources (event.ServerTiming.Source), besides SourceOTLP
-// and SourceOTLPTGI.
+// Known per-request sources (event.ServerTiming.Source), besides collector.SourceOTLP
+// and collector.SourceOTLPTGI.
 const (
 	sourceVLLMMetrics = "vllm.metrics"
 	sourceLlamaCpp    = "llamacpp.timings"
@@ -622,7 +618,7 @@ func serverStages(st *event.ServerTiming, cached string) []event.StageTiming {
 	}
 	var out []event.StageTiming
 	switch st.Source {
-	case SourceOTLP, sourceVLLMMetrics:
+	case collector.SourceOTLP, sourceVLLMMetrics:
 		// vLLM: queue = scheduled - queued; "prefill" = first token -
 		// scheduled, so it covers prefill and the first decode step; the
 		// frontend TTFT (arrival → first token) minus both is the frontend's
@@ -659,7 +655,7 @@ func serverStages(st *event.ServerTiming, cached string) []event.StageTiming {
 		}
 	case SourceServerTiming:
 		out = serverTimingStages(st, cached)
-	case SourceOTLPTGI, sourceTGIHeaders:
+	case collector.SourceOTLPTGI, sourceTGIHeaders:
 		if d, ok := get(event.StageTokenize); ok {
 			out = append(out, reported(event.StageTokenize, d, st.Source+" (validation, includes tokenization)"))
 		}
@@ -684,7 +680,7 @@ func serverStages(st *event.ServerTiming, cached string) []event.StageTiming {
 
 // intervalEstimates turns an interval's stage means into estimates for one
 // request: an interval mean is not this request's number. Only per-request
-// means are used (never a key ending in PerTokenSuffix). No frontend stage
+// means are used (never a key ending in event.PerTokenSuffix). No frontend stage
 // is derived from vLLM's TTFT mean less its queue and prefill means: those
 // histograms observe different requests in one interval (TTFT at the first
 // token, the others at the end), and the difference is mostly noise.

@@ -1,4 +1,4 @@
-package collector
+package attribute
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
@@ -171,7 +172,7 @@ func TestAttribute(t *testing.T) {
 	}{
 		{
 			name: "vllm span",
-			st: timing(SourceOTLP, map[event.Stage]time.Duration{
+			st: timing(collector.SourceOTLP, map[event.Stage]time.Duration{
 				event.StageServerTTFT: 30 * ms, event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms,
 				event.StageDecode: 900 * ms, event.StageServerE2E: 1 * time.Second,
 			}),
@@ -188,7 +189,7 @@ func TestAttribute(t *testing.T) {
 		},
 		{
 			name: "vllm span without its ttft",
-			st:   timing(SourceOTLP, map[event.Stage]time.Duration{event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms}),
+			st:   timing(collector.SourceOTLP, map[event.Stage]time.Duration{event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms}),
 			want: []event.StageTiming{
 				srv(event.StageQueue, 5*ms, "otlp"),
 				srv(event.StagePrefill, 20*ms, "otlp (prefill includes first decode)"),
@@ -227,7 +228,7 @@ func TestAttribute(t *testing.T) {
 		},
 		{
 			name: "tgi span: validation and queue",
-			st: timing(SourceOTLPTGI, map[event.Stage]time.Duration{
+			st: timing(collector.SourceOTLPTGI, map[event.Stage]time.Duration{
 				event.StageTokenize: 850 * us, event.StageQueue: 12 * ms, event.StageInference: 1 * time.Second,
 			}),
 			want: []event.StageTiming{
@@ -414,7 +415,7 @@ func TestAttribute(t *testing.T) {
 		},
 		{
 			name: "per-request queue wins over the slot wait",
-			st:   timing(SourceOTLPTGI, map[event.Stage]time.Duration{event.StageQueue: 12 * ms}),
+			st:   timing(collector.SourceOTLPTGI, map[event.Stage]time.Duration{event.StageQueue: 12 * ms}),
 			kind: "llamacpp",
 			want: []event.StageTiming{
 				srv(event.StageQueue, 12*ms, "otlp.tgi"),
@@ -445,7 +446,7 @@ func TestAttribute(t *testing.T) {
 		},
 		{
 			name:     "server timing with no usable stage falls back to the interval",
-			st:       timing(SourceOTLP, map[event.Stage]time.Duration{event.StageDecode: 1 * time.Second}),
+			st:       timing(collector.SourceOTLP, map[event.Stage]time.Duration{event.StageDecode: 1 * time.Second}),
 			interval: &event.ServerSample{Dialect: "sglang", Stages: map[string]event.HistStat{"prefill": {Count: 2, Mean: 7 * ms}}},
 			want: []event.StageTiming{
 				est(event.StageServerWait, 28*ms, serverWaitSource(noteUnknown(gaugeSGLang))),
@@ -473,7 +474,7 @@ func TestAttribute(t *testing.T) {
 		},
 		{
 			name: "over: server numbers kept, unattributed negative",
-			st:   timing(SourceOTLP, map[event.Stage]time.Duration{event.StageQueue: 10 * ms, event.StagePrefill: 30 * ms}),
+			st:   timing(collector.SourceOTLP, map[event.Stage]time.Duration{event.StageQueue: 10 * ms, event.StagePrefill: 30 * ms}),
 			rtt:  200 * us,
 			want: []event.StageTiming{
 				srv(event.StageQueue, 10*ms, "otlp"),
@@ -570,7 +571,7 @@ func randomInputs(rng *rand.Rand) (*event.Request, AttributionInput) {
 	}
 	var st *event.ServerTiming
 	if rng.IntN(3) > 0 {
-		sources := []string{SourceOTLP, SourceOTLPTGI, "vllm.metrics", "llamacpp.timings", "ollama.final", "tgi.headers", "sim.truth", "other"}
+		sources := []string{collector.SourceOTLP, collector.SourceOTLPTGI, "vllm.metrics", "llamacpp.timings", "ollama.final", "tgi.headers", "sim.truth", "other"}
 		st = &event.ServerTiming{Source: sources[rng.IntN(len(sources))], Stages: map[event.Stage]time.Duration{},
 			PromptTokens: rng.IntN(3) * 512, CachedTokens: rng.IntN(3) * 300}
 		for _, s := range []event.Stage{event.StageHTTP, event.StageTokenize, event.StageQueue, event.StagePrefill,
@@ -616,7 +617,7 @@ func FuzzAttribute(f *testing.F) {
 }
 
 func spanFor() *event.ServerTiming {
-	return timing(SourceOTLP, map[event.Stage]time.Duration{event.StageServerTTFT: 30 * ms, event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms})
+	return timing(collector.SourceOTLP, map[event.Stage]time.Duration{event.StageServerTTFT: 30 * ms, event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms})
 }
 
 // spanEvent is the server's span for request id, as a receiver emits it.
@@ -743,7 +744,7 @@ func TestAttributorHoldsUntilSpan(t *testing.T) {
 	if got == nil || got.ID != "late" {
 		t.Fatalf("out = %+v, want request late", got)
 	}
-	if got.Server == nil || got.Server.Source != SourceOTLP {
+	if got.Server == nil || got.Server.Source != collector.SourceOTLP {
 		t.Errorf("joined request's Server = %+v, want the span", got.Server)
 	}
 	if !hasStage(got, event.StageQueue, event.ServerReported) || !hasStage(got, event.StageTokenize, event.ServerReported) {
@@ -972,6 +973,29 @@ func TestAttributorServerKind(t *testing.T) {
 	}
 }
 
+// TestPerTokenMeansGiveNoEstimate: llama.cpp's interval statistics are
+// means per token (keyed with event.PerTokenSuffix), and no stage of a
+// request is estimated from them; the same mean under a per-request key is.
+func TestPerTokenMeansGiveNoEstimate(t *testing.T) {
+	t.Parallel()
+	d, err := collector.DialectByName(collector.DialectLlamaCpp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perToken := &event.ServerSample{Dialect: d.Name, Stages: map[string]event.HistStat{}}
+	for _, src := range d.Stages {
+		perToken.Stages[src.Stage] = event.HistStat{Count: 100, Mean: 5 * ms}
+	}
+	if len(perToken.Stages) == 0 || hasIntervalEstimates(perToken) {
+		t.Errorf("llama.cpp sample %+v: want per-token stages that give no estimate", perToken.Stages)
+	}
+	perRequest := &event.ServerSample{Dialect: d.Name, Stages: map[string]event.HistStat{
+		string(event.StagePrefill): {Count: 100, Mean: 5 * ms}}}
+	if !hasIntervalEstimates(perRequest) {
+		t.Errorf("a per-request prefill mean gives no estimate")
+	}
+}
+
 func TestHeadersAtSlot(t *testing.T) {
 	t.Parallel()
 	for server, want := range map[string]bool{
@@ -1093,7 +1117,7 @@ func TestAttributorJoinKeepsCachedTokens(t *testing.T) {
 	p.nothingOut(t)
 	p.send(t, spanEvent("cached"))
 	got := p.next(t).Request
-	if got.Server == nil || got.Server.Source != SourceOTLP || got.Server.CachedTokens != 384 {
+	if got.Server == nil || got.Server.Source != collector.SourceOTLP || got.Server.CachedTokens != 384 {
 		t.Fatalf("joined timing = %+v, want the span's with 384 cached tokens", got.Server)
 	}
 	want := "otlp (prefill includes first decode; 384 of 512 prompt tokens cached)"
@@ -1299,7 +1323,7 @@ func TestEndToEndSimProbeOTLP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	receiver := NewOTLPReceiver(OTLPConfig{Listener: rln})
+	receiver := collector.NewOTLPReceiver(collector.OTLPConfig{Listener: rln})
 	var servers sync.WaitGroup
 	defer servers.Wait()
 	defer cancel() // runs first: stops the simulator before the Wait
@@ -1379,7 +1403,7 @@ func TestEndToEndSimProbeOTLP(t *testing.T) {
 			continue
 		}
 		checkSum(t, r, r.Breakdown)
-		if r.Server == nil || r.Server.Source != SourceOTLP {
+		if r.Server == nil || r.Server.Source != collector.SourceOTLP {
 			t.Errorf("%s: not joined with its span (server timing %+v)", r.ID, r.Server)
 			continue
 		}

@@ -1,4 +1,4 @@
-package collector
+package attribute
 
 // Queue only on evidence, against the simulator: where nothing queued, the
 // server's unsplit wait is a server wait, never a queue made up from its
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
@@ -45,7 +46,7 @@ func runQueueEvidence(t *testing.T, headers sim.HeaderTiming, slots, streams, re
 		t.Fatal(err)
 	}
 	defer client.CloseIdleConnections()
-	prom, err := NewProm(PromConfig{URL: url + "/metrics", Interval: scrape, Timeout: promTestTimeout})
+	prom, err := collector.NewProm(collector.PromConfig{URL: url + "/metrics", Interval: scrape, Timeout: promTestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

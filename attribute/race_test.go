@@ -1,6 +1,6 @@
 //go:build race
 
-package collector
+package attribute
 
 // raceEnabled is set when the race detector slows everything several times:
 // tests whose subject is timing on a real loopback skip their timing checks.

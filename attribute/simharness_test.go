@@ -1,4 +1,4 @@
-package collector
+package attribute
 
 // The harness of the tests that run the probe, the attributor and the
 // simulator together (sim_acceptance_test.go, queue_evidence_test.go).
@@ -15,6 +15,11 @@ import (
 	"github.com/latscope/latscope/sim"
 	"github.com/latscope/latscope/sim/simtest"
 )
+
+// promTestTimeout is the scrape timeout of the tests that scrape the
+// simulator's metrics: far above their short intervals, so a busy machine
+// cannot fail a scrape.
+const promTestTimeout = 5 * time.Second
 
 // serveSim runs a simulator with the tiny profile and cfg's modes on a
 // loopback port until the test ends, and returns its URL.

@@ -1,4 +1,4 @@
-package collector
+package attribute
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/eventclock"
 )
 
 // Attributor defaults.
@@ -150,8 +151,8 @@ type attributorState struct {
 	intervals intervalMemory // the server's interval statistics
 	queue     queueReadings  // the server's recent queue-depth readings
 	connects  map[string]*connectTimes
-	loading   bool       // the server said it is loading its model, and has not served a request since
-	clock     eventClock // stamps the attributor's own markers
+	loading   bool             // the server said it is loading its model, and has not served a request since
+	clock     eventclock.Clock // stamps the attributor's own markers
 	spans     *spanStore
 	pending   []*heldRequest          // arrival order, which is also deadline order
 	held      map[string]*heldRequest // by request and trace key
@@ -181,7 +182,7 @@ func (a *Attributor) Run(ctx context.Context, in <-chan event.Event, out chan<- 
 	st := &attributorState{
 		server:   a.cfg.Server,
 		connects: map[string]*connectTimes{},
-		clock:    eventClock{now: a.cfg.Now},
+		clock:    eventclock.New(a.cfg.Now),
 		spans:    newSpanStore(a.cfg.SpanTTL, a.cfg.MaxSpans),
 		held:     map[string]*heldRequest{},
 	}
@@ -395,7 +396,7 @@ func (a *Attributor) expire(st *attributorState, ready []event.Event, force bool
 	st.pending = kept
 	if st.expiredSince > 0 && !force && now.Sub(st.lastExpiryReport) >= expiryReportEvery {
 		ready = append(ready, event.NewMarker(&event.Marker{
-			Time: st.clock.stamp(now), Kind: event.MarkerCollector, Source: attributorSource,
+			Time: st.clock.Stamp(now), Kind: event.MarkerCollector, Source: attributorSource,
 			Message: fmt.Sprintf("%d request(s) got no server span within %s: is the server exporting spans, and sooner than the join wait (OTEL_BSP_SCHEDULE_DELAY)?",
 				st.expiredSince, a.cfg.JoinWait),
 			Values: map[string]float64{"expired": float64(st.expiredSince)},

@@ -1,6 +1,6 @@
 //go:build acceptance
 
-package collector
+package attribute
 
 // Acceptance tests: the probe, the attributor and the simulator together,
 // the simulator in the modes that make it behave like servers other than
@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
@@ -227,7 +228,7 @@ func TestAcceptanceIntervalQueueHeaderModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.CloseIdleConnections()
-	prom, err := NewProm(PromConfig{URL: url + "/metrics", Interval: 20 * time.Millisecond, Timeout: promTestTimeout})
+	prom, err := collector.NewProm(collector.PromConfig{URL: url + "/metrics", Interval: 20 * time.Millisecond, Timeout: promTestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

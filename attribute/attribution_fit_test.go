@@ -1,4 +1,4 @@
-package collector
+package attribute
 
 import (
 	"container/heap"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
@@ -122,7 +123,7 @@ func closedLoop(seed uint64, streams, slots int) []loopRequest {
 // loopIntervals builds what a scrape every loopScrape would derive from the
 // model's vLLM-style histograms: queue, prefill and e2e observed when a
 // request finishes, TTFT when its first token leaves; the stage statistics
-// come from bucket deltas with vLLM's buckets, as Derive computes them.
+// come from bucket deltas with vLLM's buckets, as collector.Derive computes them.
 func loopIntervals(reqs []loopRequest) []*event.ServerSample {
 	requestBuckets := []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}
 	ttftBuckets := []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
@@ -140,7 +141,7 @@ func loopIntervals(reqs []loopRequest) []*event.ServerSample {
 		}
 	}
 	stat := func(values, bounds []float64) event.HistStat {
-		h := &PromHist{Count: float64(len(values))}
+		h := &collector.PromHist{Count: float64(len(values))}
 		for _, ub := range bounds {
 			c := 0.0
 			for _, v := range values {
@@ -148,14 +149,21 @@ func loopIntervals(reqs []loopRequest) []*event.ServerSample {
 					c++
 				}
 			}
-			h.Buckets = append(h.Buckets, PromBucket{Upper: ub, Cumulative: c})
+			h.Buckets = append(h.Buckets, collector.PromBucket{Upper: ub, Cumulative: c})
 		}
-		h.Buckets = append(h.Buckets, PromBucket{Upper: math.Inf(1), Cumulative: h.Count})
+		h.Buckets = append(h.Buckets, collector.PromBucket{Upper: math.Inf(1), Cumulative: h.Count})
 		for _, v := range values {
 			h.Sum += v
 		}
-		st, _ := histStat(h, 1)
-		return st
+		// One scrape holding the histogram after one without it: the
+		// interval's delta is the whole histogram.
+		const name = "stage_seconds"
+		cur := &collector.Scrape{Time: time.Unix(1, 0), Families: map[string]*collector.PromFamily{
+			name: {Name: name, Series: []collector.PromSeries{{Hist: h}}}}}
+		prev := &collector.Scrape{Time: time.Unix(0, 0)}
+		dialect := collector.Dialect{Name: "loop", Stages: []collector.StageSource{{Stage: "stage", Hist: []collector.MetricRef{{Name: name}}}}}
+		sample, _ := collector.Derive(prev, cur, dialect)
+		return sample.Stages["stage"]
 	}
 	samples := make([]*event.ServerSample, n)
 	for i, o := range per {
@@ -170,7 +178,7 @@ func loopIntervals(reqs []loopRequest) []*event.ServerSample {
 		}
 		samples[i] = &event.ServerSample{
 			Time:    time.Unix(1767000000, 0).Add(at),
-			Dialect: DialectVLLM, Interval: loopScrape, Waiting: &waiting,
+			Dialect: collector.DialectVLLM, Interval: loopScrape, Waiting: &waiting,
 			Stages: map[string]event.HistStat{
 				"queue":   stat(o.queue, requestBuckets),
 				"prefill": stat(o.prefill, requestBuckets),
@@ -309,7 +317,7 @@ func TestEndToEndSimIntervalOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prom, err := NewProm(PromConfig{URL: base + "/metrics", Interval: 20 * time.Millisecond, Timeout: promTestTimeout})
+	prom, err := collector.NewProm(collector.PromConfig{URL: base + "/metrics", Interval: 20 * time.Millisecond, Timeout: promTestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

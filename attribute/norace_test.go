@@ -1,5 +1,5 @@
 //go:build !race
 
-package collector
+package attribute
 
 const raceEnabled = false

@@ -1,6 +1,6 @@
 //go:build acceptance
 
-package collector
+package attribute
 
 // The shares of TTFT behind the queue evidence tests: real-time simulator
 // runs whose figures depend on the host's speed (go test -tags acceptance).

@@ -1,6 +1,6 @@
 //go:build acceptance
 
-package collector
+package attribute
 
 // The simulator as the typical deployment (a proxy hop, a network
 // distance, Server-Timing), measured by the probe and split by the
