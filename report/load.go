@@ -85,8 +85,8 @@ func LoadAs(ctx context.Context, path, name string) (*Recording, error) {
 	if scan.torn != nil {
 		rec.Partial, rec.CutAt = true, scan.torn.Offset
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf(
-			"partial recording: %s was cut short at byte offset %d (its last %d bytes are an incomplete frame, as when the writer is killed); this report covers the %d events before that offset",
-			name, scan.torn.Offset, scan.torn.Size, scan.events))
+			"partial recording: %s was cut short at byte offset %d (its last %s an incomplete frame, as when the writer is killed); this report covers the %s before that offset",
+			name, scan.torn.Offset, counted(scan.torn.Size, "byte is", "bytes are"), counted(scan.events, "event", "events")))
 	}
 
 	agg := aggregate.New(aggregate.Config{})
