@@ -125,7 +125,11 @@ func statCells(st aggregate.Stats) []string {
 // sections are a recording's tables, in the order a report shows them.
 func sections(rec *Recording) []table {
 	s := &rec.Summary
-	out := []table{requestsTable(s), latencyTable(s)}
+	var out []table
+	if rec.Sweep != nil {
+		out = append(out, sweepTable(rec.Sweep))
+	}
+	out = append(out, requestsTable(s), latencyTable(s))
 	if t, ok := objectivesTable(s); ok {
 		out = append(out, t)
 	}
