@@ -20,6 +20,7 @@ import (
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/sim"
+	"github.com/latscope/latscope/sim/simtest"
 )
 
 // queueRun is one run of closed-loop streams against the simulator with its
@@ -35,8 +36,37 @@ type queueRun struct {
 // given header timing, scraping its metrics every scrape.
 func runQueueEvidence(t *testing.T, headers sim.HeaderTiming, slots, streams, requests, warmup int, scrape time.Duration) queueRun {
 	t.Helper()
+	return runQueueLoad(t, queueLoad{headers: headers, slots: slots, streams: streams, requests: requests, warmup: warmup,
+		scrape: scrape, promptTokens: 32, outputTokens: 24})
+}
+
+// queueLoad is one queue evidence run: the simulator (profile, zero: tiny;
+// slots; header timing), the closed-loop load and the metrics scrape.
+type queueLoad struct {
+	profile                    string
+	headers                    sim.HeaderTiming
+	slots                      int
+	streams, requests, warmup  int
+	promptTokens, outputTokens int
+	scrape                     time.Duration
+}
+
+// runQueueLoad runs l through the attributor, as runQueueEvidence does.
+func runQueueLoad(t *testing.T, l queueLoad) queueRun {
+	t.Helper()
 	ts := &truths{}
-	url := serveSim(t, sim.Config{MaxNumSeqs: slots, Seed: 13, Headers: headers, OnFinish: ts.add})
+	cfg := sim.Config{MaxNumSeqs: l.slots, Seed: 13, Headers: l.headers, OnFinish: ts.add}
+	var url string
+	if l.profile == "" {
+		url = serveSim(t, cfg)
+	} else {
+		prof, err := sim.ProfileByName(l.profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Profile = prof
+		url = simtest.Serve(t, cfg)
+	}
 	found, err := probe.Detect(context.Background(), probe.Endpoint{BaseURL: url})
 	if err != nil {
 		t.Fatal(err)
@@ -46,35 +76,35 @@ func runQueueEvidence(t *testing.T, headers sim.HeaderTiming, slots, streams, re
 		t.Fatal(err)
 	}
 	defer client.CloseIdleConnections()
-	prom, err := collector.NewProm(collector.PromConfig{URL: url + "/metrics", Interval: scrape, Timeout: promTestTimeout})
+	prom, err := collector.NewProm(collector.PromConfig{URL: url + "/metrics", Interval: l.scrape, Timeout: promTestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	prompts, err := probe.NewPromptSource(ctx, probe.PromptConfig{PromptTokens: probe.Length{Mean: 32}, OutputTokens: probe.Length{Mean: 24}, Seed: 3})
+	prompts, err := probe.NewPromptSource(ctx, probe.PromptConfig{PromptTokens: probe.Length{Mean: l.promptTokens}, OutputTokens: probe.Length{Mean: l.outputTokens}, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner, err := probe.NewRunner(client, probe.LoadConfig{Concurrency: streams, Requests: requests}, prompts)
+	runner, err := probe.NewRunner(client, probe.LoadConfig{Concurrency: l.streams, Requests: l.requests}, prompts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, _ := runPipeline(ctx, t, pipeline.Config{Primary: []pipeline.Source{runner}, Aux: []pipeline.Source{prom},
 		Stage: NewAttributor(AttributorConfig{Server: found.Server})})
-	if len(got) != requests {
-		t.Fatalf("%d requests out, want %d", len(got), requests)
+	if len(got) != l.requests {
+		t.Fatalf("%d requests out, want %d", len(got), l.requests)
 	}
 	slices.SortFunc(got, func(a, b *event.Request) int { return a.Start.Compare(b.Start) })
 	agg := aggregate.New(aggregate.Config{})
-	for _, r := range got[warmup:] {
+	for _, r := range got[l.warmup:] {
 		if !r.OK() {
 			t.Fatalf("%s: %s (%s)", r.ID, r.Outcome, r.Error)
 		}
 		checkSum(t, r, r.Breakdown)
 		agg.Add(event.NewRequest(r))
 	}
-	return queueRun{reqs: got[warmup:], truth: ts, summary: agg.Summary()}
+	return queueRun{reqs: got[l.warmup:], truth: ts, summary: agg.Summary()}
 }
 
 // stageOf returns r's breakdown stage s, if it has one.

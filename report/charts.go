@@ -41,17 +41,57 @@ func stageFill(s event.Stage) string {
 	return otherFill
 }
 
-// textOn picks black or white text for legibility on fill (#rrggbb).
+// textOn picks black or white text for fill (#rrggbb), whichever contrasts
+// more by WCAG's ratio: every fill of the stage table gets at least 4.5:1
+// (contrast_test.go checks it).
 func textOn(fill string) string {
-	v, err := strconv.ParseUint(strings.TrimPrefix(fill, "#"), 16, 32)
-	if err != nil {
-		return "#000"
-	}
-	r, g, b := float64(v>>16&0xff), float64(v>>8&0xff), float64(v&0xff)
-	if 0.299*r+0.587*g+0.114*b > 140 {
+	if contrastRatio("#000000", fill) >= contrastRatio("#ffffff", fill) {
 		return "#000"
 	}
 	return "#fff"
+}
+
+// contrastRatio is WCAG 2's contrast ratio of two #rgb or #rrggbb colours,
+// from 1 to 21; 1 when either does not parse.
+func contrastRatio(a, b string) float64 {
+	la, okA := luminance(a)
+	lb, okB := luminance(b)
+	if !okA || !okB {
+		return 1
+	}
+	return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
+}
+
+// luminance is WCAG 2's relative luminance of a #rgb or #rrggbb colour.
+func luminance(c string) (float64, bool) {
+	r, g, b, ok := parseHex(c)
+	if !ok {
+		return 0, false
+	}
+	lin := func(v uint8) float64 {
+		s := float64(v) / 255
+		if s <= 0.03928 {
+			return s / 12.92
+		}
+		return math.Pow((s+0.055)/1.055, 2.4)
+	}
+	return 0.2126*lin(r) + 0.7152*lin(g) + 0.0722*lin(b), true
+}
+
+// parseHex reads #rgb or #rrggbb.
+func parseHex(c string) (r, g, b uint8, ok bool) {
+	h := strings.TrimPrefix(c, "#")
+	if len(h) == 3 {
+		h = string([]byte{h[0], h[0], h[1], h[1], h[2], h[2]})
+	}
+	if len(h) != 6 || len(c) == len(h) {
+		return 0, 0, 0, false
+	}
+	v, err := strconv.ParseUint(h, 16, 32)
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	return uint8(v >> 16), uint8(v >> 8), uint8(v), true
 }
 
 // tick is one labelled position on an axis.
@@ -163,7 +203,7 @@ func breakdownChart(id, title string, simulated bool, bars []bandBar, provenance
 	y := titleH
 	stages := orderedStages(breakdownStages, sets...)
 	for _, b := range bars {
-		br := bar{Label: b.label, Sub: fmt.Sprintf("%d requests", b.band.Requests), Y: y, H: barH,
+		br := bar{Label: b.label, Sub: counted(b.band.Requests, "request", "requests"), Y: y, H: barH,
 			LabelY: y + barH/2 - 3, SubY: y + barH/2 + 13, TextY: y + barH/2 + 4, AboveY: y - 4,
 			Total: fmt.Sprintf("%.2f ms", b.band.TTFT)}
 		x := c.PlotX
@@ -207,13 +247,15 @@ func breakdownChart(id, title string, simulated bool, bars []bandBar, provenance
 	return c
 }
 
-// hatch returns the pattern that marks an estimated segment of colour fill:
-// dark stripes on a light fill, light ones on a dark fill.
+// hatch returns the pattern that marks an estimated segment of colour fill.
+// Its stripes move away from the segment's text colour (light stripes under
+// black text, dark ones under white), so a label over them keeps at least
+// the contrast it has on the plain fill.
 func (c *barChart) hatch(fill string) string {
 	if textOn(fill) == "#000" {
-		return "url(#" + c.ID + "-hatch-dark)"
+		return "url(#" + c.ID + "-hatch-light)"
 	}
-	return "url(#" + c.ID + "-hatch-light)"
+	return "url(#" + c.ID + "-hatch-dark)"
 }
 
 func estimated(ps []event.Provenance) bool { return slices.Contains(ps, event.Estimated) }

@@ -67,8 +67,8 @@ func changesTable(c *Comparison, significantOnly bool) table {
 func ruleNotes(c *Comparison) []string {
 	return []string{
 		"Rule: " + Rule + ".",
-		fmt.Sprintf("Windows: %s long; %d whole windows in base, %d in other. A row with a value in fewer than 2 windows of either run is not tested (n/a), nor is one constant in every window of both runs (an estimate made once per run, such as a handshake's round trip), which has no noise to judge its change by.",
-			c.Window, c.Windows[0], c.Windows[1]),
+		fmt.Sprintf("Windows: %s long; %s in base, %d in other. A row with a value in fewer than 2 windows of either run is not tested (n/a), nor is one constant in every window of both runs (an estimate made once per run, such as a handshake's round trip), which has no noise to judge its change by.",
+			c.Window, counted(c.Windows[0], "whole window", "whole windows"), c.Windows[1]),
 		"Values are whole-run figures; the test judges a difference by how much the statistic varies from window to window within each run.",
 	}
 }

@@ -126,6 +126,7 @@ func writeCSV(w io.Writer, rec *Recording) error {
 	for _, c := range slices.Sorted(maps.Keys(s.Markers.StallCauses)) {
 		rows.add("stall_cause", string(c), "count", float64(s.Markers.StallCauses[c]), "markers", "")
 	}
+	sweepRows(&rows, rec.Sweep)
 	return writeCSVRows(w, CSVColumns, rows)
 }
 

@@ -30,6 +30,9 @@ type synth struct {
 	errorEvery int // every errorEvery-th request fails with a 503 (0: none)
 	simulated  bool
 	header     func(*event.Session) // edits the header, if set
+	// estimatedQueue makes the queue an estimate (as the attributor makes it
+	// from the waiting gauge) instead of the server's report.
+	estimatedQueue bool
 }
 
 func defaultSynth(seed uint64) synth {
@@ -112,10 +115,14 @@ func (s synth) request(rng *rand.Rand, i int, at time.Time) *event.Request {
 	queue := time.Duration(-math.Log(1-rng.Float64()) * float64(s.queueMean))
 	prefill := uniform(75*time.Millisecond, 85*time.Millisecond)
 	unattr := uniform(300*time.Microsecond, 900*time.Microsecond)
+	queueProv := event.ServerReported
+	if s.estimatedQueue {
+		queueProv = event.Estimated
+	}
 	r.Breakdown = []event.StageTiming{
 		stage(event.StageSerialize, ser, event.Measured), stage(event.StageConnWait, cw, event.Measured), stage(event.StageWrite, wr, event.Measured),
 		stage(event.StageNetworkOut, netOut, event.Estimated), stage(event.StageTokenize, tok, event.ServerReported),
-		stage(event.StageQueue, queue, event.ServerReported), stage(event.StagePrefill, prefill, event.ServerReported),
+		stage(event.StageQueue, queue, queueProv), stage(event.StagePrefill, prefill, event.ServerReported),
 		stage(event.StageNetworkReturn, netOut, event.Estimated), stage(event.StageUnattributed, unattr, event.Estimated),
 	}
 	for _, st := range r.Breakdown {

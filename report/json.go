@@ -20,6 +20,9 @@ type extra struct {
 	Warnings []string            `json:"warnings"`
 	Series   Series              `json:"series"`
 	Bands    map[string]bandJSON `json:"bands"`
+	// Sweep is a sweep recording's answer and steps, as `latscope sweep
+	// --json` prints them.
+	Sweep *sweepJSON `json:"sweep,omitempty"`
 }
 
 // bandJSON is one TTFT breakdown band: its stages add up to its TTFT.
@@ -34,7 +37,8 @@ type bandJSON struct {
 }
 
 func extraOf(rec *Recording) extra {
-	x := extra{File: rec.Path, Events: rec.Events, Partial: rec.Partial, Warnings: rec.Warnings, Series: rec.Series, Bands: map[string]bandJSON{}}
+	x := extra{File: rec.Path, Events: rec.Events, Partial: rec.Partial, Warnings: rec.Warnings, Series: rec.Series, Bands: map[string]bandJSON{},
+		Sweep: sweepJSONOf(rec.Sweep)}
 	if rec.Partial {
 		x.CutAt = &rec.CutAt
 	}

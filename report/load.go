@@ -11,6 +11,7 @@ import (
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/recorder"
+	"github.com/latscope/latscope/sweep"
 )
 
 // Recording is one recording, replayed through an aggregator: its summary,
@@ -36,6 +37,9 @@ type Recording struct {
 	CutAt   int64
 	// Warnings say what the report could not cover, e.g. a torn tail.
 	Warnings []string
+	// Sweep is the sweep a recording of `latscope sweep` ran, judged again
+	// from its markers as the live sweep judged it; nil for other runs.
+	Sweep *sweep.Result
 
 	scan scan   // what a comparison needs to replay the file again
 	file string // where the file is read again: Path, or a copy of a stream
@@ -85,8 +89,16 @@ func LoadAs(ctx context.Context, path, name string) (*Recording, error) {
 	if scan.torn != nil {
 		rec.Partial, rec.CutAt = true, scan.torn.Offset
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf(
-			"partial recording: %s was cut short at byte offset %d (its last %d bytes are an incomplete frame, as when the writer is killed); this report covers the %d events before that offset",
-			name, scan.torn.Offset, scan.torn.Size, scan.events))
+			"partial recording: %s was cut short at byte offset %d (its last %s an incomplete frame, as when the writer is killed); this report covers the %s before that offset",
+			name, scan.torn.Offset, counted(scan.torn.Size, "byte is", "bytes are"), counted(scan.events, "event", "events")))
+	}
+
+	if res, ok, err := scan.sweep.Result(); err != nil {
+		rec.Warnings = append(rec.Warnings, "the sweep's steps are not shown: "+err.Error())
+	} else if ok {
+		rec.Sweep = &res
+	} else if h := scan.header; h != nil && h.Load.Mode == "sweep" {
+		rec.Warnings = append(rec.Warnings, "the sweep's answer and table of steps are not shown: this recording does not carry the rules its steps were judged by (a latscope before they were recorded); `latscope sweep` printed them when it ended")
 	}
 
 	agg := aggregate.New(aggregate.Config{})
@@ -119,18 +131,25 @@ type scan struct {
 	latest   time.Time     // the latest event time
 	// firstDone and lastDone bound the completions of non-warm-up requests.
 	firstDone, lastDone time.Time
+	// sweep judges a sweep's steps again, from the events in file order.
+	sweep  *sweep.Recorded
+	header *event.Session
 }
 
 func scanRecording(ctx context.Context, path, name string) (scan, error) {
-	var s scan
+	s := scan{sweep: &sweep.Recorded{}}
 	var clock orderClock
 	torn, err := readEvents(ctx, path, name, func(ev event.Event) {
 		s.events++
+		s.sweep.Add(ev)
 		before := clock.latest
 		at := clock.key(ev)
 		s.lateness = max(s.lateness, before.Sub(at))
 		if ev.Session != nil && s.start.IsZero() {
 			s.start = ev.Session.Time
+		}
+		if ev.Session != nil && s.header == nil {
+			s.header = ev.Session
 		}
 		if r := ev.Request; r != nil && !r.Warmup && !at.IsZero() {
 			if s.firstDone.IsZero() || at.Before(s.firstDone) {

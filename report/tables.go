@@ -84,7 +84,7 @@ func describeLoad(l event.Load) string {
 		}
 		parts = append(parts, p)
 	case "closed":
-		parts = append(parts, fmt.Sprintf("closed loop, %d streams", l.Concurrency))
+		parts = append(parts, "closed loop, "+counted(l.Concurrency, "stream", "streams"))
 	case "":
 	case "sweep":
 		p := "sweep"
@@ -105,7 +105,7 @@ func describeLoad(l event.Load) string {
 		parts = append(parts, "for "+l.Duration.String())
 	}
 	if l.Requests > 0 {
-		parts = append(parts, fmt.Sprintf("%d requests", l.Requests))
+		parts = append(parts, counted(l.Requests, "request", "requests"))
 	}
 	if l.Warmup > 0 {
 		parts = append(parts, fmt.Sprintf("%d warm-up", l.Warmup))
@@ -125,7 +125,11 @@ func statCells(st aggregate.Stats) []string {
 // sections are a recording's tables, in the order a report shows them.
 func sections(rec *Recording) []table {
 	s := &rec.Summary
-	out := []table{requestsTable(s), latencyTable(s)}
+	var out []table
+	if rec.Sweep != nil {
+		out = append(out, sweepTable(rec.Sweep))
+	}
+	out = append(out, requestsTable(s), latencyTable(s))
 	if t, ok := objectivesTable(s); ok {
 		out = append(out, t)
 	}
@@ -162,7 +166,7 @@ func requestsTable(s *aggregate.Summary) table {
 		t.Notes = append(t.Notes, "Flags: "+strings.Join(parts, ", "))
 	}
 	if r.Clamped > 0 || r.DroppedStages > 0 {
-		t.Notes = append(t.Notes, fmt.Sprintf("%d values clamped at ±10 min (the histograms' range), %d stage values dropped (too many stage names)", r.Clamped, r.DroppedStages))
+		t.Notes = append(t.Notes, fmt.Sprintf("%s clamped at ±10 min (the histograms' range), %s dropped (too many stage names)", counted(r.Clamped, "value", "values"), counted(r.DroppedStages, "stage value", "stage values")))
 	}
 	return t
 }
@@ -187,10 +191,11 @@ func latencyTable(s *aggregate.Summary) table {
 	row("tok/s per request *", s.TokensPerSec)
 	t.Notes = []string{"* in output tokens per second, not ms. Latencies come from successful requests; TTFT and E2E count from the intended send time."}
 	if r := s.Reasoning; r != nil {
-		t.Notes = append(t.Notes, fmt.Sprintf("A reasoning model: %d requests thought first (%d never answered), %d reasoning and %d answer tokens. "+
+		t.Notes = append(t.Notes, fmt.Sprintf("A reasoning model: %s thought first (%d never answered), %s and %s. "+
 			"ttft is the first token of any kind, ttft_answer the first answer token, thinking the time between them, ttst the time to the second token. "+
 			"%s is what the TTFT breakdown and the objectives use.",
-			r.Requests, r.Unanswered, r.ReasoningTokens, r.AnswerTokens, aggregate.TTFTLabel(s.TTFTBasis, true)))
+			counted(r.Requests, "request", "requests"), r.Unanswered, counted(r.ReasoningTokens, "reasoning token", "reasoning tokens"),
+			counted(r.AnswerTokens, "answer token", "answer tokens"), aggregate.TTFTLabel(s.TTFTBasis, true)))
 	}
 	return t
 }
@@ -210,7 +215,7 @@ func breakdownTable(s *aggregate.Summary, bands *[aggregate.NumBands]aggregate.B
 	}
 	mean, slow := bands[aggregate.BandMean], bands[aggregate.BandP99]
 	t := table{
-		Title:   fmt.Sprintf("TTFT breakdown (ms, %d requests)", b.Requests),
+		Title:   "TTFT breakdown (ms, " + counted(b.Requests, "request", "requests") + ")",
 		Columns: []string{"stage", "provenance", "count", "mean", "p50", "p90", "p99", "share", "mean band", "slowest 1% band"},
 	}
 	for _, st := range orderedStages(breakdownStages, maps.Keys(b.Stages), maps.Keys(mean.Stages), maps.Keys(slow.Stages)) {
@@ -223,12 +228,12 @@ func breakdownTable(s *aggregate.Summary, bands *[aggregate.NumBands]aggregate.B
 	t.Rows = append(t.Rows, []string{"TTFT (band total)", "", "", "", "", "", "", "", num(mean.TTFT, 2), num(slow.TTFT, 2)})
 	unattributed := fmt.Sprintf("Unattributed: %.1f%% of TTFT (time no source accounts for; negative means the sources disagree).", 100*b.UnattributedShare)
 	if u := b.Stages[event.StageUnattributed]; u.Negative > 0 {
-		unattributed += fmt.Sprintf(" Negative on %d of %d requests, shown as they are.", u.Negative, u.Count)
+		unattributed += fmt.Sprintf(" Negative on %d of %s, shown as they are.", u.Negative, counted(u.Count, "request", "requests"))
 	}
 	t.Notes = []string{
 		unattributed,
-		fmt.Sprintf("Bands: the mean breakdown of every request (%d) and of the slowest 1%% by TTFT (%d requests, TTFT %.2f-%.2f ms); a band's stages add up to its TTFT, unlike per-stage percentiles.",
-			mean.Requests, slow.Requests, slow.MinTTFT, slow.MaxTTFT),
+		fmt.Sprintf("Bands: the mean breakdown of every request (%d) and of the slowest 1%% by TTFT (%s, TTFT %.2f-%.2f ms); a band's stages add up to its TTFT, unlike per-stage percentiles.",
+			mean.Requests, counted(slow.Requests, "request", "requests"), slow.MinTTFT, slow.MaxTTFT),
 		"Provenance: measured (latscope's clock), server (reported by the server), estimated (derived by latscope); a stage is marked by the provenance of most of its values (or mixed), with the counts when they differ.",
 		"Server wait: the server's front end and queue, not told apart; latscope calls it queue only where the server reported a queue or its queue gauge showed requests waiting.",
 	}
@@ -276,7 +281,7 @@ func serverTables(s *aggregate.Summary) []table {
 		return []table{{Title: "Server", Notes: []string{"No server metrics were collected."}}}
 	}
 	g := table{
-		Title:   fmt.Sprintf("Server (%s, %s): %d samples", orDash(sv.Dialect), orDash(sv.Source), sv.Samples),
+		Title:   fmt.Sprintf("Server (%s, %s): %s", orDash(sv.Dialect), orDash(sv.Source), counted(sv.Samples, "sample", "samples")),
 		Columns: []string{"gauge", "mean (time-weighted)", "peak", "last"},
 	}
 	gauge := func(name string, v aggregate.Gauge, scale float64, unit string) {
@@ -291,7 +296,7 @@ func serverTables(s *aggregate.Summary) []table {
 		g.Notes = append(g.Notes, fmt.Sprintf("Queue depth trend over the last minute: %+.2f requests/s.", sv.QueueSlope))
 	}
 	if sv.Stale > 0 {
-		g.Notes = append(g.Notes, fmt.Sprintf("%d samples were stale (a scrape failed and the last values were repeated).", sv.Stale))
+		g.Notes = append(g.Notes, counted(sv.Stale, "sample was", "samples were")+" stale (a scrape failed and the last values were repeated).")
 	}
 	if sv.LastError != "" {
 		g.Notes = append(g.Notes, "Last scrape error: "+sv.LastError)

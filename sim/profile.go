@@ -56,6 +56,10 @@ func (p Profile) tokenizeCost(tokens int) time.Duration {
 // first decode step ≈9 ms, HTTP parse ≈0.45 ms, detokenize ≈0.15 ms, SSE
 // framing ≈0.11-0.2 ms. Front-end costs include the real work done, so a stage
 // costs the larger of its nominal cost and what the machine actually took.
+// Its per-step token budget is vLLM's default for the OpenAI server on a GPU
+// with at least 70 GiB other than an A100 (8192, vllm/engine/arg_utils.py):
+// a smaller one makes prompts wait for budget at loads a real H100 serves
+// without a queue (a prompt waiting for budget is queued, in vLLM and here).
 func profiles() map[string]Profile {
 	return map[string]Profile{
 		"h100-7b": {
@@ -71,7 +75,7 @@ func profiles() map[string]Profile {
 			DecodeBase:         7800 * time.Microsecond,
 			DecodePerSeq:       60 * time.Microsecond,
 			MaxNumSeqs:         256,
-			MaxBatchedTokens:   512,
+			MaxBatchedTokens:   8192,
 			KVCapacityTokens:   120_000, // ≈60 GB of fp16 KV at 512 KiB per token
 			MaxModelLen:        32768,
 		},

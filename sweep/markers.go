@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 )
 
@@ -18,6 +19,13 @@ import (
 //
 // The end marker's requests is how many request records the step's source
 // emitted: a reader has the whole step once it has seen that many.
+//
+// Two more notes, without a step, bracket the sweep, so a report of its
+// recording can judge the steps as the live sweep did (Recorded) and say
+// why it stopped:
+//
+//	rules:  "sweep rules: warm-up 5s, window 10s, …"  values sweep 1, warmup_s, window_s, step_max_s, interval_s, tolerance, min_growth, stop_errors
+//	ended:  "sweep ended: <why it stopped>"         values sweep 2, interrupted
 const MarkerSource = "sweep"
 
 // Marker value keys and phases.
@@ -31,7 +39,64 @@ const (
 	phaseStart  = 1
 	phaseEnd    = 2
 	phaseResult = 3
+
+	// keySweep marks the notes about the whole sweep (no step key, so a
+	// judge passes them by), with these values.
+	keySweep   = "sweep"
+	sweepRules = 1
+	sweepEnded = 2
 )
+
+// The rules marker's value keys.
+const (
+	keyWarmup     = "warmup_s"
+	keyWindow     = "window_s"
+	keyStepMax    = "step_max_s"
+	keyInterval   = "interval_s"
+	keyTolerance  = "tolerance"
+	keyMinGrowth  = "min_growth"
+	keyStopErrors = "stop_errors"
+)
+
+// rulesMarker records the rules the steps are judged by (the SLO is the
+// session header's).
+func rulesMarker(t time.Time, set *settings) event.Event {
+	return note(t, fmt.Sprintf("sweep rules: warm-up %s, window %s, step max %s, interval %s, tolerance %g%%, min growth %g, stop errors %g%%",
+		set.Warmup, set.Window, set.StepMax, set.Interval, 100*set.Tolerance, set.MinGrowth, 100*set.StopErrors),
+		map[string]float64{
+			keySweep: sweepRules, keyWarmup: set.Warmup.Seconds(), keyWindow: set.Window.Seconds(), keyStepMax: set.StepMax.Seconds(),
+			keyInterval: set.Interval.Seconds(), keyTolerance: set.Tolerance, keyMinGrowth: set.MinGrowth, keyStopErrors: set.StopErrors,
+		})
+}
+
+// endedMarker records why the sweep stopped.
+func endedMarker(t time.Time, stopped string, interrupted bool) event.Event {
+	return note(t, "sweep ended: "+stopped, map[string]float64{keySweep: sweepEnded, keyInterrupted: flag(interrupted)})
+}
+
+// sweepNote reads a rules or ended marker: its kind (sweepRules,
+// sweepEnded), or 0 for any other event.
+func sweepNote(ev event.Event) (int, *event.Marker) {
+	m := ev.Marker
+	if m == nil || m.Source != MarkerSource || m.Values == nil {
+		return 0, nil
+	}
+	switch k := m.Values[keySweep]; k {
+	case sweepRules, sweepEnded:
+		return int(k), m
+	}
+	return 0, nil
+}
+
+// rulesOf reads the rules back from a rules marker; the seconds are
+// rounded to the microsecond, as they were written from durations.
+func rulesOf(m *event.Marker, slo []aggregate.Objective) Config {
+	d := func(key string) time.Duration {
+		return time.Duration(math.Round(m.Values[key]*1e6)) * time.Microsecond
+	}
+	return Config{SLO: slo, Warmup: d(keyWarmup), Window: d(keyWindow), StepMax: d(keyStepMax), Interval: d(keyInterval),
+		Tolerance: m.Values[keyTolerance], MinGrowth: m.Values[keyMinGrowth], StopErrors: m.Values[keyStopErrors]}
+}
 
 func note(t time.Time, msg string, values map[string]float64) event.Event {
 	return event.NewMarker(&event.Marker{Time: t, Kind: event.MarkerNote, Source: MarkerSource, Message: msg, Values: values})

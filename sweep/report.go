@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -12,53 +13,93 @@ import (
 
 // WriteTable prints r for a person: one line per step by load (latencies in
 // milliseconds), the max load, knee and saturation, and why each step ended.
+// A report of the sweep's recording shows the same lines (Heading,
+// TableColumns, TableRows, Findings, StepLines).
 func WriteTable(w io.Writer, r Result) error {
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "Sweep: %s, %d steps", modeText(r.Mode, r.Arrival), len(r.Steps))
-	if r.SLO != "" {
-		fmt.Fprintf(b, ", SLO %s", r.SLO)
-	}
-	fmt.Fprintf(b, "\nStopped: %s\n", r.Stopped)
-	if r.Failure != "" {
-		fmt.Fprintf(b, "Failed: %s\n", r.Failure)
+	for _, l := range r.Heading() {
+		b.WriteString(l + "\n")
 	}
 	b.WriteString("\n")
 
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "step\tload\toffered/s\tok/s\ttok/s\tTTFT p50\tp90\tp99\tITL p99\tTPOT p50\tE2E p99\tqueue share\tqueue depth\terrors\tsteady\tresult\t")
-	for _, i := range r.byLoad() {
-		s := &r.Steps[i]
-		// A figure the step did not measure shows as "-", not as a 0.
-		rate := func(v float64, format string) string { return figure(s.Measured > 0, format, v) }
-		ms := func(st aggregate.Stats, v float64) string { return figure(st.Count > 0, "%.2f", v) }
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-			s.Index, s.Load, rate(s.Offered, "%.1f"), rate(s.Throughput, "%.1f"), rate(s.TokPerSec, "%.0f"),
-			ms(s.TTFT, s.TTFT.P50), ms(s.TTFT, s.TTFT.P90), ms(s.TTFT, s.TTFT.P99), ms(s.ITL, s.ITL.P99), ms(s.TPOT, s.TPOT.P50), ms(s.E2E, s.E2E.P99),
-			queueShareText(s), queueDepthText(s), figure(s.Sent > 0, "%.1f%%", 100*s.ErrorRate), yesNo(s.Steady), s.Verdict())
+	fmt.Fprintln(tw, strings.Join(TableColumns, "\t")+"\t")
+	for _, row := range r.TableRows() {
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write sweep table: %w", err)
 	}
 
 	b.WriteString("\n")
-	none := "none"
-	if len(r.Steps) > 0 && !r.anySuccess() {
-		none = "none (" + NoSuccessNote + ")"
-	}
-	writeFinding(b, "Max load", r.MaxLoad, none)
-	writeFinding(b, "Knee", r.Knee, none)
-	writeFinding(b, "Saturation", r.Saturation, none)
-	for _, n := range r.Notes {
-		fmt.Fprintf(b, "Note: %s\n", n)
+	for _, l := range r.Findings() {
+		b.WriteString(l + "\n")
 	}
 	b.WriteString("\nSteps, in the order they ran:\n")
-	for _, s := range r.Steps {
-		fmt.Fprintf(b, "  %d  %s, measured %.1f s: %s\n", s.Index, s.Load, s.Measured.Seconds(), s.Reason)
+	for _, l := range r.StepLines() {
+		b.WriteString("  " + l + "\n")
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write sweep table: %w", err)
 	}
 	return nil
+}
+
+// Heading is the table's first lines: the mode, the steps and the SLO, why
+// the sweep stopped, and why it failed, if it did.
+func (r Result) Heading() []string {
+	first := fmt.Sprintf("Sweep: %s, %d steps", modeText(r.Mode, r.Arrival), len(r.Steps))
+	if r.SLO != "" {
+		first += ", SLO " + r.SLO
+	}
+	out := []string{first, "Stopped: " + r.Stopped}
+	if r.Failure != "" {
+		out = append(out, "Failed: "+r.Failure)
+	}
+	return out
+}
+
+// TableColumns head the table of steps.
+var TableColumns = []string{"step", "load", "offered/s", "ok/s", "tok/s", "TTFT p50", "p90", "p99", "ITL p99", "TPOT p50", "E2E p99", "queue share", "queue depth", "errors", "steady", "result"}
+
+// TableRows are the table's rows: one per step that was not interrupted,
+// by load; a figure the step did not measure shows as "-", not as a 0.
+func (r Result) TableRows() [][]string {
+	var rows [][]string
+	for _, i := range r.byLoad() {
+		s := &r.Steps[i]
+		rate := func(v float64, format string) string { return figure(s.Measured > 0, format, v) }
+		ms := func(st aggregate.Stats, v float64) string { return figure(st.Count > 0, "%.2f", v) }
+		rows = append(rows, []string{
+			strconv.Itoa(s.Index), s.Load.String(), rate(s.Offered, "%.1f"), rate(s.Throughput, "%.1f"), rate(s.TokPerSec, "%.0f"),
+			ms(s.TTFT, s.TTFT.P50), ms(s.TTFT, s.TTFT.P90), ms(s.TTFT, s.TTFT.P99), ms(s.ITL, s.ITL.P99), ms(s.TPOT, s.TPOT.P50), ms(s.E2E, s.E2E.P99),
+			queueShareText(s), queueDepthText(s), figure(s.Sent > 0, "%.1f%%", 100*s.ErrorRate), yesNo(s.Steady), s.Verdict(),
+		})
+	}
+	return rows
+}
+
+// Findings are the sweep's answer: the max load, knee and saturation (or
+// why there is none), then its notes.
+func (r Result) Findings() []string {
+	none := "none"
+	if len(r.Steps) > 0 && !r.anySuccess() {
+		none = "none (" + NoSuccessNote + ")"
+	}
+	out := []string{findingLine("Max load", r.MaxLoad, none), findingLine("Knee", r.Knee, none), findingLine("Saturation", r.Saturation, none)}
+	for _, n := range r.Notes {
+		out = append(out, "Note: "+n)
+	}
+	return out
+}
+
+// StepLines say why each step ended, in the order they ran.
+func (r Result) StepLines() []string {
+	out := make([]string, 0, len(r.Steps))
+	for _, s := range r.Steps {
+		out = append(out, fmt.Sprintf("%d  %s, measured %.1f s: %s", s.Index, s.Load, s.Measured.Seconds(), s.Reason))
+	}
+	return out
 }
 
 func modeText(m Mode, arrival string) string {
@@ -71,12 +112,11 @@ func modeText(m Mode, arrival string) string {
 	return "open loop (rate)"
 }
 
-func writeFinding(b *strings.Builder, name string, f *Finding, none string) {
+func findingLine(name string, f *Finding, none string) string {
 	if f == nil {
-		fmt.Fprintf(b, "%s: %s\n", name, none)
-		return
+		return fmt.Sprintf("%s: %s", name, none)
 	}
-	fmt.Fprintf(b, "%s: %s (step %d): %.1f ok/s, %.0f tok/s - %s\n", name, f.Load, f.Step, f.Throughput, f.TokPerSec, f.Why)
+	return fmt.Sprintf("%s: %s (step %d): %.1f ok/s, %.0f tok/s - %s", name, f.Load, f.Step, f.Throughput, f.TokPerSec, f.Why)
 }
 
 // figure formats v, or "-" when it was not measured.

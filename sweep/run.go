@@ -86,7 +86,19 @@ type decision struct{ reason string }
 func (d decision) Error() string { return d.reason }
 func (d decision) Unwrap() error { return probe.ErrRunEnded }
 
+// run runs the steps between a rules marker and an ended marker, so a
+// recording carries what a report needs to judge the steps again and say
+// why the sweep stopped.
 func (s *stepper) run(ctx context.Context, emit func(event.Event)) error {
+	emit(rulesMarker(s.set.Now(), s.set))
+	if err := s.runSteps(ctx, emit); err != nil {
+		return err
+	}
+	emit(endedMarker(s.set.Now(), s.stopped, s.interrupted))
+	return nil
+}
+
+func (s *stepper) runSteps(ctx context.Context, emit func(event.Event)) error {
 	var steps []Step
 	for {
 		if ctx.Err() != nil {

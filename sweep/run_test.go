@@ -252,9 +252,10 @@ func TestRunOpenLoopFindsTheCapacity(t *testing.T) {
 		t.Errorf("stopped %q, interrupted %v", res.Stopped, res.Interrupted)
 	}
 
-	// Three markers per step, in order, in the stream. (The end marker's
-	// cause varies: a synthetic source may run out of events before the
-	// judge, reading behind it, has decided.)
+	// The rules, three markers per step, in order, and why the sweep
+	// stopped, in the stream. (The end marker's cause varies: a synthetic
+	// source may run out of events before the judge, reading behind it,
+	// has decided.)
 	evs := events()
 	var markers []string
 	for _, ev := range evs {
@@ -262,8 +263,10 @@ func TestRunOpenLoopFindsTheCapacity(t *testing.T) {
 			markers = append(markers, ev.Marker.Message)
 		}
 	}
-	if len(markers) != 3*len(wants) || markers[0] != "step 1: 25 req/s" || !strings.HasPrefix(markers[1], "step 1 ended: ") ||
-		!strings.HasPrefix(markers[2], "step 1: 25 req/s offered, 25.") || markers[9] != "step 4: 70.71 req/s (refining)" {
+	if len(markers) != 3*len(wants)+2 || !strings.HasPrefix(markers[0], "sweep rules: warm-up 1s, window 4s, step max 20s") ||
+		markers[1] != "step 1: 25 req/s" || !strings.HasPrefix(markers[2], "step 1 ended: ") ||
+		!strings.HasPrefix(markers[3], "step 1: 25 req/s offered, 25.") || markers[10] != "step 4: 70.71 req/s (refining)" ||
+		markers[len(markers)-1] != "sweep ended: "+res.Stopped {
 		t.Errorf("markers:\n%s", strings.Join(markers, "\n"))
 	}
 
