@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -131,60 +130,14 @@ type metricsScrape struct {
 	client *http.Client
 }
 
-// scrape prepares the scrape of metricsURL: the page's own user:password
-// as basic auth, and the target's credentials (--api-key, --header, the
-// URL's user:password) only when the page is on the target's host, so that
-// they never reach another host.
+// scrape prepares the scrape of metricsURL, with the target's credentials
+// only where probe.ScrapeClient allows them.
 func (c *connection) scrape(metricsURL string) (metricsScrape, error) {
-	m, err := url.Parse(metricsURL)
-	if err != nil || (m.Scheme != "http" && m.Scheme != "https") || m.Host == "" {
-		return metricsScrape{}, fmt.Errorf("--metrics-url %s: want http(s)://host[:port]/path", event.RedactURL(metricsURL))
+	u, hc, err := probe.ScrapeClient(c.target, metricsURL, c.auth, c.tls)
+	if err != nil {
+		return metricsScrape{}, fmt.Errorf("--metrics-url %s: %w", event.RedactURL(metricsURL), err)
 	}
-	t, _ := url.Parse(c.target) // checked in connect
-	header := http.Header{}
-	user := m.User
-	if m.Scheme == t.Scheme && m.Host == t.Host {
-		header = c.auth.Clone()
-		if user == nil {
-			user = t.User
-		}
-	}
-	if user != nil {
-		pw, _ := user.Password()
-		req := &http.Request{Header: http.Header{}}
-		req.SetBasicAuth(user.Username(), pw)
-		if header.Get("Authorization") == "" {
-			header.Set("Authorization", req.Header.Get("Authorization"))
-		}
-	}
-	m.User = nil
-	hc := probe.NewHTTPClient(c.tls)
-	if len(header) > 0 {
-		hc.Transport = &headerTransport{header: header, next: hc.Transport}
-	}
-	return metricsScrape{url: m.String(), client: hc}, nil
-}
-
-// headerTransport adds fixed headers to every request.
-type headerTransport struct {
-	header http.Header
-	next   http.RoundTripper
-}
-
-func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context()) // a RoundTripper must not change the caller's request
-	for k, vs := range t.header {
-		req.Header[k] = vs[:len(vs):len(vs)] // shared and read-only: an append elsewhere must copy
-	}
-	return t.next.RoundTrip(req)
-}
-
-// CloseIdleConnections passes the call on, so http.Client's reaches the
-// transport underneath.
-func (t *headerTransport) CloseIdleConnections() {
-	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
+	return metricsScrape{url: u, client: hc}, nil
 }
 
 // certLimit bounds a certificate or CA file named by flag.
