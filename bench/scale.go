@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,6 +34,9 @@ type ScaleConfig struct {
 	Streams  []int
 	Warmup   time.Duration // per phase, before the measured window
 	Duration time.Duration // the measured window of each phase
+	// Rounds is how many phases each client gets per stream count, in
+	// alternating order; their errors are pooled (0 means 1).
+	Rounds int
 	// The server's fixed schedule: the first content frame FirstToken after
 	// a request arrives, then one every Interval, OutputTokens in all.
 	FirstToken, Interval time.Duration
@@ -45,6 +49,9 @@ type ScaleConfig struct {
 	RunClient func(ctx context.Context, spec ScaleSpec) (ScaleRun, error)
 	// Dir holds the phases' frame logs; "" makes a temporary one.
 	Dir string
+	// ProfileDir, when set, gets each phase's CPU profile as
+	// STREAMS-CLIENT-ROUND.cpu (for go tool pprof).
+	ProfileDir string
 }
 
 // Validate reports the first problem with c, as a message fit for the user.
@@ -60,6 +67,8 @@ func (c ScaleConfig) Validate() error {
 	switch {
 	case c.Duration < 100*time.Millisecond || c.Duration > time.Hour:
 		return fmt.Errorf("duration must be between 100ms and 1h, got %s", c.Duration)
+	case c.Rounds < 0 || c.Rounds > 100:
+		return fmt.Errorf("rounds must be between 1 and 100, got %d", c.Rounds)
 	case c.Warmup < 0 || c.Warmup > time.Hour:
 		return fmt.Errorf("warmup must be between 0 and 1h, got %s", c.Warmup)
 	case c.FirstToken < 0 || c.FirstToken > time.Minute:
@@ -84,6 +93,7 @@ type ScaleResult struct {
 	FirstTokenMs float64     `json:"first_token_ms"`
 	IntervalMs   float64     `json:"interval_ms"`
 	OutputTokens int         `json:"output_tokens"`
+	Rounds       int         `json:"rounds"`
 	WarmupS      float64     `json:"warmup_s"`
 	DurationS    float64     `json:"duration_s"`
 	Cases        []ScaleCase `json:"cases"`
@@ -146,7 +156,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (ScaleResult, error) {
 	}
 	res := ScaleResult{
 		FirstTokenMs: msOf(cfg.FirstToken), IntervalMs: msOf(cfg.Interval), OutputTokens: cfg.OutputTokens,
-		WarmupS: cfg.Warmup.Seconds(), DurationS: cfg.Duration.Seconds(),
+		Rounds: max(cfg.Rounds, 1), WarmupS: cfg.Warmup.Seconds(), DurationS: cfg.Duration.Seconds(),
 		Targets: []string{
 			fmt.Sprintf("target: the probe's peak RSS ≤ %d MB at %d streams", TargetScaleRSS/1_000_000, TargetScaleRSSStreams),
 			fmt.Sprintf("target: probe/bare p50 and p99 |error| of TTFT and ITL ≤ %.1fx at %d streams (stated at the others)", TargetScaleRatio, TargetScaleRatioStreams),
@@ -155,11 +165,21 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (ScaleResult, error) {
 	}
 	for _, n := range cfg.Streams {
 		c := ScaleCase{Streams: n}
-		for _, client := range []string{ScaleProbe, ScaleBare} {
-			if err := ctx.Err(); err != nil {
-				return res, err
+		tallies := []*scaleTally{newScaleTally(ScaleProbe), newScaleTally(ScaleBare)}
+		order := []*scaleTally{tallies[0], tallies[1]}
+		for round := range max(cfg.Rounds, 1) {
+			if round > 0 {
+				slices.Reverse(order) // who goes first alternates, so drift in the host's load hits both
 			}
-			c.Clients = append(c.Clients, runScalePhase(ctx, cfg, dir, client, n))
+			for _, t := range order {
+				if err := ctx.Err(); err != nil {
+					return res, err
+				}
+				runScalePhase(ctx, cfg, dir, round, t, n)
+			}
+		}
+		for _, t := range tallies {
+			c.Clients = append(c.Clients, t.result())
 		}
 		c.Ratio, c.Checks = scaleChecks(n, c.Clients)
 		for _, ch := range c.Checks {
@@ -185,40 +205,78 @@ func ChildScaleServer(launch Launcher, firstToken, interval time.Duration, stder
 
 func msOf(d time.Duration) float64 { return float64(d) / 1e6 }
 
+// scaleTally adds up one client's phases at one stream count.
+type scaleTally struct {
+	row       ScaleClient
+	ttft, itl []time.Duration
+	events    int64
+	window    time.Duration
+	cpu       time.Duration
+	cpuOK     bool
+	errs      []error
+}
+
+func newScaleTally(client string) *scaleTally {
+	return &scaleTally{row: ScaleClient{Client: client}, cpuOK: true}
+}
+
+// result is the tally as one row: the errors of every round pooled, RSS
+// the most any round reached.
+func (t *scaleTally) result() ScaleClient {
+	r := t.row
+	r.TTFT, r.ITL = SummarizeAbs(t.ttft), SummarizeAbs(t.itl)
+	if t.window > 0 {
+		r.EventsPerSec = float64(t.events) / t.window.Seconds()
+	}
+	if t.events > 0 && t.cpuOK && t.cpu > 0 {
+		r.CPUUsPerToken = float64(t.cpu) / 1e3 / float64(t.events)
+	}
+	if err := errors.Join(t.errs...); err != nil {
+		r.Error = err.Error()
+	}
+	return r
+}
+
 // runScalePhase runs one client at n streams against a fresh server and
-// scores it against the server's truth.
-func runScalePhase(ctx context.Context, cfg ScaleConfig, dir, client string, n int) ScaleClient {
-	out := ScaleClient{Client: client}
-	truthPath := filepath.Join(dir, fmt.Sprintf("%d-%s.server", n, client))
-	logPath := filepath.Join(dir, fmt.Sprintf("%d-%s.client", n, client))
+// adds it, scored against the server's truth, to t.
+func runScalePhase(ctx context.Context, cfg ScaleConfig, dir string, round int, t *scaleTally, n int) {
+	name := fmt.Sprintf("%d-%s-%d", n, t.row.Client, round)
+	truthPath := filepath.Join(dir, name+".server")
+	logPath := filepath.Join(dir, name+".client")
 	defer os.Remove(truthPath)
 	defer os.Remove(logPath)
 	url, stop, err := cfg.StartServer(ctx, truthPath)
 	if err != nil {
-		out.Error = fmt.Sprintf("start the server: %v", err)
-		return out
+		t.errs = append(t.errs, fmt.Errorf("start the server: %w", err))
+		return
+	}
+	profile := ""
+	if cfg.ProfileDir != "" {
+		profile = filepath.Join(cfg.ProfileDir, name+".cpu")
 	}
 	run, runErr := cfg.RunClient(ctx, ScaleSpec{
-		Client: client, URL: url, Streams: n, Warmup: cfg.Warmup, Duration: cfg.Duration,
-		Drain: cfg.requestLength() + scaleDrainSlack, OutputTokens: cfg.OutputTokens, LogPath: logPath,
+		Client: t.row.Client, URL: url, Streams: n, Warmup: cfg.Warmup, Duration: cfg.Duration,
+		Drain: cfg.requestLength() + scaleDrainSlack, OutputTokens: cfg.OutputTokens, LogPath: logPath, CPUProfile: profile,
 	})
 	stopErr := stop()
-	out.PeakRSS, out.EndRSS, out.FileLimit = run.PeakRSS, run.EndRSS, run.FileLimit
+	t.row.PeakRSS, t.row.EndRSS = max(t.row.PeakRSS, run.PeakRSS), max(t.row.EndRSS, run.EndRSS)
+	if run.FileLimit > 0 && (t.row.FileLimit == 0 || run.FileLimit < t.row.FileLimit) {
+		t.row.FileLimit = run.FileLimit
+	}
 	if err := errors.Join(runErr, stopErr); err != nil {
-		out.Error = err.Error()
-		return out
+		t.errs = append(t.errs, err)
+		return
 	}
-	if err := scoreScale(&out, run, truthPath, logPath); err != nil {
-		out.Error = err.Error()
+	if err := t.score(run, truthPath, logPath); err != nil {
+		t.errs = append(t.errs, err)
 	}
-	return out
 }
 
-// scoreScale compares the client's frame log with the server's, over the
+// score compares the client's frame log with the server's, over the
 // window the child reported: a request's TTFT error counts when its first
 // frame arrived in the window, each ITL error when the gap's closing frame
 // did, so a window shorter than a request still sees steady streams.
-func scoreScale(out *ScaleClient, run ScaleRun, truthPath, logPath string) error {
+func (t *scaleTally) score(run ScaleRun, truthPath, logPath string) error {
 	truth := map[string]FrameLog{}
 	if err := readFrameLogFile(truthPath, func(l FrameLog) error {
 		truth[l.ID] = l
@@ -226,15 +284,14 @@ func scoreScale(out *ScaleClient, run ScaleRun, truthPath, logPath string) error
 	}); err != nil {
 		return fmt.Errorf("server truth: %w", err)
 	}
-	var ttft, itl []time.Duration
-	var events int64
+	in := func(at int64) bool { return at >= run.WindowStart && at < run.WindowEnd }
+	out := &t.row
 	err := readFrameLogFile(logPath, func(l FrameLog) error {
 		for _, f := range l.Frames {
-			if f >= run.WindowStart && f < run.WindowEnd {
-				events++
+			if in(f) {
+				t.events++
 			}
 		}
-		in := func(t int64) bool { return t >= run.WindowStart && t < run.WindowEnd }
 		server, known := truth[l.ID]
 		if !l.OK || !known {
 			// A failure counts when the request was under way in the window.
@@ -247,7 +304,7 @@ func scoreScale(out *ScaleClient, run ScaleRun, truthPath, logPath string) error
 			}
 			return nil
 		}
-		if len(l.Frames) == 0 || !in(l.Frames[0]) && !in(l.Frames[len(l.Frames)-1]) && !(l.Frames[0] < run.WindowStart && l.Frames[len(l.Frames)-1] >= run.WindowEnd) {
+		if len(l.Frames) == 0 || l.Frames[len(l.Frames)-1] < run.WindowStart || l.Frames[0] >= run.WindowEnd {
 			return nil // wholly in the warm-up or the drain
 		}
 		out.Requests++
@@ -262,18 +319,18 @@ func scoreScale(out *ScaleClient, run ScaleRun, truthPath, logPath string) error
 		for i, f := range server.Frames {
 			flushed[i] = time.Unix(0, f)
 		}
-		t, gaps, ok := FrameErrors(time.Unix(0, l.Start), arrivals, flushed)
+		first, gaps, ok := FrameErrors(time.Unix(0, l.Start), arrivals, flushed)
 		if !ok {
 			return nil
 		}
 		// Each error counts where it was seen: the first token's, and each
 		// gap's at its closing frame, when they arrived in the window.
 		if in(l.Frames[0]) {
-			ttft = append(ttft, t)
+			t.ttft = append(t.ttft, first)
 		}
 		for i, g := range gaps {
 			if in(l.Frames[i+1]) {
-				itl = append(itl, g)
+				t.itl = append(t.itl, g)
 			}
 		}
 		return nil
@@ -281,13 +338,9 @@ func scoreScale(out *ScaleClient, run ScaleRun, truthPath, logPath string) error
 	if err != nil {
 		return fmt.Errorf("client frames: %w", err)
 	}
-	out.TTFT, out.ITL = SummarizeAbs(ttft), SummarizeAbs(itl)
-	if span := time.Duration(run.WindowEnd - run.WindowStart).Seconds(); span > 0 {
-		out.EventsPerSec = float64(events) / span
-	}
-	if events > 0 && run.CPU > 0 {
-		out.CPUUsPerToken = float64(run.CPU) / 1e3 / float64(events)
-	}
+	t.window += time.Duration(run.WindowEnd - run.WindowStart)
+	t.cpu += run.CPU
+	t.cpuOK = t.cpuOK && run.CPU > 0
 	return nil
 }
 
@@ -347,9 +400,10 @@ func scaleChecks(n int, rows []ScaleClient) (*ScaleRatio, []Check) {
 // WriteScaleTable writes the result as a human table.
 func WriteScaleTable(w io.Writer, r ScaleResult) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "bench scale: closed loop, server in a child process streaming %d tokens per request, first after %gms, then one every %gms\n",
-		r.OutputTokens, r.FirstTokenMs, r.IntervalMs)
-	fmt.Fprintf(&b, "each client in its own process, one after the other: %gs warm-up, %gs measured\n", r.WarmupS, r.DurationS)
+	fmt.Fprintf(&b, "bench scale: closed loop, server in a child process streaming %d tokens per request, first after %gms, then one every %gms (%g tokens/s scheduled per stream)\n",
+		r.OutputTokens, r.FirstTokenMs, r.IntervalMs, 1000/r.IntervalMs)
+	fmt.Fprintf(&b, "each client in its own process, one after the other, %d round(s) alternating who goes first: %gs warm-up, %gs measured each\n",
+		r.Rounds, r.WarmupS, r.DurationS)
 	b.WriteString("|error| of each client's arrival times against the server's flush time of each frame, in µs; RSS in MB (10^6 bytes)\n\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "streams\tclient\treqs\tfailed\tmismatch\ttok/s\tCPU µs/tok\tpeak RSS\tRSS@end\tTTFT p50\tTTFT p99\tITL p50\tITL p99\t")

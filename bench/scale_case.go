@@ -32,6 +32,8 @@ type ScaleSpec struct {
 	OutputTokens int
 	// LogPath is the file the client writes its FrameLogs to.
 	LogPath string
+	// CPUProfile, when set, is where the child writes its CPU profile.
+	CPUProfile string
 }
 
 // ScaleRun is what the child process of one phase reports about itself.
@@ -155,6 +157,7 @@ func ScaleCaseArgs(spec ScaleSpec) []string {
 		"--client", spec.Client, "--url", spec.URL, "--streams", strconv.Itoa(spec.Streams),
 		"--warmup", spec.Warmup.String(), "--duration", spec.Duration.String(), "--drain", spec.Drain.String(),
 		"--output-tokens", strconv.Itoa(spec.OutputTokens), "--log", spec.LogPath,
+		"--cpu-profile", spec.CPUProfile,
 	}
 }
 

@@ -30,6 +30,7 @@ func TestScaleConfigValidate(t *testing.T) {
 		{func(c *ScaleConfig) { c.Streams = []int{maxScaleStreams + 1} }, "streams must be between"},
 		{func(c *ScaleConfig) { c.Duration = 0 }, "duration"},
 		{func(c *ScaleConfig) { c.Warmup = -time.Second }, "warmup"},
+		{func(c *ScaleConfig) { c.Rounds = -1 }, "rounds"},
 		{func(c *ScaleConfig) { c.Interval = 0 }, "token interval"},
 		{func(c *ScaleConfig) { c.FirstToken = -1 }, "first token"},
 		{func(c *ScaleConfig) { c.OutputTokens = 1 }, "output tokens"},
@@ -85,7 +86,7 @@ func TestRunScaleScores(t *testing.T) {
 	var truth string
 	cfg := ScaleConfig{
 		Streams: []int{1000, 10000}, Duration: time.Second, FirstToken: time.Millisecond, Interval: time.Millisecond, OutputTokens: 3,
-		Dir: t.TempDir(),
+		Rounds: 2, Dir: t.TempDir(),
 		StartServer: func(_ context.Context, path string) (string, func() error, error) {
 			truth = path
 			return "http://server", func() error { return nil }, nil
@@ -117,8 +118,9 @@ func TestRunScaleScores(t *testing.T) {
 	}
 	c := res.Cases[0]
 	p := c.Clients[0]
-	if p.Client != ScaleProbe || p.Requests != 3 || p.Failed != 1 || p.TTFT.N != 3 || p.ITL.N != 6 {
-		t.Errorf("probe row %+v: want 3 requests scored, 1 failed, 3 TTFT and 6 ITL errors", p)
+	// Two rounds, pooled.
+	if p.Client != ScaleProbe || p.Requests != 6 || p.Failed != 2 || p.TTFT.N != 6 || p.ITL.N != 12 || p.EventsPerSec != 2*9/0.05 {
+		t.Errorf("probe row %+v: want 6 requests scored, 2 failed, 6 TTFT and 12 ITL errors, 360 events/s", p)
 	}
 	if p.TTFT.P50Us != 30 || p.ITL.P50Us != 1 {
 		t.Errorf("probe TTFT p50 %v, ITL p50 %v; want 30 and 1 µs", p.TTFT.P50Us, p.ITL.P50Us)

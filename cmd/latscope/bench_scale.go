@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -41,6 +42,7 @@ func newBenchScaleCmdWith(launcher scaleLauncher) *cobra.Command {
 		Streams:      slices.Clone(bench.DefaultScaleStreams),
 		Warmup:       5 * time.Second,
 		Duration:     10 * time.Second,
+		Rounds:       2,
 		FirstToken:   50 * time.Millisecond,
 		Interval:     100 * time.Millisecond,
 		OutputTokens: 32,
@@ -55,7 +57,9 @@ schedule (the first token --first-token after a request arrives, then one every
 --interval) and records when it flushed each token. Then it runs a bare client
 (net/http and a line reader) the same way. Each client runs in a process of its
 own, one after the other, each against a fresh server: --warmup unmeasured,
-then --duration measured, then the requests in flight finish.
+then --duration measured, then the requests in flight finish; --rounds times,
+alternating which client goes first, so that a change in the host's load hits
+both.
 
 It prints, per stream count and client: requests, token events/s and CPU per
 token event in the window, the process's peak resident set (VmHWM) and its
@@ -67,7 +71,8 @@ probe's peak RSS <= 1 GB at 10,000 streams; probe/bare <= 1.2x at 1,000 streams
 Each client process raises its open-file limit to the hard limit and stops,
 saying so, when that is still too low for the streams asked for.`,
 		Example: `  latscope bench scale
-  latscope bench scale --streams 1000 --duration 20s`,
+  latscope bench scale --streams 1000 --duration 20s --rounds 4
+  latscope bench scale --cpu-profile-dir /tmp/prof   # then: go tool pprof -top latscope /tmp/prof/10000-probe-0.cpu`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			launch, err := launcher(cmd)
@@ -90,12 +95,14 @@ saying so, when that is still too low for the streams asked for.`,
 	}
 	f := cmd.Flags()
 	f.IntSliceVar(&cfg.Streams, "streams", cfg.Streams, "concurrent streams, one count after the other")
-	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured time per client per count, while the connections open")
-	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measured time per client per count")
+	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured time before each phase's window, while the connections open")
+	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measured time per client per count per round")
+	f.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "phases per client per count, alternating who goes first (errors pooled)")
 	f.DurationVar(&cfg.FirstToken, "first-token", cfg.FirstToken, "the server's first token this long after a request arrives")
 	f.DurationVar(&cfg.Interval, "interval", cfg.Interval, "the server's time between tokens (streams/interval is the token rate)")
 	f.IntVar(&cfg.OutputTokens, "output-tokens", cfg.OutputTokens, "tokens per request")
 	f.BoolVar(&asJSON, "json", false, "print machine-readable JSON instead of a table")
+	f.StringVar(&cfg.ProfileDir, "cpu-profile-dir", "", "write each client process's CPU profile to DIR/STREAMS-CLIENT.cpu (go tool pprof)")
 	return cmd
 }
 
@@ -129,6 +136,13 @@ func newBenchScaleCaseCmd() *cobra.Command {
 			case spec.OutputTokens < 1:
 				return fmt.Errorf("--output-tokens %d: want 1 or more", spec.OutputTokens)
 			}
+			if spec.CPUProfile != "" {
+				stop, err := startCPUProfile(spec.CPUProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			run, err := bench.RunScaleCase(cmd.Context(), spec, drive)
 			if err != nil {
 				return fmt.Errorf("bench scale-case %s, %d streams: %w", spec.Client, spec.Streams, err)
@@ -145,7 +159,24 @@ func newBenchScaleCaseCmd() *cobra.Command {
 	f.DurationVar(&spec.Drain, "drain", 10*time.Second, "time the requests in flight at the end may take to finish")
 	f.IntVar(&spec.OutputTokens, "output-tokens", 32, "tokens per request")
 	f.StringVar(&spec.LogPath, "log", "", "file for the frame log")
+	f.StringVar(&spec.CPUProfile, "cpu-profile", "", "write this process's CPU profile to this file")
 	return cmd
+}
+
+// startCPUProfile profiles this process's CPU into path until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // driveScaleProbe is the scale bench's probe: the session and pipeline as

@@ -50,6 +50,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"scale", "--interval", "0s"}, "token interval must be between"},
 		{[]string{"scale", "--output-tokens", "1"}, "output tokens must be between 2"},
 		{[]string{"scale", "--duration", "0s"}, "duration must be between"},
+		{[]string{"scale", "--rounds", "-1"}, "rounds must be between 1 and 100"},
 		{[]string{"scale-case", "--client", "x"}, `--client "x": want probe or bare`},
 		{[]string{"scale-case", "--client", "bare"}, "--url and --log are required"},
 	}
