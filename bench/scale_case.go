@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -70,8 +71,12 @@ func RunScaleCase(ctx context.Context, spec ScaleSpec, drive ScaleDriver) (Scale
 	limit, err := RaiseFileLimit()
 	run.FileLimit = limit
 	if limit > 0 && limit < uint64(spec.Streams+fileMargin) {
-		return run, fmt.Errorf("%d streams need about %d open files, and the limit is %d even raised to its hard limit (%v); raise the hard limit (ulimit -Hn, or LimitNOFILE= under systemd) or run fewer --streams",
-			spec.Streams, spec.Streams+fileMargin, limit, err)
+		why := "even raised to its hard limit"
+		if err != nil {
+			why = err.Error()
+		}
+		return run, fmt.Errorf("%d streams need about %d open files and the limit is %d (%s): raise the hard limit (ulimit -Hn, or LimitNOFILE= under systemd) or run fewer streams",
+			spec.Streams, spec.Streams+fileMargin, limit, why)
 	}
 	f, err := os.Create(spec.LogPath)
 	if err != nil {
@@ -167,7 +172,8 @@ func ScaleCaseArgs(spec ScaleSpec) []string {
 func ChildScaleCase(launch Launcher, stderr io.Writer) func(ctx context.Context, spec ScaleSpec) (ScaleRun, error) {
 	return func(ctx context.Context, spec ScaleSpec) (ScaleRun, error) {
 		cmd := launch(ScaleCaseArgs(spec)...)
-		cmd.Stderr = stderr
+		var said lastLine // the child's own account of a failure
+		cmd.Stderr = io.MultiWriter(stderr, &said)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			return ScaleRun{}, fmt.Errorf("child stdout: %w", err)
@@ -187,6 +193,9 @@ func ChildScaleCase(launch Launcher, stderr io.Writer) func(ctx context.Context,
 			}
 		}
 		if err := cmd.Wait(); err != nil {
+			if line := said.String(); line != "" {
+				return run, fmt.Errorf("child: %w: %s", err, line)
+			}
 			return run, fmt.Errorf("child: %w", err)
 		}
 		if !found {
@@ -194,4 +203,41 @@ func ChildScaleCase(launch Launcher, stderr io.Writer) func(ctx context.Context,
 		}
 		return run, nil
 	}
+}
+
+// lastLine keeps the last non-empty line written to it (at most
+// maxLastLine bytes of it).
+type lastLine struct {
+	mu   sync.Mutex
+	cur  []byte
+	last string
+}
+
+const maxLastLine = 1024
+
+func (l *lastLine) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range p {
+		if c == '\n' {
+			if line := strings.TrimSpace(string(l.cur)); line != "" {
+				l.last = line
+			}
+			l.cur = l.cur[:0]
+			continue
+		}
+		if len(l.cur) < maxLastLine {
+			l.cur = append(l.cur, c)
+		}
+	}
+	return len(p), nil
+}
+
+func (l *lastLine) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if line := strings.TrimSpace(string(l.cur)); line != "" {
+		return line
+	}
+	return l.last
 }

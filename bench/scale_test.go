@@ -230,3 +230,35 @@ func TestPacedFastServer(t *testing.T) {
 		}
 	}
 }
+
+// TestRunScaleCaseSaysTheFileLimitIsTooLow asks for more streams than any
+// open-file limit allows: the child stops before it starts, saying why.
+func TestRunScaleCaseSaysTheFileLimitIsTooLow(t *testing.T) {
+	t.Parallel()
+	spec := ScaleSpec{Client: ScaleBare, Streams: 1 << 30, Duration: time.Second, LogPath: t.TempDir() + "/log"}
+	_, err := RunScaleCase(context.Background(), spec, func(context.Context, ScaleSpec, time.Duration, Clock, *FrameLogWriter) error {
+		t.Error("the driver ran")
+		return nil
+	})
+	if lim, _ := RaiseFileLimit(); lim == 0 {
+		t.Skip("no open-file limit here")
+	}
+	if err == nil || !strings.Contains(err.Error(), "open files and the limit is") || !strings.Contains(err.Error(), "ulimit -Hn") {
+		t.Errorf("err = %v, want the open-file limit named", err)
+	}
+}
+
+func TestLastLine(t *testing.T) {
+	t.Parallel()
+	var l lastLine
+	for _, s := range []string{"first\n", "sec", "ond\n\n  \n"} {
+		l.Write([]byte(s))
+	}
+	if got := l.String(); got != "second" {
+		t.Errorf("last line %q, want second", got)
+	}
+	l.Write([]byte("partial"))
+	if got := l.String(); got != "partial" {
+		t.Errorf("last line %q, want partial", got)
+	}
+}
