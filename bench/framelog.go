@@ -31,24 +31,28 @@ func (c Clock) Nanos(t time.Time) int64 { return c.at.UnixNano() + int64(t.Sub(c
 // it began (the client's send, or the server's arrival) and when each
 // content frame arrived (client) or was flushed (server).
 type FrameLog struct {
-	ID     string
-	OK     bool
+	ID string
+	OK bool
+	// Cut marks a request that did not end well because the run's end cut
+	// it short (its drain was over), not because anything failed.
+	Cut    bool
 	Start  int64
 	Frames []int64
 }
 
 // ProbeFrameLog is the probe's record of one request as a FrameLog.
 func ProbeFrameLog(c Clock, r *event.Request) FrameLog {
-	l := FrameLog{ID: r.ID, OK: r.OK(), Start: c.Nanos(r.Start), Frames: make([]int64, len(r.Chunks))}
+	l := FrameLog{ID: r.ID, OK: r.OK(), Cut: !r.OK() && r.RunEnded, Start: c.Nanos(r.Start), Frames: make([]int64, len(r.Chunks))}
 	for i, ch := range r.Chunks {
 		l.Frames[i] = l.Start + int64(ch.At)
 	}
 	return l
 }
 
-// TraceFrameLog is a bench client's trace of one request as a FrameLog.
-func TraceFrameLog(c Clock, id string, tr Trace) FrameLog {
-	l := FrameLog{ID: id, OK: tr.Err == nil, Start: c.Nanos(tr.Start), Frames: make([]int64, tr.Frames())}
+// TraceFrameLog is a bench client's trace of one request as a FrameLog;
+// cut says the run's end cut it short.
+func TraceFrameLog(c Clock, id string, tr Trace, cut bool) FrameLog {
+	l := FrameLog{ID: id, OK: tr.Err == nil, Cut: tr.Err != nil && cut, Start: c.Nanos(tr.Start), Frames: make([]int64, tr.Frames())}
 	for i := range l.Frames {
 		l.Frames[i] = l.Start + int64(tr.At(i))
 	}
@@ -64,8 +68,9 @@ func ServerFrameLog(c Clock, id string, arrived time.Time, flushed []time.Time) 
 	return l
 }
 
-// FrameLogWriter writes FrameLogs as lines, "ID OK START D1 D2 …" (the
-// frames as offsets from START), from any number of goroutines. The lines
+// FrameLogWriter writes FrameLogs as lines, "ID OK START D1 D2 …" (OK is
+// 1, 0, or c for cut; the frames are offsets from START), from any number
+// of goroutines. The lines
 // are buffered: Close flushes them.
 type FrameLogWriter struct {
 	mu   sync.Mutex
@@ -97,8 +102,11 @@ func (fw *FrameLogWriter) Write(l FrameLog) {
 		b = append(b, '-')
 	}
 	ok := byte('0')
-	if l.OK {
+	switch {
+	case l.OK:
 		ok = '1'
+	case l.Cut:
+		ok = 'c'
 	}
 	b = append(b, ' ', ok, ' ')
 	b = strconv.AppendInt(b, l.Start, 10)
@@ -152,9 +160,9 @@ func parseFrameLog(line []byte) (FrameLog, error) {
 	if len(f) < 3 {
 		return FrameLog{}, errors.New("want an id, an ok flag and a start")
 	}
-	l := FrameLog{ID: string(f[0]), OK: string(f[1]) == "1"}
-	if !l.OK && string(f[1]) != "0" {
-		return FrameLog{}, fmt.Errorf("ok flag %q: want 0 or 1", f[1])
+	l := FrameLog{ID: string(f[0]), OK: string(f[1]) == "1", Cut: string(f[1]) == "c"}
+	if !l.OK && !l.Cut && string(f[1]) != "0" {
+		return FrameLog{}, fmt.Errorf("ok flag %q: want 0, 1 or c", f[1])
 	}
 	var err error
 	if l.Start, err = strconv.ParseInt(string(f[2]), 10, 64); err != nil {

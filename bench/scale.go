@@ -118,8 +118,11 @@ type ScaleClient struct {
 	// frames on both sides of it); Mismatched of them had another frame
 	// count than the server sent; Failed counts those under way in the
 	// window that did not end well.
-	Requests      int        `json:"requests"`
-	Failed        int        `json:"failed"`
+	Requests int `json:"requests"`
+	Failed   int `json:"failed"`
+	// Cut counts those under way in the window that the run's end cut
+	// short (the drain was over): a host that fell behind the schedule.
+	Cut           int        `json:"cut_at_end"`
 	Mismatched    int        `json:"frame_count_mismatch"`
 	EventsPerSec  float64    `json:"events_per_sec"` // content frames that arrived in the window, per second
 	CPUUsPerToken float64    `json:"cpu_us_per_token,omitempty"`
@@ -299,7 +302,11 @@ func (t *scaleTally) score(run ScaleRun, truthPath, logPath string) error {
 			if len(l.Frames) > 0 {
 				last = l.Frames[len(l.Frames)-1]
 			}
-			if l.Start < run.WindowEnd && last >= run.WindowStart {
+			switch {
+			case l.Start >= run.WindowEnd || last < run.WindowStart:
+			case l.Cut:
+				out.Cut++
+			default:
 				out.Failed++
 			}
 			return nil
@@ -404,17 +411,18 @@ func WriteScaleTable(w io.Writer, r ScaleResult) error {
 		r.OutputTokens, r.FirstTokenMs, r.IntervalMs, 1000/r.IntervalMs)
 	fmt.Fprintf(&b, "each client in its own process, one after the other, %d round(s) alternating who goes first: %gs warm-up, %gs measured each\n",
 		r.Rounds, r.WarmupS, r.DurationS)
-	b.WriteString("|error| of each client's arrival times against the server's flush time of each frame, in µs; RSS in MB (10^6 bytes)\n\n")
+	b.WriteString("|error| of each client's arrival times against the server's flush time of each frame, in µs; RSS in MB (10^6 bytes)\n")
+	b.WriteString("cut: requests the run's end cut short after the drain (the host fell behind the schedule), apart from failed\n\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "streams\tclient\treqs\tfailed\tmismatch\ttok/s\tCPU µs/tok\tpeak RSS\tRSS@end\tTTFT p50\tTTFT p99\tITL p50\tITL p99\t")
+	fmt.Fprintln(tw, "streams\tclient\treqs\tfailed\tcut\tmismatch\ttok/s\tCPU µs/tok\tpeak RSS\tRSS@end\tTTFT p50\tTTFT p99\tITL p50\tITL p99\t")
 	for _, c := range r.Cases {
 		for _, cl := range c.Clients {
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%.0f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", c.Streams, cl.Client,
-				cl.Requests, cl.Failed, cl.Mismatched, cl.EventsPerSec, cl.CPUUsPerToken, float64(cl.PeakRSS)/1e6, float64(cl.EndRSS)/1e6,
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", c.Streams, cl.Client,
+				cl.Requests, cl.Failed, cl.Cut, cl.Mismatched, cl.EventsPerSec, cl.CPUUsPerToken, float64(cl.PeakRSS)/1e6, float64(cl.EndRSS)/1e6,
 				cl.TTFT.P50Us, cl.TTFT.P99Us, cl.ITL.P50Us, cl.ITL.P99Us)
 		}
 		if c.Ratio != nil {
-			fmt.Fprintf(tw, "%d\tprobe/bare\t\t\t\t\t\t\t\t%s\t%s\t%s\t%s\t\n", c.Streams, c.Ratio.TTFTP50, c.Ratio.TTFTP99, c.Ratio.ITLP50, c.Ratio.ITLP99)
+			fmt.Fprintf(tw, "%d\tprobe/bare\t\t\t\t\t\t\t\t\t%s\t%s\t%s\t%s\t\n", c.Streams, c.Ratio.TTFTP50, c.Ratio.TTFTP99, c.Ratio.ITLP50, c.Ratio.ITLP99)
 		}
 	}
 	if err := tw.Flush(); err != nil {

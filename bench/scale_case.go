@@ -145,8 +145,9 @@ func DriveBare(model string) ScaleDriver {
 					// A request that starts before stopAt may run into the drain.
 					rctx, cancel := context.WithDeadline(ctx, stopAt.Add(spec.Drain))
 					tr := c.Stream(rctx, StreamRequest{ID: id, Prompt: prompt, PromptTokens: scalePromptWords, OutputTokens: spec.OutputTokens})
+					cut := errors.Is(rctx.Err(), context.DeadlineExceeded)
 					cancel()
-					log.Write(TraceFrameLog(clock, id, tr))
+					log.Write(TraceFrameLog(clock, id, tr, cut))
 				}
 			})
 		}

@@ -51,6 +51,7 @@ func TestFrameLogRoundTrip(t *testing.T) {
 	in := []FrameLog{
 		{ID: "a b", OK: true, Start: 1_000, Frames: []int64{1_500, 2_000}},
 		{ID: "", OK: false, Start: -5},
+		{ID: "c", Cut: true, Start: 7, Frames: []int64{9}},
 	}
 	for _, l := range in {
 		w.Write(l)
@@ -62,7 +63,8 @@ func TestFrameLogRoundTrip(t *testing.T) {
 	if err := ReadFrameLogs(&b, func(l FrameLog) error { out = append(out, l); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(out) != 2 || out[0].ID != "a_b" || !out[0].OK || out[0].Frames[1] != 2_000 || out[1].ID != "-" || out[1].OK || out[1].Start != -5 {
+	if len(out) != 3 || out[0].ID != "a_b" || !out[0].OK || out[0].Frames[1] != 2_000 || out[1].ID != "-" || out[1].OK || out[1].Cut || out[1].Start != -5 ||
+		!out[2].Cut || out[2].OK || out[2].Frames[0] != 9 {
 		t.Errorf("read back %+v", out)
 	}
 	for _, bad := range []string{"x 1\n", "x 2 5\n", "x 1 y\n", "x 1 5 z\n"} {
@@ -104,6 +106,8 @@ func TestRunScaleScores(t *testing.T) {
 				client.Write(FrameLog{ID: "r" + string(rune('0'+i)), OK: true, Start: start, Frames: seen})
 			}
 			client.Write(FrameLog{ID: "failed", Start: 5 * ms})
+			client.Write(FrameLog{ID: "cut", Cut: true, Start: 6 * ms, Frames: []int64{7 * ms}})
+			client.Write(FrameLog{ID: "late-cut", Cut: true, Start: 26 * ms}) // begun after the window: not counted
 			closeLogs(t, server, client)
 			return ScaleRun{Client: spec.Client, Streams: spec.Streams, WindowStart: 0, WindowEnd: 25 * ms,
 				PeakRSS: rss[spec.Client], EndRSS: rss[spec.Client] / 2, CPU: time.Millisecond, FileLimit: 20000}, nil
@@ -119,8 +123,8 @@ func TestRunScaleScores(t *testing.T) {
 	c := res.Cases[0]
 	p := c.Clients[0]
 	// Two rounds, pooled.
-	if p.Client != ScaleProbe || p.Requests != 6 || p.Failed != 2 || p.TTFT.N != 6 || p.ITL.N != 12 || p.EventsPerSec != 2*9/0.05 {
-		t.Errorf("probe row %+v: want 6 requests scored, 2 failed, 6 TTFT and 12 ITL errors, 360 events/s", p)
+	if p.Client != ScaleProbe || p.Requests != 6 || p.Failed != 2 || p.Cut != 2 || p.TTFT.N != 6 || p.ITL.N != 12 || p.EventsPerSec != 2*10/0.05 {
+		t.Errorf("probe row %+v: want 6 requests scored, 2 failed, 2 cut, 6 TTFT and 12 ITL errors, 400 events/s", p)
 	}
 	if p.TTFT.P50Us != 30 || p.ITL.P50Us != 1 {
 		t.Errorf("probe TTFT p50 %v, ITL p50 %v; want 30 and 1 µs", p.TTFT.P50Us, p.ITL.P50Us)
