@@ -42,17 +42,17 @@ func InProcessServer() ServerStarter {
 	}
 }
 
-// ServeFast serves FastServer on addr until ctx ends. It calls ready with the
+// ServeFast serves fs on addr until ctx ends. It calls ready with the
 // base URL once it listens.
-func ServeFast(ctx context.Context, addr string, tokensPerWrite int, ready func(baseURL string)) error {
-	if tokensPerWrite < 1 || tokensPerWrite > 4096 {
-		return fmt.Errorf("tokens per write must be between 1 and 4096, got %d", tokensPerWrite)
+func ServeFast(ctx context.Context, addr string, fs FastServer, ready func(baseURL string)) error {
+	if err := fs.Validate(); err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: FastServer{TokensPerWrite: tokensPerWrite}, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: fs, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	ready("http://" + ln.Addr().String())
@@ -66,20 +66,38 @@ func ServeFast(ctx context.Context, addr string, tokensPerWrite int, ready func(
 	}
 }
 
-// ChildServer starts the fast server in a child process: exe run with args
-// plus "--tokens-per-write N". The child must print its base URL as the first
+// Launcher builds the command that runs a child of a bench: this binary
+// again, with args after the ones that name the child's subcommand.
+type Launcher func(args ...string) *exec.Cmd
+
+// ExecLauncher runs exe with prefix and then a child's own args.
+func ExecLauncher(exe string, prefix ...string) Launcher {
+	return func(args ...string) *exec.Cmd {
+		// Not CommandContext: each child has its own way to end (stdin
+		// closing, or its run's end), and its caller waits for it.
+		return exec.Command(exe, append(append([]string(nil), prefix...), args...)...)
+	}
+}
+
+// With returns a launcher that adds args after l's prefix.
+func (l Launcher) With(args ...string) Launcher {
+	return func(more ...string) *exec.Cmd {
+		return l(append(append([]string(nil), args...), more...)...)
+	}
+}
+
+// ChildServer starts the fast server in a child process: launch run with
+// "--tokens-per-write N". The child must print its base URL as the first
 // line on stdout and exit when its stdin closes.
 //
 // The issue asked for the server in process, but then the server's CPU time
 // and allocations would be mixed into the client's: getrusage(RUSAGE_SELF)
 // and runtime.MemStats cannot tell them apart. Out of process, the bench
 // process contains only the clients, so its own counters measure them.
-func ChildServer(exe string, args []string, stderr io.Writer) ServerStarter {
+func ChildServer(launch Launcher, stderr io.Writer) ServerStarter {
 	return func(ctx context.Context, tokensPerWrite int) (string, func() error, error) {
-		argv := append(append([]string(nil), args...), "--tokens-per-write", strconv.Itoa(tokensPerWrite))
-		// Not CommandContext: stop (closing stdin) is the way the child ends,
-		// and the caller always calls it.
-		cmd := exec.Command(exe, argv...)
+		cmd := launch("--tokens-per-write", strconv.Itoa(tokensPerWrite))
+		exe := cmd.Path
 		cmd.Stderr = stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
@@ -130,10 +148,10 @@ func ChildServer(exe string, args []string, stderr io.Writer) ServerStarter {
 	}
 }
 
-// ServeChild is the child side of ChildServer: it serves the fast server on
-// addr, prints the base URL as one line on stdout, and returns when ctx ends
-// or stdin reaches end of file (the parent closed it, or died).
-func ServeChild(ctx context.Context, addr string, tokensPerWrite int, stdin io.Reader, stdout io.Writer) error {
+// ServeChild is the child side of ChildServer: it serves fs on addr, prints
+// the base URL as one line on stdout, and returns when ctx ends or stdin
+// reaches end of file (the parent closed it, or died).
+func ServeChild(ctx context.Context, addr string, fs FastServer, stdin io.Reader, stdout io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// This goroutine ends when stdin does (EOF or error: either way the
@@ -144,7 +162,7 @@ func ServeChild(ctx context.Context, addr string, tokensPerWrite int, stdin io.R
 		cancel()
 	}()
 	var printErr error
-	err := ServeFast(ctx, addr, tokensPerWrite, func(baseURL string) {
+	err := ServeFast(ctx, addr, fs, func(baseURL string) {
 		_, printErr = fmt.Fprintln(stdout, baseURL)
 		if printErr != nil {
 			cancel()

@@ -38,11 +38,12 @@ func absDuration(d time.Duration) time.Duration {
 type ErrorStats struct {
 	N      int     `json:"n"`
 	MeanUs float64 `json:"mean_us"`
+	P50Us  float64 `json:"p50_us"`
 	P99Us  float64 `json:"p99_us"`
 	MaxUs  float64 `json:"max_us"`
 }
 
-// SummarizeAbs returns the mean, p99 (nearest rank) and max of |errs|.
+// SummarizeAbs returns the mean, p50 and p99 (nearest rank) and max of |errs|.
 // It sorts a copy; errs is left as it was.
 func SummarizeAbs(errs []time.Duration) ErrorStats {
 	if len(errs) == 0 {
@@ -58,6 +59,7 @@ func SummarizeAbs(errs []time.Duration) ErrorStats {
 	return ErrorStats{
 		N:      len(abs),
 		MeanUs: sum / float64(len(abs)) / 1e3,
+		P50Us:  float64(nearestRank(abs, 50)) / 1e3,
 		P99Us:  float64(nearestRank(abs, 99)) / 1e3,
 		MaxUs:  float64(abs[len(abs)-1]) / 1e3,
 	}

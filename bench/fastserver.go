@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,6 +32,34 @@ type FastServer struct {
 	Endless int
 	// Sent, when set, counts the token events written.
 	Sent *atomic.Int64
+
+	// FirstToken and Interval, when Interval is positive, pace the stream
+	// on a fixed schedule instead: content write i is due FirstToken +
+	// i×Interval after the request arrived (the scale bench's server, whose
+	// load is then known in advance). A late write is not made up for by
+	// later ones being early; each keeps its own due time.
+	FirstToken, Interval time.Duration
+	// OnStream, when set, is given each finished stream's request id, when
+	// the request arrived and when each content write was flushed, before
+	// the stream's tail (finish, usage, [DONE]) goes out: a client that has
+	// read the whole stream is sure to find its truth recorded.
+	OnStream func(id string, arrived time.Time, flushed []time.Time)
+}
+
+// maxPace bounds the pacing delays a FastServer accepts.
+const maxPace = time.Hour
+
+// Validate reports the first setting the server cannot serve with.
+func (s FastServer) Validate() error {
+	switch {
+	case s.TokensPerWrite < 1 || s.TokensPerWrite > 4096:
+		return fmt.Errorf("tokens per write must be between 1 and 4096, got %d", s.TokensPerWrite)
+	case s.FirstToken < 0 || s.FirstToken > maxPace:
+		return fmt.Errorf("first token delay must be between 0 and %s, got %s", maxPace, s.FirstToken)
+	case s.Interval < 0 || s.Interval > maxPace:
+		return fmt.Errorf("token interval must be between 0 and %s, got %s", maxPace, s.Interval)
+	}
+	return nil
 }
 
 // fastVocab is cycled through as the streamed text; each entry is one token.
@@ -75,6 +104,7 @@ func (s FastServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.Endless > 0 {
 		n = s.Endless
 	}
+	arrived := time.Now()
 	id := r.Header.Get("X-Request-Id")
 	if id == "" {
 		id = "fast"
@@ -110,15 +140,28 @@ func (s FastServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	per := max(s.TokensPerWrite, 1)
-	for sent := 0; sent < n; {
+	var flushed []time.Time
+	if s.OnStream != nil {
+		flushed = make([]time.Time, 0, (n+per-1)/per)
+	}
+	for i, sent := 0, 0; sent < n; i++ {
+		if s.Interval > 0 && !sleepUntil(r.Context(), arrived.Add(s.FirstToken+time.Duration(i)*s.Interval)) {
+			return
+		}
 		k := min(per, n-sent)
 		if !write(vocabEvents(block, ends, sent, k)) {
 			return
+		}
+		if s.OnStream != nil {
+			flushed = append(flushed, time.Now())
 		}
 		sent += k
 		if s.Sent != nil {
 			s.Sent.Add(int64(k))
 		}
+	}
+	if s.OnStream != nil {
+		s.OnStream(id, arrived, flushed)
 	}
 	if s.Endless > 0 {
 		return // cut: no finish, no usage, no [DONE]
@@ -127,6 +170,23 @@ func (s FastServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		head + `],"usage":{"prompt_tokens":1,"completion_tokens":` + strconv.Itoa(n) + `,"total_tokens":` + strconv.Itoa(n+1) + "}}\n\n" +
 		"data: [DONE]\n\n"
 	write([]byte(tail))
+}
+
+// sleepUntil waits until due, or returns false when ctx (the request's:
+// the client went away) ends first.
+func sleepUntil(ctx context.Context, due time.Time) bool {
+	d := time.Until(due)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // vocabEvents returns k consecutive token events starting at token index

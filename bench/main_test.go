@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 		if n := len(os.Args); n >= 2 {
 			fmt.Sscanf(os.Args[n-1], "%d", &tpw)
 		}
-		if err := ServeChild(context.Background(), "127.0.0.1:0", tpw, os.Stdin, os.Stdout); err != nil {
+		if err := ServeChild(context.Background(), "127.0.0.1:0", FastServer{TokensPerWrite: tpw}, os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			os.Exit(1)
 		}

@@ -341,13 +341,20 @@ const (
 )
 
 // ReadRSS is this process's resident set (VmRSS in /proc/self/status).
-func ReadRSS() (uint64, error) {
+func ReadRSS() (uint64, error) { return readStatusBytes("VmRSS") }
+
+// ReadPeakRSS is this process's peak resident set so far (VmHWM in
+// /proc/self/status).
+func ReadPeakRSS() (uint64, error) { return readStatusBytes("VmHWM") }
+
+// readStatusBytes reads one "NAME: N kB" line of /proc/self/status.
+func readStatusBytes(name string) (uint64, error) {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return 0, fmt.Errorf("read the resident set: %w", err)
+		return 0, fmt.Errorf("read %s: %w", name, err)
 	}
 	for line := range bytes.Lines(b) {
-		rest, ok := bytes.CutPrefix(line, []byte("VmRSS:"))
+		rest, ok := bytes.CutPrefix(line, []byte(name+":"))
 		if !ok {
 			continue
 		}
@@ -361,7 +368,7 @@ func ReadRSS() (uint64, error) {
 		}
 		return kb << 10, nil
 	}
-	return 0, errors.New("read the resident set: no VmRSS line in /proc/self/status")
+	return 0, fmt.Errorf("read %s: no such line in /proc/self/status", name)
 }
 
 // SoakServer is the soak's fast server on loopback: TTFT 0, ITL 0; every

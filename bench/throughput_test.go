@@ -237,7 +237,7 @@ func TestChildServer(t *testing.T) {
 		t.Skip("no executable path:", err)
 	}
 	// The child is this test binary; TestMain turns it into the server.
-	start := ChildServer(exe, []string{childArg}, os.Stderr)
+	start := ChildServer(ExecLauncher(exe, childArg), os.Stderr)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	url, stop, err := start(ctx, 16)

@@ -26,7 +26,8 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure the probe's own accuracy and speed against a bare client",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchAccuracyCmd(), newBenchThroughputCmd(), newBenchServeCmd(), newBenchSoakCmd(), newBenchSoakCaseCmd())
+	cmd.AddCommand(newBenchAccuracyCmd(), newBenchThroughputCmd(), newBenchServeCmd(), newBenchSoakCmd(), newBenchSoakCaseCmd(),
+		newBenchScaleCmd(), newBenchScaleCaseCmd())
 	return cmd
 }
 
@@ -100,7 +101,7 @@ probe/bare beside their targets.`,
 				return fmt.Errorf("bench throughput: find own binary for the server child: %w", err)
 			}
 			cfg.Clients = bench.DefaultClients(benchModel)
-			cfg.StartServer = bench.ChildServer(exe, serveArgs(cmd), cmd.ErrOrStderr())
+			cfg.StartServer = bench.ChildServer(bench.ExecLauncher(exe, serveArgs(cmd)...), cmd.ErrOrStderr())
 			res, err := bench.RunThroughput(cmd.Context(), cfg)
 			if err != nil {
 				return fmt.Errorf("bench throughput: %w", err)
@@ -141,24 +142,47 @@ func serveArgs(throughput *cobra.Command) []string {
 	return append(path[1:], "serve", "--listen", "127.0.0.1:0")
 }
 
-// newBenchServeCmd is the throughput bench's server child. It is hidden: the
-// bench starts it, and it exits when its stdin closes.
+// newBenchServeCmd is the server child of the throughput and scale
+// benches. It is hidden: a bench starts it, and it exits when its stdin
+// closes.
 func newBenchServeCmd() *cobra.Command {
 	var (
-		listen         string
-		tokensPerWrite int
+		listen    string
+		fs        bench.FastServer
+		truthPath string
 	)
 	cmd := &cobra.Command{
 		Use:    "serve",
-		Short:  "Serve max-speed chat completion streams (the throughput bench's child)",
+		Short:  "Serve chat completion streams, at full speed or on a fixed schedule (the benches' child)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return bench.ServeChild(cmd.Context(), listen, tokensPerWrite, cmd.InOrStdin(), cmd.OutOrStdout())
+			// Each stream holds a socket; the scale bench's hold thousands.
+			if _, err := bench.RaiseFileLimit(); err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "latscope bench serve:", err)
+			}
+			if truthPath == "" {
+				return bench.ServeChild(cmd.Context(), listen, fs, cmd.InOrStdin(), cmd.OutOrStdout())
+			}
+			f, err := os.Create(truthPath)
+			if err != nil {
+				return fmt.Errorf("--truth: %w", err)
+			}
+			truth := bench.NewFrameLogWriter(f)
+			clock := bench.NewClock()
+			fs.OnStream = func(id string, arrived time.Time, flushed []time.Time) {
+				truth.Write(bench.ServerFrameLog(clock, id, arrived, flushed))
+			}
+			err = bench.ServeChild(cmd.Context(), listen, fs, cmd.InOrStdin(), cmd.OutOrStdout())
+			return errors.Join(err, truth.Close(), f.Close())
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on; the base URL is printed on stdout")
-	cmd.Flags().IntVar(&tokensPerWrite, "tokens-per-write", 1, "token events per write")
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on; the base URL is printed on stdout")
+	f.IntVar(&fs.TokensPerWrite, "tokens-per-write", 1, "token events per write")
+	f.DurationVar(&fs.FirstToken, "first-token", 0, "with --interval: the first content write this long after a request arrives")
+	f.DurationVar(&fs.Interval, "interval", 0, "pace the content writes this far apart (0: as fast as the socket takes them)")
+	f.StringVar(&truthPath, "truth", "", "write each stream's arrival and flush times to this file (the scale bench's ground truth)")
 	return cmd
 }
 

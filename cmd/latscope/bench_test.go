@@ -45,6 +45,14 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"throughput", "--rounds", "0"}, "rounds must be between 1 and 1000"},
 		{[]string{"throughput", "--tokens-per-write", "0"}, "tokens per write"},
 		{[]string{"throughput", "extra"}, `unknown command "extra"`},
+		{[]string{"scale", "--streams", "0"}, "streams must be between 1 and 100000"},
+		{[]string{"scale", "--streams", "x"}, `invalid argument "x" for "--streams"`},
+		{[]string{"scale", "--interval", "0s"}, "token interval must be between"},
+		{[]string{"scale", "--output-tokens", "1"}, "output tokens must be between 2"},
+		{[]string{"scale", "--duration", "0s"}, "duration must be between"},
+		{[]string{"scale", "--rounds", "-1"}, "rounds must be between 1 and 100"},
+		{[]string{"scale-case", "--client", "x"}, `--client "x": want probe or bare`},
+		{[]string{"scale-case", "--client", "bare"}, "--url and --log are required"},
 	}
 	for _, tt := range tests {
 		cmd := newBenchCmd()

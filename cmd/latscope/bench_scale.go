@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/bench"
+	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/probe"
+)
+
+// scaleLauncher is how `bench scale` starts its children; tests replace
+// it to run the test binary as latscope.
+type scaleLauncher func(cmd *cobra.Command) (bench.Launcher, error)
+
+// selfLauncher runs this binary again, as `latscope bench …`, wherever
+// the bench command sits in the tree.
+func selfLauncher(cmd *cobra.Command) (bench.Launcher, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own binary for the children: %w", err)
+	}
+	path := strings.Fields(cmd.Parent().CommandPath()) // e.g. ["latscope", "bench"]
+	return bench.ExecLauncher(exe, path[1:]...), nil
+}
+
+func newBenchScaleCmd() *cobra.Command { return newBenchScaleCmdWith(selfLauncher) }
+
+func newBenchScaleCmdWith(launcher scaleLauncher) *cobra.Command {
+	cfg := bench.ScaleConfig{
+		Streams:      slices.Clone(bench.DefaultScaleStreams),
+		Warmup:       5 * time.Second,
+		Duration:     10 * time.Second,
+		Rounds:       2,
+		FirstToken:   50 * time.Millisecond,
+		Interval:     100 * time.Millisecond,
+		OutputTokens: 32,
+	}
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "scale",
+		Short: "Measure the probe's memory, CPU and timing error at thousands of concurrent streams against a bare client",
+		Long: `scale runs the probe, as run builds it (headless), at each number of
+concurrent streams against a server in a child process that streams on a fixed
+schedule (the first token --first-token after a request arrives, then one every
+--interval) and records when it flushed each token. Then it runs a bare client
+(net/http and a line reader) the same way. Each client runs in a process of its
+own, one after the other, each against a fresh server: --warmup unmeasured,
+then --duration measured, then the requests in flight finish; --rounds times,
+alternating which client goes first, so that a change in the host's load hits
+both.
+
+It prints, per stream count and client: requests, token events/s and CPU per
+token event in the window, the process's peak resident set (VmHWM) and its
+resident set at the end of the window, and the p50 and p99 |error| of TTFT and
+ITL against the server's flush times, with the ratio probe/bare. Targets: the
+probe's peak RSS <= 1 GB at 10,000 streams; probe/bare <= 1.2x at 1,000 streams
+(stated at the others). It exits 1 when a target is missed.
+
+Each client process raises its open-file limit to the hard limit and stops,
+saying so, when that is still too low for the streams asked for.`,
+		Example: `  latscope bench scale
+  latscope bench scale --streams 1000 --duration 20s --rounds 4
+  latscope bench scale --cpu-profile-dir /tmp/prof   # then: go tool pprof -top latscope /tmp/prof/10000-probe-0.cpu`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			launch, err := launcher(cmd)
+			if err != nil {
+				return fmt.Errorf("bench scale: %w", err)
+			}
+			cfg.StartServer = bench.ChildScaleServer(launch.With("serve", "--listen", "127.0.0.1:0"), cfg.FirstToken, cfg.Interval, cmd.ErrOrStderr())
+			cfg.RunClient = bench.ChildScaleCase(launch.With("scale-case"), cmd.ErrOrStderr())
+			res, err := bench.RunScale(cmd.Context(), cfg)
+			if err != nil {
+				return fmt.Errorf("bench scale: %w", err)
+			}
+			if asJSON {
+				err = bench.WriteJSON(cmd.OutOrStdout(), res)
+			} else {
+				err = bench.WriteScaleTable(cmd.OutOrStdout(), res)
+			}
+			return missedUnless(err, res.Met, "bench scale")
+		},
+	}
+	f := cmd.Flags()
+	f.IntSliceVar(&cfg.Streams, "streams", cfg.Streams, "concurrent streams, one count after the other")
+	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured time before each phase's window, while the connections open")
+	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measured time per client per count per round")
+	f.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "phases per client per count, alternating who goes first (errors pooled)")
+	f.DurationVar(&cfg.FirstToken, "first-token", cfg.FirstToken, "the server's first token this long after a request arrives")
+	f.DurationVar(&cfg.Interval, "interval", cfg.Interval, "the server's time between tokens (streams/interval is the token rate)")
+	f.IntVar(&cfg.OutputTokens, "output-tokens", cfg.OutputTokens, "tokens per request")
+	f.BoolVar(&asJSON, "json", false, "print machine-readable JSON instead of a table")
+	f.StringVar(&cfg.ProfileDir, "cpu-profile-dir", "", "write each client process's CPU profile to DIR/STREAMS-CLIENT.cpu (go tool pprof)")
+	return cmd
+}
+
+// newBenchScaleCaseCmd is one phase of `bench scale`, in the child process
+// it starts: one client at one stream count, its result a JSON line on
+// stdout.
+func newBenchScaleCaseCmd() *cobra.Command {
+	var spec bench.ScaleSpec
+	cmd := &cobra.Command{
+		Use:    "scale-case",
+		Short:  "Run one client of bench scale in this process (bench scale's child)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var drive bench.ScaleDriver
+			switch spec.Client {
+			case bench.ScaleProbe:
+				drive = driveScaleProbe
+			case bench.ScaleBare:
+				drive = bench.DriveBare(benchModel)
+			default:
+				return fmt.Errorf("--client %q: want %s or %s", spec.Client, bench.ScaleProbe, bench.ScaleBare)
+			}
+			switch {
+			case spec.URL == "" || spec.LogPath == "":
+				return errors.New("--url and --log are required")
+			case spec.Streams < 1:
+				return fmt.Errorf("--streams %d: want 1 or more", spec.Streams)
+			case spec.Duration <= 0 || spec.Warmup < 0 || spec.Drain < 0:
+				return errors.New("--duration must be positive, --warmup and --drain not negative")
+			case spec.OutputTokens < 1:
+				return fmt.Errorf("--output-tokens %d: want 1 or more", spec.OutputTokens)
+			}
+			if spec.CPUProfile != "" {
+				stop, err := startCPUProfile(spec.CPUProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
+			run, err := bench.RunScaleCase(cmd.Context(), spec, drive)
+			if err != nil {
+				return fmt.Errorf("bench scale-case %s, %d streams: %w", spec.Client, spec.Streams, err)
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(run)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&spec.Client, "client", "", "probe or bare")
+	f.StringVar(&spec.URL, "url", "", "the server's base URL")
+	f.IntVar(&spec.Streams, "streams", 1, "concurrent streams")
+	f.DurationVar(&spec.Warmup, "warmup", 0, "unmeasured time first")
+	f.DurationVar(&spec.Duration, "duration", time.Second, "measured time")
+	f.DurationVar(&spec.Drain, "drain", 10*time.Second, "time the requests in flight at the end may take to finish")
+	f.IntVar(&spec.OutputTokens, "output-tokens", 32, "tokens per request")
+	f.StringVar(&spec.LogPath, "log", "", "file for the frame log")
+	f.StringVar(&spec.CPUProfile, "cpu-profile", "", "write this process's CPU profile to this file")
+	return cmd
+}
+
+// startCPUProfile profiles this process's CPU into path until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// driveScaleProbe is the scale bench's probe: the session and pipeline as
+// `run --no-tui` builds them (no metrics scrape, no GPU: the server has
+// neither), closed loop at spec.Streams, with one more consumer that writes
+// each request's frames to the log.
+func driveScaleProbe(ctx context.Context, spec bench.ScaleSpec, runFor time.Duration, clock bench.Clock, log *bench.FrameLogWriter) error {
+	f := &loadFlags{
+		dialect: "openai-chat", model: benchModel, concurrency: spec.Streams,
+		promptTokens: "16", outputTokens: fmt.Sprint(spec.OutputTokens),
+		arrival: probe.ArrivalPoisson, burstiness: 1, duration: runFor, drain: spec.Drain,
+		timeout: runFor + spec.Drain, maxEventBytes: probe.DefaultMaxEventBytes, noTUI: true, window: "10s",
+		noMetrics: true, noGPU: true,
+	}
+	if err := f.seed.Set("1"); err != nil {
+		return err
+	}
+	s, err := openSession(ctx, io.Discard, spec.URL, f, nil)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	m := measurement{
+		pipe:      s.pipelineConfig(),
+		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.offered},
+		consumers: []consumer{frameTap{clock: clock, log: log}},
+	}
+	summary, _, err := m.run(ctx)
+	if err != nil {
+		return err
+	}
+	if summary.Requests.OK == 0 {
+		return errors.Join(allFailed(summary), ctx.Err())
+	}
+	return ctx.Err()
+}
+
+// frameTap writes every request the pipeline carries to a frame log.
+type frameTap struct {
+	clock bench.Clock
+	log   *bench.FrameLogWriter
+}
+
+func (t frameTap) start(_ context.Context, fan *pipeline.Fanout) func() error {
+	sub := fan.Subscribe("scale-frames", 4096, pipeline.Lossless)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range sub.Events() {
+			if r := ev.Request; r != nil && !r.Warmup {
+				t.log.Write(bench.ProbeFrameLog(t.clock, r))
+			}
+		}
+	}()
+	return func() error {
+		<-done
+		return nil
+	}
+}
