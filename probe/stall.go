@@ -139,7 +139,13 @@ type StallDetector struct {
 	inFlight map[string]time.Time
 	now      time.Time     // the latest time seen
 	free     []*stallGroup // pruned stalls, reused (cleared) by the next
+	prunedAt time.Time     // the clock at the last prune
 }
+
+// pruneEvery is how often (on the detector's clock) prune walks its lists:
+// every finished request would make that a cost per request proportional
+// to the streams in flight, and the window is minutes long.
+const pruneEvery = time.Second
 
 // interval is a stretch of absolute time.
 type interval struct{ from, to time.Time }
@@ -165,6 +171,9 @@ type stallGap struct {
 	median   time.Duration // the stream's median gap
 	strong   bool
 	resume   resumption // how the stream came back at to
+	// settled: its hold has passed and it made no stall with the loose
+	// gaps then; a later gap that overlaps it is looked at on its own.
+	settled bool
 }
 
 // resumption is how a stream came back after one of its unusual gaps: the
@@ -526,11 +535,14 @@ func (d *StallDetector) ripe(force bool) []event.Marker {
 func (d *StallDetector) groupFew(force bool) {
 	for i := 0; i < len(d.gaps); i++ {
 		g := d.gaps[i]
-		if !force && d.now.Sub(g.to) < d.cfg.Hold {
+		if g.settled || !force && d.now.Sub(g.to) < d.cfg.Hold {
 			continue
 		}
 		members, from, to := densest(d.gaps, g)
 		if len(members) < minCorrelated || !to.After(from) {
+			// Without this, every request would look at every lone gap
+			// of the window again.
+			d.gaps[i].settled = true
 			continue
 		}
 		d.group(members, from, to)
@@ -608,6 +620,10 @@ func (d *StallDetector) qualifies(s *stallGroup) bool {
 // the oldest beyond their bounds, so memory stays bounded however long the
 // run.
 func (d *StallDetector) prune() {
+	if d.now.Sub(d.prunedAt) < pruneEvery && len(d.stalls) <= d.cfg.MaxGaps {
+		return // the lists are kept within their bounds as they grow
+	}
+	d.prunedAt = d.now
 	cutoff := d.now.Add(-d.cfg.Window)
 	d.gaps = slices.DeleteFunc(d.gaps, func(g stallGap) bool { return g.to.Before(cutoff) })
 	if over := len(d.gaps) - d.cfg.MaxGaps; over > 0 {
