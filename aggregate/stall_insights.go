@@ -32,16 +32,16 @@ type StallTotal struct {
 	LongestGapMS float64 `json:"longest_gap_ms"`
 }
 
-// Text says the total as every surface does: "26 shared pause(s) (15 ms
+// Text says the total as every surface does: "26 shared pauses (15 ms
 // in all, longest gap 40.1 ms)", with the stall markers they came in when
 // those are fewer (a marker of a run of pauses holds several), so the
 // figure ties to the markers' count.
 func (t StallTotal) Text() string {
 	in := ""
 	if t.Markers != t.Pauses {
-		in = fmt.Sprintf(" in %d stall marker(s)", t.Markers)
+		in = " in " + count(t.Markers, "stall marker", "stall markers")
 	}
-	return fmt.Sprintf("%d shared pause(s)%s (%.0f ms in all, longest gap %.1f ms)", t.Pauses, in, t.PausedMS, t.LongestGapMS)
+	return fmt.Sprintf("%s%s (%.0f ms in all, longest gap %.1f ms)", count(t.Pauses, "shared pause", "shared pauses"), in, t.PausedMS, t.LongestGapMS)
 }
 
 func (t *stallTally) add(m *event.Marker) {

@@ -48,9 +48,9 @@ func TestProbeVerdict(t *testing.T) {
 		{name: "closed loop: a lag is not measured", mode: "closed", lag: 40 * time.Millisecond, want: ProbeKeptPace,
 			reason: "lag not measured", insight: "the server, not the probe, is the limit", noLagFig: true},
 		{name: "closed loop, starved pauses", mode: "closed", starved: 3, want: ProbeHeld,
-			reason: "3 shared pause(s) (90 ms in all", insight: "the probe is the limit", noLagFig: true},
+			reason: "3 shared pauses (90 ms in all", insight: "the probe is the limit", noLagFig: true},
 		{name: "open loop on time, one starved pause", mode: "open", rate: 2, starved: 1, want: ProbeHeld,
-			reason: "1 shared pause(s)", insight: "the probe is the limit"},
+			reason: "1 shared pause", insight: "the probe is the limit"},
 		{name: "closed loop, the probe's cpu", mode: "closed", limited: true, want: ProbeHeld,
 			reason: "it reported itself the limit", insight: "the probe is the limit", noLagFig: true},
 	} {
