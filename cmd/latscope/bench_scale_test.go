@@ -44,7 +44,7 @@ func TestBenchScaleSmoke(t *testing.T) {
 		var out bytes.Buffer
 		cmd.SetOut(&out)
 		cmd.SetErr(io.Discard)
-		args := []string{"--streams", "20", "--warmup", "0s", "--duration", "2s",
+		args := []string{"--streams", "20", "--warmup", "0s", "--duration", "500ms",
 			"--first-token", "10ms", "--interval", "20ms", "--output-tokens", "4", "--rounds", "1"}
 		if asJSON {
 			args = append(args, "--json")

@@ -171,6 +171,7 @@ func TestServeArgs(t *testing.T) {
 func TestBenchSoakCases(t *testing.T) {
 	for _, name := range bench.SoakCases {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // each case waits out its checkpoints
 			var out bytes.Buffer
 			if err := runSoakCase(context.Background(), &out, name, []time.Duration{500 * time.Millisecond, time.Second}, ""); err != nil {
 				t.Fatal(err)

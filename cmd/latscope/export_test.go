@@ -19,6 +19,7 @@ import (
 // to every export costs spans, and the summary (table and --json) counts
 // them with the collector's answer, besides the lines said as it happened.
 func TestExportFailuresAreCountedInTheSummary(t *testing.T) {
+	t.Parallel()
 	var exports atomic.Int64
 	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		exports.Add(1)
@@ -60,6 +61,7 @@ func TestExportFailuresAreCountedInTheSummary(t *testing.T) {
 // recording keeps it and an agent publishes it), and what is lost after
 // the last record comes after the run, each span counted once.
 func TestExportLossesAreAnnouncedAsTheyHappen(t *testing.T) {
+	t.Parallel()
 	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "collector is broken", http.StatusInternalServerError)
 	}))

@@ -144,6 +144,7 @@ func TestRunInterruptedDuringSetup(t *testing.T) {
 // --metrics-url, an API key and header values appear nowhere in what a run
 // prints, whether it succeeds or fails.
 func TestRunKeepsSecretsOutOfItsOutput(t *testing.T) {
+	t.Parallel()
 	url := serveTinySim(t)
 	secrets := []string{"url-secret-1", "sk-key-secret-2", "hdr-secret-value-3", "metrics-secret-4", "bad-header-secret-5"}
 	withCreds := strings.Replace(url, "://", "://alice:url-secret-1@", 1)

@@ -24,6 +24,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestReplayPrintsTheSummaryTheRunPrinted(t *testing.T) {
+	t.Parallel()
 	url := serveTinySim(t)
 	file := filepath.Join(t.TempDir(), "run.lsr")
 	live, stderr, err := execute(t, "run", "--url", url, "--no-tui", "-n", "30", "-c", "4", "--prompt-tokens", "64",
@@ -71,6 +72,7 @@ func TestReplayBadInput(t *testing.T) {
 // TestKilledRecordingReplays records a demo in a child process, kills it
 // with SIGKILL mid-run, and replays what it left.
 func TestKilledRecordingReplays(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "killed.lsr")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "LATSCOPE_TEST_MAIN="+strings.Join([]string{

@@ -149,6 +149,7 @@ func (l *lossTap) start(_ context.Context, fan *pipeline.Fanout) func() error {
 // on stderr while it runs, counts the events not recorded in its JSON
 // summary, the same number its error gives, and fails. Mounting needs root.
 func TestRunRecordingToAFullFilesystem(t *testing.T) {
+	t.Parallel()
 	dir := mountTinyTmpfs(t, 4<<10)
 	url := serveTinySim(t)
 	file := filepath.Join(dir, "run.lsr")
@@ -216,6 +217,7 @@ func mountTinyTmpfs(t *testing.T, free int) string {
 // events not recorded on /metrics, and announces them on its feed, so an
 // attached dashboard's summary counts them too.
 func TestAgentSaysItsRecordingFailed(t *testing.T) {
+	t.Parallel()
 	dir := mountTinyTmpfs(t, 4<<10)
 	file := filepath.Join(dir, "agent.lsr")
 	url := serveTinySim(t)

@@ -127,6 +127,7 @@ func TestRunBadInput(t *testing.T) {
 }
 
 func TestDemoIsLabelledSimulated(t *testing.T) {
+	t.Parallel()
 	stdout, stderr, err := execute(t, "demo", "--profile", "tiny", "--duration", "1500ms", "--concurrency", "4")
 	if err != nil {
 		t.Fatalf("demo: %v\nstderr:\n%s", err, stderr)
@@ -167,6 +168,7 @@ func runSeed(t *testing.T, url string, extra ...string) (seed int64, drawn bool,
 }
 
 func TestRunSeedIsDrawnAndReported(t *testing.T) {
+	t.Parallel()
 	url := serveTinySim(t)
 	first, drawn, stderr := runSeed(t, url)
 	if !drawn || first == 0 {
@@ -190,6 +192,7 @@ func TestRunSeedIsDrawnAndReported(t *testing.T) {
 // counted apart from the errors, and a run in which only they did not
 // succeed has not failed.
 func TestRunEndCancelsAreNotErrors(t *testing.T) {
+	t.Parallel()
 	url := serveTinySim(t)
 	// 2000 tokens take the simulator seconds: none finishes in 300 ms.
 	stdout, stderr, err := execute(t, "run", "--url", url, "--no-tui", "--json", "-c", "2", "-d", "300ms", "--drain", "0s",

@@ -9,6 +9,7 @@ import (
 // TestSweepSmoke runs a short sweep with the default (constant) arrivals,
 // which the result names.
 func TestSweepSmoke(t *testing.T) {
+	t.Parallel()
 	url := serveTinySim(t)
 	out, stderr, err := execute(t, "sweep", "--url", url, "--no-tui", "--json", "--rates", "10,20", "--refine", "0",
 		"--steady-window", "1s", "--step-warmup", "300ms", "--step-max", "3s", "--prompt-tokens", "32", "--output-tokens", "8",
