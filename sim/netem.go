@@ -22,6 +22,35 @@ type Network struct {
 	RTT    time.Duration
 	Jitter time.Duration
 	Seed   int64 // seeds the jitter draws
+	// Late, when set, adds up how late the trips arrived past their
+	// due time: on a host too busy to keep pace the distance is longer
+	// than asked, and a test judges the measurement against that truth.
+	Late *Lateness
+}
+
+// Lateness is how late a network's trips arrived past their due time, in
+// all; safe for concurrent use.
+type Lateness struct {
+	late  atomic.Int64 // ns
+	trips atomic.Int64
+}
+
+// add counts one trip that arrived at at, due at due.
+func (l *Lateness) add(due, at time.Time) {
+	if l == nil {
+		return
+	}
+	l.late.Add(int64(max(at.Sub(due), 0)))
+	l.trips.Add(1)
+}
+
+// Mean is the mean lateness of a trip (0 before any).
+func (l *Lateness) Mean() time.Duration {
+	n := l.trips.Load()
+	if n == 0 {
+		return 0
+	}
+	return time.Duration(l.late.Load() / n)
 }
 
 // DefaultRTT is the simulator's default network distance: a client in the
@@ -70,9 +99,10 @@ func (l *netListener) Accept() (net.Conn, error) {
 // inFlight is bytes in flight, due at their far end at due; or, with mark
 // set, a marker the writer closes once everything before it has left.
 type inFlight struct {
-	b    []byte
-	due  time.Time
-	mark chan struct{}
+	b       []byte
+	due     time.Time
+	mark    chan struct{}
+	counted bool // its lateness is in Network.Late
 }
 
 // netConn delays both directions of one connection. Its reader goroutine
@@ -166,7 +196,11 @@ func (c *netConn) Read(p []byte) (int, error) {
 		if c.head == nil {
 			in = c.in
 		} else {
-			if !time.Now().Before(c.head.due) {
+			if now := time.Now(); !now.Before(c.head.due) {
+				if !c.head.counted {
+					c.head.counted = true
+					c.n.Late.add(c.head.due, now)
+				}
 				n := copy(p, c.head.b)
 				if c.head.b = c.head.b[n:]; len(c.head.b) == 0 {
 					c.head = nil
@@ -268,6 +302,7 @@ func (c *netConn) writeLoop() {
 		if !sleepUntil(ch.due, c.done) {
 			return
 		}
+		c.n.Late.add(ch.due, time.Now())
 		if _, err := c.Conn.Write(ch.b); err != nil {
 			c.outMu.Lock()
 			c.outErr = err
