@@ -142,7 +142,7 @@ func wrap(s string, width int) []string {
 			break
 		}
 		cut := byteIndexOfRune(s, width)
-		if i := strings.LastIndexByte(s[:cut], ' '); i > width/3 {
+		if i := strings.LastIndexByte(s[:cut], ' '); i > 0 { // never cut a word that fits a line
 			cut = i
 		}
 		lines = append(lines, strings.TrimRight(s[:cut], " "))

@@ -45,3 +45,26 @@ func TestMarkersFoldRepeatedStalls(t *testing.T) {
 		t.Errorf("a single marker is not counted: %q", lines[0])
 	}
 }
+
+// TestWrapKeepsWordsWhole: a word that fits a line is never cut, however
+// early the last space before the width comes.
+func TestWrapKeepsWordsWhole(t *testing.T) {
+	s := "estimated (server_window_less_first_frame (client's server window less the server's reported arrival))"
+	for _, width := range []int{20, 33, 47, 60} {
+		lines := wrap(s, width)
+		whole := map[string]bool{}
+		for _, line := range lines {
+			if len([]rune(line)) > width {
+				t.Errorf("width %d: line %q is longer", width, line)
+			}
+			for _, w := range strings.Fields(line) {
+				whole[w] = true
+			}
+		}
+		for _, w := range strings.Fields(s) {
+			if len([]rune(w)) <= width && !whole[w] {
+				t.Errorf("width %d: %q was cut: %q", width, w, lines)
+			}
+		}
+	}
+}
