@@ -73,14 +73,22 @@ func TestStallDetectorSeesBlockedTokenizer(t *testing.T) {
 	// server's host was starved": it was). Prefill interference is wrong
 	// either way, and on a host that kept pace only the front end is right.
 	held := run.watch.during(tokenizing)
-	for _, m := range run.markers {
-		if len(m.RequestIDs) >= stallMinStreams && markerWindow(m).overlap(tokenizing) > 0 {
-			t.Logf("blocking tokenizer (host held the process up meanwhile: %v): %s", held, m.Message)
-			if m.Cause != event.StallFrontEndBlock && !(held && (m.Cause == event.StallProbeStarved || m.Cause == event.StallUnexplained)) {
-				t.Errorf("the blocked loop's pause labelled %s (host held the process up meanwhile: %v; this tier needs a host that keeps pace): %s", m.Cause, held, m.Message)
-			}
-			return
+	// Of the markers over it, the one that covers most of it: a short
+	// pause of the host's inside the same window is not the tokenizer's.
+	var best *event.Marker
+	for i := range run.markers {
+		m := &run.markers[i]
+		if len(m.RequestIDs) >= stallMinStreams && markerWindow(*m).overlap(tokenizing) > 0 &&
+			(best == nil || markerWindow(*m).overlap(tokenizing) > markerWindow(*best).overlap(tokenizing)) {
+			best = m
 		}
+	}
+	if m := best; m != nil {
+		t.Logf("blocking tokenizer (host held the process up meanwhile: %v): %s", held, m.Message)
+		if m.Cause != event.StallFrontEndBlock && !(held && (m.Cause == event.StallProbeStarved || m.Cause == event.StallUnexplained)) {
+			t.Errorf("the blocked loop's pause labelled %s (host held the process up meanwhile: %v; this tier needs a host that keeps pace): %s", m.Cause, held, m.Message)
+		}
+		return
 	}
 	t.Fatalf("no stall marker of %d streams (markers %v), though the pause was visible in %d: %s",
 		stallMinStreams, run.markers, visible, strings.Join(report, "; "))
