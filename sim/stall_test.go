@@ -39,6 +39,7 @@ func stallScenario(t *testing.T, pool int) stallRun {
 		mu         sync.Mutex
 		run        = stallRun{flushes: map[string][]time.Time{}}
 		longDone   bool
+		frozen     bool // set when the scenario returns: the server may still flush frames to clients that hung up
 		afterLong  = map[string]bool{}
 		ready      = make(chan struct{})
 		settled    = make(chan struct{})
@@ -48,7 +49,7 @@ func stallScenario(t *testing.T, pool int) stallRun {
 	onFrame := func(f FrameInfo) {
 		mu.Lock()
 		defer mu.Unlock()
-		if f.RequestID == "long" {
+		if f.RequestID == "long" || frozen {
 			return
 		}
 		run.flushes[f.RequestID] = append(run.flushes[f.RequestID], f.At)
@@ -100,6 +101,7 @@ func stallScenario(t *testing.T, pool int) stallRun {
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
+	frozen = true
 	run.long = lastTruth(t, long)
 	return run
 }
