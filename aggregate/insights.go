@@ -258,9 +258,9 @@ func (a *Aggregator) overheadInsight(s *Snapshot, add addInsight) {
 }
 
 // limitInsight says the probe's verdict (ProbeVerdict), the one every
-// surface shows: a held probe is the limit, whatever the queue does; the
-// server is named the limit only where the probe kept pace by all the
-// evidence and TTFT tracks the queue depth.
+// surface shows: a held probe is the limit, whatever the queue does; a
+// probe that paused says so; the server is named the limit only where the
+// probe kept pace by all the evidence and TTFT tracks the queue depth.
 func (a *Aggregator) limitInsight(s *Snapshot, add addInsight) {
 	v := s.Verdict
 	switch v.State {
@@ -271,6 +271,10 @@ func (a *Aggregator) limitInsight(s *Snapshot, add addInsight) {
 				"starved_pauses": float64(v.StarvedPauses), "starved_ms": v.StarvedMS,
 				"limited_samples": float64(v.LimitedSamples), "limit_markers": float64(v.LimitMarkers),
 			})
+		return
+	case ProbePaused:
+		add("the probe paused: "+v.Reason+"; the requests in those pauses include its delay",
+			map[string]float64{"starved_pauses": float64(v.StarvedPauses), "starved_ms": v.StarvedMS, "starved_share": v.StarvedShare})
 		return
 	case ProbeUnknown:
 		return

@@ -236,7 +236,7 @@ func (a *Aggregator) Snapshot(now time.Time) Snapshot {
 		s.Windows[w] = a.window(w, now)
 	}
 	s.Markers.Stalls = a.stalls.totals()
-	s.Verdict = a.verdict(s.Windows[WinRun])
+	s.Verdict = a.verdict(s.Windows[WinRun], s.Elapsed)
 	s.Insights = a.insights(&s)
 	s.Objectives = a.derive.objectives
 	return s

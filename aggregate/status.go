@@ -33,8 +33,11 @@ func StatusLine(s Snapshot) string {
 		}
 	}
 	// The probe's verdict is the aggregator's, as on every other surface.
-	if s.Verdict.Held() {
+	switch s.Verdict.State {
+	case ProbeHeld:
 		self += "  LATSCOPE IS THE LIMIT: " + s.Verdict.Reason
+	case ProbePaused:
+		self += "  latscope paused: " + s.Verdict.Reason
 	}
 	return fmt.Sprintf("%s%s  %.1f req/s  %.0f tok/s  %s (10s)  %s%s",
 		s.Elapsed.Truncate(time.Second), inFlight, w.ReqPerSec, w.TokPerSec, ttft, errs, self)

@@ -18,15 +18,27 @@ const (
 	ProbeUnknown ProbeState = "unknown"
 	// ProbeKeptPace: every piece of evidence says the probe kept pace.
 	ProbeKeptPace ProbeState = "kept_pace"
-	// ProbeHeld: some evidence says latscope's own delay is in the figures.
+	// ProbePaused: latscope's goroutines ran late over a few shared pauses,
+	// too brief a share of the run to be its limit: the requests in those
+	// pauses hold its delay, the rest do not. Nothing names the server the
+	// limit while this is so.
+	ProbePaused ProbeState = "paused"
+	// ProbeHeld: latscope's own delay is in the figures: it sent late, said
+	// it was the limit, or its pauses took a material share of the run.
 	ProbeHeld ProbeState = "held"
 )
+
+// starvedHeldShare is the share of the run the probe's own pauses must take
+// for it to be the limit: below it, a starved pause or two (a busy host's
+// hiccup) marks the requests it touched without recasting the whole run.
+const starvedHeldShare = 0.01
 
 // ProbeVerdict is the one judgement of whether latscope, not the server,
 // was the limit. Every surface (the dashboard's badge and warning, the
 // status line, the limit insight, the summary) shows this value and
 // derives nothing of its own, so they cannot disagree. It is whole-run:
-// once the probe was held, the run's figures hold its delay.
+// once the probe was held, the run's figures hold its delay; and once it
+// paused, no surface names the server the limit.
 //
 // Its evidence:
 //   - the scheduling lag, only where the load model measures it (open loop
@@ -34,7 +46,9 @@ const (
 //     construction and says nothing): p99 at or past event.ProbeLagLimit
 //     over at least insightMinRequests requests;
 //   - the stall detector's probe-starved pauses (the same tally as the
-//     stall insights): any one means latscope's goroutines ran late;
+//     stall insights): any one means latscope's goroutines ran late, and
+//     their shared time at starvedHeldShare of the run or more makes it
+//     the limit;
 //   - the probe's own word: samples flagged Limited (its CPU, or its
 //     open-loop lag over its recent window) and probe_limit markers.
 type ProbeVerdict struct {
@@ -52,6 +66,9 @@ type ProbeVerdict struct {
 	StarvedStalls int64   `json:"starved_stalls"`
 	StarvedPauses int64   `json:"starved_pauses"`
 	StarvedMS     float64 `json:"starved_ms"`
+	// StarvedShare is StarvedMS over the run's elapsed time (0 when either
+	// is unknown).
+	StarvedShare float64 `json:"starved_share"`
 	// LimitedSamples counts the probe samples that said the probe was the
 	// limit, LimitMarkers its probe_limit markers.
 	LimitedSamples int64 `json:"limited_samples"`
@@ -69,6 +86,8 @@ func (v ProbeVerdict) Badge() string {
 	switch v.State {
 	case ProbeHeld:
 		return "LATSCOPE IS THE LIMIT"
+	case ProbePaused:
+		return "latscope paused"
 	case ProbeKeptPace:
 		return "kept pace"
 	}
@@ -117,7 +136,7 @@ func (a *Aggregator) lagMeasured() bool {
 }
 
 // verdict judges the probe from the run's evidence.
-func (a *Aggregator) verdict(run WindowStats) ProbeVerdict {
+func (a *Aggregator) verdict(run WindowStats, elapsed time.Duration) ProbeVerdict {
 	v := ProbeVerdict{
 		LagMeasured: a.lagMeasured(), CPUPercent: -1,
 		LimitedSamples: a.probeEv.limitedSamples, LimitMarkers: a.probeEv.limitMarkers,
@@ -128,6 +147,9 @@ func (a *Aggregator) verdict(run WindowStats) ProbeVerdict {
 	starved := a.stalls[event.StallProbeStarved]
 	if starved != nil {
 		v.StarvedStalls, v.StarvedPauses, v.StarvedMS = starved.Markers, starved.Pauses, starved.PausedMS
+		if elapsed > 0 {
+			v.StarvedShare = v.StarvedMS / (float64(elapsed) / float64(time.Millisecond))
+		}
 	}
 	limitMS := float64(event.ProbeLagLimit) / float64(time.Millisecond)
 	lagEnough := v.LagMeasured && run.SchedLag.Count >= insightMinRequests
@@ -140,8 +162,9 @@ func (a *Aggregator) verdict(run WindowStats) ProbeVerdict {
 		held = append(held, fmt.Sprintf("it sent requests up to %.2f ms late (scheduling-lag p99 over %d requests, limit %.0f ms)",
 			v.LagP99MS, v.LagRequests, limitMS))
 	}
-	if v.StarvedStalls > 0 {
-		held = append(held, fmt.Sprintf("%s of the streams were its own: its goroutines ran late", starved.Text()))
+	if v.StarvedStalls > 0 && v.StarvedShare >= starvedHeldShare {
+		held = append(held, fmt.Sprintf("%s of the streams were its own, %s of the run: its goroutines ran late",
+			starved.Text(), sharePct(v.StarvedShare)))
 	}
 	if n := v.LimitedSamples + v.LimitMarkers; n > 0 {
 		held = append(held, fmt.Sprintf("it reported itself the limit %s (latest: %s)", count(n, "time", "times"), a.probeEv.lastLimit))
@@ -151,6 +174,14 @@ func (a *Aggregator) verdict(run WindowStats) ProbeVerdict {
 		return v
 	}
 
+	if v.StarvedStalls > 0 {
+		v.State = ProbePaused
+		v.Reason = fmt.Sprintf("%s of the streams were its own: its goroutines ran late", starved.Text())
+		if v.StarvedShare > 0 {
+			v.Reason += fmt.Sprintf(", %s of the run (the limit is %s)", sharePct(v.StarvedShare), sharePct(starvedHeldShare))
+		}
+		return v
+	}
 	if !lagEnough && a.probeEv.samples == 0 {
 		v.State, v.Reason = ProbeUnknown, "no probe samples and no measured scheduling lag"
 		return v
@@ -188,8 +219,23 @@ func (v ProbeVerdict) VerdictText() string {
 	switch v.State {
 	case ProbeHeld:
 		return "LATSCOPE IS THE LIMIT: " + v.Reason + ": latencies include latscope's own delay"
+	case ProbePaused:
+		return "latscope paused: " + v.Reason + ": the requests in those pauses include latscope's own delay"
 	case ProbeKeptPace:
 		return "latscope kept pace: " + v.Reason
 	}
 	return "latscope's pace unknown: " + v.Reason
+}
+
+// sharePct says a share of the run as a percentage, with the precision a
+// small share needs: "0.04%", "1.2%", "35%".
+func sharePct(x float64) string {
+	p := 100 * x
+	switch {
+	case p < 0.1:
+		return fmt.Sprintf("%.2f%%", p)
+	case p < 10:
+		return fmt.Sprintf("%.1f%%", p)
+	}
+	return fmt.Sprintf("%.0f%%", p)
 }

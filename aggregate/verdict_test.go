@@ -28,16 +28,17 @@ func TestProbeVerdict(t *testing.T) {
 	rising := func(i int) float64 { return float64(i) }
 	two := func(int) int { return 2 }
 	for _, tc := range []struct {
-		name     string
-		mode     string
-		rate     float64
-		lag      time.Duration
-		starved  int
-		limited  bool
-		want     ProbeState
-		reason   string
-		insight  string // the limit insight's prefix ("" for none)
-		noLagFig bool   // no lag figure may be stated
+		name      string
+		mode      string
+		rate      float64
+		lag       time.Duration
+		starved   int
+		starvedMS float64 // each starved pause's shared time; 30 ms unless set
+		limited   bool
+		want      ProbeState
+		reason    string
+		insight   string // the limit insight's prefix ("" for none)
+		noLagFig  bool   // no lag figure may be stated
 	}{
 		{name: "open loop on time", mode: "open", rate: 2, want: ProbeKeptPace, reason: "sched-lag p99 0.00 ms",
 			insight: "the server, not the probe, is the limit"},
@@ -47,10 +48,14 @@ func TestProbeVerdict(t *testing.T) {
 			reason: "up to 52.00 ms late", insight: "the probe is the limit"},
 		{name: "closed loop: a lag is not measured", mode: "closed", lag: 40 * time.Millisecond, want: ProbeKeptPace,
 			reason: "lag not measured", insight: "the server, not the probe, is the limit", noLagFig: true},
-		{name: "closed loop, starved pauses", mode: "closed", starved: 3, want: ProbeHeld,
-			reason: "3 shared pauses (90 ms in all", insight: "the probe is the limit", noLagFig: true},
-		{name: "open loop on time, one starved pause", mode: "open", rate: 2, starved: 1, want: ProbeHeld,
-			reason: "1 shared pause", insight: "the probe is the limit"},
+		{name: "closed loop, starved pauses, a brief share of the run", mode: "closed", starved: 3, want: ProbePaused,
+			reason: "3 shared pauses (90 ms in all", insight: "the probe paused", noLagFig: true},
+		{name: "closed loop, starved pauses, a material share of the run", mode: "closed", starved: 3, starvedMS: 400, want: ProbeHeld,
+			reason: "3 shared pauses (1200 ms in all, longest gap 40.0 ms) of the streams were its own, 1.3% of the run", insight: "the probe is the limit", noLagFig: true},
+		{name: "open loop on time, one starved pause", mode: "open", rate: 2, starved: 1, want: ProbePaused,
+			reason: "1 shared pause (30 ms in all, longest gap 40.0 ms) of the streams were its own: its goroutines ran late, 0.03% of the run (the limit is 1.0%)", insight: "the probe paused"},
+		{name: "open loop late, one starved pause", mode: "open", rate: 2, lag: 40 * time.Millisecond, starved: 1, want: ProbeHeld,
+			reason: "up to 40.00 ms late", insight: "the probe is the limit"},
 		{name: "closed loop, the probe's cpu", mode: "closed", limited: true, want: ProbeHeld,
 			reason: "it reported itself the limit", insight: "the probe is the limit", noLagFig: true},
 	} {
@@ -59,8 +64,12 @@ func TestProbeVerdict(t *testing.T) {
 			a := New(Config{})
 			withSession(a, tc.mode, tc.rate)
 			loadWithQueue(a, rising, two, tc.lag)
-			for i := range tc.starved {
-				a.Add(event.NewMarker(stallMarker(event.StallProbeStarved, 1, 30, 40+float64(i))))
+			gap := tc.starvedMS
+			if gap == 0 {
+				gap = 30
+			}
+			for range tc.starved {
+				a.Add(event.NewMarker(stallMarker(event.StallProbeStarved, 1, gap, 40)))
 			}
 			a.Add(event.NewProbe(probeSample(base().Add(80*time.Second), tc.limited)))
 			s := a.Snapshot(base().Add(90 * time.Second))
@@ -92,9 +101,13 @@ func checkSurfacesAgree(t *testing.T, s Snapshot) {
 	if held := strings.Contains(line, "LATSCOPE IS THE LIMIT"); held != v.Held() {
 		t.Errorf("status line %q against the verdict %s", line, v.State)
 	}
+	if paused := strings.Contains(line, "latscope paused: "+v.Reason); paused != (v.State == ProbePaused) {
+		t.Errorf("status line %q against the verdict %s", line, v.State)
+	}
 	_, probeLimit := insightWith(s.Insights, "the probe is the limit")
+	_, probePaused := insightWith(s.Insights, "the probe paused")
 	_, serverLimit := insightWith(s.Insights, "the server, not the probe, is the limit")
-	if probeLimit != v.Held() || serverLimit && v.State != ProbeKeptPace {
+	if probeLimit != v.Held() || probePaused != (v.State == ProbePaused) || serverLimit && v.State != ProbeKeptPace {
 		t.Errorf("insights %v against the verdict %s", s.Insights, v.State)
 	}
 	var table strings.Builder

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/metrics"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -234,7 +233,7 @@ func WriteSoakTable(w io.Writer, res SoakResult) error {
 	for _, t := range res.Targets {
 		fmt.Fprintln(w, t)
 	}
-	_, err := fmt.Fprintln(w, "heap and RSS in MB (10^6 bytes); heap is the live heap after a forced GC (median of 5 readings over 1 s)")
+	_, err := fmt.Fprintln(w, "heap and RSS in MB (10^6 bytes); heap is the live heap after a forced GC (the lowest of 8 readings over 1 s: what it keeps whatever is in flight)")
 	return err
 }
 
@@ -312,32 +311,36 @@ func SoakCheckpoints(ctx context.Context, name string, start time.Time, checkpoi
 	return nil
 }
 
-// liveHeap is the live heap: the median of liveReadings readings, each the
-// bytes the collection just forced found live (runtime/metrics'
-// /gc/heap/live:bytes). MemStats' HeapAlloc read after runtime.GC also
-// counts what the pipeline allocated since that collection ended, several
-// MB at 300k token events/s; and what the bounded fan-out buffers hold
-// (up to 8 MiB each) moves from one instant to the next, so one reading
-// says more about the instant than about the trend.
+// liveHeap is what the process keeps whatever it has in flight: the floor
+// of liveReadings readings, each the bytes the collection just forced
+// found live (runtime/metrics' /gc/heap/live:bytes). MemStats' HeapAlloc
+// read after runtime.GC also counts what the pipeline allocated since that
+// collection ended, several MB at 300k token events/s. And a request in
+// flight holds its token times until it ends: a 65,536-token stream of the
+// endless case holds 1.5 MB, so two of them move one reading by up to 3 MB
+// from one instant to the next. The readings span several such requests;
+// the lowest is the retained state, which a leak raises as surely as it
+// raises every reading.
 func liveHeap() uint64 {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	readings := make([]uint64, 0, liveReadings)
+	floor := uint64(0)
 	for i := range liveReadings {
 		if i > 0 {
 			time.Sleep(liveReadingGap)
 		}
 		runtime.GC()
 		metrics.Read(sample)
-		readings = append(readings, sample[0].Value.Uint64())
+		if v := sample[0].Value.Uint64(); i == 0 || v < floor {
+			floor = v
+		}
 	}
-	slices.Sort(readings)
-	return readings[len(readings)/2]
+	return floor
 }
 
 // liveReadings readings liveReadingGap apart make one checkpoint's heap.
 const (
-	liveReadings   = 5
-	liveReadingGap = 200 * time.Millisecond
+	liveReadings   = 8
+	liveReadingGap = 150 * time.Millisecond
 )
 
 // ReadRSS is this process's resident set (VmRSS in /proc/self/status).

@@ -320,13 +320,15 @@ func headerRates(st *styles, s *aggregate.Snapshot, hs headerState, width int) s
 }
 
 // probeState is the probe's badge: the aggregator's verdict (✓ kept pace,
-// ✗ held, – unknown), then its latest CPU and, where it measured any, its
+// ! paused briefly, ✗ held, – unknown), then its latest CPU and, where it measured any, its
 // scheduling lag.
 func probeState(st *styles, p *event.ProbeSample, v aggregate.ProbeVerdict) string {
 	mark := st.dim.Render("–")
 	switch v.State {
 	case aggregate.ProbeKeptPace:
 		mark = st.good.Render("✓")
+	case aggregate.ProbePaused:
+		mark = st.warn.Render("!")
 	case aggregate.ProbeHeld:
 		mark = st.bad.Render("✗")
 	}

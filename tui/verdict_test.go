@@ -20,12 +20,23 @@ import (
 	"github.com/latscope/latscope/sim/simtest"
 )
 
+// The probe's evidence demoRun injects halfway through the run.
+type injected int
+
+const (
+	calm injected = iota
+	// starvedPause is one probe-starved stall marker of 1 ms (the stall
+	// detector's, as a host's hiccup makes it): a pause of the probe's own.
+	starvedPause
+	// limitMarker is a probe_limit marker: the probe's own word that it is
+	// the limit.
+	limitMarker
+)
+
 // demoRun sends a closed loop of 4 streams, 32 requests, through the
-// real probe to the tiny simulator and aggregates what comes out. With
-// held, the probe is held halfway: the stall detector's probe-starved
-// marker (its goroutines ran late over a pause the streams shared) is
-// injected into the stream, as a starved host would make it.
-func demoRun(t *testing.T, held bool) aggregate.Snapshot {
+// real probe to the tiny simulator and aggregates what comes out, with
+// the evidence inj injected into the stream halfway.
+func demoRun(t *testing.T, inj injected) aggregate.Snapshot {
 	t.Helper()
 	url := simtest.ServeTiny(t, sim.Config{Seed: 5})
 	client, err := probe.NewClient(probe.ClientConfig{BaseURL: url, Dialect: probe.DialectOpenAIChat, Model: sim.DefaultModel, Timeout: 20 * time.Second})
@@ -56,12 +67,19 @@ func demoRun(t *testing.T, held bool) aggregate.Snapshot {
 		if ev.Request == nil {
 			return
 		}
-		if done++; held && done == 16 {
-			end := ev.Request.EndedAt()
-			agg.Add(event.NewMarker(&event.Marker{Time: end.Add(-60 * time.Millisecond), Kind: event.MarkerStall, Source: "stall-detector",
-				Cause: event.StallProbeStarved, Duration: 40 * time.Millisecond, RequestIDs: []string{"a", "b", "c"},
-				Message: "probe starved: 3 streams paused together for 40.0 ms (longest gap 52.0 ms, normal gap 10.0 ms); latscope's own goroutines ran late for 40.0 ms of it (100%): the probe paused, not the server",
-				Values:  map[string]float64{"streams": 3, "pauses": 1, "gap_ms": 40, "longest_gap_ms": 52, "itl_ms": 10, "covered_share": 1}}))
+		if done++; done != 16 {
+			return
+		}
+		end := ev.Request.EndedAt()
+		switch inj {
+		case starvedPause:
+			agg.Add(event.NewMarker(&event.Marker{Time: end.Add(-3 * time.Millisecond), Kind: event.MarkerStall, Source: "stall-detector",
+				Cause: event.StallProbeStarved, Duration: time.Millisecond, RequestIDs: []string{"a", "b", "c"},
+				Message: "probe starved: 3 streams paused together for 1.0 ms (longest gap 1.2 ms, normal gap 0.4 ms); latscope's own goroutines ran late for 1.0 ms of it (100%): the probe paused, not the server",
+				Values:  map[string]float64{"streams": 3, "pauses": 1, "gap_ms": 1, "longest_gap_ms": 1.2, "itl_ms": 0.4, "covered_share": 1}}))
+		case limitMarker:
+			agg.Add(event.NewMarker(&event.Marker{Time: end, Kind: event.MarkerProbeLimit, Source: "probe",
+				Message: "probe is the bottleneck: it uses 97% of all 2 cores"}))
 		}
 	})
 	if err != nil {
@@ -86,7 +104,7 @@ func checkProbeSurfaces(t *testing.T, s aggregate.Snapshot) {
 	m.Update(sizeMsg(160, 48))
 	m.Update(tickMsg{})
 	view := m.View()
-	badge := map[aggregate.ProbeState]string{aggregate.ProbeKeptPace: "probe ✓", aggregate.ProbeHeld: "probe ✗", aggregate.ProbeUnknown: "probe –"}
+	badge := map[aggregate.ProbeState]string{aggregate.ProbeKeptPace: "probe ✓", aggregate.ProbePaused: "probe !", aggregate.ProbeHeld: "probe ✗", aggregate.ProbeUnknown: "probe –"}
 	for state, b := range badge {
 		if strings.Contains(view, b) != (state == v.State) {
 			t.Errorf("dashboard badge %q shown %t, verdict %s:\n%s", b, !(state == v.State), v.State, view)
@@ -96,14 +114,15 @@ func checkProbeSurfaces(t *testing.T, s aggregate.Snapshot) {
 		t.Errorf("dashboard warning against the verdict %s:\n%s", v.State, view)
 	}
 
-	if line := aggregate.StatusLine(s); strings.Contains(line, "LATSCOPE IS THE LIMIT") != held {
+	line := aggregate.StatusLine(s)
+	if strings.Contains(line, "LATSCOPE IS THE LIMIT") != held || strings.Contains(line, "latscope paused") != (v.State == aggregate.ProbePaused) {
 		t.Errorf("status line %q against the verdict %s", line, v.State)
 	}
 
 	// The markers hold the evidence: a pause of the probe's own, or the
-	// probe flagging itself, is a held verdict.
+	// probe flagging itself, is never beside a probe that kept pace.
 	for _, mk := range s.Markers.Recent {
-		if (mk.Cause == event.StallProbeStarved || mk.Kind == event.MarkerProbeLimit) && !held {
+		if (mk.Cause == event.StallProbeStarved || mk.Kind == event.MarkerProbeLimit) && v.State == aggregate.ProbeKeptPace {
 			t.Errorf("marker %q beside the verdict %s", mk.Message, v.State)
 		}
 	}
@@ -115,7 +134,8 @@ func checkProbeSurfaces(t *testing.T, s aggregate.Snapshot) {
 		switch {
 		case strings.HasPrefix(ins.Message, "the probe is the limit") && !held,
 			strings.HasPrefix(ins.Message, "the server, not the probe") && v.State != aggregate.ProbeKeptPace,
-			strings.Contains(ins.Message, "latscope's own") && !held:
+			strings.HasPrefix(ins.Message, "the probe paused") && v.State != aggregate.ProbePaused,
+			strings.Contains(ins.Message, "latscope's own") && v.StarvedStalls == 0:
 			t.Errorf("insight %q against the verdict %s", ins.Message, v.State)
 		}
 	}
@@ -156,18 +176,28 @@ func insightPrefix(ins []event.Marker, prefix string) (event.Marker, bool) {
 }
 
 // A probe held once in the run is held on every surface, whatever else
-// the run shows; the calm run's surfaces agree on whatever the host let it
-// be (that it kept pace is the acceptance tier's to judge).
+// the run shows; one that paused says so everywhere and nowhere names the
+// server the limit; the calm run's surfaces agree on whatever the host let
+// it be (that it kept pace is the acceptance tier's to judge).
 func TestProbeVerdictThroughTheDemoPipeline(t *testing.T) {
 	t.Run("held", func(t *testing.T) {
-		s := demoRun(t, true)
-		if !s.Verdict.Held() || s.Verdict.StarvedStalls < 1 {
-			t.Fatalf("verdict %+v: want held by the injected starved pause", s.Verdict)
+		s := demoRun(t, limitMarker)
+		if !s.Verdict.Held() || s.Verdict.LimitMarkers < 1 {
+			t.Fatalf("verdict %+v: want held by the injected probe_limit marker", s.Verdict)
+		}
+		checkProbeSurfaces(t, s)
+	})
+	t.Run("paused", func(t *testing.T) {
+		s := demoRun(t, starvedPause)
+		// 1 ms is under 1% of a run longer than 100 ms; a shorter run makes
+		// the same pause a material share, and the probe held.
+		if v := s.Verdict; v.StarvedStalls < 1 || v.State != aggregate.ProbePaused && !v.Held() {
+			t.Fatalf("verdict %+v: want paused by the injected starved pause", s.Verdict)
 		}
 		checkProbeSurfaces(t, s)
 	})
 	t.Run("calm", func(t *testing.T) {
-		s := demoRun(t, false)
+		s := demoRun(t, calm)
 		if s.Verdict.State == aggregate.ProbeUnknown {
 			t.Fatalf("verdict %+v: the probe's samples are evidence", s.Verdict)
 		}

@@ -202,7 +202,9 @@ func newBenchSoakCmd() *cobra.Command {
 		Long: `soak runs the real pipeline, as run builds it, against a fast server on
 loopback (TTFT 0, ITL 0, 8,192-token outputs, -c 4) for each case, in a
 process of its own (this binary again), and measures that process at each
-checkpoint: its resident set (VmRSS) and its heap after a GC. The cases:
+checkpoint: its resident set (VmRSS) and its heap after a GC (the lowest
+of 8 readings over about a second, since a request in flight holds its
+token times until it ends). The cases:
 
   headless   run --no-tui
   dashboard  the dashboard's model rendered off screen at 200x50, 4 frames/s
