@@ -57,13 +57,19 @@ type AttributionInput struct {
 	// queue: only when the gauge showed requests waiting; else it is
 	// StageServerWait.
 	Queue QueueGauge
+	// FrontEnd is the recent floor of server waits: where Queue shows
+	// requests waiting, a wait the server does not split is its queue only
+	// beyond it (splitWait).
+	FrontEnd FrontEndFloor
 }
 
 // queueEvidence is the queue gauge's verdict for one request with the
-// gauge's name, for the Source of what it decides.
+// gauge's name, for the Source of what it decides, and the front-end floor
+// that a queue begins above.
 type queueEvidence struct {
-	gauge QueueGauge
-	name  string
+	gauge    QueueGauge
+	name     string
+	frontEnd FrontEndFloor
 }
 
 // evidence returns in's queue gauge verdict, named after the metrics
@@ -75,7 +81,7 @@ func (in AttributionInput) evidence() queueEvidence {
 			name = d.Waiting[0].Name
 		}
 	}
-	return queueEvidence{gauge: in.Queue, name: name}
+	return queueEvidence{gauge: in.Queue, name: name, frontEnd: in.FrontEnd}
 }
 
 // waiting reports whether the gauge showed requests waiting.
@@ -200,6 +206,14 @@ func HeadersAtSlot(server string) bool {
 // Every estimate dropped or limited is named in unattributed's Source.
 // Nothing is ever spread over other stages.
 func Attribute(r *event.Request, in AttributionInput) []event.StageTiming {
+	out, _ := attribute(r, in)
+	return out
+}
+
+// attribute is Attribute, and the server wait it placed (front end and
+// queue that the server did not tell apart), nil when it placed none: the
+// attributor keeps it for the front-end floor.
+func attribute(r *event.Request, in AttributionInput) ([]event.StageTiming, *placedWait) {
 	out, window := clientBeforeServer(r)
 	rtt := max(in.Network.RTT, 0)
 	netSource := in.Network.source()
@@ -243,7 +257,7 @@ func Attribute(r *event.Request, in AttributionInput) []event.StageTiming {
 	if len(notes) > 0 {
 		src += "; " + strings.Join(notes, "; ")
 	}
-	return append(out, event.StageTiming{Stage: event.StageUnattributed, Duration: rest, Provenance: event.Estimated, Source: src})
+	return append(out, event.StageTiming{Stage: event.StageUnattributed, Duration: rest, Provenance: event.Estimated, Source: src}), fit.wait
 }
 
 // clientBeforeServer copies r's client stages up to the server (all but
@@ -287,6 +301,13 @@ type serverFit struct {
 	stages  []event.StageTiming // in breakdown order
 	network bool                // the network estimates fit too
 	notes   []string            // what was dropped or limited, for unattributed's Source
+	wait    *placedWait         // the server wait placed among stages, if any
+}
+
+// place adds a server wait to the fit's stages.
+func (f *serverFit) place(w *placedWait) {
+	f.stages = append(f.stages, w.stages...)
+	f.wait = w
 }
 
 const (
@@ -297,12 +318,13 @@ const (
 // fitReported places the server's own numbers for this request (and the
 // measured slot wait, if they have no queue): they are kept even when they
 // exceed the window; the network estimates only when they fit beside them.
-func fitReported(window time.Duration, own []event.StageTiming, slot *event.StageTiming, rtt time.Duration) serverFit {
+func fitReported(window time.Duration, own []event.StageTiming, slot *placedWait, rtt time.Duration) serverFit {
 	fit := serverFit{stages: own}
 	if slot != nil && !slices.ContainsFunc(own, func(s event.StageTiming) bool {
 		return s.Stage == event.StageQueue || s.Stage == event.StageServerWait
 	}) {
-		fit.stages = append(slices.Clone(own), *slot)
+		fit.stages = slices.Clone(own)
+		fit.place(slot)
 		sortBreakdown(fit.stages)
 	}
 	sum := sumStages(fit.stages)
@@ -338,12 +360,7 @@ func restQueue(fit serverFit, window, rtt time.Duration, ev queueEvidence, sourc
 	if left <= 0 {
 		return fit
 	}
-	stage := event.StageServerWait
-	if ev.waiting() {
-		stage = event.StageQueue
-	}
-	fit.stages = append(fit.stages, event.StageTiming{Stage: stage, Duration: left, Provenance: event.Estimated,
-		Source: windowRestSource(source, fit.network, ev)})
+	fit.place(splitWait(left, event.Estimated, SourceWindowRest, []string{windowRestNote(source, fit.network)}, ev))
 	sortBreakdown(fit.stages)
 	return fit
 }
@@ -363,10 +380,10 @@ func prefillWithoutQueue(stages []event.StageTiming) bool {
 	return prefill
 }
 
-// windowRestSource says what a wait from restQueue holds: any wait for a
+// windowRestNote says what a wait from restQueue holds: any wait for a
 // slot, and every other step between the request's arrival and its first
 // token's departure that the server's prefill leaves out.
-func windowRestSource(source string, lessRTT bool, ev queueEvidence) string {
+func windowRestNote(source string, lessRTT bool) string {
 	prefill := "the reported prefill"
 	if source == sourceLlamaCpp {
 		prefill = "prompt_ms"
@@ -375,8 +392,7 @@ func windowRestSource(source string, lessRTT bool, ev queueEvidence) string {
 	if lessRTT {
 		less += " and the connect RTT"
 	}
-	return fmt.Sprintf("%s (server window less %s: any queue wait plus HTTP parsing, tokenization, the server loop's turn and framing the first token; %s)",
-		SourceWindowRest, less, ev.note())
+	return fmt.Sprintf("server window less %s: any queue wait plus HTTP parsing, tokenization, the server loop's turn and framing the first token", less)
 }
 
 // intervalEstimate is what the interval statistics say about a request
@@ -412,12 +428,12 @@ type stageMean struct {
 // waiting while this request was at the server. Otherwise it is a server
 // wait (front end and queue, not told apart), the whole rest: with slots to
 // spare no queue is made up from the server's front end.
-func fitInterval(window time.Duration, est intervalEstimate, slot *event.StageTiming, rtt, recentLimit time.Duration, ev queueEvidence) serverFit {
+func fitInterval(window time.Duration, est intervalEstimate, slot *placedWait, rtt, recentLimit time.Duration, ev queueEvidence) serverFit {
 	var fit serverFit
 	left := window
 	if slot != nil {
-		fit.stages = append(fit.stages, *slot)
-		left -= slot.Duration
+		fit.place(slot)
+		left -= slot.wait
 	}
 	if rtt > 0 {
 		if rtt <= left {
@@ -450,12 +466,8 @@ func fitInterval(window time.Duration, est intervalEstimate, slot *event.StageTi
 		if capped {
 			fit.notes = append(fit.notes, "queue limited to what the interval makes plausible")
 		}
-	case ev.waiting():
-		fit.stages = append(fit.stages, event.StageTiming{Stage: event.StageQueue, Duration: max(left, 0), Provenance: event.Estimated,
-			Source: withNotes(SourceMetricsInterval, "fit: the rest of the server window", ev.note())})
 	case left > 0:
-		fit.stages = append(fit.stages, event.StageTiming{Stage: event.StageServerWait, Duration: left, Provenance: event.Estimated,
-			Source: withNotes(SourceMetricsInterval, "fit: the rest of the server window, front end and queue", ev.note())})
+		fit.place(splitWait(left, event.Estimated, SourceMetricsInterval, []string{"fit: the rest of the server window, front end and queue"}, ev))
 	}
 	sortBreakdown(fit.stages)
 	return fit
@@ -515,7 +527,7 @@ func showDuration(d time.Duration) string {
 // follows the headers, so a first_token shorter than half the reported
 // prefill means the headers left later than the slot (another server
 // version).
-func slotWait(r *event.Request, st *event.ServerTiming, kind string, rtt time.Duration, ev queueEvidence) *event.StageTiming {
+func slotWait(r *event.Request, st *event.ServerTiming, kind string, rtt time.Duration, ev queueEvidence) *placedWait {
 	if !HeadersAtSlot(kind) {
 		return nil
 	}
@@ -532,13 +544,8 @@ func slotWait(r *event.Request, st *event.ServerTiming, kind string, rtt time.Du
 	if rtt > 0 {
 		notes = append(notes, "less the connect RTT")
 	}
-	notes = append(notes, "includes the server's HTTP parsing and tokenization", ev.note())
-	stage, prov := event.StageServerWait, event.Measured
-	if ev.waiting() {
-		stage, prov = event.StageQueue, event.Estimated
-	}
-	return &event.StageTiming{Stage: stage, Duration: max(wait-rtt, 0), Provenance: prov,
-		Source: withNotes(SourceWaitHeaders, notes...)}
+	notes = append(notes, "includes the server's HTTP parsing and tokenization")
+	return splitWait(max(wait-rtt, 0), event.Measured, SourceWaitHeaders, notes, ev)
 }
 
 // cachedNote says how much of the prompt the server took from its prefix

@@ -37,11 +37,25 @@ func TestAttributeRestQueue(t *testing.T) {
 		r     *event.Request
 		st    *event.ServerTiming
 		queue QueueGauge
+		front FrontEndFloor
 		want  []event.StageTiming // after the client part
 	}{
 		{
-			name: "requests waiting: the rest is an estimated queue", r: headersWithFirstToken(), st: llama, queue: QueueWaiting,
-			want: []event.StageTiming{netOut(100 * us), est(event.StageQueue, left, windowRestSrc(true, noteWaiting(gaugeDefault))),
+			name: "requests waiting, no earlier wait: the rest is an estimated queue", r: headersWithFirstToken(), st: llama, queue: QueueWaiting,
+			want: []event.StageTiming{netOut(100 * us), est(event.StageQueue, left, windowRestSrc(true, noteWaiting(gaugeDefault)+"; "+noteNoFloor)),
+				srv(event.StagePrefill, 12*ms, "llamacpp.timings"), netBack(100 * us), rest(0)},
+		},
+		{
+			name: "requests waiting: the wait beyond the front end's floor is the queue", r: headersWithFirstToken(), st: llama, queue: QueueWaiting,
+			front: FrontEndFloor{Wait: 3 * ms, Requests: 12},
+			want: []event.StageTiming{netOut(100 * us), est(event.StageServerWait, 3*ms, windowRestSrc(true, noteFloor(12, "3ms"))),
+				est(event.StageQueue, left-3*ms, windowRestSrc(true, noteWaiting(gaugeDefault)+"; the wait beyond "+noteFloor(12, "3ms"))),
+				srv(event.StagePrefill, 12*ms, "llamacpp.timings"), netBack(100 * us), rest(0)},
+		},
+		{
+			name: "requests waiting, a wait no longer than the floor: no queue", r: headersWithFirstToken(), st: llama, queue: QueueWaiting,
+			front: FrontEndFloor{Wait: 40 * ms, Requests: 3},
+			want: []event.StageTiming{netOut(100 * us), est(event.StageServerWait, left, windowRestSrc(true, noteFloor(3, "40ms"))),
 				srv(event.StagePrefill, 12*ms, "llamacpp.timings"), netBack(100 * us), rest(0)},
 		},
 		{
@@ -57,7 +71,7 @@ func TestAttributeRestQueue(t *testing.T) {
 		{
 			name: "headers at slot time, requests waiting: the slot wait taken as an estimated queue, no second one", r: clientRequest(), queue: QueueWaiting,
 			st: timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 4 * ms}),
-			want: []event.StageTiming{netOut(100 * us), est(event.StageQueue, 30*ms-200*us, llamaSlotSource(noteWaiting(gaugeDefault))),
+			want: []event.StageTiming{netOut(100 * us), est(event.StageQueue, 30*ms-200*us, llamaSlotSource(noteWaiting(gaugeDefault)+"; "+noteNoFloor)),
 				srv(event.StagePrefill, 4*ms, "llamacpp.timings"), netBack(100 * us), rest(1 * ms)},
 		},
 		{
@@ -70,7 +84,7 @@ func TestAttributeRestQueue(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := Attribute(tc.r, AttributionInput{Server: tc.st, Network: NetworkEstimate{RTT: 200 * us}, ServerKind: "llamacpp", Queue: tc.queue})
+			got := Attribute(tc.r, AttributionInput{Server: tc.st, Network: NetworkEstimate{RTT: 200 * us}, ServerKind: "llamacpp", Queue: tc.queue, FrontEnd: tc.front})
 			want := append(clientPart(), tc.want...)
 			if len(got) != len(want) {
 				t.Fatalf("got %d stages, want %d:\n got %v\nwant %v", len(got), len(want), got, want)
@@ -129,15 +143,22 @@ func TestQueueReadingsDuring(t *testing.T) {
 
 // TestAttributorRestQueueFromGauge: the attributor reads the queue gauge of
 // the samples that passed through it against each request's time at the
-// server.
+// server; the wait of a request that found no queue is the front end's
+// floor, and a later queued request's queue is only its wait beyond it.
 func TestAttributorRestQueueFromGauge(t *testing.T) {
 	t.Parallel()
 	at := time.Unix(1767000000, 0)
 	deferred := func(d time.Duration, n float64) event.Event {
 		return event.NewServer(&event.ServerSample{Time: at.Add(d), Dialect: "llamacpp", Waiting: &n})
 	}
-	request := func(id string, start time.Duration) event.Event {
+	request := func(id string, start, window time.Duration) event.Event {
 		r := headersWithFirstToken()
+		for i, st := range r.Stages {
+			if st.Stage == event.StageWaitHeaders {
+				r.Stages[i].Duration += window - 35*ms
+				r.TTFT += window - 35*ms
+			}
+		}
 		r.ID, r.Start, r.Intended = id, at.Add(start), at.Add(start)
 		r.Server = timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 12 * ms})
 		return event.NewRequest(r)
@@ -145,14 +166,23 @@ func TestAttributorRestQueueFromGauge(t *testing.T) {
 	p := startPipeline(t, AttributorConfig{Server: "llamacpp"})
 	p.send(t, deferred(0, 3))
 	p.next(t)
-	p.send(t, request("queued", 500*ms))
+	p.send(t, request("queued", 500*ms, 35*ms))
 	if got := p.next(t).Request; !hasStage(got, event.StageQueue, event.Estimated) {
 		t.Errorf("with 3 requests deferred: %v, want an estimated queue", got.Breakdown)
 	}
 	p.send(t, deferred(time.Second, 0))
 	p.next(t)
-	p.send(t, request("alone", 1500*ms))
+	p.send(t, request("alone", 1500*ms, 16*ms)) // a 3.8 ms server wait: 16 ms less 12 of prefill and 0.2 of round trip
 	if got := p.next(t).Request; hasStage(got, event.StageQueue, event.Estimated) {
 		t.Errorf("with none deferred: %v, want no queue", got.Breakdown)
+	}
+	p.send(t, deferred(2*time.Second, 5))
+	p.next(t)
+	p.send(t, request("queued after", 2500*ms, 35*ms))
+	got := p.next(t).Request
+	wait, _ := stageOf(got, event.StageServerWait)
+	queue, _ := stageOf(got, event.StageQueue)
+	if wait.Duration != 3800*us || queue.Duration != 35*ms-12*ms-200*us-3800*us {
+		t.Errorf("after a request found no queue in 3.8 ms: server wait %v, queue %v, want 3.8ms and the rest", wait.Duration, queue.Duration)
 	}
 }

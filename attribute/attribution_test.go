@@ -128,6 +128,14 @@ func noteWaiting(gauge string) string {
 	return "taken as queue: " + gauge + " showed requests waiting while this one was at the server"
 }
 
+// noteNoFloor and noteFloor say what a queue split from a server wait
+// rests on: no earlier wait, or the floor of the recent ones.
+const noteNoFloor = "no earlier request found the queue empty to tell the front end apart, so all of it"
+
+func noteFloor(requests int, wait string) string {
+	return fmt.Sprintf("the front end taken as the lowest server wait of the last %d requests that found no queue, %s", requests, wait)
+}
+
 func noteEmpty(gauge string) string {
 	return "not a queue: " + gauge + " showed no request waiting while this one was at the server"
 }

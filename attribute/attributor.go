@@ -150,6 +150,7 @@ type attributorState struct {
 	server    string         // the server kind (AttributorConfig.Server, or the session header's)
 	intervals intervalMemory // the server's interval statistics
 	queue     queueReadings  // the server's recent queue-depth readings
+	frontEnd  frontEndWaits  // the server waits of recent requests that found no queue: the front end's
 	connects  map[string]*connectTimes
 	loading   bool             // the server said it is loading its model, and has not served a request since
 	clock     eventclock.Clock // stamps the attributor's own markers
@@ -421,8 +422,13 @@ func (a *Attributor) finish(st *attributorState, ev event.Event, network Network
 	default:
 		a.noServer.Add(1)
 	}
-	r.Breakdown = Attribute(r, AttributionInput{Server: r.Server, Interval: interval, RecentQueueLimit: st.intervals.queueLimit(),
-		Network: network, ServerKind: st.server, Queue: st.queue.during(atServer(r))})
+	gauge := st.queue.during(atServer(r))
+	var wait *placedWait
+	r.Breakdown, wait = attribute(r, AttributionInput{Server: r.Server, Interval: interval, RecentQueueLimit: st.intervals.queueLimit(),
+		Network: network, ServerKind: st.server, Queue: gauge, FrontEnd: st.frontEnd.floor()})
+	if wait != nil && gauge == QueueEmpty {
+		st.frontEnd.add(wait.wait)
+	}
 	a.attributed.Add(1)
 	return ev
 }
