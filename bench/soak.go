@@ -287,10 +287,11 @@ func FormatCheckpoints(cps []time.Duration) string {
 }
 
 // SoakCheckpoints measures the calling process at each checkpoint (offsets
-// from start): it collects the garbage, reads the live heap and the
-// resident set, and calls emit. It returns after the last checkpoint, or
+// from start): it collects the garbage, reads the live heap (the lowest of
+// readings readings, SoakHeapReadings for the bench) and the resident set,
+// and calls emit. It returns after the last checkpoint, or
 // when ctx ends.
-func SoakCheckpoints(ctx context.Context, name string, start time.Time, checkpoints []time.Duration, tokens func() int64, emit func(SoakPoint)) error {
+func SoakCheckpoints(ctx context.Context, name string, start time.Time, checkpoints []time.Duration, readings int, tokens func() int64, emit func(SoakPoint)) error {
 	for _, cp := range checkpoints {
 		t := time.NewTimer(time.Until(start.Add(cp)))
 		select {
@@ -301,7 +302,7 @@ func SoakCheckpoints(ctx context.Context, name string, start time.Time, checkpoi
 		}
 		at := time.Since(start)
 		n := tokens()
-		heap := liveHeap()
+		heap := liveHeap(readings)
 		rss, err := ReadRSS()
 		if err != nil {
 			return err
@@ -312,7 +313,7 @@ func SoakCheckpoints(ctx context.Context, name string, start time.Time, checkpoi
 }
 
 // liveHeap is what the process keeps whatever it has in flight: the floor
-// of liveReadings readings, each the bytes the collection just forced
+// of n readings liveReadingGap apart, each the bytes the collection just forced
 // found live (runtime/metrics' /gc/heap/live:bytes). MemStats' HeapAlloc
 // read after runtime.GC also counts what the pipeline allocated since that
 // collection ended, several MB at 300k token events/s. And a request in
@@ -321,10 +322,10 @@ func SoakCheckpoints(ctx context.Context, name string, start time.Time, checkpoi
 // from one instant to the next. The readings span several such requests;
 // the lowest is the retained state, which a leak raises as surely as it
 // raises every reading.
-func liveHeap() uint64 {
+func liveHeap(n int) uint64 {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	floor := uint64(0)
-	for i := range liveReadings {
+	for i := range max(n, 1) {
 		if i > 0 {
 			time.Sleep(liveReadingGap)
 		}
@@ -337,10 +338,11 @@ func liveHeap() uint64 {
 	return floor
 }
 
-// liveReadings readings liveReadingGap apart make one checkpoint's heap.
+// SoakHeapReadings readings liveReadingGap apart make one checkpoint's heap
+// in the bench.
 const (
-	liveReadings   = 8
-	liveReadingGap = 150 * time.Millisecond
+	SoakHeapReadings = 8
+	liveReadingGap   = 150 * time.Millisecond
 )
 
 // ReadRSS is this process's resident set (VmRSS in /proc/self/status).

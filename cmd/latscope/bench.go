@@ -280,7 +280,7 @@ func newBenchSoakCaseCmd() *cobra.Command {
 			if profileDir != "" {
 				profile = filepath.Join(profileDir, name+".heap")
 			}
-			return runSoakCase(cmd.Context(), cmd.OutOrStdout(), name, checkpoints, profile)
+			return runSoakCase(cmd.Context(), cmd.OutOrStdout(), name, checkpoints, bench.SoakHeapReadings, profile)
 		},
 	}
 	cmd.Flags().StringVar(&name, "case", "", "the case to run")

@@ -173,7 +173,7 @@ func TestBenchSoakCases(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel() // each case waits out its checkpoints
 			var out bytes.Buffer
-			if err := runSoakCase(context.Background(), &out, name, []time.Duration{500 * time.Millisecond, time.Second}, ""); err != nil {
+			if err := runSoakCase(context.Background(), &out, name, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}, 1, ""); err != nil {
 				t.Fatal(err)
 			}
 			var points int

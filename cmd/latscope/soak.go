@@ -40,7 +40,7 @@ const (
 // checkpoint, each a JSON line on out. It returns after the last one. With
 // a profile path, it writes the heap profile there at the last checkpoint,
 // and beside it one per checkpoint.
-func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []time.Duration, profile string) error {
+func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []time.Duration, heapReadings int, profile string) error {
 	if profile != "" {
 		// The default rate (one sample per 512 KiB) leaves a diff between
 		// two checkpoints within its noise; a finer one costs some speed,
@@ -82,7 +82,7 @@ func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []
 	go func() {
 		defer stop() // the last checkpoint ends the run
 		n := 0
-		measured <- bench.SoakCheckpoints(runCtx, name, time.Now(), checkpoints, srv.Tokens, func(p bench.SoakPoint) {
+		measured <- bench.SoakCheckpoints(runCtx, name, time.Now(), checkpoints, heapReadings, srv.Tokens, func(p bench.SoakPoint) {
 			if err := enc.Encode(p); err != nil && encErr == nil {
 				encErr = fmt.Errorf("soak: write checkpoint: %w", err)
 			}
