@@ -19,6 +19,10 @@ type Session struct {
 	// --name, else its host).
 	Name string `json:"name,omitempty"`
 	Host string `json:"host,omitempty"` // the machine the probe ran on
+	// Region and Shard are an agent's --region and --shard (i/N): where it
+	// measured from and which share of the fleet's load it sent.
+	Region string `json:"region,omitempty"`
+	Shard  string `json:"shard,omitempty"`
 
 	Target     string `json:"target"`                // base URL, credentials removed
 	MetricsURL string `json:"metrics_url,omitempty"` // credentials removed

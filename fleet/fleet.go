@@ -107,11 +107,11 @@ func shift(t time.Time, offset time.Duration) time.Time {
 
 // fleetHeader is the fleet's session header, from the first agent's: its
 // start on the fleet's timeline, its objectives and TTFT basis, but not its
-// target, host or load, which are that agent's alone.
+// target, host, region, shard or load, which are that agent's alone.
 func fleetHeader(h *event.Session, offset time.Duration) *event.Session {
 	out := *h
 	out.Time = shift(h.Time, offset)
-	out.Name, out.Target, out.MetricsURL, out.Host = Name, "", "", ""
+	out.Name, out.Target, out.MetricsURL, out.Host, out.Region, out.Shard = Name, "", "", "", "", ""
 	out.Load = event.Load{Mode: Name, SLO: h.Load.SLO, TTFTBasis: h.Load.TTFTBasis}
 	return &out
 }

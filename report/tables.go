@@ -40,6 +40,8 @@ func overview(rec *Recording) [][2]string {
 	add("File", rec.Path)
 	if h := s.Session; h != nil {
 		add("Session", h.Name)
+		add("Region", h.Region)
+		add("Shard", h.Shard)
 		add("Target", h.Target)
 		server := h.Server
 		if h.Dialect != "" {

@@ -178,6 +178,10 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 	if name != "" {
 		s.header.Name = name
 	}
+	s.header.Region = cfg.Identity.Region
+	if f.shard.Count > 1 {
+		s.header.Shard = cfg.Identity.Shard
+	}
 	m := measurement{
 		pipe:      s.pipelineConfig(),
 		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.offered, SLO: objectives, TTFTBasis: basis},

@@ -236,7 +236,8 @@ func recordedRequests(t *testing.T, path string) (*event.Session, []event.Event)
 // the simulator), the fleet counts the sum of the agents' requests, and
 // its TTFT percentiles are those of the union of the requests the agents
 // recorded, read back from their files: exact, not the agents' percentiles
-// averaged. Each agent's region comes through. Counts are finite and the
+// averaged. Each agent's region comes through, and is in its recording's
+// session header. Counts are finite and the
 // attach ends on the agents' own end: nothing depends on the host's pace.
 func TestAttachFleetIsTheUnionOfTheAgentsRecordings(t *testing.T) {
 	t.Parallel()
@@ -272,6 +273,9 @@ func TestAttachFleetIsTheUnionOfTheAgentsRecordings(t *testing.T) {
 			t.Fatalf("agent %s: %v\n%s", name, a.err, a.stderr.String())
 		}
 		header, reqs := recordedRequests(t, filepath.Join(dir, name+".lsr"))
+		if header.Name != name || header.Region != "region-"+name {
+			t.Errorf("agent %s recorded the session %q of region %q, want its name and region", name, header.Name, header.Region)
+		}
 		if i == 0 {
 			union.Add(event.NewSession(header)) // the agents' TTFT basis, as the fleet takes it
 		}
