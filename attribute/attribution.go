@@ -512,6 +512,11 @@ func plausibleQueue(s *event.ServerSample) (limit time.Duration, what string) {
 	return time.Duration(total), "the interval's queue total"
 }
 
+// slotHeadersSlack is the least time between the end of a request's prefill
+// and its first token that says it waited for a slot after its headers:
+// more than a decode step and the framing of one token take.
+const slotHeadersSlack = 20 * time.Millisecond
+
 // showDuration rounds d for a Source text.
 func showDuration(d time.Duration) string {
 	return d.Round(10 * time.Microsecond).String()
@@ -523,10 +528,15 @@ func showDuration(d time.Duration) string {
 // parsing, tokenization) as well as any queue, so it is a measured server
 // wait, and an (estimated) queue only when the queue gauge showed requests
 // waiting. Nil where the server kind is not known to send its headers at
-// slot time, or where this request shows otherwise: the server's prefill
+// slot time, or where this request shows otherwise. The server's prefill
 // follows the headers, so a first_token shorter than half the reported
 // prefill means the headers left later than the slot (another server
-// version).
+// version). And the first token follows the prefill within a step, so a
+// first_token longer than the prefill by more than the prefill again (and
+// slotHeadersSlack) means the headers left before a slot took the request,
+// which then waited after them: llama-server does that for some requests
+// when its slots are full. Then the wait is the rest of the server window
+// (restQueue), not the wait for the headers.
 func slotWait(r *event.Request, st *event.ServerTiming, kind string, rtt time.Duration, ev queueEvidence) *placedWait {
 	if !HeadersAtSlot(kind) {
 		return nil
@@ -536,7 +546,7 @@ func slotWait(r *event.Request, st *event.ServerTiming, kind string, rtt time.Du
 		return nil
 	}
 	if first, ok := clientStage(r, event.StageFirstToken); ok && st != nil {
-		if prefill, ok := st.Stages[event.StagePrefill]; ok && prefill > 0 && first < prefill/2 {
+		if prefill, ok := st.Stages[event.StagePrefill]; ok && prefill > 0 && (first < prefill/2 || first-prefill > max(prefill, slotHeadersSlack)) {
 			return nil
 		}
 	}

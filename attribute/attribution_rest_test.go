@@ -23,6 +23,22 @@ func headersWithFirstToken() *event.Request {
 	return r
 }
 
+// headersBeforeSlot is clientRequest as llama-server leaves it when it sends
+// the headers at once and the request then waits for a slot: 2 ms for the
+// headers, 33 ms more to the first token.
+func headersBeforeSlot() *event.Request {
+	r := clientRequest()
+	for i, s := range r.Stages {
+		switch s.Stage {
+		case event.StageWaitHeaders:
+			r.Stages[i].Duration = 2 * ms
+		case event.StageFirstToken:
+			r.Stages[i].Duration = 33 * ms
+		}
+	}
+	return r
+}
+
 // TestAttributeRestQueue: a server that reports its prefill but no queue,
 // and whose headers tell nothing (they come with the first token), gets the
 // rest of its server window as an estimated queue only when its queue gauge
@@ -73,6 +89,12 @@ func TestAttributeRestQueue(t *testing.T) {
 			st: timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 4 * ms}),
 			want: []event.StageTiming{netOut(100 * us), est(event.StageQueue, 30*ms-200*us, llamaSlotSource(noteWaiting(gaugeDefault)+"; "+noteNoFloor)),
 				srv(event.StagePrefill, 4*ms, "llamacpp.timings"), netBack(100 * us), rest(1 * ms)},
+		},
+		{
+			name: "headers before a slot took it: the wait after them is the rest of the window", r: headersBeforeSlot(), queue: QueueWaiting,
+			st: timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 4 * ms}),
+			want: []event.StageTiming{netOut(100 * us), est(event.StageQueue, 35*ms-4*ms-200*us, windowRestSrc(true, noteWaiting(gaugeDefault)+"; "+noteNoFloor)),
+				srv(event.StagePrefill, 4*ms, "llamacpp.timings"), netBack(100 * us), rest(0)},
 		},
 		{
 			name: "a server that reports its queue: nothing added", r: headersWithFirstToken(), queue: QueueWaiting,
