@@ -191,12 +191,21 @@ func stallScenario(t *testing.T, tokenizerPool int) stallRun {
 	t.Helper()
 	run := stallRun{flushes: map[string][]time.Time{}, truths: map[string]sim.Truth{}, longID: "long", watch: watchBusy(t)}
 	defer run.watch.done()
-	var mu sync.Mutex
-	ready := make(chan struct{})
-	var once sync.Once
+	var (
+		mu sync.Mutex
+		// frozen is set when the scenario returns: the server may still
+		// flush to, or finish, a request whose client has gone.
+		frozen       bool
+		ready        = make(chan struct{})
+		longFinished = make(chan struct{})
+		once         sync.Once
+	)
 	onFrame := func(f sim.FrameInfo) { // on the server's loop, in flush order
 		mu.Lock()
 		defer mu.Unlock()
+		if frozen {
+			return
+		}
 		run.flushes[f.RequestID] = append(run.flushes[f.RequestID], f.At)
 		started := 0
 		for i := range decodeStreams {
@@ -211,7 +220,13 @@ func stallScenario(t *testing.T, tokenizerPool int) stallRun {
 	onFinish := func(tr sim.Truth) {
 		mu.Lock()
 		defer mu.Unlock()
+		if frozen {
+			return
+		}
 		run.truths[tr.RequestID] = tr
+		if tr.RequestID == run.longID {
+			close(longFinished)
+		}
 	}
 	url := startSim(t, sim.Config{Profile: slowTokenizerProfile(t), TokenizerPool: tokenizerPool, Seed: 1, OnFrame: onFrame, OnFinish: onFinish})
 	client, err := probe.NewClient(probe.ClientConfig{BaseURL: url, Dialect: probe.DialectOpenAIChat, Model: sim.DefaultModel, Timeout: time.Minute})
@@ -258,10 +273,19 @@ func stallScenario(t *testing.T, tokenizerPool int) stallRun {
 		run.markers = append(run.markers, det.Add(r)...)
 	}
 	cancelLong() // done or not, it is a request of the probe's: evidence
-	run.markers = append(run.markers, det.Add(<-longDone)...)
+	longReq := <-longDone
+	run.markers = append(run.markers, det.Add(longReq)...)
 	run.markers = append(run.markers, det.Flush()...)
+	if longReq.OK() { // its truth comes once the server's handler ends, after the client saw the end
+		select {
+		case <-longFinished:
+		case <-ctx.Done():
+			t.Fatal("the long prompt's truth never came")
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
+	frozen = true
 	for _, r := range run.recs {
 		if n := len(run.flushes[r.ID]); n != len(r.Chunks) {
 			t.Fatalf("%s: the server flushed %d content frames, the probe saw %d chunks", r.ID, n, len(r.Chunks))
