@@ -29,9 +29,24 @@ const (
 // DefaultScaleStreams are the stream counts the scale bench runs.
 var DefaultScaleStreams = []int{1000, 5000, 10000}
 
+// The scale bench's load models: a closed loop of N streams, each sending
+// when its last request ended, and an open loop sending at the rate that
+// keeps N requests in flight on the server's schedule (N over one
+// request's length), on time whatever the server does.
+const (
+	ScaleClosed = "closed"
+	ScaleOpen   = "open"
+)
+
+// DefaultScaleLoads are the load models the scale bench runs at each count.
+var DefaultScaleLoads = []string{ScaleClosed, ScaleOpen}
+
 // ScaleConfig says what the scale bench runs.
 type ScaleConfig struct {
-	Streams  []int
+	Streams []int
+	// Loads are the load models run at each count, ScaleClosed and
+	// ScaleOpen (none: closed loop alone).
+	Loads    []string
 	Warmup   time.Duration // per phase, before the measured window
 	Duration time.Duration // the measured window of each phase
 	// Rounds is how many phases each client gets per stream count, in
@@ -50,7 +65,7 @@ type ScaleConfig struct {
 	// Dir holds the phases' frame logs; "" makes a temporary one.
 	Dir string
 	// ProfileDir, when set, gets each phase's CPU profile as
-	// STREAMS-CLIENT-ROUND.cpu (for go tool pprof).
+	// STREAMS-LOAD-CLIENT-ROUND.cpu (for go tool pprof).
 	ProfileDir string
 }
 
@@ -62,6 +77,11 @@ func (c ScaleConfig) Validate() error {
 	for _, n := range c.Streams {
 		if n < 1 || n > maxScaleStreams {
 			return fmt.Errorf("streams must be between 1 and %d, got %d", maxScaleStreams, n)
+		}
+	}
+	for _, l := range c.Loads {
+		if l != ScaleClosed && l != ScaleOpen {
+			return fmt.Errorf("load %q: want %s or %s", l, ScaleClosed, ScaleOpen)
 		}
 	}
 	switch {
@@ -88,6 +108,23 @@ func (c ScaleConfig) requestLength() time.Duration {
 	return c.FirstToken + time.Duration(c.OutputTokens-1)*c.Interval
 }
 
+// loads are the load models to run, closed loop alone when none is named.
+func (c ScaleConfig) loads() []string {
+	if len(c.Loads) == 0 {
+		return []string{ScaleClosed}
+	}
+	return c.Loads
+}
+
+// rate is the open loop's request rate at n streams: n requests in flight
+// on average, each one request's length; 0 for a closed loop.
+func (c ScaleConfig) rate(load string, n int) float64 {
+	if load != ScaleOpen {
+		return 0
+	}
+	return float64(n) / c.requestLength().Seconds()
+}
+
 // ScaleResult is the outcome of a scale run.
 type ScaleResult struct {
 	FirstTokenMs float64     `json:"first_token_ms"`
@@ -105,6 +142,8 @@ type ScaleResult struct {
 // one after the other against a fresh server on the same schedule.
 type ScaleCase struct {
 	Streams int           `json:"streams"`
+	Load    string        `json:"load"`                 // ScaleClosed or ScaleOpen
+	Rate    float64       `json:"rate_per_s,omitempty"` // the open loop's requests/s
 	Clients []ScaleClient `json:"clients"`
 	Ratio   *ScaleRatio   `json:"ratio_probe_to_bare,omitempty"`
 	Checks  []Check       `json:"checks,omitempty"`
@@ -167,33 +206,45 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (ScaleResult, error) {
 		Met: true,
 	}
 	for _, n := range cfg.Streams {
-		c := ScaleCase{Streams: n}
-		tallies := []*scaleTally{newScaleTally(ScaleProbe), newScaleTally(ScaleBare)}
-		order := []*scaleTally{tallies[0], tallies[1]}
-		for round := range max(cfg.Rounds, 1) {
-			if round > 0 {
-				slices.Reverse(order) // who goes first alternates, so drift in the host's load hits both
+		for _, load := range cfg.loads() {
+			c, err := runScaleCase(ctx, cfg, dir, n, load)
+			if err != nil {
+				return res, err
 			}
-			for _, t := range order {
-				if err := ctx.Err(); err != nil {
-					return res, err
-				}
-				runScalePhase(ctx, cfg, dir, round, t, n)
+			for _, ch := range c.Checks {
+				res.Met = res.Met && ch.Met
 			}
+			for _, cl := range c.Clients {
+				res.Met = res.Met && cl.Error == ""
+			}
+			res.Cases = append(res.Cases, c)
 		}
-		for _, t := range tallies {
-			c.Clients = append(c.Clients, t.result())
-		}
-		c.Ratio, c.Checks = scaleChecks(n, c.Clients)
-		for _, ch := range c.Checks {
-			res.Met = res.Met && ch.Met
-		}
-		for _, cl := range c.Clients {
-			res.Met = res.Met && cl.Error == ""
-		}
-		res.Cases = append(res.Cases, c)
 	}
 	return res, ctx.Err()
+}
+
+// runScaleCase runs both clients at n streams under one load model, in
+// rounds, and scores them.
+func runScaleCase(ctx context.Context, cfg ScaleConfig, dir string, n int, load string) (ScaleCase, error) {
+	c := ScaleCase{Streams: n, Load: load, Rate: cfg.rate(load, n)}
+	tallies := []*scaleTally{newScaleTally(ScaleProbe), newScaleTally(ScaleBare)}
+	order := []*scaleTally{tallies[0], tallies[1]}
+	for round := range max(cfg.Rounds, 1) {
+		if round > 0 {
+			slices.Reverse(order) // who goes first alternates, so drift in the host's load hits both
+		}
+		for _, t := range order {
+			if err := ctx.Err(); err != nil {
+				return c, err
+			}
+			runScalePhase(ctx, cfg, dir, round, t, n, load)
+		}
+	}
+	for _, t := range tallies {
+		c.Clients = append(c.Clients, t.result())
+	}
+	c.Ratio, c.Checks = scaleChecks(n, c.Clients)
+	return c, nil
 }
 
 // ChildScaleServer is ScaleConfig.StartServer with the server in a child
@@ -242,8 +293,8 @@ func (t *scaleTally) result() ScaleClient {
 
 // runScalePhase runs one client at n streams against a fresh server and
 // adds it, scored against the server's truth, to t.
-func runScalePhase(ctx context.Context, cfg ScaleConfig, dir string, round int, t *scaleTally, n int) {
-	name := fmt.Sprintf("%d-%s-%d", n, t.row.Client, round)
+func runScalePhase(ctx context.Context, cfg ScaleConfig, dir string, round int, t *scaleTally, n int, load string) {
+	name := fmt.Sprintf("%d-%s-%s-%d", n, load, t.row.Client, round)
 	truthPath := filepath.Join(dir, name+".server")
 	logPath := filepath.Join(dir, name+".client")
 	defer os.Remove(truthPath)
@@ -258,7 +309,7 @@ func runScalePhase(ctx context.Context, cfg ScaleConfig, dir string, round int, 
 		profile = filepath.Join(cfg.ProfileDir, name+".cpu")
 	}
 	run, runErr := cfg.RunClient(ctx, ScaleSpec{
-		Client: t.row.Client, URL: url, Streams: n, Warmup: cfg.Warmup, Duration: cfg.Duration,
+		Client: t.row.Client, URL: url, Streams: n, Rate: cfg.rate(load, n), Warmup: cfg.Warmup, Duration: cfg.Duration,
 		Drain: cfg.requestLength() + scaleDrainSlack, OutputTokens: cfg.OutputTokens, LogPath: logPath, CPUProfile: profile,
 	})
 	stopErr := stop()
@@ -407,22 +458,23 @@ func scaleChecks(n int, rows []ScaleClient) (*ScaleRatio, []Check) {
 // WriteScaleTable writes the result as a human table.
 func WriteScaleTable(w io.Writer, r ScaleResult) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "bench scale: closed loop, server in a child process streaming %d tokens per request, first after %gms, then one every %gms (%g tokens/s scheduled per stream)\n",
+	fmt.Fprintf(&b, "bench scale: server in a child process streaming %d tokens per request, first after %gms, then one every %gms (%g tokens/s scheduled per stream)\n",
 		r.OutputTokens, r.FirstTokenMs, r.IntervalMs, 1000/r.IntervalMs)
+	b.WriteString("load: closed, N streams each sending when its last request ended; open, requests at N over one request's length per second (N in flight on average), on schedule\n")
 	fmt.Fprintf(&b, "each client in its own process, one after the other, %d round(s) alternating who goes first: %gs warm-up, %gs measured each\n",
 		r.Rounds, r.WarmupS, r.DurationS)
 	b.WriteString("|error| of each client's arrival times against the server's flush time of each frame, in µs; RSS in MB (10^6 bytes)\n")
 	b.WriteString("cut: requests the run's end cut short after the drain (the host fell behind the schedule), apart from failed\n\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "streams\tclient\treqs\tfailed\tcut\tmismatch\ttok/s\tCPU µs/tok\tpeak RSS\tRSS@end\tTTFT p50\tTTFT p99\tITL p50\tITL p99\t")
+	fmt.Fprintln(tw, "streams\tload\tclient\treqs\tfailed\tcut\tmismatch\ttok/s\tCPU µs/tok\tpeak RSS\tRSS@end\tTTFT p50\tTTFT p99\tITL p50\tITL p99\t")
 	for _, c := range r.Cases {
 		for _, cl := range c.Clients {
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", c.Streams, cl.Client,
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", c.Streams, c.loadText(), cl.Client,
 				cl.Requests, cl.Failed, cl.Cut, cl.Mismatched, cl.EventsPerSec, cl.CPUUsPerToken, float64(cl.PeakRSS)/1e6, float64(cl.EndRSS)/1e6,
 				cl.TTFT.P50Us, cl.TTFT.P99Us, cl.ITL.P50Us, cl.ITL.P99Us)
 		}
 		if c.Ratio != nil {
-			fmt.Fprintf(tw, "%d\tprobe/bare\t\t\t\t\t\t\t\t\t%s\t%s\t%s\t%s\t\n", c.Streams, c.Ratio.TTFTP50, c.Ratio.TTFTP99, c.Ratio.ITLP50, c.Ratio.ITLP99)
+			fmt.Fprintf(tw, "%d\t%s\tprobe/bare\t\t\t\t\t\t\t\t\t%s\t%s\t%s\t%s\t\n", c.Streams, c.loadText(), c.Ratio.TTFTP50, c.Ratio.TTFTP99, c.Ratio.ITLP50, c.Ratio.ITLP99)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -431,7 +483,7 @@ func WriteScaleTable(w io.Writer, r ScaleResult) error {
 	for _, c := range r.Cases {
 		for _, cl := range c.Clients {
 			if cl.Error != "" {
-				fmt.Fprintf(&b, "%d streams, %s: MISSED: %s\n", c.Streams, cl.Client, cl.Error)
+				fmt.Fprintf(&b, "%d streams, %s loop, %s: MISSED: %s\n", c.Streams, c.load(), cl.Client, cl.Error)
 			}
 		}
 	}
@@ -450,7 +502,7 @@ func WriteScaleTable(w io.Writer, r ScaleResult) error {
 			if !ch.Met {
 				mark = "MISSED"
 			}
-			fmt.Fprintf(&b, "  %d streams: %s %s (%s) %s\n", c.Streams, ch.Name, ch.Value, ch.Target, mark)
+			fmt.Fprintf(&b, "  %d streams, %s loop: %s %s (%s) %s\n", c.Streams, c.load(), ch.Name, ch.Value, ch.Target, mark)
 		}
 	}
 	if !judged {
@@ -463,6 +515,23 @@ func WriteScaleTable(w io.Writer, r ScaleResult) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// load is the case's load model; a result written before open loops were
+// measured has none, and was a closed loop.
+func (c ScaleCase) load() string {
+	if c.Load == "" {
+		return ScaleClosed
+	}
+	return c.Load
+}
+
+// loadText is the load model for the table: "closed", or "open 317/s".
+func (c ScaleCase) loadText() string {
+	if c.load() == ScaleOpen {
+		return fmt.Sprintf("open %.0f/s", c.Rate)
+	}
+	return c.load()
 }
 
 // fileLimit is the smallest open-file limit a client process reported.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/latscope/latscope/probe"
 )
 
 // The scale bench's two clients.
@@ -24,9 +26,12 @@ const (
 // ScaleSpec is one measured phase of the scale bench: one client at one
 // number of streams, against one server, in a process of its own.
 type ScaleSpec struct {
-	Client       string // ScaleProbe or ScaleBare
-	URL          string
-	Streams      int
+	Client  string // ScaleProbe or ScaleBare
+	URL     string
+	Streams int
+	// Rate, when set, makes the phase an open loop: requests at Rate per
+	// second on a fixed schedule, Streams of them in flight on average.
+	Rate         float64
 	Warmup       time.Duration // streams run, unmeasured, this long first
 	Duration     time.Duration // then the measured window
 	Drain        time.Duration // then requests in flight may finish for this long
@@ -130,24 +135,55 @@ func sleepUntilCtx(ctx context.Context, t time.Time) error {
 // scalePromptWords is the prompt length both clients send.
 const scalePromptWords = 16
 
-// DriveBare is the ScaleDriver of the bare client: spec.Streams goroutines
-// on one transport, each sending a request as soon as its last one ended.
+// DriveBare is the ScaleDriver of the bare client: in a closed loop,
+// spec.Streams goroutines on one transport, each sending a request as soon
+// as its last one ended; in an open loop (spec.Rate), a request every
+// 1/Rate seconds, each on a goroutine of its own, at most
+// probe.DefaultMaxInFlight at once as the probe's open loop allows (past
+// it a request goes out late, as the probe's does).
 func DriveBare(model string) ScaleDriver {
 	return func(ctx context.Context, spec ScaleSpec, runFor time.Duration, clock Clock, log *FrameLogWriter) error {
 		c := NewBareClient(spec.URL, model, &http.Client{Transport: NewTransport()})
 		stopAt := time.Now().Add(runFor)
 		prompt := BuildPrompt(scalePromptWords)
+		send := func(id string) {
+			// A request that starts before stopAt may run into the drain.
+			rctx, cancel := context.WithDeadline(ctx, stopAt.Add(spec.Drain))
+			tr := c.Stream(rctx, StreamRequest{ID: id, Prompt: prompt, PromptTokens: scalePromptWords, OutputTokens: spec.OutputTokens})
+			cut := errors.Is(rctx.Err(), context.DeadlineExceeded)
+			cancel()
+			log.Write(TraceFrameLog(clock, id, tr, cut))
+		}
 		var wg sync.WaitGroup
+		if spec.Rate > 0 {
+			every := time.Duration(float64(time.Second) / spec.Rate)
+			slots := make(chan struct{}, probe.DefaultMaxInFlight)
+			next := time.Now()
+			for seq := 0; ctx.Err() == nil && next.Before(stopAt); seq++ {
+				if !sleepUntil(ctx, next) {
+					break
+				}
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+				}
+				if ctx.Err() != nil {
+					break
+				}
+				id := "bare-" + strconv.Itoa(seq)
+				wg.Go(func() {
+					defer func() { <-slots }()
+					send(id)
+				})
+				next = next.Add(every)
+			}
+			wg.Wait()
+			return ctx.Err()
+		}
 		for w := range spec.Streams {
 			wg.Go(func() {
 				for seq := 0; ctx.Err() == nil && time.Now().Before(stopAt); seq++ {
-					id := "bare-" + strconv.Itoa(w) + "-" + strconv.Itoa(seq)
-					// A request that starts before stopAt may run into the drain.
-					rctx, cancel := context.WithDeadline(ctx, stopAt.Add(spec.Drain))
-					tr := c.Stream(rctx, StreamRequest{ID: id, Prompt: prompt, PromptTokens: scalePromptWords, OutputTokens: spec.OutputTokens})
-					cut := errors.Is(rctx.Err(), context.DeadlineExceeded)
-					cancel()
-					log.Write(TraceFrameLog(clock, id, tr, cut))
+					send("bare-" + strconv.Itoa(w) + "-" + strconv.Itoa(seq))
 				}
 			})
 		}
@@ -161,6 +197,7 @@ func DriveBare(model string) ScaleDriver {
 func ScaleCaseArgs(spec ScaleSpec) []string {
 	return []string{
 		"--client", spec.Client, "--url", spec.URL, "--streams", strconv.Itoa(spec.Streams),
+		"--rate", strconv.FormatFloat(spec.Rate, 'g', -1, 64),
 		"--warmup", spec.Warmup.String(), "--duration", spec.Duration.String(), "--drain", spec.Drain.String(),
 		"--output-tokens", strconv.Itoa(spec.OutputTokens), "--log", spec.LogPath,
 		"--cpu-profile", spec.CPUProfile,

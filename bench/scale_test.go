@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -35,6 +36,7 @@ func TestScaleConfigValidate(t *testing.T) {
 		{func(c *ScaleConfig) { c.FirstToken = -1 }, "first token"},
 		{func(c *ScaleConfig) { c.OutputTokens = 1 }, "output tokens"},
 		{func(c *ScaleConfig) { c.RunClient = nil }, "no server or client"},
+		{func(c *ScaleConfig) { c.Loads = []string{ScaleClosed, "sideways"} }, `load "sideways"`},
 	} {
 		c := ok
 		tt.change(&c)
@@ -146,6 +148,43 @@ func TestRunScaleScores(t *testing.T) {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, out.String())
 		}
+	}
+}
+
+// TestRunScaleOpenLoopRate: each load model is its own case, and the open
+// loop's phases get the rate that keeps the streams in flight on the
+// server's schedule (1,000 streams over 50 ms + 31 × 100 ms: 317.5/s).
+func TestRunScaleOpenLoopRate(t *testing.T) {
+	t.Parallel()
+	var rates []float64
+	cfg := ScaleConfig{
+		Streams: []int{1000}, Loads: []string{ScaleClosed, ScaleOpen}, Duration: time.Second,
+		FirstToken: 50 * time.Millisecond, Interval: 100 * time.Millisecond, OutputTokens: 32, Dir: t.TempDir(),
+		StartServer: func(context.Context, string) (string, func() error, error) {
+			return "http://server", func() error { return nil }, nil
+		},
+		RunClient: func(_ context.Context, spec ScaleSpec) (ScaleRun, error) {
+			rates = append(rates, spec.Rate)
+			return ScaleRun{}, errors.New("not run")
+		},
+	}
+	res, err := RunScale(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Cases) != 2 || res.Cases[0].Load != ScaleClosed || res.Cases[1].Load != ScaleOpen {
+		t.Fatalf("cases %+v: want closed, then open", res.Cases)
+	}
+	want := 1000 / 3.15
+	if len(rates) != 4 || rates[0] != 0 || rates[1] != 0 || math.Abs(rates[2]-want) > 1e-9 || rates[3] != rates[2] || res.Cases[1].Rate != rates[2] {
+		t.Errorf("phase rates %v, open case %g/s: want 0, 0, then %.1f/s for both clients", rates, res.Cases[1].Rate, want)
+	}
+	var table strings.Builder
+	if err := WriteScaleTable(&table, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "open 317/s") || !strings.Contains(table.String(), "1000 streams, open loop, probe: MISSED: not run") {
+		t.Errorf("table lacks the open loop's rate or its phase's error:\n%s", table.String())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -40,6 +41,7 @@ func newBenchScaleCmd() *cobra.Command { return newBenchScaleCmdWith(selfLaunche
 func newBenchScaleCmdWith(launcher scaleLauncher) *cobra.Command {
 	cfg := bench.ScaleConfig{
 		Streams:      slices.Clone(bench.DefaultScaleStreams),
+		Loads:        slices.Clone(bench.DefaultScaleLoads),
 		Warmup:       5 * time.Second,
 		Duration:     10 * time.Second,
 		Rounds:       2,
@@ -59,9 +61,11 @@ schedule (the first token --first-token after a request arrives, then one every
 own, one after the other, each against a fresh server: --warmup unmeasured,
 then --duration measured, then the requests in flight finish; --rounds times,
 alternating which client goes first, so that a change in the host's load hits
-both.
+both. Each count runs under each of --loads: closed, N streams each sending
+when its last request ended; open, requests on a fixed schedule at N over one
+request's length per second, so that N are in flight on average.
 
-It prints, per stream count and client: requests, token events/s and CPU per
+It prints, per stream count, load and client: requests, token events/s and CPU per
 token event in the window, the process's peak resident set (VmHWM) and its
 resident set at the end of the window, and the p50 and p99 |error| of TTFT and
 ITL against the server's flush times, with the ratio probe/bare. Targets: the
@@ -72,7 +76,8 @@ Each client process raises its open-file limit to the hard limit and stops,
 saying so, when that is still too low for the streams asked for.`,
 		Example: `  latscope bench scale
   latscope bench scale --streams 1000 --duration 20s --rounds 4
-  latscope bench scale --cpu-profile-dir /tmp/prof   # then: go tool pprof -top latscope /tmp/prof/10000-probe-0.cpu`,
+  latscope bench scale --streams 1000 --loads open
+  latscope bench scale --cpu-profile-dir /tmp/prof   # then: go tool pprof -top latscope /tmp/prof/10000-closed-probe-0.cpu`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			launch, err := launcher(cmd)
@@ -95,6 +100,7 @@ saying so, when that is still too low for the streams asked for.`,
 	}
 	f := cmd.Flags()
 	f.IntSliceVar(&cfg.Streams, "streams", cfg.Streams, "concurrent streams, one count after the other")
+	f.StringSliceVar(&cfg.Loads, "loads", cfg.Loads, "load models at each count: closed (streams sending back to back), open (a fixed rate keeping that many in flight)")
 	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured time before each phase's window, while the connections open")
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measured time per client per count per round")
 	f.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "phases per client per count, alternating who goes first (errors pooled)")
@@ -102,7 +108,7 @@ saying so, when that is still too low for the streams asked for.`,
 	f.DurationVar(&cfg.Interval, "interval", cfg.Interval, "the server's time between tokens (streams/interval is the token rate)")
 	f.IntVar(&cfg.OutputTokens, "output-tokens", cfg.OutputTokens, "tokens per request")
 	f.BoolVar(&asJSON, "json", false, "print machine-readable JSON instead of a table")
-	f.StringVar(&cfg.ProfileDir, "cpu-profile-dir", "", "write each client process's CPU profile to DIR/STREAMS-CLIENT.cpu (go tool pprof)")
+	f.StringVar(&cfg.ProfileDir, "cpu-profile-dir", "", "write each client process's CPU profile to DIR/STREAMS-LOAD-CLIENT-ROUND.cpu (go tool pprof)")
 	return cmd
 }
 
@@ -131,6 +137,8 @@ func newBenchScaleCaseCmd() *cobra.Command {
 				return errors.New("--url and --log are required")
 			case spec.Streams < 1:
 				return fmt.Errorf("--streams %d: want 1 or more", spec.Streams)
+			case spec.Rate < 0 || math.IsNaN(spec.Rate) || math.IsInf(spec.Rate, 0):
+				return fmt.Errorf("--rate %g: want 0 (closed loop) or a positive rate", spec.Rate)
 			case spec.Duration <= 0 || spec.Warmup < 0 || spec.Drain < 0:
 				return errors.New("--duration must be positive, --warmup and --drain not negative")
 			case spec.OutputTokens < 1:
@@ -154,6 +162,7 @@ func newBenchScaleCaseCmd() *cobra.Command {
 	f.StringVar(&spec.Client, "client", "", "probe or bare")
 	f.StringVar(&spec.URL, "url", "", "the server's base URL")
 	f.IntVar(&spec.Streams, "streams", 1, "concurrent streams")
+	f.Float64Var(&spec.Rate, "rate", 0, "requests per second on a fixed schedule (open loop); 0: a closed loop of --streams")
 	f.DurationVar(&spec.Warmup, "warmup", 0, "unmeasured time first")
 	f.DurationVar(&spec.Duration, "duration", time.Second, "measured time")
 	f.DurationVar(&spec.Drain, "drain", 10*time.Second, "time the requests in flight at the end may take to finish")
@@ -190,6 +199,9 @@ func driveScaleProbe(ctx context.Context, spec bench.ScaleSpec, runFor time.Dura
 		arrival: probe.ArrivalPoisson, burstiness: 1, duration: runFor, drain: spec.Drain,
 		timeout: runFor + spec.Drain, maxEventBytes: probe.DefaultMaxEventBytes, noTUI: true, window: "10s",
 		noMetrics: true, noGPU: true,
+	}
+	if spec.Rate > 0 { // on the bare client's schedule: one request every 1/rate
+		f.rate, f.arrival = spec.Rate, probe.ArrivalConstant
 	}
 	if err := f.seed.Set("1"); err != nil {
 		return err

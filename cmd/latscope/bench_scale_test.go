@@ -34,8 +34,9 @@ func testBinaryLauncher(t *testing.T) scaleLauncher {
 
 // TestBenchScaleSmoke runs `bench scale` as it runs for real, children and
 // all (the server, the probe as run builds it, the bare client), at 20
-// streams for 2 s, and checks the shape of what it reports. The figures of
-// so small a run are not checked: speed is measured, not asserted.
+// streams for half a second, closed and open loop (the table: open loop
+// alone), and checks the shape of what it reports. The figures of so small
+// a run are not checked: speed is measured, not asserted.
 func TestBenchScaleSmoke(t *testing.T) {
 	t.Parallel()
 	for _, asJSON := range []bool{true, false} {
@@ -48,6 +49,8 @@ func TestBenchScaleSmoke(t *testing.T) {
 			"--first-token", "10ms", "--interval", "20ms", "--output-tokens", "4", "--rounds", "1"}
 		if asJSON {
 			args = append(args, "--json")
+		} else {
+			args = append(args, "--loads", "open")
 		}
 		cmd.SetArgs(args)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -57,7 +60,8 @@ func TestBenchScaleSmoke(t *testing.T) {
 			t.Fatalf("bench scale: %v\n%s", err, out.String())
 		}
 		if !asJSON {
-			for _, s := range []string{"streams", "client", "peak RSS", "RSS@end", "TTFT p99", "ITL p99", "probe/bare", "nothing judged", "all targets met"} {
+			// 20 streams on a 70 ms schedule: 286 requests/s.
+			for _, s := range []string{"streams", "load", "open 286/s", "client", "peak RSS", "RSS@end", "TTFT p99", "ITL p99", "probe/bare", "nothing judged", "all targets met"} {
 				if !strings.Contains(out.String(), s) {
 					t.Errorf("table lacks %q:\n%s", s, out.String())
 				}
@@ -68,13 +72,19 @@ func TestBenchScaleSmoke(t *testing.T) {
 		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 			t.Fatalf("output is not JSON: %v\n%s", err, out.String())
 		}
-		if len(res.Cases) != 1 || res.Cases[0].Streams != 20 || len(res.Cases[0].Clients) != 2 || !res.Met {
-			t.Fatalf("want one 20-stream case with two clients, met:\n%s", out.String())
+		if len(res.Cases) != 2 || !res.Met {
+			t.Fatalf("want two 20-stream cases, closed and open, met:\n%s", out.String())
 		}
-		for i, want := range []string{bench.ScaleProbe, bench.ScaleBare} {
-			c := res.Cases[0].Clients[i]
-			if c.Client != want || c.Error != "" || c.PeakRSS == 0 || c.EndRSS == 0 || c.PeakRSS < c.EndRSS {
-				t.Errorf("client %d: %+v, want %s with its RSS and no error", i, c, want)
+		for j, load := range []string{bench.ScaleClosed, bench.ScaleOpen} {
+			cs := res.Cases[j]
+			if cs.Streams != 20 || cs.Load != load || len(cs.Clients) != 2 || (load == bench.ScaleOpen) != (cs.Rate > 0) {
+				t.Fatalf("case %d: %d streams, %s loop at %g/s, %d clients; want 20 streams, %s loop, two clients", j, cs.Streams, cs.Load, cs.Rate, len(cs.Clients), load)
+			}
+			for i, want := range []string{bench.ScaleProbe, bench.ScaleBare} {
+				c := cs.Clients[i]
+				if c.Client != want || c.Error != "" || c.Requests == 0 || c.PeakRSS == 0 || c.EndRSS == 0 || c.PeakRSS < c.EndRSS {
+					t.Errorf("%s loop, client %d: %+v, want %s with requests, its RSS and no error", load, i, c, want)
+				}
 			}
 		}
 	}
