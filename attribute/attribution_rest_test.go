@@ -7,37 +7,33 @@ import (
 	"github.com/latscope/latscope/event"
 )
 
-// headersWithFirstToken is clientRequest as a server that sends its headers
-// with the first token (the newer llama-server) leaves it: the whole 35 ms
-// server window is the wait for the headers.
-func headersWithFirstToken() *event.Request {
+// splitWindow is clientRequest with a server window of headers (the wait
+// for the headers) and then first more to the first token, its TTFT
+// following.
+func splitWindow(headers, first time.Duration) *event.Request {
 	r := clientRequest()
 	for i, s := range r.Stages {
 		switch s.Stage {
 		case event.StageWaitHeaders:
-			r.Stages[i].Duration = 34950 * us
+			r.TTFT += headers - s.Duration
+			r.Stages[i].Duration = headers
 		case event.StageFirstToken:
-			r.Stages[i].Duration = 50 * us
+			r.TTFT += first - s.Duration
+			r.Stages[i].Duration = first
 		}
 	}
 	return r
 }
 
+// headersWithFirstToken is clientRequest as a server that sends its headers
+// with the first token (the newer llama-server) leaves it: the whole 35 ms
+// server window is the wait for the headers.
+func headersWithFirstToken() *event.Request { return splitWindow(34950*us, 50*us) }
+
 // headersBeforeSlot is clientRequest as llama-server leaves it when it sends
 // the headers at once and the request then waits for a slot: 2 ms for the
 // headers, 33 ms more to the first token.
-func headersBeforeSlot() *event.Request {
-	r := clientRequest()
-	for i, s := range r.Stages {
-		switch s.Stage {
-		case event.StageWaitHeaders:
-			r.Stages[i].Duration = 2 * ms
-		case event.StageFirstToken:
-			r.Stages[i].Duration = 33 * ms
-		}
-	}
-	return r
-}
+func headersBeforeSlot() *event.Request { return splitWindow(2*ms, 33*ms) }
 
 // TestAttributeRestQueue: a server that reports its prefill but no queue,
 // and whose headers tell nothing (they come with the first token), gets the
@@ -174,13 +170,7 @@ func TestAttributorRestQueueFromGauge(t *testing.T) {
 		return event.NewServer(&event.ServerSample{Time: at.Add(d), Dialect: "llamacpp", Waiting: &n})
 	}
 	request := func(id string, start, window time.Duration) event.Event {
-		r := headersWithFirstToken()
-		for i, st := range r.Stages {
-			if st.Stage == event.StageWaitHeaders {
-				r.Stages[i].Duration += window - 35*ms
-				r.TTFT += window - 35*ms
-			}
-		}
+		r := splitWindow(window-50*us, 50*us) // headers with the first token
 		r.ID, r.Start, r.Intended = id, at.Add(start), at.Add(start)
 		r.Server = timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 12 * ms})
 		return event.NewRequest(r)
