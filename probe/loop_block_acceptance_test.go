@@ -22,8 +22,9 @@ import (
 	"github.com/latscope/latscope/sim"
 )
 
-// loopBlockRun streams four long decodes and sends long prompts one after
-// another through them, then feeds every record to a stall detector.
+// loopBlockRun streams four long decodes and, once they all decode, sends
+// long prompts one after another through them, then feeds every record to
+// a stall detector.
 type loopBlockRun struct {
 	blocks  []window // the truth's loop-blocked stretches
 	normal  time.Duration
@@ -35,9 +36,28 @@ func loopBlockScenario(t *testing.T, pool, longPrompts int) loopBlockRun {
 	t.Helper()
 	run := loopBlockRun{watch: watchBusy(t)}
 	defer run.watch.done()
-	var mu sync.Mutex
-	var truths []sim.Truth
-	url := startSim(t, sim.Config{Profile: slowTokenizerProfile(t), TokenizerPool: pool, Seed: 1,
+	var (
+		mu     sync.Mutex
+		truths []sim.Truth
+		frames = map[string]int{}
+		ready  = make(chan struct{})
+		once   sync.Once
+	)
+	onFrame := func(f sim.FrameInfo) { // on the server's loop, in flush order
+		mu.Lock()
+		defer mu.Unlock()
+		frames[f.RequestID]++
+		started := 0
+		for i := range decodeStreams {
+			if frames[decodeID(i)] >= 40 {
+				started++
+			}
+		}
+		if started == decodeStreams {
+			once.Do(func() { close(ready) })
+		}
+	}
+	url := startSim(t, sim.Config{Profile: slowTokenizerProfile(t), TokenizerPool: pool, Seed: 1, OnFrame: onFrame,
 		OnFinish: func(tr sim.Truth) { mu.Lock(); truths = append(truths, tr); mu.Unlock() }})
 	client, err := probe.NewClient(probe.ClientConfig{BaseURL: url, Dialect: probe.DialectOpenAIChat, Model: sim.DefaultModel, Timeout: time.Minute})
 	if err != nil {
@@ -54,18 +74,32 @@ func loopBlockScenario(t *testing.T, pool, longPrompts int) loopBlockRun {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The detector is told of each request as it goes out, as the Runner
+	// tells it: a stall waits for the records of the requests then in
+	// flight, which may hold its evidence.
 	det := probe.NewStallDetector(probe.StallConfig{})
 	decoding := make(chan *event.Request, decodeStreams)
 	for i := range decodeStreams {
+		det.Sent(decodeID(i), time.Now())
 		go func() {
 			p, pt, ot := short.Next(uint64(i))
 			decoding <- client.Do(ctx, probe.RequestSpec{ID: decodeID(i), Prompt: p, PromptTokens: pt, OutputTokens: ot})
 		}()
 	}
+	// Send the long prompts once every stream decodes (an event, not a
+	// sleep): a block before the streams' first tokens is no gap of
+	// theirs, so nothing could find it.
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		t.Fatal("the decode streams never got going")
+	}
 	var longRecs []*event.Request
 	for i := range longPrompts {
 		p, pt, ot := long.Next(uint64(i))
-		r := client.Do(ctx, probe.RequestSpec{ID: fmt.Sprint("long-", i), Prompt: p, PromptTokens: pt, OutputTokens: ot})
+		id := fmt.Sprint("long-", i)
+		det.Sent(id, time.Now())
+		r := client.Do(ctx, probe.RequestSpec{ID: id, Prompt: p, PromptTokens: pt, OutputTokens: ot})
 		if !r.OK() {
 			t.Fatalf("long prompt %d: %s %s", i, r.Outcome, r.Error)
 		}

@@ -170,34 +170,43 @@ type stallGap struct {
 	from, to time.Time
 	median   time.Duration // the stream's median gap
 	strong   bool
-	resume   resumption // how the stream came back at to
+	// burst: the stream's tokens came in a burst as it resumed (see
+	// heldBurst), decided from its reads when the gap is found, so the
+	// detector keeps no chunk times: a request of 65,536 tokens costs
+	// what one of 10 does.
+	burst bool
 	// settled: its hold has passed and it made no stall with the loose
 	// gaps then; a later gap that overlaps it is looked at on its own.
 	settled bool
 }
 
-// resumption is how a stream came back after one of its unusual gaps: the
-// tokens of the read that ended it and when its next read came. It is all
-// that burstAfter needs of the stream's arrivals (a stall lies inside each
-// member's gap, so the stream's first arrival after the stall is the read
-// that ended the gap), and keeping just this instead of every chunk's
-// arrival time keeps the detector's evidence a fixed size per request:
-// a request of 65,536 tokens costs what one of 10 does.
-type resumption struct {
-	tokens int       // tokens of the chunks in the read that ended the gap
-	next   time.Time // the stream's next read (zero: none)
-}
+// burstWindow is how many of a stream's normal gaps after it resumes the
+// burst test looks over.
+const burstWindow = 2
 
-// resumeAt is a resumption and when it began: the end of the gap.
-type resumeAt struct {
-	at time.Time
-	resumption
-}
-
-// burst reports whether the stream's tokens came in a burst as it resumed
-// at at: at least two within within of it.
-func (r resumption) burst(at time.Time, within time.Duration) bool {
-	return r.tokens >= 2 || !r.next.IsZero() && !r.next.After(at.Add(within))
+// heldBurst reports whether the stream, resuming with the read at resume,
+// got ahead of its own cadence by a read's worth of tokens (typical)
+// within burstWindow normal gaps (median): more tokens by some read than
+// one read's worth at the resumption plus one per normal gap since. A
+// front end that held the frames while the engine kept decoding releases
+// the pause's tokens on top of the cadence, at once or over a few
+// milliseconds as it works through its backlog (or as the probe gets to
+// them); a pause of the engine itself ends with its next token alone, and
+// the ones after come a normal gap apart.
+func heldBurst(reads []time.Duration, tokens []int, resume int, median time.Duration, typical int) bool {
+	if median <= 0 {
+		return tokens[resume] >= 2*typical
+	}
+	start := reads[resume]
+	got := 0
+	for j := resume; j < len(reads) && reads[j]-start < burstWindow*median; j++ {
+		got += tokens[j]
+		cadence := float64(typical) * (1 + float64(reads[j]-start)/float64(median))
+		if float64(got)-cadence >= float64(typical) {
+			return true
+		}
+	}
+	return false
 }
 
 // stallGroup is a set of streams that were all paused during [from, to],
@@ -206,7 +215,7 @@ type stallGroup struct {
 	from, to time.Time
 	ids      []string            // members in order of joining
 	index    map[string]struct{} // ids, once there are more than indexFrom
-	resumes  []resumeAt          // with ids: how each member came back from its gap
+	bursts   []bool              // with ids: whether each member resumed in a burst
 	medians  []time.Duration
 	strong   int
 	longest  time.Duration
@@ -242,11 +251,11 @@ func NewStallDetector(cfg StallConfig) *StallDetector {
 	}
 	groups := make([]stallGroup, cfg.MaxGaps)
 	ids := make([]string, cfg.MaxGaps*groupSlots)
-	resumes := make([]resumeAt, cfg.MaxGaps*groupSlots)
+	bursts := make([]bool, cfg.MaxGaps*groupSlots)
 	medians := make([]time.Duration, cfg.MaxGaps*groupSlots)
 	for i := range groups {
 		from, to := i*groupSlots, (i+1)*groupSlots
-		groups[i] = stallGroup{ids: ids[from:from:to], resumes: resumes[from:from:to], medians: medians[from:from:to]}
+		groups[i] = stallGroup{ids: ids[from:from:to], bursts: bursts[from:from:to], medians: medians[from:from:to]}
 		d.free[i] = &groups[i]
 	}
 	return d
@@ -263,7 +272,7 @@ func (d *StallDetector) newGroup(from, to time.Time) *stallGroup {
 	d.free = d.free[:n-1]
 	clear(s.ids) // let the ids' strings go
 	// A large stall's index goes with it rather than stay in the pool.
-	*s = stallGroup{from: from, to: to, ids: s.ids[:0], resumes: s.resumes[:0], medians: s.medians[:0]}
+	*s = stallGroup{from: from, to: to, ids: s.ids[:0], bursts: s.bursts[:0], medians: s.medians[:0]}
 	return s
 }
 
@@ -415,7 +424,7 @@ func (s *stallGroup) join(g stallGap, narrow bool) {
 			s.index[id] = struct{}{}
 		}
 	}
-	s.resumes = append(s.resumes, resumeAt{at: g.to, resumption: g.resume})
+	s.bursts = append(s.bursts, g.burst)
 	s.medians = append(s.medians, g.median)
 	if g.strong {
 		s.strong++
@@ -663,6 +672,7 @@ func unusualGaps(r *event.Request, cfg StallConfig) []stallGap {
 		gaps[i] = reads[i+1] - reads[i]
 	}
 	median := medianOf(slices.Clone(gaps))
+	typical := max(medianInt(slices.Clone(tokens)), 1)
 	strongAbove := max(time.Duration(cfg.Factor*float64(median)), cfg.MinGap)
 	weakFrom := max(time.Duration(cfg.WeakFactor*float64(median)), median+cfg.MinExcess)
 	id := streamID(r)
@@ -672,15 +682,11 @@ func unusualGaps(r *event.Request, cfg StallConfig) []stallGap {
 		if !strong && gap < weakFrom {
 			continue
 		}
-		g := stallGap{
+		out = append(out, stallGap{
 			id: id, from: r.Start.Add(reads[i]), to: r.Start.Add(reads[i+1]),
 			median: median, strong: strong,
-			resume: resumption{tokens: tokens[i+1]},
-		}
-		if i+2 < len(reads) {
-			g.resume.next = r.Start.Add(reads[i+2])
-		}
-		out = append(out, g)
+			burst: heldBurst(reads, tokens, i+1, median, typical),
+		})
 	}
 	return out
 }
@@ -709,6 +715,16 @@ func readTimes(r *event.Request) []time.Duration {
 		}
 	}
 	return out
+}
+
+// medianInt returns the median of xs (sorted in place; the upper one of
+// an even count).
+func medianInt(xs []int) int {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }
 
 // medianOf returns the median of ds (sorted in place).

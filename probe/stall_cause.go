@@ -22,9 +22,9 @@ type reqFacts struct {
 	frontEnd interval
 	prefill  interval
 	// No chunk arrival times: they grow with the tokens streamed, and the
-	// one use of them (burstAfter) reads each stall member's resumption,
-	// kept with its gap. A reqFacts is a fixed size, so MaxRequests bounds
-	// the evidence's bytes, whatever the token rate.
+	// one use of them (whether a stream resumed in a burst) is decided when
+	// its gap is found and kept with it. A reqFacts is a fixed size, so
+	// MaxRequests bounds the evidence's bytes, whatever the token rate.
 }
 
 // pastFrontEnd is when f was done with the server's front end, as far as
@@ -115,7 +115,7 @@ func (d *StallDetector) classify(s *stallGroup) verdict {
 	if v, ok := d.starvedOver(s); ok {
 		return v
 	}
-	burst, of := d.burstAfter(s)
+	burst, of := s.burstAfter()
 	held := 2*burst >= of
 	if v, ok := d.frontEndOver(s); ok && held {
 		v.evidence += fmt.Sprintf(", and the tokens of %d of %d streams came in a burst when it ended", burst, of)
@@ -142,32 +142,19 @@ func (d *StallDetector) classify(s *stallGroup) verdict {
 }
 
 // burstAfter counts the stall's streams whose tokens came in a burst as
-// they resumed: at least two within half a normal gap of the stream's own
-// first arrival after the pause. A blocked front end (tokenization, the
-// event loop) does not stop the engine, so the tokens it made meanwhile
-// arrive together once the frames go out; a pause of the engine itself
-// ends with the next token alone. Each stream is measured from its own
-// resumption: a front end flushing the held frames one stream after
-// another resumes them a few milliseconds apart.
-func (d *StallDetector) burstAfter(s *stallGroup) (burst, of int) {
-	within := max(s.itl()/2, 2*time.Millisecond)
-	resumed := make(map[string]resumeAt, len(s.ids))
-	for i, id := range s.ids {
-		resumed[id] = s.resumes[i]
-	}
-	for i := range d.requests {
-		f := &d.requests[i]
-		if !s.has(f.id) {
-			continue
-		}
-		of++
-		// The stall lies inside the member's gap, so the stream's first
-		// arrival from s.to is the read that ended that gap.
-		if r := resumed[f.id]; r.burst(r.at, within) {
+// they resumed (heldBurst). A blocked front end (tokenization, the event
+// loop) does not stop the engine, so the tokens it made meanwhile arrive
+// together once the frames go out; a pause of the engine itself ends with
+// the next token alone. Each stream is judged from its own resumption: a
+// front end flushing the held frames one stream after another resumes
+// them a few milliseconds apart.
+func (s *stallGroup) burstAfter() (burst, of int) {
+	for _, b := range s.bursts {
+		if b {
 			burst++
 		}
 	}
-	return burst, of
+	return burst, len(s.bursts)
 }
 
 // starvedOver: the probe's own scheduling lag covers at least half the pause.

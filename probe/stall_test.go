@@ -327,6 +327,25 @@ func withBurst(recs []*event.Request) []*event.Request {
 	return recs
 }
 
+// withSlowBurst makes each stream resume after its longest gap with one
+// token and bring three in its next read, a normal gap later: a front end
+// working through its backlog sends the first frame it finds, then the
+// held ones.
+func withSlowBurst(recs []*event.Request) []*event.Request {
+	for _, r := range recs {
+		longest, after := time.Duration(0), 0
+		for i := 1; i < len(r.Chunks); i++ {
+			if g := r.Chunks[i].At - r.Chunks[i-1].At; g > longest {
+				longest, after = g, i
+			}
+		}
+		if after > 0 && after+1 < len(r.Chunks) {
+			r.Chunks[after+1].Tokens = 3
+		}
+	}
+	return recs
+}
+
 // detect feeds recs (and the probe's late moments) to a detector and
 // returns every marker.
 func detect(t *testing.T, recs []*event.Request, starved ...interval) []event.Marker {
@@ -369,6 +388,12 @@ func TestStallCauses(t *testing.T) {
 			// resumption, not the first stream's.
 			name:     "the held frames went out one stream after another, each in a burst",
 			recs:     withBurst(staggeredPausing(30*ms, 6*ms)),
+			want:     event.StallFrontEndBlock,
+			evidence: "the tokens of 4 of 4 streams piled up",
+		},
+		{
+			name:     "the held tokens came in the read after the one that resumed the streams",
+			recs:     withSlowBurst(fourPausing(30 * ms)),
 			want:     event.StallFrontEndBlock,
 			evidence: "the tokens of 4 of 4 streams piled up",
 		},
@@ -531,5 +556,39 @@ func TestSharedPause(t *testing.T) {
 	}
 	if d.SharedPause("x", stallT0.Add(400*ms), stallT0.Add(440*ms)) {
 		t.Errorf("a gap where no other stream paused is a shared pause")
+	}
+}
+
+// TestHeldBurst: a stream is ahead of its cadence after a pause only when
+// the held tokens came on top of it, however the backlog was split into
+// reads; a stream keeping its cadence, early reads and all, is not.
+func TestHeldBurst(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	tests := []struct {
+		name    string
+		reads   []time.Duration // from the resumption on
+		tokens  []int
+		typical int
+		want    bool
+	}{
+		{"the cadence resumes", []time.Duration{0, 10 * ms, 20 * ms, 30 * ms}, []int{1, 1, 1, 1}, 1, false},
+		{"the next read half a gap early", []time.Duration{0, 5 * ms, 20 * ms}, []int{1, 1, 1}, 1, false},
+		{"the held tokens in the resuming read", []time.Duration{0, 10 * ms}, []int{3, 1}, 1, true},
+		{"two held tokens a few ms after it", []time.Duration{0, 2 * ms, 3 * ms, 28 * ms}, []int{1, 1, 1, 1}, 1, true},
+		{"the backlog a gap after the first token", []time.Duration{0, 11 * ms, 13 * ms}, []int{1, 11, 1}, 1, true},
+		{"a coalescing stream keeping its cadence", []time.Duration{0, 10 * ms, 20 * ms}, []int{2, 2, 2}, 2, false},
+		{"a coalescing stream's held tokens", []time.Duration{0, 10 * ms}, []int{6, 2}, 2, true},
+		{"the backlog after the window", []time.Duration{0, 10 * ms, 21 * ms}, []int{1, 1, 9}, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			reads := append([]time.Duration{-40 * ms}, tt.reads...)
+			tokens := append([]int{1}, tt.tokens...)
+			if got := heldBurst(reads, tokens, 1, 10*ms, tt.typical); got != tt.want {
+				t.Fatalf("heldBurst = %t, want %t", got, tt.want)
+			}
+		})
 	}
 }
