@@ -30,7 +30,7 @@ type BareClient struct {
 // completions endpoint under baseURL (e.g. "http://127.0.0.1:8000").
 func NewBareClient(baseURL, model string, hc *http.Client) *BareClient {
 	if hc == nil {
-		hc = &http.Client{Transport: NewTransport()}
+		hc = &http.Client{Transport: NewPlainTransport()}
 	}
 	return &BareClient{url: strings.TrimSuffix(baseURL, "/") + "/v1/chat/completions", model: model, hc: hc}
 }
@@ -39,7 +39,7 @@ func NewBareClient(baseURL, model string, hc *http.Client) *BareClient {
 // own transport so its connection pool is not shared with the probe's.
 func BareFactory(model string) ClientFactory {
 	return ClientFactory{Name: "bare", New: func(baseURL string) (Streamer, error) {
-		return NewBareClient(baseURL, model, &http.Client{Transport: NewTransport()}), nil
+		return NewBareClient(baseURL, model, &http.Client{Transport: NewPlainTransport()}), nil
 	}}
 }
 

@@ -143,7 +143,7 @@ const scalePromptWords = 16
 // it a request goes out late, as the probe's does).
 func DriveBare(model string) ScaleDriver {
 	return func(ctx context.Context, spec ScaleSpec, runFor time.Duration, clock Clock, log *FrameLogWriter) error {
-		c := NewBareClient(spec.URL, model, &http.Client{Transport: NewTransport()})
+		c := NewBareClient(spec.URL, model, &http.Client{Transport: NewPlainTransport()})
 		stopAt := time.Now().Add(runFor)
 		prompt := BuildPrompt(scalePromptWords)
 		send := func(id string) {

@@ -271,8 +271,10 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 		x.reconnected = true
 		resp, err = x.send(reqCtx, c.fresh, body)
 	}
-	x.headers = time.Now()
 	x.phases = x.trace.snapshot()
+	// When the headers' bytes reached the host: the latest read of the
+	// connection brought them.
+	x.headers = arrivalOf(x.phases.conn, time.Now())
 	if err != nil {
 		if out, msg, ok := contextOutcome(parent, reqCtx); ok {
 			x.fail(out, msg)
@@ -310,7 +312,7 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 
 	br := c.readers.Get().(*bufio.Reader)
 	defer c.readers.Put(br)
-	clock := &readClock{r: resp.Body}
+	clock := &readClock{r: resp.Body, conn: x.phases.conn, at: x.headers}
 	br.Reset(clock)
 	defer br.Reset(nil)
 	var rd eventReader

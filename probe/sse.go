@@ -7,6 +7,7 @@ package probe
 import (
 	"bufio"
 	"io"
+	"net"
 	"time"
 
 	"github.com/latscope/latscope/internal/sse"
@@ -43,19 +44,23 @@ type eventReader interface {
 }
 
 // readClock wraps a response body and stamps every read that returns data,
-// so an event's arrival time is when its bytes reached the process, not when
-// the parser got round to it.
+// so an event's arrival time is when its bytes reached the host (the
+// kernel's receive time where conn keeps it, see arrival.go), or at least
+// the process, not when the parser got round to it.
 type readClock struct {
 	r     io.Reader
+	conn  net.Conn // the connection under r; nil: stamp with time.Now
 	reads uint64
 	bytes int64
-	at    time.Time
+	at    time.Time // the latest read's; never goes back
 }
 
 func (c *readClock) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	if n > 0 {
-		c.at = time.Now()
+		if at := arrivalOf(c.conn, time.Now()); at.After(c.at) {
+			c.at = at
+		}
 		c.reads++
 		c.bytes += int64(n)
 	}

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"crypto/tls"
+	"net"
 	"net/http/httptrace"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ type connTrace struct {
 	gotConn      time.Time
 	wrote        time.Time
 	reused       bool
+	conn         net.Conn // the TCP-level connection the request went out on
 }
 
 // clientTrace returns the hooks that fill t.
@@ -48,6 +50,7 @@ func (t *connTrace) clientTrace() *httptrace.ClientTrace {
 			t.mu.Lock()
 			t.gotConn = now
 			t.reused = info.Reused
+			t.conn = unwrapConn(info.Conn)
 			t.mu.Unlock()
 		},
 		WroteRequest: func(httptrace.WroteRequestInfo) { t.set(&t.wrote) },
@@ -76,12 +79,13 @@ type phases struct {
 	dns, connect, tls time.Duration // zero when not done for this request
 	gotConn, wrote    time.Time
 	reused            bool
+	conn              net.Conn // nil before one was got
 }
 
 func (t *connTrace) snapshot() phases {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	p := phases{gotConn: t.gotConn, wrote: t.wrote, reused: t.reused}
+	p := phases{gotConn: t.gotConn, wrote: t.wrote, reused: t.reused, conn: t.conn}
 	if t.reused || t.gotConn.IsZero() {
 		return p
 	}

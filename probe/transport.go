@@ -15,11 +15,21 @@ import (
 
 // NewTransport returns the probe's default transport: enough idle
 // connections per host for hundreds of concurrent streams, HTTP/1.1 only,
-// no proxy (it would add its own latency to every number), and no
-// compression (gzip would buffer the stream and hide token timing).
+// no proxy (it would add its own latency to every number), no compression
+// (gzip would buffer the stream and hide token timing), and connections
+// that say when each read's bytes reached the host (see arrival.go).
 func NewTransport() *http.Transport {
+	tr := NewPlainTransport()
+	tr.DialContext = stampingDialer(newDialer())
+	return tr
+}
+
+// NewPlainTransport is NewTransport with connections that keep no receive
+// times: a plain net/http client's, the baseline the benchmarks compare
+// the probe with.
+func NewPlainTransport() *http.Transport {
 	return &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           newDialer().DialContext,
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   1024,
 		IdleConnTimeout:       90 * time.Second,
@@ -28,6 +38,10 @@ func NewTransport() *http.Transport {
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     false,
 	}
+}
+
+func newDialer() *net.Dialer {
+	return &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 }
 
 // NewHTTPClient returns a client on a NewTransport that verifies TLS with
