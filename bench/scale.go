@@ -170,7 +170,10 @@ type ScaleClient struct {
 	FileLimit     uint64     `json:"file_limit,omitempty"`
 	TTFT          ErrorStats `json:"ttft_abs_error"`
 	ITL           ErrorStats `json:"itl_abs_error"`
-	Error         string     `json:"error,omitempty"`
+	// Probe is the probe's worst verdict on itself over the rounds: where
+	// it says it was the limit, its figures hold its own delay.
+	Probe *ProbeHealth `json:"probe_health,omitempty"`
+	Error string       `json:"error,omitempty"`
 }
 
 // ScaleRatio is probe/bare for p50 and p99 of each |error|.
@@ -313,6 +316,9 @@ func runScalePhase(ctx context.Context, cfg ScaleConfig, dir string, round int, 
 		Drain: cfg.requestLength() + scaleDrainSlack, OutputTokens: cfg.OutputTokens, LogPath: logPath, CPUProfile: profile,
 	})
 	stopErr := stop()
+	if run.Probe.worse(t.row.Probe) {
+		t.row.Probe = run.Probe
+	}
 	t.row.PeakRSS, t.row.EndRSS = max(t.row.PeakRSS, run.PeakRSS), max(t.row.EndRSS, run.EndRSS)
 	if run.FileLimit > 0 && (t.row.FileLimit == 0 || run.FileLimit < t.row.FileLimit) {
 		t.row.FileLimit = run.FileLimit
@@ -466,15 +472,19 @@ func WriteScaleTable(w io.Writer, r ScaleResult) error {
 	b.WriteString("|error| of each client's arrival times against the server's flush time of each frame, in µs; RSS in MB (10^6 bytes)\n")
 	b.WriteString("cut: requests the run's end cut short after the drain (the host fell behind the schedule), apart from failed\n\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "streams\tload\tclient\treqs\tfailed\tcut\tmismatch\ttok/s\tCPU µs/tok\tpeak RSS\tRSS@end\tTTFT p50\tTTFT p99\tITL p50\tITL p99\t")
+	fmt.Fprintln(tw, "streams\tload\tclient\treqs\tfailed\tcut\tmismatch\ttok/s\tCPU µs/tok\tpeak RSS\tRSS@end\tTTFT p50\tTTFT p99\tITL p50\tITL p99\tprobe\t")
 	for _, c := range r.Cases {
 		for _, cl := range c.Clients {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", c.Streams, c.loadText(), cl.Client,
+			health := "-"
+			if cl.Probe != nil {
+				health = cl.Probe.State
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t\n", c.Streams, c.loadText(), cl.Client,
 				cl.Requests, cl.Failed, cl.Cut, cl.Mismatched, cl.EventsPerSec, cl.CPUUsPerToken, float64(cl.PeakRSS)/1e6, float64(cl.EndRSS)/1e6,
-				cl.TTFT.P50Us, cl.TTFT.P99Us, cl.ITL.P50Us, cl.ITL.P99Us)
+				cl.TTFT.P50Us, cl.TTFT.P99Us, cl.ITL.P50Us, cl.ITL.P99Us, health)
 		}
 		if c.Ratio != nil {
-			fmt.Fprintf(tw, "%d\t%s\tprobe/bare\t\t\t\t\t\t\t\t\t%s\t%s\t%s\t%s\t\n", c.Streams, c.loadText(), c.Ratio.TTFTP50, c.Ratio.TTFTP99, c.Ratio.ITLP50, c.Ratio.ITLP99)
+			fmt.Fprintf(tw, "%d\t%s\tprobe/bare\t\t\t\t\t\t\t\t\t%s\t%s\t%s\t%s\t\t\n", c.Streams, c.loadText(), c.Ratio.TTFTP50, c.Ratio.TTFTP99, c.Ratio.ITLP50, c.Ratio.ITLP99)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -487,6 +497,7 @@ func WriteScaleTable(w io.Writer, r ScaleResult) error {
 			}
 		}
 	}
+	writeProbeHealth(&b, r)
 	if lim := fileLimit(r); lim > 0 {
 		fmt.Fprintf(&b, "open-file limit in the client processes: %d (raised to the hard limit)\n", lim)
 	}
@@ -515,6 +526,38 @@ func WriteScaleTable(w io.Writer, r ScaleResult) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeProbeHealth says, per load model, where the probe became the limit
+// by its own verdict (the one its run summary gives): the fewest streams
+// at which it said so, and why.
+func writeProbeHealth(b *strings.Builder, r ScaleResult) {
+	for _, load := range []string{ScaleClosed, ScaleOpen} {
+		var held, paused *ProbeHealth
+		heldAt, pausedAt, judged := 0, 0, false
+		for _, c := range r.Cases {
+			for _, cl := range c.Clients {
+				if c.load() != load || cl.Probe == nil {
+					continue
+				}
+				judged = true
+				switch {
+				case cl.Probe.Held() && (held == nil || c.Streams < heldAt):
+					held, heldAt = cl.Probe, c.Streams
+				case cl.Probe.State == "paused" && (paused == nil || c.Streams < pausedAt):
+					paused, pausedAt = cl.Probe, c.Streams
+				}
+			}
+		}
+		switch {
+		case held != nil:
+			fmt.Fprintf(b, "probe health, %s loop: the probe was the limit at %d streams (the fewest where it said so): %s\n", load, heldAt, held.Reason)
+		case paused != nil:
+			fmt.Fprintf(b, "probe health, %s loop: never the limit; at %d streams (the fewest) its goroutines ran late over a few shared pauses: %s\n", load, pausedAt, paused.Reason)
+		case judged:
+			fmt.Fprintf(b, "probe health, %s loop: the probe kept pace at every count (by its own verdict: scheduling lag, starved pauses, CPU)\n", load)
+		}
+	}
 }
 
 // load is the case's load model; a result written before open loops were

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,7 +58,34 @@ type ScaleRun struct {
 	// it could not be read.
 	CPU       time.Duration `json:"cpu_ns"`
 	FileLimit uint64        `json:"file_limit"`
+	// Probe is the probe's own verdict on whether it kept pace over the
+	// phase (nil for the bare client, which has none).
+	Probe *ProbeHealth `json:"probe,omitempty"`
 }
+
+// ProbeHealth is the probe's verdict on itself over one phase, as its run
+// summary states it: whether it kept pace or was the limit, and why.
+type ProbeHealth struct {
+	State  string `json:"state"` // kept_pace, paused, held or unknown
+	Reason string `json:"reason,omitempty"`
+}
+
+// The probe health states, worst last (as aggregate.ProbeState says them).
+var probeStates = []string{"unknown", "kept_pace", "paused", "held"}
+
+// worse reports whether h is a worse verdict than o (nil is the best).
+func (h *ProbeHealth) worse(o *ProbeHealth) bool {
+	if h == nil {
+		return false
+	}
+	if o == nil {
+		return true
+	}
+	return slices.Index(probeStates, h.State) > slices.Index(probeStates, o.State)
+}
+
+// Held reports whether the probe said it was the limit.
+func (h *ProbeHealth) Held() bool { return h != nil && h.State == "held" }
 
 // fileMargin is how many descriptors a child needs besides one per stream:
 // the runtime's, the log, the setup connections.
@@ -65,8 +93,9 @@ const fileMargin = 64
 
 // ScaleDriver runs a client for runFor with spec.Streams streams, then
 // lets the requests in flight finish (spec.Drain), writing each finished
-// request to log on the clock's time line.
-type ScaleDriver func(ctx context.Context, spec ScaleSpec, runFor time.Duration, clock Clock, log *FrameLogWriter) error
+// request to log on the clock's time line. The probe's driver returns its
+// verdict on itself; the bare client's returns nil.
+type ScaleDriver func(ctx context.Context, spec ScaleSpec, runFor time.Duration, clock Clock, log *FrameLogWriter) (*ProbeHealth, error)
 
 // RunScaleCase is the child side of one phase: it raises the open-file
 // limit, runs drive, measures this process around the window, and returns
@@ -97,7 +126,8 @@ func RunScaleCase(ctx context.Context, spec ScaleSpec, drive ScaleDriver) (Scale
 	var wg sync.WaitGroup
 	var cpuErr error
 	wg.Go(func() { run.CPU, run.EndRSS, cpuErr = measureWindow(mctx, start, spec.Warmup, spec.Duration) })
-	runErr := drive(ctx, spec, spec.Warmup+spec.Duration, clock, log)
+	var runErr error
+	run.Probe, runErr = drive(ctx, spec, spec.Warmup+spec.Duration, clock, log)
 	stopMeasuring()
 	wg.Wait()
 	if cpuErr != nil && !errors.Is(cpuErr, context.Canceled) {
@@ -142,7 +172,7 @@ const scalePromptWords = 16
 // probe.DefaultMaxInFlight at once as the probe's open loop allows (past
 // it a request goes out late, as the probe's does).
 func DriveBare(model string) ScaleDriver {
-	return func(ctx context.Context, spec ScaleSpec, runFor time.Duration, clock Clock, log *FrameLogWriter) error {
+	return func(ctx context.Context, spec ScaleSpec, runFor time.Duration, clock Clock, log *FrameLogWriter) (*ProbeHealth, error) {
 		c := NewBareClient(spec.URL, model, &http.Client{Transport: NewPlainTransport()})
 		stopAt := time.Now().Add(runFor)
 		prompt := BuildPrompt(scalePromptWords)
@@ -178,7 +208,7 @@ func DriveBare(model string) ScaleDriver {
 				next = next.Add(every)
 			}
 			wg.Wait()
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		for w := range spec.Streams {
 			wg.Go(func() {
@@ -188,7 +218,7 @@ func DriveBare(model string) ScaleDriver {
 			})
 		}
 		wg.Wait()
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 

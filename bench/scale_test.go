@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http/httptest"
 	"os"
@@ -279,9 +280,9 @@ func TestPacedFastServer(t *testing.T) {
 func TestRunScaleCaseSaysTheFileLimitIsTooLow(t *testing.T) {
 	t.Parallel()
 	spec := ScaleSpec{Client: ScaleBare, Streams: 1 << 30, Duration: time.Second, LogPath: t.TempDir() + "/log"}
-	_, err := RunScaleCase(context.Background(), spec, func(context.Context, ScaleSpec, time.Duration, Clock, *FrameLogWriter) error {
+	_, err := RunScaleCase(context.Background(), spec, func(context.Context, ScaleSpec, time.Duration, Clock, *FrameLogWriter) (*ProbeHealth, error) {
 		t.Error("the driver ran")
-		return nil
+		return nil, nil
 	})
 	if lim, _ := RaiseFileLimit(); lim == 0 {
 		t.Skip("no open-file limit here")
@@ -303,5 +304,46 @@ func TestLastLine(t *testing.T) {
 	l.Write([]byte("partial"))
 	if got := l.String(); got != "partial" {
 		t.Errorf("last line %q, want partial", got)
+	}
+}
+
+// TestWriteScaleTableProbeHealth: the table names, per load model, the
+// fewest streams at which the probe said it was the limit, and otherwise
+// that it kept pace.
+func TestWriteScaleTableProbeHealth(t *testing.T) {
+	t.Parallel()
+	probeAt := func(n int, load, state string) ScaleCase {
+		return ScaleCase{Streams: n, Load: load, Clients: []ScaleClient{
+			{Client: ScaleProbe, Probe: &ProbeHealth{State: state, Reason: fmt.Sprintf("%s at %d", state, n)}},
+			{Client: ScaleBare},
+		}}
+	}
+	r := ScaleResult{Cases: []ScaleCase{
+		probeAt(1000, ScaleClosed, "kept_pace"), probeAt(10000, ScaleClosed, "held"), probeAt(5000, ScaleClosed, "held"),
+		probeAt(1000, ScaleOpen, "kept_pace"), probeAt(5000, ScaleOpen, "paused"),
+	}}
+	var b strings.Builder
+	if err := WriteScaleTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"probe health, closed loop: the probe was the limit at 5000 streams (the fewest where it said so): held at 5000",
+		"probe health, open loop: never the limit; at 5000 streams (the fewest) its goroutines ran late over a few shared pauses: paused at 5000",
+		"kept_pace", "held",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	r.Cases = r.Cases[:1]
+	b.Reset()
+	if err := WriteScaleTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "probe health, closed loop: the probe kept pace at every count"; !strings.Contains(b.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, b.String())
+	}
+	if strings.Contains(b.String(), "open loop:") {
+		t.Errorf("the table speaks of an open loop it did not run:\n%s", b.String())
 	}
 }

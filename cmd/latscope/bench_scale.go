@@ -68,7 +68,9 @@ request's length per second, so that N are in flight on average.
 It prints, per stream count, load and client: requests, token events/s and CPU per
 token event in the window, the process's peak resident set (VmHWM) and its
 resident set at the end of the window, and the p50 and p99 |error| of TTFT and
-ITL against the server's flush times, with the ratio probe/bare. Targets: the
+ITL against the server's flush times, with the ratio probe/bare, and the
+probe's verdict on itself (kept_pace, paused, held: its run summary's), with
+the fewest streams at which it was the limit. Targets: the
 probe's peak RSS <= 1 GB at 10,000 streams; probe/bare <= 1.2x at 1,000 streams
 (stated at the others). It exits 1 when a target is missed.
 
@@ -190,9 +192,10 @@ func startCPUProfile(path string) (stop func(), err error) {
 
 // driveScaleProbe is the scale bench's probe: the session and pipeline as
 // `run --no-tui` builds them (no metrics scrape, no GPU: the server has
-// neither), closed loop at spec.Streams, with one more consumer that writes
-// each request's frames to the log.
-func driveScaleProbe(ctx context.Context, spec bench.ScaleSpec, runFor time.Duration, clock bench.Clock, log *bench.FrameLogWriter) error {
+// neither), closed loop at spec.Streams (or open at spec.Rate), with one
+// more consumer that writes each request's frames to the log. It returns
+// the run summary's verdict on the probe.
+func driveScaleProbe(ctx context.Context, spec bench.ScaleSpec, runFor time.Duration, clock bench.Clock, log *bench.FrameLogWriter) (*bench.ProbeHealth, error) {
 	f := &loadFlags{
 		dialect: "openai-chat", model: benchModel, concurrency: spec.Streams,
 		promptTokens: "16", outputTokens: fmt.Sprint(spec.OutputTokens),
@@ -204,11 +207,11 @@ func driveScaleProbe(ctx context.Context, spec bench.ScaleSpec, runFor time.Dura
 		f.rate, f.arrival = spec.Rate, probe.ArrivalConstant
 	}
 	if err := f.seed.Set("1"); err != nil {
-		return err
+		return nil, err
 	}
 	s, err := openSession(ctx, io.Discard, spec.URL, f, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer s.Close()
 	m := measurement{
@@ -218,12 +221,13 @@ func driveScaleProbe(ctx context.Context, spec bench.ScaleSpec, runFor time.Dura
 	}
 	summary, _, err := m.run(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	health := &bench.ProbeHealth{State: string(summary.Verdict.State), Reason: summary.Verdict.Reason}
 	if summary.Requests.OK == 0 {
-		return errors.Join(allFailed(summary), ctx.Err())
+		return health, errors.Join(allFailed(summary), ctx.Err())
 	}
-	return ctx.Err()
+	return health, ctx.Err()
 }
 
 // frameTap writes every request the pipeline carries to a frame log.

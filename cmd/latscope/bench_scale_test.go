@@ -61,7 +61,7 @@ func TestBenchScaleSmoke(t *testing.T) {
 		}
 		if !asJSON {
 			// 20 streams on a 70 ms schedule: 286 requests/s.
-			for _, s := range []string{"streams", "load", "open 286/s", "client", "peak RSS", "RSS@end", "TTFT p99", "ITL p99", "probe/bare", "nothing judged", "all targets met"} {
+			for _, s := range []string{"streams", "load", "open 286/s", "client", "peak RSS", "RSS@end", "TTFT p99", "ITL p99", "probe/bare", "probe health, open loop: ", "nothing judged", "all targets met"} {
 				if !strings.Contains(out.String(), s) {
 					t.Errorf("table lacks %q:\n%s", s, out.String())
 				}
