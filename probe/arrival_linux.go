@@ -20,8 +20,18 @@ import (
 type stampedConn struct {
 	net.Conn
 	raw syscall.RawConn
-	oob []byte
 	arrivalStamps
+
+	// One read's message header, results, and recv bound to them once, so
+	// that a read allocates nothing (a closure per read would escape, and
+	// so would unix.Recvmsg's address). Reads of one connection are not
+	// concurrent.
+	msg  unix.Msghdr
+	iov  unix.Iovec
+	oob  []byte
+	n    int
+	err  error
+	recv func(fd uintptr) bool
 }
 
 // timespecBytes is the size of the kernel's struct timespec on this
@@ -45,7 +55,9 @@ func stampArrivals(c net.Conn) net.Conn {
 	}); err != nil || serr != nil {
 		return c
 	}
-	return &stampedConn{Conn: c, raw: raw, oob: make([]byte, unix.CmsgSpace(timespecBytes))}
+	sc := &stampedConn{Conn: c, raw: raw, oob: make([]byte, unix.CmsgSpace(timespecBytes))}
+	sc.recv = sc.recvmsg
+	return sc
 }
 
 // stampingDialer dials with d and stamps the connections' arrivals.
@@ -63,16 +75,11 @@ func (c *stampedConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n, oobn int
-	var rerr error
-	err := c.raw.Read(func(fd uintptr) bool {
-		for {
-			n, oobn, _, _, rerr = unix.Recvmsg(int(fd), p, c.oob, 0)
-			if rerr != unix.EINTR {
-				return rerr != unix.EAGAIN // EAGAIN: wait for the socket to be readable
-			}
-		}
-	})
+	c.iov.Base = &p[0]
+	c.iov.SetLen(len(p))
+	err := c.raw.Read(c.recv)
+	n, rerr := c.n, c.err
+	c.iov.Base, c.err = nil, nil // keep no hold on p
 	if err == nil && rerr != nil {
 		err = os.NewSyscallError("recvmsg", rerr)
 	}
@@ -84,8 +91,31 @@ func (c *stampedConn) Read(p []byte) (int, error) {
 	if n == 0 {
 		return 0, io.EOF
 	}
-	c.latest.Store(receivedAt(c.oob[:oobn]))
+	c.latest.Store(receivedAt(c.oob[:c.msg.Controllen]))
 	return n, nil
+}
+
+// recvmsg is one attempt at a read, for raw.Read: false (wait until the
+// socket is readable) when there is nothing to read yet.
+func (c *stampedConn) recvmsg(fd uintptr) bool {
+	for {
+		c.msg.Iov = &c.iov
+		c.msg.SetIovlen(1)
+		c.msg.Control = &c.oob[0]
+		c.msg.SetControllen(len(c.oob))
+		n, _, errno := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&c.msg)), 0)
+		switch errno {
+		case 0:
+			c.n, c.err = int(n), nil
+			return true
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		c.n, c.err = 0, errno
+		return true
+	}
 }
 
 // receivedAt is the SCM_TIMESTAMPNS time in a read's control messages, in

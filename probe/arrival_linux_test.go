@@ -165,3 +165,21 @@ func TestArrivalOfFallsBack(t *testing.T) {
 		t.Fatalf("a receive time 3 ms before: arrival %v before now", got)
 	}
 }
+
+// TestStampedConnReadAllocatesNothing: a read costs the probe no garbage,
+// as net.TCPConn's does not.
+func TestStampedConnReadAllocatesNothing(t *testing.T) {
+	client, server := stampedPair(t)
+	msg, buf := []byte("data: x\n\n"), make([]byte, 64)
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := server.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(client, buf[:len(msg)]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 0 {
+		t.Fatalf("%.1f allocations per write and read, want none", allocs)
+	}
+}
