@@ -209,8 +209,10 @@ func (a *Attributor) Run(ctx context.Context, in <-chan event.Event, out chan<- 
 			}
 			outbox = a.accept(st, ev, outbox)
 		case done := <-a.settle:
-			// Everything the primaries emitted is in in's buffer already:
-			// take it before deciding whether anything is still held.
+			// The pipeline has handed over everything the primaries
+			// emitted before it settles; a caller that feeds in through
+			// a buffer may not have: take what is buffered before
+			// deciding whether anything is still held.
 			for n := len(in); n > 0; n-- {
 				ev, ok := <-in
 				if !ok {

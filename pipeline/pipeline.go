@@ -48,6 +48,32 @@ type Settler interface {
 	Settle(ctx context.Context)
 }
 
+// rawItem is what the sources' buffer carries: an event, or a barrier
+// whose channel is closed once every event before it has been handed to
+// the stage.
+type rawItem struct {
+	ev     event.Event
+	handed chan struct{}
+}
+
+// handAll waits until the stage has taken every event emitted so far (raw
+// is FIFO and the hand-off unbuffered), so that a Settler judges what it
+// holds with all of the primaries' events in it; false when ctx ended first.
+func handAll(ctx context.Context, raw chan<- rawItem) bool {
+	handed := make(chan struct{})
+	select {
+	case raw <- rawItem{handed: handed}:
+	case <-ctx.Done():
+		return false
+	}
+	select {
+	case <-handed:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // Result is how a session ended, besides its errors.
 type Result struct {
 	// Interrupted: ctx ended before the primary sources had ended on their
@@ -95,17 +121,21 @@ func Run(ctx context.Context, cfg Config, fan *Fanout) (Result, error) {
 	// The sources' events wait for the stage in raw, bounded by bytes as
 	// well as by count (a slow consumer makes the sources wait here).
 	gate := newByteGate(DefaultBufferBytes)
-	raw := make(chan event.Event, size)
+	raw := make(chan rawItem, size)
 	emit := func(ev event.Event) {
 		gate.take(ev.Size())
-		raw <- ev
+		raw <- rawItem{ev: ev}
 	}
 	taken := make(chan event.Event)
 	go func() { // owned by Run: ends when raw closes
 		defer close(taken)
-		for ev := range raw {
-			gate.give(ev.Size())
-			taken <- ev
+		for it := range raw {
+			if it.handed != nil {
+				close(it.handed)
+				continue
+			}
+			gate.give(it.ev.Size())
+			taken <- it.ev
 		}
 	}()
 	drainCtx := context.WithoutCancel(ctx)
@@ -155,7 +185,7 @@ func Run(ctx context.Context, cfg Config, fan *Fanout) (Result, error) {
 	primaryWG.Wait()
 	res := Result{Interrupted: ctx.Err() != nil}
 
-	if st, ok := cfg.Stage.(Settler); ok {
+	if st, ok := cfg.Stage.(Settler); ok && handAll(ctx, raw) {
 		st.Settle(ctx)
 	}
 	stopAux()

@@ -261,3 +261,65 @@ func TestInterruptionIsDecidedWhenThePrimariesEnd(t *testing.T) {
 		t.Fatalf("Run = %+v, %v: want interrupted, and only the source's own error", res, err)
 	}
 }
+
+// countingSettler takes events only once the primary has emitted them all
+// (so they wait in the pipeline's buffer), and notes how many it had taken
+// when it was asked to settle. Like the attributor, it answers Settle from
+// its own loop, after the events it has received.
+type countingSettler struct {
+	start    chan struct{}
+	settle   chan chan int
+	atSettle int
+}
+
+func (s *countingSettler) Run(ctx context.Context, in <-chan event.Event, out chan<- event.Event) {
+	defer close(out)
+	<-s.start
+	taken := 0
+	for {
+		select {
+		case ev, ok := <-in:
+			if !ok {
+				return
+			}
+			taken++
+			out <- ev
+		case reply := <-s.settle:
+			reply <- taken
+		}
+	}
+}
+
+func (s *countingSettler) Settle(ctx context.Context) {
+	reply := make(chan int)
+	s.settle <- reply
+	s.atSettle = <-reply
+}
+
+// TestSettleSeesEveryPrimaryEvent: a stage is asked to settle only once it
+// has taken every event the primaries emitted, however many still waited in
+// the pipeline's buffer when they ended; otherwise the attributor would let
+// the span receiver stop while requests it never saw still wanted spans.
+func TestSettleSeesEveryPrimaryEvent(t *testing.T) {
+	t.Parallel()
+	const n = 2000
+	fan := NewFanout()
+	got := collect(fan.Subscribe("agg", 16, Lossless))
+	stage := &countingSettler{start: make(chan struct{}), settle: make(chan chan int), atSettle: -1}
+	primary := SourceFunc(func(ctx context.Context, emit func(event.Event)) error {
+		for i := range n {
+			emit(marker(i))
+		}
+		close(stage.start)
+		return nil
+	})
+	if _, err := Run(context.Background(), Config{Primary: []Source{primary}, Stage: stage, Buffer: 4 * n}, fan); err != nil {
+		t.Fatal(err)
+	}
+	if evs := <-got; len(evs) != n {
+		t.Fatalf("got %d events, want %d", len(evs), n)
+	}
+	if stage.atSettle != n {
+		t.Fatalf("asked to settle with %d of the %d events taken (-1: never asked)", stage.atSettle, n)
+	}
+}
