@@ -171,7 +171,10 @@ type Request struct {
 	// data is available. Its durations add up to TTFT.
 	Breakdown []StageTiming `json:"breakdown,omitempty"`
 
-	ConnectRTT time.Duration `json:"connect_rtt_ns,omitempty"` // TCP handshake time of a new connection (the network estimate)
+	// ConnectRTT is a new connection's round trip, the network estimate's
+	// sample: the kernel's lowest measured on it where it says (Linux), else
+	// the TCP handshake's time as the client timed it.
+	ConnectRTT time.Duration `json:"connect_rtt_ns,omitempty"`
 	ReusedConn bool          `json:"reused_conn,omitempty"`
 
 	FirstEvent time.Duration `json:"first_event_ns,omitempty"` // first stream event of any kind (may be role-only)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -133,4 +134,28 @@ func receivedAt(oob []byte) int64 {
 		oob = rest
 	}
 	return 0
+}
+
+// kernelRTT is the lowest round trip the kernel has measured on c, the
+// probe's own connection: the handshake's and every acknowledgement's
+// since (TCP_INFO's min_rtt, else its smoothed rtt). Unlike the connect
+// time the client times around the dial, no goroutine's scheduling is in
+// it. false where c is not the probe's or the kernel says nothing.
+func kernelRTT(c net.Conn) (time.Duration, bool) {
+	sc, ok := c.(*stampedConn)
+	if !ok {
+		return 0, false
+	}
+	var info *unix.TCPInfo
+	var ierr error
+	if err := sc.raw.Control(func(fd uintptr) {
+		info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); err != nil || ierr != nil {
+		return 0, false
+	}
+	us := info.Min_rtt
+	if us == 0 {
+		us = info.Rtt
+	}
+	return time.Duration(us) * time.Microsecond, us > 0
 }

@@ -183,3 +183,35 @@ func TestStampedConnReadAllocatesNothing(t *testing.T) {
 		t.Fatalf("%.1f allocations per write and read, want none", allocs)
 	}
 }
+
+// TestKernelRTT: the kernel's round trip on a new connection lies within
+// the dial that made it (its handshake is in the dial), whatever the
+// scheduler did around it; a connection not the probe's says nothing.
+func TestKernelRTT(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			defer c.Close()
+			io.Copy(io.Discard, c)
+		}
+	}()
+	began := time.Now()
+	c, err := stampingDialer(newDialer())(t.Context(), "tcp", ln.Addr().String())
+	dialed := time.Since(began)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rtt, ok := kernelRTT(c)
+	if !ok || rtt <= 0 || rtt > dialed {
+		t.Fatalf("kernel RTT %v (%t), want one within the dial's %v", rtt, ok, dialed)
+	}
+	if _, ok := kernelRTT(c.(*stampedConn).Conn); ok {
+		t.Fatal("a plain connection gave a kernel RTT")
+	}
+}

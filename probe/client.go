@@ -225,6 +225,7 @@ type exchange struct {
 	trace     *connTrace // the last attempt's
 	phases    phases
 	headers   time.Time
+	rtt       time.Duration // the kernel's round trip on a new connection (0: none)
 
 	ci         chunkInfo // the current event's
 	sawEvent   bool
@@ -275,6 +276,9 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 	// When the headers' bytes reached the host: the latest read of the
 	// connection brought them.
 	x.headers = arrivalOf(x.phases.conn, time.Now())
+	if !x.phases.reused && x.phases.conn != nil {
+		x.rtt, _ = kernelRTT(x.phases.conn) // while the connection is surely open
+	}
 	if err != nil {
 		if out, msg, ok := contextOutcome(parent, reqCtx); ok {
 			x.fail(out, msg)
@@ -593,6 +597,9 @@ func (x *exchange) finish() {
 	if !x.phases.gotConn.IsZero() {
 		rec.ReusedConn = x.phases.reused
 		rec.ConnectRTT = x.phases.connect
+		if x.rtt > 0 {
+			rec.ConnectRTT = x.rtt
+		}
 	}
 }
 
