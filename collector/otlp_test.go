@@ -205,6 +205,7 @@ func TestOTLPReceiverEncodings(t *testing.T) {
 				t.Errorf("response content type = %q, want %q", got.contentType, wantType)
 			}
 			var resp coltracepb.ExportTraceServiceResponse
+			var err error // this subtest's own: the subtests run in parallel
 			if wantType == contentJSON {
 				err = protojson.Unmarshal(got.body, &resp)
 			} else {
