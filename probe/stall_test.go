@@ -309,18 +309,24 @@ func staggeredPausing(pause, step time.Duration) []*event.Request {
 	return out
 }
 
+// afterLongestGap is the index of r's first chunk after its longest gap
+// (0 when it has fewer than two chunks).
+func afterLongestGap(r *event.Request) int {
+	longest, after := time.Duration(0), 0
+	for i := 1; i < len(r.Chunks); i++ {
+		if g := r.Chunks[i].At - r.Chunks[i-1].At; g > longest {
+			longest, after = g, i
+		}
+	}
+	return after
+}
+
 // withBurst makes each stream's first chunk after its longest gap carry
 // three tokens: a front end that held the frames while the engine kept
 // decoding releases them together.
 func withBurst(recs []*event.Request) []*event.Request {
 	for _, r := range recs {
-		longest, after := time.Duration(0), 0
-		for i := 1; i < len(r.Chunks); i++ {
-			if g := r.Chunks[i].At - r.Chunks[i-1].At; g > longest {
-				longest, after = g, i
-			}
-		}
-		if after > 0 {
+		if after := afterLongestGap(r); after > 0 {
 			r.Chunks[after].Tokens = 3
 		}
 	}
@@ -333,13 +339,7 @@ func withBurst(recs []*event.Request) []*event.Request {
 // held ones.
 func withSlowBurst(recs []*event.Request) []*event.Request {
 	for _, r := range recs {
-		longest, after := time.Duration(0), 0
-		for i := 1; i < len(r.Chunks); i++ {
-			if g := r.Chunks[i].At - r.Chunks[i-1].At; g > longest {
-				longest, after = g, i
-			}
-		}
-		if after > 0 && after+1 < len(r.Chunks) {
+		if after := afterLongestGap(r); after > 0 && after+1 < len(r.Chunks) {
 			r.Chunks[after+1].Tokens = 3
 		}
 	}
