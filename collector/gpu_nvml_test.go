@@ -17,9 +17,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 
 	"github.com/latscope/latscope/event"
 )
@@ -31,11 +29,19 @@ func gpuTestConfig(devices ...int) GPUConfig {
 	return GPUConfig{Interval: time.Millisecond, Devices: devices, Now: func() time.Time { return gpuTestTime }}
 }
 
-// newGPUTestServer returns a mock machine with n H100s. The mock fills in name,
-// UUID and memory total only; the metric funcs are left nil (they panic if
-// called) for the caller to set.
-func newGPUTestServer(n int) *server.Server {
-	return dgxh100.NewWithGPUs(gpus.Multiple(n, gpus.H100_SXM5_80GB)...)
+// newGPUTestServer returns a mock machine with n H100s: go-nvml's DGX A100
+// mock, its devices renamed and resized, and its count cut to n. The mock
+// fills in name, UUID and memory total only; the metric funcs are left nil
+// (they panic if called) for the caller to set.
+func newGPUTestServer(n int) *dgxa100.Server {
+	srv := dgxa100.New()
+	for _, d := range srv.Devices {
+		d := d.(*dgxa100.Device)
+		d.Name = "NVIDIA H100 80GB HBM3"
+		d.MemoryInfo = nvml.Memory{Total: 80 << 30}
+	}
+	srv.DeviceGetCountFunc = func() (int, nvml.Return) { return n, nvml.SUCCESS }
+	return srv
 }
 
 // fakeGPUProcs writes a /proc-like tree with the given command names.
@@ -56,8 +62,8 @@ func fakeGPUProcs(t *testing.T, names map[uint32]string) string {
 
 // loadGPUDevice gives device i of srv a full set of readings: utilization
 // 80+i %, power 500+i W, and so on, and two processes.
-func loadGPUDevice(srv *server.Server, i int) *server.Device {
-	d := srv.Devices[i].(*server.Device)
+func loadGPUDevice(srv *dgxa100.Server, i int) *dgxa100.Device {
+	d := srv.Devices[i].(*dgxa100.Device)
 	u := uint32(i)
 	d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
 		return nvml.Utilization{Gpu: 80 + u, Memory: 40 + u}, nvml.SUCCESS
@@ -120,7 +126,7 @@ func TestGPURunReadsEveryField(t *testing.T) {
 	procs := []event.GPUProcess{{PID: 4242, Name: "vllm", MemUsed: 60 << 30}, {PID: 7, MemUsed: 0}}
 	want := []event.GPUDevice{
 		{
-			Index: 0, Name: "NVIDIA H100 80GB HBM3", UUID: srv.Devices[0].(*server.Device).UUID,
+			Index: 0, Name: "NVIDIA H100 80GB HBM3", UUID: srv.Devices[0].(*dgxa100.Device).UUID,
 			UtilGPU: 80, UtilMem: 40, MemUsed: 70 << 30, MemTotal: 80 << 30,
 			PowerMilliW: 500_000, PowerLimitMW: 700_000, TempC: 60, SMClockMHz: 1755, SMClockMaxMHz: 1980,
 			ThrottleReason: []string{"sw_power_cap", "sw_thermal"}, Processes: procs,
@@ -244,7 +250,7 @@ func TestGPUDeviceErrors(t *testing.T) {
 		return srv.Devices[i], nvml.SUCCESS
 	}
 	no := nvml.ERROR_NOT_SUPPORTED
-	d2 := srv.Devices[2].(*server.Device)
+	d2 := srv.Devices[2].(*dgxa100.Device)
 	d2.GetNameFunc = func() (string, nvml.Return) { return "", nvml.ERROR_NO_PERMISSION }
 	d2.GetUUIDFunc = func() (string, nvml.Return) { return "", nvml.ERROR_TIMEOUT }
 	d2.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, no }
@@ -361,8 +367,11 @@ func TestGPUClockReasonBits(t *testing.T) {
 		"hw_thermal":                  nvml.ClocksThrottleReasonHwThermalSlowdown,
 		"hw_power_brake":              nvml.ClocksThrottleReasonHwPowerBrakeSlowdown,
 		"display_clock_setting":       nvml.ClocksEventReasonDisplayClockSetting,
-		"board_limit":                 nvml.ClocksEventReasonBoardLimit,
-		"reliability":                 nvml.ClocksEventReasonReliability,
+		// Newer than the go-nvml this builds with (v0.13.0-1, the last
+		// whose header compiles without deprecation warnings): nvml.h's
+		// values since CUDA 12.
+		"board_limit": 0x200,
+		"reliability": 0x400,
 	}
 	var all uint64
 	for _, r := range clockReasons {
@@ -371,7 +380,8 @@ func TestGPUClockReasonBits(t *testing.T) {
 		}
 		all |= r.bit
 	}
-	if len(clockReasons) != len(want) || all != nvml.ClocksEventReasonAll {
-		t.Errorf("table covers %#x in %d entries, nvml's all is %#x", all, len(clockReasons), uint64(nvml.ClocksEventReasonAll))
+	// This go-nvml's "all" predates the last two bits.
+	if wantAll := uint64(nvml.ClocksEventReasonAll) | 0x200 | 0x400; len(clockReasons) != len(want) || all != wantAll {
+		t.Errorf("table covers %#x in %d entries, want %#x", all, len(clockReasons), wantAll)
 	}
 }
