@@ -82,7 +82,13 @@ const (
 	open state = iota
 	committed
 	aborted
+	// kept is a stream whose Commit failed: its partial file is the run's
+	// data, so nothing removes it.
+	kept
 )
+
+// maxTempBase is the most of the target's name a temporary name repeats.
+const maxTempBase = 200
 
 // Create starts writing target: it checks the target may be written
 // (absent, or a regular file with Options.Overwrite) and creates a hidden
@@ -94,6 +100,9 @@ func Create(target string, opts Options) (*File, error) {
 		return nil, err
 	}
 	dir, base := filepath.Split(target)
+	if len(base) > maxTempBase {
+		base = base[:maxTempBase] // the temporary name must fit a file name's limit (255 bytes)
+	}
 	for range 10000 {
 		tmp := filepath.Join(dir, "."+base+"."+strconv.FormatUint(uint64(rand.Uint32()), 36)+".tmp")
 		f, err := newFile(target, tmp, opts, false)

@@ -339,3 +339,15 @@ func TestMissingDirectory(t *testing.T) {
 		t.Fatalf("WriteFile into a missing directory: %v, want ErrNotExist naming %s", err, target)
 	}
 }
+
+// TestLongName: a name near the file system's limit still gets a
+// temporary name that fits.
+func TestLongName(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	name := strings.Repeat("r", 250) + ".csv"
+	if err := atomicfile.WriteFile(filepath.Join(dir, name), []byte("x"), atomicfile.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	assertOnly(t, dir, name)
+}

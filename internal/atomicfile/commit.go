@@ -11,10 +11,6 @@ import (
 	"github.com/latscope/latscope/internal/fileread"
 )
 
-// kept is the state of a stream whose Commit failed: its partial file is
-// the run's data, so nothing removes it.
-const kept state = aborted + 1
-
 // Commit makes the file durable (fsync), closes it and puts it at the
 // target in one rename, then syncs the directory so the rename survives a
 // power cut too. The target is checked again first: without
@@ -25,7 +21,9 @@ const kept state = aborted + 1
 //
 // If Commit fails, a file from Create is removed and the target is as it
 // was. A stream's partial file is kept, and the error names it: it holds
-// the run. Committing twice is harmless.
+// the run. An error syncing the directory comes after the file is in
+// place: only whether the rename would survive a power cut is unknown.
+// Committing twice is harmless.
 func (f *File) Commit() error {
 	switch f.state {
 	case committed:
