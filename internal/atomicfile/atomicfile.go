@@ -27,6 +27,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/latscope/latscope/internal/fileread"
 )
 
 // PartialSuffix is added to a stream's target to name the file while it
@@ -41,8 +43,9 @@ const DefaultPerm fs.FileMode = 0o644
 var ErrSymlink = errors.New("is a symbolic link")
 
 // ErrNotRegular is wrapped by the error for a target that exists and is
-// neither a regular file nor a symbolic link.
-var ErrNotRegular = errors.New("not a regular file")
+// neither a regular file nor a symbolic link. It is fileread's, so one
+// errors.Is test covers a file refused for reading or for writing.
+var ErrNotRegular = fileread.ErrNotRegular
 
 // ErrReplaced is wrapped by Commit's error when a stream's partial file
 // was removed or replaced by someone else while it was written.
