@@ -1,8 +1,9 @@
 package agent
 
 import (
-	"math/rand/v2"
 	"time"
+
+	"github.com/latscope/latscope/internal/backoff"
 )
 
 // Backoff is capped exponential backoff with jitter: the n-th failed
@@ -15,10 +16,5 @@ type Backoff struct {
 }
 
 func (b Backoff) delay(attempt int) time.Duration {
-	d := b.Initial
-	for i := 1; i < attempt && d < b.Max; i++ {
-		d *= 2
-	}
-	d = min(d, b.Max)
-	return d/2 + rand.N(d/2+1)
+	return backoff.Policy{First: b.Initial, Max: b.Max}.Delay(attempt, nil)
 }

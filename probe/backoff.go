@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/backoff"
 )
 
 // A closed-loop worker pauses before its next request in two cases:
@@ -43,31 +44,27 @@ type notingDoer interface {
 	doNoted(ctx context.Context, spec RequestSpec) (*event.Request, notes)
 }
 
-// backoff is one closed-loop worker's pause policy. It is not safe for
+// workerPauses is one closed-loop worker's pause policy. It is not safe for
 // concurrent use: each worker has its own.
-type backoff struct {
+type workerPauses struct {
 	streak int // connection errors in a row
 	rng    *rand.Rand
 }
 
-func newBackoff(seed int64, worker int) *backoff {
-	return &backoff{rng: rand.New(rand.NewPCG(uint64(seed), uint64(worker)+0xbac0ff))}
+func newBackoff(seed int64, worker int) *workerPauses {
+	return &workerPauses{rng: rand.New(rand.NewPCG(uint64(seed), uint64(worker)+0xbac0ff))}
 }
 
 // pauseAfter returns how long to wait after a request that ended with out
 // (and, for a 429 or 503, a Retry-After of retryAfter); 0 means none.
-func (b *backoff) pauseAfter(out event.Outcome, retryAfter time.Duration) time.Duration {
+func (b *workerPauses) pauseAfter(out event.Outcome, retryAfter time.Duration) time.Duration {
 	if out != event.OutcomeConnect {
 		b.streak = 0
 		return min(retryAfter, MaxRetryAfter)
 	}
 	b.streak++
-	d := BackoffMax
-	if shift := b.streak - 1; shift < 16 {
-		d = min(BackoffFirst<<shift, BackoffMax)
-	}
 	// Half fixed, half random: workers that failed together spread out.
-	return d/2 + time.Duration(b.rng.Int64N(int64(d/2)+1))
+	return backoff.Policy{First: BackoffFirst, Max: BackoffMax}.Delay(b.streak, b.rng)
 }
 
 // sleepCtx waits d or until ctx ends; it reports whether d passed.
