@@ -1,12 +1,14 @@
 package event
 
 import (
+	"maps"
 	"slices"
 	"testing"
 )
 
-// TestStageTable: every client and breakdown stage is in the one table,
-// once, with its own letter, a colour, a label and a meaning.
+// TestStageTable: every client and breakdown stage, and StageOther, is in
+// the one table, once, with its own letter, a colour, a label and a
+// meaning.
 func TestStageTable(t *testing.T) {
 	t.Parallel()
 	table := StageTable()
@@ -20,9 +22,44 @@ func TestStageTable(t *testing.T) {
 		}
 		letters[m.Letter] = m.Stage
 	}
-	for _, s := range append(ClientStages(), BreakdownStages()...) {
+	for _, s := range append(append(ClientStages(), BreakdownStages()...), StageOther) {
 		if n := len(slices.DeleteFunc(slices.Clone(table), func(m StageMeta) bool { return m.Stage != s })); n != 1 {
 			t.Errorf("%s is in the stage table %d times, want once", s, n)
 		}
+	}
+}
+
+// TestStageOrders: the surfaces' orders follow the table's (a stage
+// earlier in the table comes earlier in each order), and thinking follows
+// the probe's client stages and the breakdown.
+func TestStageOrders(t *testing.T) {
+	t.Parallel()
+	pos := map[Stage]int{}
+	for i, m := range StageTable() {
+		pos[m.Stage] = i
+	}
+	for name, order := range map[string][]Stage{"client": ClientOrder(), "breakdown": BreakdownOrder()} {
+		for i := 1; i < len(order); i++ {
+			if order[i] != StageThinking && pos[order[i]] <= pos[order[i-1]] {
+				t.Errorf("%s order: %s after %s, but the table has it before", name, order[i], order[i-1])
+			}
+		}
+		if order[len(order)-1] != StageThinking {
+			t.Errorf("%s order %v does not end with thinking", name, order)
+		}
+	}
+}
+
+func TestOrderStages(t *testing.T) {
+	t.Parallel()
+	a := map[Stage]int{"st:z": 1, StageQueue: 1, StageThinking: 1}
+	b := map[Stage]bool{StagePrefill: true, StageOther: true, StageQueue: true}
+	got := OrderStages(BreakdownOrder(), maps.Keys(a), maps.Keys(b))
+	want := []Stage{StageQueue, StagePrefill, StageThinking, StageOther, "st:z"}
+	if !slices.Equal(got, want) {
+		t.Errorf("OrderStages = %v, want %v", got, want)
+	}
+	if got := OrderStages(ClientOrder()); len(got) != 0 {
+		t.Errorf("no sets: %v, want none", got)
 	}
 }

@@ -27,18 +27,21 @@ const (
 	labelColumn = 190.0
 )
 
-const otherFill = "#bbbbbb"
-
 // stageFill colours a stage as event.StageTable says: the server-side
 // stages get the saturated colours, the client's own (usually tiny)
-// stages shades of grey.
+// stages shades of grey, and a stage without a fill of its own
+// event.StageOther's.
 func stageFill(s event.Stage) string {
+	var other string
 	for _, m := range event.StageTable() {
 		if m.Stage == s && m.Fill != "" {
 			return m.Fill
 		}
+		if m.Stage == event.StageOther {
+			other = m.Fill
+		}
 	}
-	return otherFill
+	return other
 }
 
 // textOn picks black or white text for fill (#rrggbb), whichever contrasts
@@ -201,7 +204,7 @@ func breakdownChart(id, title string, simulated bool, bars []bandBar, provenance
 	scale := c.PlotW / axisTop
 	const barH, gap, titleH = 46.0, 22.0, 48.0
 	y := titleH
-	stages := orderedStages(breakdownStages, sets...)
+	stages := event.OrderStages(event.BreakdownOrder(), sets...)
 	for _, b := range bars {
 		br := bar{Label: b.label, Sub: counted(b.band.Requests, "request", "requests"), Y: y, H: barH,
 			LabelY: y + barH/2 - 3, SubY: y + barH/2 + 13, TextY: y + barH/2 + 4, AboveY: y - 4,

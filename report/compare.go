@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
 )
 
 // Alpha is the family-wise error rate of a comparison: the chance that any
@@ -162,10 +163,10 @@ func quantities(a, b *aggregate.Summary) []quantity {
 	if a.SchedLag.Max > 0 || b.SchedLag.Max > 0 { // the open loop was late at least once
 		stats("latency", "sched_lag", "ms", func(s *aggregate.Summary) aggregate.Stats { return s.SchedLag }, "mean", "p99")
 	}
-	for _, st := range orderedStages(clientStages, maps.Keys(a.Stages), maps.Keys(b.Stages)) {
+	for _, st := range event.OrderStages(event.ClientOrder(), maps.Keys(a.Stages), maps.Keys(b.Stages)) {
 		stats("client stage", string(st), "ms", func(s *aggregate.Summary) aggregate.Stats { return s.Stages[st] }, "mean", "p50", "p99")
 	}
-	for _, st := range orderedStages(breakdownStages, maps.Keys(a.Breakdown.Stages), maps.Keys(b.Breakdown.Stages)) {
+	for _, st := range event.OrderStages(event.BreakdownOrder(), maps.Keys(a.Breakdown.Stages), maps.Keys(b.Breakdown.Stages)) {
 		stats("breakdown", string(st), "ms", func(s *aggregate.Summary) aggregate.Stats { return s.Breakdown.Stages[st].Stats }, "mean", "p50", "p99")
 	}
 	qs = append(qs, throughput()...)

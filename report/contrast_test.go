@@ -156,7 +156,7 @@ func patternOf(t *testing.T, patterns map[string]hatchPattern, url string) hatch
 func TestStageLabelContrast(t *testing.T) {
 	t.Parallel()
 	patterns := hatchPatterns(t, pageSource)
-	fills := []string{otherFill}
+	var fills []string // event.StageOther's is the default
 	for _, m := range event.StageTable() {
 		if m.Fill != "" {
 			fills = append(fills, m.Fill)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
 )
 
 // CSVColumns are the columns of a single recording's CSV report.
@@ -99,10 +100,10 @@ func writeCSV(w io.Writer, rec *Recording) error {
 	rows.stats("latency", "e2e", "ms", s.E2E, "measured")
 	rows.stats("latency", "sched_lag", "ms", s.SchedLag, "measured")
 	rows.stats("latency", "tok_per_s_per_request", "tok/s", s.TokensPerSec, "measured")
-	for _, st := range orderedStages(clientStages, maps.Keys(s.Stages)) {
+	for _, st := range event.OrderStages(event.ClientOrder(), maps.Keys(s.Stages)) {
 		rows.stats("client_stage", string(st), "ms", s.Stages[st], "measured")
 	}
-	for _, st := range orderedStages(breakdownStages, maps.Keys(s.Breakdown.Stages)) {
+	for _, st := range event.OrderStages(event.BreakdownOrder(), maps.Keys(s.Breakdown.Stages)) {
 		bs := s.Breakdown.Stages[st]
 		prov := strings.ReplaceAll(provenanceText(bs.Provenance), ", ", ";")
 		rows.stats("breakdown", string(st), "ms", bs.Stats, prov)
@@ -113,7 +114,7 @@ func writeCSV(w io.Writer, rec *Recording) error {
 		stat := b.String() + "_band"
 		rows.add("band", "requests", stat, float64(band.Requests), "requests", "")
 		rows.add("band", "ttft", stat, band.TTFT, "ms", "")
-		for _, st := range orderedStages(breakdownStages, maps.Keys(band.Stages)) {
+		for _, st := range event.OrderStages(event.BreakdownOrder(), maps.Keys(band.Stages)) {
 			rows.add("band", string(st), stat, band.Stages[st], "ms", "")
 		}
 	}

@@ -112,12 +112,13 @@ func union(a, b []event.Provenance) []event.Provenance {
 
 // Line styles: a run's p50 is solid and its p99 dashed; in a comparison
 // the base is blue and the other run vermillion, and every line is named
-// at its end, so the charts read in grey too.
+// at its end, so the charts read in grey too. The colours are the stage
+// table's palette (event.ChartBlue and the others).
 const (
-	blue       = "#0072b2"
-	vermillion = "#d55e00"
-	orange     = "#e69f00"
-	green      = "#009e73"
+	blue       = event.ChartBlue
+	vermillion = event.ChartVermillion
+	orange     = event.ChartOrange
+	green      = event.ChartGreen
 	dashed     = "8 4"
 	dotted     = "2 3"
 )

@@ -204,7 +204,7 @@ func latencyTable(s *aggregate.Summary) table {
 
 func clientStagesTable(s *aggregate.Summary) table {
 	t := table{Title: "Client stages (ms, measured)", Columns: append([]string{"stage"}, statColumns...)}
-	for _, st := range orderedStages(clientStages, maps.Keys(s.Stages)) {
+	for _, st := range event.OrderStages(event.ClientOrder(), maps.Keys(s.Stages)) {
 		t.Rows = append(t.Rows, append([]string{string(st)}, statCells(s.Stages[st])...))
 	}
 	return t
@@ -220,7 +220,7 @@ func breakdownTable(s *aggregate.Summary, bands *[aggregate.NumBands]aggregate.B
 		Title:   "TTFT breakdown (ms, " + counted(b.Requests, "request", "requests") + ")",
 		Columns: []string{"stage", "provenance", "count", "mean", "p50", "p90", "p99", "share", "mean band", "slowest 1% band"},
 	}
-	for _, st := range orderedStages(breakdownStages, maps.Keys(b.Stages), maps.Keys(mean.Stages), maps.Keys(slow.Stages)) {
+	for _, st := range event.OrderStages(event.BreakdownOrder(), maps.Keys(b.Stages), maps.Keys(mean.Stages), maps.Keys(slow.Stages)) {
 		bs := b.Stages[st]
 		t.Rows = append(t.Rows, []string{
 			string(st), bs.ProvenanceText(), strconv.FormatInt(bs.Count, 10), num(bs.Mean, 2), num(bs.P50, 2),

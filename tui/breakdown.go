@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"maps"
 	"math"
 
 	"github.com/charmbracelet/x/ansi"
@@ -42,7 +43,7 @@ func breakdownOf(s *aggregate.Snapshot, w aggregate.Window, b aggregate.BandStat
 	if s.Session != nil {
 		bd.name = s.Session.Name
 	}
-	for _, st := range orderedStages(band.Stages, stageOrder) {
+	for _, st := range event.OrderStages(stageOrder, maps.Keys(band.Stages)) {
 		seg := segment{stage: st, value: band.Stages[st], negative: win.Breakdown[st].Negative}
 		// The window's main provenance decides the mark, not any single
 		// request's (see aggregate.ProvenanceMix.Main).
@@ -85,7 +86,7 @@ func clientBreakdown(s *aggregate.Snapshot, w aggregate.Window) breakdown {
 		return bd
 	}
 	n := float64(win.TTFT.Count)
-	for _, st := range orderedStages(win.Stages, clientStageOrder) {
+	for _, st := range event.OrderStages(clientStageOrder, maps.Keys(win.Stages)) {
 		x := win.Stages[st]
 		v := x.Mean * float64(x.Count) / n
 		bd.segs = append(bd.segs, segment{stage: st, value: v})

@@ -15,7 +15,7 @@ var stageOrder = event.BreakdownStages()
 var clientStageOrder = event.ClientStages()
 
 // stageOther is what the aggregator's bands call stage names it does not know.
-const stageOther event.Stage = "other"
+const stageOther = event.StageOther
 
 // stageInfo is how one stage is shown: a letter that tells its bar segment
 // apart without colour, and a short label for tight legends.
@@ -24,11 +24,11 @@ type stageInfo struct {
 	short  string
 }
 
-// stageInfos are the stages' letters and labels from event.StageTable,
-// with the dashboard's own pseudo-stages; read-only after init.
+// stageInfos are the stages' letters and labels from event.StageTable
+// (stageOther's too), with the dashboard's own pseudo-stages; read-only
+// after init.
 var stageInfos = func() map[event.Stage]stageInfo {
 	m := map[event.Stage]stageInfo{
-		stageOther:  {'o', "other"},
 		stageTTFT:   {'T', "TTFT"},
 		stageDecode: {'-', "decode"},
 	}
@@ -48,25 +48,6 @@ func infoOf(s event.Stage) stageInfo {
 		in.letter = s[0]
 	}
 	return in
-}
-
-// orderedStages returns the keys of m: those in canonical first, in its
-// order, then the others sorted by name.
-func orderedStages[V any](m map[event.Stage]V, canonical []event.Stage) []event.Stage {
-	out := make([]event.Stage, 0, len(m))
-	for _, s := range canonical {
-		if _, ok := m[s]; ok {
-			out = append(out, s)
-		}
-	}
-	var rest []event.Stage
-	for s := range m {
-		if !slices.Contains(canonical, s) {
-			rest = append(rest, s)
-		}
-	}
-	slices.Sort(rest)
-	return append(out, rest...)
 }
 
 // estimated reports whether any of a stage's numbers were estimated rather

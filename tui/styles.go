@@ -24,10 +24,10 @@ func defaultPalette() palette {
 	}
 }
 
-// stageColours are the stages' colours from event.StageTable, with the
-// dashboard's own pseudo-stages.
+// stageColours are the stages' colours from event.StageTable (stageOther's
+// too), with the dashboard's own pseudo-stages.
 func stageColours() map[event.Stage]lipgloss.Color {
-	m := map[event.Stage]lipgloss.Color{stageOther: "244", stageTTFT: "39", stageDecode: "220"}
+	m := map[event.Stage]lipgloss.Color{stageTTFT: "39", stageDecode: "220"}
 	for _, s := range event.StageTable() {
 		m[s.Stage] = lipgloss.Color(s.Term)
 	}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/latscope/latscope/aggregate"
@@ -42,7 +43,7 @@ func tableRows(s *aggregate.Snapshot, w aggregate.Window) []tableRow {
 		{name: "e2e", prov: "measured", stats: win.E2E, metric: "e2e"},
 	}...)
 	if len(win.Breakdown) > 0 {
-		for _, st := range orderedStages(win.Breakdown, stageOrder) {
+		for _, st := range event.OrderStages(stageOrder, maps.Keys(win.Breakdown)) {
 			prov := string(win.BreakdownProvenance[st].Main()) // the window's majority, or mixed
 			if prov == "" {
 				prov = provText(s.Breakdown.Stages[st].Provenance)
@@ -51,7 +52,7 @@ func tableRows(s *aggregate.Snapshot, w aggregate.Window) []tableRow {
 		}
 		return rows
 	}
-	for _, st := range orderedStages(win.Stages, clientStageOrder) {
+	for _, st := range event.OrderStages(clientStageOrder, maps.Keys(win.Stages)) {
 		rows = append(rows, tableRow{name: string(st), prov: "measured", stats: win.Stages[st]})
 	}
 	return rows
