@@ -3,6 +3,8 @@ package tui
 import (
 	"fmt"
 	"strings"
+
+	"github.com/latscope/latscope/event"
 )
 
 // renderHelp is the help page: the keys, then how to read the screen.
@@ -39,7 +41,7 @@ func (m *model) renderHelp() []string {
 		}
 	}
 	var letters []string
-	for _, s := range stageOrder {
+	for _, s := range event.BreakdownStages() {
 		in := infoOf(s)
 		letters = append(letters, fmt.Sprintf("%c %s", in.letter, s))
 	}

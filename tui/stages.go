@@ -7,12 +7,14 @@ import (
 )
 
 // stageOrder is the order a request crosses the breakdown stages: the
-// client's own stages, then the server window, then what is left over. The
-// bar, the legend, the table and the waterfall all follow it.
-var stageOrder = event.BreakdownStages()
+// client's own stages, then the server window, then what is left over,
+// then a reasoning model's thinking. The bar, the legend and the table
+// follow it, as the reports do.
+var stageOrder = event.BreakdownOrder()
 
-// clientStageOrder is the order the probe measures its client stages in.
-var clientStageOrder = event.ClientStages()
+// clientStageOrder is the order the probe measures its client stages in,
+// then a reasoning model's thinking, as in the reports.
+var clientStageOrder = event.ClientOrder()
 
 // stageOther is what the aggregator's bands call stage names it does not know.
 const stageOther = event.StageOther
