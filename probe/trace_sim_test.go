@@ -17,7 +17,7 @@ import (
 // short prompts and outputs.
 func poissonTrace(n int, rate float64) *probe.Trace {
 	rng := rand.New(rand.NewPCG(7, 7))
-	tr := &probe.Trace{Format: probe.TraceJSONL}
+	tr := &probe.Trace{Format: "jsonl"}
 	var at time.Duration
 	for range n {
 		tr.Requests = append(tr.Requests, probe.TraceRequest{At: at, PromptTokens: 16 + rng.IntN(48), OutputTokens: 2 + rng.IntN(3)})

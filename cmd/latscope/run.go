@@ -18,6 +18,7 @@ import (
 	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/otlpexport"
 	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/tracefile"
 )
 
 // metricDefinitions is printed in --help and the README: tools disagree on
@@ -230,7 +231,7 @@ func (f *loadFlags) readTrace() error {
 	case !(f.traceSpeed > 0) || math.IsInf(f.traceSpeed, 0):
 		return fmt.Errorf("--trace-speed %g: want a positive factor (1: as recorded)", f.traceSpeed)
 	}
-	t, err := probe.ReadTrace(f.trace)
+	t, err := tracefile.Read(f.trace)
 	if err != nil {
 		return fmt.Errorf("--trace: %w", err)
 	}
