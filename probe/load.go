@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/pipeline"
 )
 
 // DefaultMaxInFlight bounds the open loop's concurrent requests. Past it the
@@ -247,7 +248,10 @@ func (r *Runner) Stats() RunStats { return r.stats }
 //
 // Cancelling ctx stops the run: requests in flight are cancelled and
 // recorded with outcome cancelled, and Run returns nil (Stats says
-// Interrupted).
+// Interrupted). Cancelling it with pipeline.ErrRunEnded as the cause ends
+// the run as its own end (Duration and Drain over) does, for a run that
+// ends when its user says so (quitting a dashboard): the requests in
+// flight are marked RunEnded, not errors.
 func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 	if emit == nil {
 		return errors.New("run: no emit function")
@@ -260,14 +264,14 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 
 	// reqCtx cancels requests in flight; sendCtx, its child, ends
 	// dispatching. Both end on Ctrl-C; at Duration sending stops and, Drain
-	// later, requests are cancelled with ErrRunEnded as the cause, which
-	// marks their records RunEnded. Cancellation reaches a child a moment
-	// after its parent, so loops check both (see stopped).
+	// later, requests are cancelled with pipeline.ErrRunEnded as the cause,
+	// which marks their records RunEnded. Cancellation reaches a child a
+	// moment after its parent, so loops check both (see stopped).
 	reqCtx, cancelRequests := context.WithCancelCause(ctx)
 	defer cancelRequests(nil)
 	sendCtx, stopSending := context.WithCancel(reqCtx)
 	defer stopSending()
-	endRun := func() { cancelRequests(ErrRunEnded) }
+	endRun := func() { cancelRequests(pipeline.ErrRunEnded) }
 	if d := r.cfg.Duration; d > 0 {
 		stopTimer := time.AfterFunc(d, func() {
 			stopSending()
@@ -553,13 +557,6 @@ func (r *Runner) spec(seq uint64, worker int, intended time.Time) RequestSpec {
 	}
 }
 
-// ErrRunEnded is the cause with which the run's own end (Duration and
-// Drain over) cancels the requests still in flight. Cancelling Run's
-// context with it as the cause (context.WithCancelCause) ends the run the
-// same way, for a run that ends when its user says so (quitting a
-// dashboard): the requests in flight are marked RunEnded, not errors.
-var ErrRunEnded = errors.New("the run ended")
-
 // completeRecord makes a Doer's record whole: the identifiers the spec
 // decided, and outcome cancelled for a request the run stopped (whatever
 // error the cancellation surfaced as), marked RunEnded when the run's own
@@ -599,7 +596,7 @@ func completeRecord(ctx context.Context, rec *event.Request, spec RequestSpec) *
 	switch {
 	case cancelled && rec.Outcome != event.OutcomeOK:
 		rec.Outcome = event.OutcomeCancelled
-		rec.RunEnded = errors.Is(context.Cause(ctx), ErrRunEnded)
+		rec.RunEnded = errors.Is(context.Cause(ctx), pipeline.ErrRunEnded)
 	case rec.Outcome == "":
 		rec.Outcome = event.OutcomeMalformed
 		if rec.Error == "" {

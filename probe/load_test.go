@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/pipeline"
 )
 
 // sleepDoer is a test double of the Doer interface: each request takes
@@ -642,7 +643,7 @@ func (d *gateDoer) waitInFlight(t *testing.T, n int64) {
 	}
 }
 
-// TestRunEndedByItsUser: a run whose context is cancelled with ErrRunEnded
+// TestRunEndedByItsUser: a run whose context is cancelled with pipeline.ErrRunEnded
 // as the cause (a dashboard quit) ends as its own end would: the requests
 // in flight are cancelled at the end of the run, not errors.
 func TestRunEndedByItsUser(t *testing.T) {
@@ -650,7 +651,7 @@ func TestRunEndedByItsUser(t *testing.T) {
 	defer cancel(nil)
 	d := &sleepDoer{delay: time.Minute, onStart: func(inFlight int64) {
 		if inFlight == 3 {
-			cancel(ErrRunEnded)
+			cancel(pipeline.ErrRunEnded)
 		}
 	}}
 	r, err := NewRunner(d, LoadConfig{Concurrency: 3}, loadTestPrompts(t))

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/latscope/latscope/probe"
-
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 )
@@ -75,16 +73,16 @@ type stepper struct {
 
 // errWallClock ends a step whose events stopped coming: the rules run on
 // event time, so without events only the wall clock can end it.
-var errWallClock = fmt.Errorf("no decision within step max on the wall clock (did the source stop emitting?): %w", probe.ErrRunEnded)
+var errWallClock = fmt.Errorf("no decision within step max on the wall clock (did the source stop emitting?): %w", pipeline.ErrRunEnded)
 
 // decision is the cause a step is cancelled with once it is decided. It is
-// the run's own end to the probe (probe.ErrRunEnded), so the requests it
+// the run's own end to the probe (pipeline.ErrRunEnded), so the requests it
 // cuts are counted as cancelled by the step's end, not as failures, in the
 // summary and in a report of the sweep's recording.
 type decision struct{ reason string }
 
 func (d decision) Error() string { return d.reason }
-func (d decision) Unwrap() error { return probe.ErrRunEnded }
+func (d decision) Unwrap() error { return pipeline.ErrRunEnded }
 
 // run runs the steps between a rules marker and an ended marker, so a
 // recording carries what a report needs to judge the steps again and say

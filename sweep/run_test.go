@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/latscope/latscope/probe"
-
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 )
@@ -470,8 +468,8 @@ func TestRunSlowStepIsJudgedOnItsLastRequests(t *testing.T) {
 // report of the sweep's recording.
 func TestStepEndIsTheRunsOwnEndToTheProbe(t *testing.T) {
 	for _, cause := range []error{decision{"steady"}, errWallClock} {
-		if !errors.Is(cause, probe.ErrRunEnded) {
-			t.Errorf("%q is not probe.ErrRunEnded to the probe", cause)
+		if !errors.Is(cause, pipeline.ErrRunEnded) {
+			t.Errorf("%q is not pipeline.ErrRunEnded to the probe", cause)
 		}
 	}
 }

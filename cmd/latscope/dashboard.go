@@ -9,7 +9,6 @@ import (
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/pipeline"
-	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/tui"
 )
 
@@ -51,7 +50,7 @@ func runWithDashboard(ctx context.Context, m measurement, notices *tui.NoticeBoa
 	notices.Detach() // what the end waits for is said on the restored terminal
 	// Quitting is the run's own end: the requests in flight are cancelled
 	// at the end of the run, not errors (unless ctx, a signal, ended first).
-	stopMeasuring(probe.ErrRunEnded)
+	stopMeasuring(pipeline.ErrRunEnded)
 	res := <-done
 	if ctx.Err() == nil {
 		res.interrupted = false // quitting the dashboard is how a run ends
