@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/promdialect"
 )
 
 // Sources of the estimates and measurements the attributor adds.
@@ -77,7 +77,7 @@ type queueEvidence struct {
 func (in AttributionInput) evidence() queueEvidence {
 	name := "the server's queue gauge"
 	if in.Interval != nil {
-		if d, err := collector.DialectByName(in.Interval.Dialect); err == nil && len(d.Waiting) > 0 {
+		if d, err := promdialect.ByName(in.Interval.Dialect); err == nil && len(d.Waiting) > 0 {
 			name = d.Waiting[0].Name
 		}
 	}
@@ -605,8 +605,8 @@ func sortBreakdown(stages []event.StageTiming) {
 	})
 }
 
-// Known per-request sources (event.ServerTiming.Source), besides collector.SourceOTLP
-// and collector.SourceOTLPTGI.
+// Known per-request sources (event.ServerTiming.Source), besides
+// event.SourceOTLP and event.SourceOTLPTGI.
 const (
 	sourceVLLMMetrics = "vllm.metrics"
 	sourceLlamaCpp    = "llamacpp.timings"
@@ -635,7 +635,7 @@ func serverStages(st *event.ServerTiming, cached string) []event.StageTiming {
 	}
 	var out []event.StageTiming
 	switch st.Source {
-	case collector.SourceOTLP, sourceVLLMMetrics:
+	case event.SourceOTLP, sourceVLLMMetrics:
 		// vLLM: queue = scheduled - queued; "prefill" = first token -
 		// scheduled, so it covers prefill and the first decode step; the
 		// frontend TTFT (arrival → first token) minus both is the frontend's
@@ -672,7 +672,7 @@ func serverStages(st *event.ServerTiming, cached string) []event.StageTiming {
 		}
 	case SourceServerTiming:
 		out = serverTimingStages(st, cached)
-	case collector.SourceOTLPTGI, sourceTGIHeaders:
+	case event.SourceOTLPTGI, sourceTGIHeaders:
 		if d, ok := get(event.StageTokenize); ok {
 			out = append(out, reported(event.StageTokenize, d, st.Source+" (validation, includes tokenization)"))
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/promdialect"
 	"github.com/latscope/latscope/sim"
 )
 
@@ -161,7 +162,7 @@ func loopIntervals(reqs []loopRequest) []*event.ServerSample {
 		cur := &collector.Scrape{Time: time.Unix(1, 0), Families: map[string]*collector.PromFamily{
 			name: {Name: name, Series: []collector.PromSeries{{Hist: h}}}}}
 		prev := &collector.Scrape{Time: time.Unix(0, 0)}
-		dialect := collector.Dialect{Name: "loop", Stages: []collector.StageSource{{Stage: "stage", Hist: []collector.MetricRef{{Name: name}}}}}
+		dialect := promdialect.Dialect{Name: "loop", Stages: []promdialect.StageSource{{Stage: "stage", Hist: []promdialect.MetricRef{{Name: name}}}}}
 		sample, _ := collector.Derive(prev, cur, dialect)
 		return sample.Stages["stage"]
 	}
@@ -178,7 +179,7 @@ func loopIntervals(reqs []loopRequest) []*event.ServerSample {
 		}
 		samples[i] = &event.ServerSample{
 			Time:    time.Unix(1767000000, 0).Add(at),
-			Dialect: collector.DialectVLLM, Interval: loopScrape, Waiting: &waiting,
+			Dialect: promdialect.VLLM, Interval: loopScrape, Waiting: &waiting,
 			Stages: map[string]event.HistStat{
 				"queue":   stat(o.queue, requestBuckets),
 				"prefill": stat(o.prefill, requestBuckets),

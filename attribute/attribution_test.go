@@ -14,6 +14,7 @@ import (
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/promdialect"
 	"github.com/latscope/latscope/sim"
 )
 
@@ -180,7 +181,7 @@ func TestAttribute(t *testing.T) {
 	}{
 		{
 			name: "vllm span",
-			st: timing(collector.SourceOTLP, map[event.Stage]time.Duration{
+			st: timing(event.SourceOTLP, map[event.Stage]time.Duration{
 				event.StageServerTTFT: 30 * ms, event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms,
 				event.StageDecode: 900 * ms, event.StageServerE2E: 1 * time.Second,
 			}),
@@ -197,7 +198,7 @@ func TestAttribute(t *testing.T) {
 		},
 		{
 			name: "vllm span without its ttft",
-			st:   timing(collector.SourceOTLP, map[event.Stage]time.Duration{event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms}),
+			st:   timing(event.SourceOTLP, map[event.Stage]time.Duration{event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms}),
 			want: []event.StageTiming{
 				srv(event.StageQueue, 5*ms, "otlp"),
 				srv(event.StagePrefill, 20*ms, "otlp (prefill includes first decode)"),
@@ -236,7 +237,7 @@ func TestAttribute(t *testing.T) {
 		},
 		{
 			name: "tgi span: validation and queue",
-			st: timing(collector.SourceOTLPTGI, map[event.Stage]time.Duration{
+			st: timing(event.SourceOTLPTGI, map[event.Stage]time.Duration{
 				event.StageTokenize: 850 * us, event.StageQueue: 12 * ms, event.StageInference: 1 * time.Second,
 			}),
 			want: []event.StageTiming{
@@ -423,7 +424,7 @@ func TestAttribute(t *testing.T) {
 		},
 		{
 			name: "per-request queue wins over the slot wait",
-			st:   timing(collector.SourceOTLPTGI, map[event.Stage]time.Duration{event.StageQueue: 12 * ms}),
+			st:   timing(event.SourceOTLPTGI, map[event.Stage]time.Duration{event.StageQueue: 12 * ms}),
 			kind: "llamacpp",
 			want: []event.StageTiming{
 				srv(event.StageQueue, 12*ms, "otlp.tgi"),
@@ -454,7 +455,7 @@ func TestAttribute(t *testing.T) {
 		},
 		{
 			name:     "server timing with no usable stage falls back to the interval",
-			st:       timing(collector.SourceOTLP, map[event.Stage]time.Duration{event.StageDecode: 1 * time.Second}),
+			st:       timing(event.SourceOTLP, map[event.Stage]time.Duration{event.StageDecode: 1 * time.Second}),
 			interval: &event.ServerSample{Dialect: "sglang", Stages: map[string]event.HistStat{"prefill": {Count: 2, Mean: 7 * ms}}},
 			want: []event.StageTiming{
 				est(event.StageServerWait, 28*ms, serverWaitSource(noteUnknown(gaugeSGLang))),
@@ -482,7 +483,7 @@ func TestAttribute(t *testing.T) {
 		},
 		{
 			name: "over: server numbers kept, unattributed negative",
-			st:   timing(collector.SourceOTLP, map[event.Stage]time.Duration{event.StageQueue: 10 * ms, event.StagePrefill: 30 * ms}),
+			st:   timing(event.SourceOTLP, map[event.Stage]time.Duration{event.StageQueue: 10 * ms, event.StagePrefill: 30 * ms}),
 			rtt:  200 * us,
 			want: []event.StageTiming{
 				srv(event.StageQueue, 10*ms, "otlp"),
@@ -579,7 +580,7 @@ func randomInputs(rng *rand.Rand) (*event.Request, AttributionInput) {
 	}
 	var st *event.ServerTiming
 	if rng.IntN(3) > 0 {
-		sources := []string{collector.SourceOTLP, collector.SourceOTLPTGI, "vllm.metrics", "llamacpp.timings", "ollama.final", "tgi.headers", "sim.truth", "other"}
+		sources := []string{event.SourceOTLP, event.SourceOTLPTGI, "vllm.metrics", "llamacpp.timings", "ollama.final", "tgi.headers", "sim.truth", "other"}
 		st = &event.ServerTiming{Source: sources[rng.IntN(len(sources))], Stages: map[event.Stage]time.Duration{},
 			PromptTokens: rng.IntN(3) * 512, CachedTokens: rng.IntN(3) * 300}
 		for _, s := range []event.Stage{event.StageHTTP, event.StageTokenize, event.StageQueue, event.StagePrefill,
@@ -625,7 +626,7 @@ func FuzzAttribute(f *testing.F) {
 }
 
 func spanFor() *event.ServerTiming {
-	return timing(collector.SourceOTLP, map[event.Stage]time.Duration{event.StageServerTTFT: 30 * ms, event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms})
+	return timing(event.SourceOTLP, map[event.Stage]time.Duration{event.StageServerTTFT: 30 * ms, event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms})
 }
 
 // spanEvent is the server's span for request id, as a receiver emits it.
@@ -752,7 +753,7 @@ func TestAttributorHoldsUntilSpan(t *testing.T) {
 	if got == nil || got.ID != "late" {
 		t.Fatalf("out = %+v, want request late", got)
 	}
-	if got.Server == nil || got.Server.Source != collector.SourceOTLP {
+	if got.Server == nil || got.Server.Source != event.SourceOTLP {
 		t.Errorf("joined request's Server = %+v, want the span", got.Server)
 	}
 	if !hasStage(got, event.StageQueue, event.ServerReported) || !hasStage(got, event.StageTokenize, event.ServerReported) {
@@ -986,7 +987,7 @@ func TestAttributorServerKind(t *testing.T) {
 // request is estimated from them; the same mean under a per-request key is.
 func TestPerTokenMeansGiveNoEstimate(t *testing.T) {
 	t.Parallel()
-	d, err := collector.DialectByName(collector.DialectLlamaCpp)
+	d, err := promdialect.ByName(promdialect.LlamaCpp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1125,7 +1126,7 @@ func TestAttributorJoinKeepsCachedTokens(t *testing.T) {
 	p.nothingOut(t)
 	p.send(t, spanEvent("cached"))
 	got := p.next(t).Request
-	if got.Server == nil || got.Server.Source != collector.SourceOTLP || got.Server.CachedTokens != 384 {
+	if got.Server == nil || got.Server.Source != event.SourceOTLP || got.Server.CachedTokens != 384 {
 		t.Fatalf("joined timing = %+v, want the span's with 384 cached tokens", got.Server)
 	}
 	want := "otlp (prefill includes first decode; 384 of 512 prompt tokens cached)"
@@ -1411,7 +1412,7 @@ func TestEndToEndSimProbeOTLP(t *testing.T) {
 			continue
 		}
 		checkSum(t, r, r.Breakdown)
-		if r.Server == nil || r.Server.Source != collector.SourceOTLP {
+		if r.Server == nil || r.Server.Source != event.SourceOTLP {
 			t.Errorf("%s: not joined with its span (server timing %+v)", r.ID, r.Server)
 			continue
 		}

@@ -37,12 +37,6 @@ const (
 	DefaultOTLPReadTime   = 30 * time.Second
 )
 
-// Sources written into event.ServerTiming by the receiver.
-const (
-	SourceOTLP    = "otlp"     // vLLM llm_request span
-	SourceOTLPTGI = "otlp.tgi" // TGI router span (validation/queue/inference fields)
-)
-
 const (
 	contentProtobuf = "application/x-protobuf"
 	contentJSON     = "application/json"
@@ -471,8 +465,8 @@ var tgiDurationAttrs = map[string]event.Stage{
 // span with gen_ai.latency attributes) or a TGI span with its duration
 // fields. ok is false for spans that carry none.
 func spanTiming(span *tracepb.Span) (st *event.ServerTiming, requestID string, ok bool) {
-	vllm := &event.ServerTiming{Source: SourceOTLP, Stages: map[event.Stage]time.Duration{}}
-	tgi := &event.ServerTiming{Source: SourceOTLPTGI, Stages: map[event.Stage]time.Duration{}}
+	vllm := &event.ServerTiming{Source: event.SourceOTLP, Stages: map[event.Stage]time.Duration{}}
+	tgi := &event.ServerTiming{Source: event.SourceOTLPTGI, Stages: map[event.Stage]time.Duration{}}
 	for _, kv := range span.GetAttributes() {
 		key, val := kv.GetKey(), kv.GetValue()
 		if stage, ok := vllmLatencyAttrs[key]; ok {

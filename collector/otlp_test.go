@@ -78,7 +78,7 @@ func exportOf(spans ...*tracepb.Span) *coltracepb.ExportTraceServiceRequest {
 
 func wantVLLMTiming() *event.ServerTiming {
 	return &event.ServerTiming{
-		Source: SourceOTLP,
+		Source: event.SourceOTLP,
 		Stages: map[event.Stage]time.Duration{
 			event.StageServerTTFT: 30500 * time.Microsecond,
 			event.StageQueue:      2100 * time.Microsecond,
@@ -259,7 +259,7 @@ func TestOTLPReceiverSpecJSONFixtures(t *testing.T) {
 	if !ok {
 		t.Fatal("TGI span not found by trace id")
 	}
-	checkTiming(t, &tgi.Timing, &event.ServerTiming{Source: SourceOTLPTGI, Stages: map[event.Stage]time.Duration{
+	checkTiming(t, &tgi.Timing, &event.ServerTiming{Source: event.SourceOTLPTGI, Stages: map[event.Stage]time.Duration{
 		event.StageTokenize:  850 * time.Microsecond,
 		event.StageQueue:     12300 * time.Microsecond,
 		event.StageInference: 1186850 * time.Microsecond,
@@ -440,7 +440,7 @@ func TestOTLPReceiverWithSDKExporter(t *testing.T) {
 	if got.TraceID != "0af7651916cd43dd8448eb211c80319c" || got.RequestID != "cmpl-sdk-1" {
 		t.Errorf("span ids %q / %q", got.TraceID, got.RequestID)
 	}
-	checkTiming(t, &got.Timing, &event.ServerTiming{Source: SourceOTLP, PromptTokens: 7, Stages: map[event.Stage]time.Duration{
+	checkTiming(t, &got.Timing, &event.ServerTiming{Source: event.SourceOTLP, PromptTokens: 7, Stages: map[event.Stage]time.Duration{
 		event.StageQueue: 4 * time.Millisecond, event.StagePrefill: 11 * time.Millisecond, event.StageServerTTFT: 17 * time.Millisecond,
 	}})
 	cancel()

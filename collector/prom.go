@@ -15,6 +15,7 @@ import (
 
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/internal/eventclock"
+	"github.com/latscope/latscope/promdialect"
 )
 
 // Defaults for PromConfig.
@@ -57,7 +58,7 @@ type PromConfig struct {
 	// Header is sent with every scrape (an API key or a gateway's header).
 	// Its values never appear in markers, errors or samples.
 	Header  http.Header
-	Dialect string // DialectAuto (or empty) to detect, else a name from DialectNames
+	Dialect string // DialectAuto (or empty) to detect, else a name from promdialect.Names
 	// Model keeps only the series of one model (label model_name, or model
 	// for Triton); empty sums over every model the server exposes.
 	Model string
@@ -79,9 +80,9 @@ type PromConfig struct {
 // scrape. It is a pipeline.Source.
 type Prom struct {
 	cfg      PromConfig
-	shownURL string       // cfg.URL without credentials, for markers, errors and samples
-	client   *http.Client // cfg.HTTPClient, refusing redirects that would leak credentials
-	dialect  *Dialect     // nil: detect on every scrape
+	shownURL string               // cfg.URL without credentials, for markers, errors and samples
+	client   *http.Client         // cfg.HTTPClient, refusing redirects that would leak credentials
+	dialect  *promdialect.Dialect // nil: detect on every scrape
 	now      func() time.Time
 }
 
@@ -123,7 +124,7 @@ func NewProm(cfg PromConfig) (*Prom, error) {
 		p.client = refuseLeakingRedirects(cfg.HTTPClient)
 	}
 	if cfg.Dialect != "" && cfg.Dialect != DialectAuto {
-		d, err := DialectByName(cfg.Dialect)
+		d, err := promdialect.ByName(cfg.Dialect)
 		if err != nil {
 			return nil, err
 		}
@@ -299,7 +300,7 @@ func deref(x *float64) float64 {
 	return *x
 }
 
-func (p *Prom) dialectFor(s *Scrape) Dialect {
+func (p *Prom) dialectFor(s *Scrape) promdialect.Dialect {
 	if p.dialect != nil {
 		return *p.dialect
 	}
@@ -314,7 +315,7 @@ func (p *Prom) fail(st *promState, msg string, emit func(event.Event)) {
 		st.failure = msg
 		emit(event.NewMarker(&event.Marker{Time: now, Kind: event.MarkerCollector, Source: promSource, Message: msg}))
 	}
-	stale := event.ServerSample{Source: p.shownURL, Dialect: DialectUnknown}
+	stale := event.ServerSample{Source: p.shownURL, Dialect: promdialect.Unknown}
 	if p.dialect != nil {
 		stale.Dialect = p.dialect.Name
 	}

@@ -8,6 +8,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/promdialect"
 )
 
 // maxGauges bounds ServerSample.Gauges: a server with thousands of gauge
@@ -27,7 +28,7 @@ const maxGauges = 256
 // down means the server restarted: its new value is taken as the delta since
 // the restart, and its name is returned in resets. A series absent from prev
 // counts from zero (some exporters create a series on its first observation).
-func Derive(prev, cur *Scrape, d Dialect) (sample event.ServerSample, resets []string) {
+func Derive(prev, cur *Scrape, d promdialect.Dialect) (sample event.ServerSample, resets []string) {
 	sample.Dialect = d.Name
 	if cur == nil {
 		return sample, nil
@@ -66,7 +67,7 @@ func Derive(prev, cur *Scrape, d Dialect) (sample event.ServerSample, resets []s
 }
 
 // selectSeries returns the series of ref present in s.
-func selectSeries(s *Scrape, ref MetricRef) []PromSeries {
+func selectSeries(s *Scrape, ref promdialect.MetricRef) []PromSeries {
 	f := s.Families[ref.Name]
 	if f == nil {
 		return nil
@@ -84,16 +85,16 @@ func selectSeries(s *Scrape, ref MetricRef) []PromSeries {
 }
 
 // firstPresent returns the series of the first candidate present in s.
-func firstPresent(s *Scrape, cands []MetricRef) (MetricRef, []PromSeries) {
+func firstPresent(s *Scrape, cands []promdialect.MetricRef) (promdialect.MetricRef, []PromSeries) {
 	for _, ref := range cands {
 		if ss := selectSeries(s, ref); len(ss) > 0 {
 			return ref, ss
 		}
 	}
-	return MetricRef{}, nil
+	return promdialect.MetricRef{}, nil
 }
 
-func sumGauge(s *Scrape, cands []MetricRef) *float64 {
+func sumGauge(s *Scrape, cands []promdialect.MetricRef) *float64 {
 	_, ss := firstPresent(s, cands)
 	if len(ss) == 0 {
 		return nil
@@ -105,7 +106,7 @@ func sumGauge(s *Scrape, cands []MetricRef) *float64 {
 	return finiteOrNil(total)
 }
 
-func kvCache(s *Scrape, d Dialect) *float64 {
+func kvCache(s *Scrape, d promdialect.Dialect) *float64 {
 	if _, ss := firstPresent(s, d.KVFraction); len(ss) > 0 {
 		total := 0.0
 		for _, sr := range ss {
@@ -116,7 +117,7 @@ func kvCache(s *Scrape, d Dialect) *float64 {
 	if d.KVUsed.Name == "" || d.KVTotal.Name == "" {
 		return nil
 	}
-	used, total := sumGauge(s, []MetricRef{d.KVUsed}), sumGauge(s, []MetricRef{d.KVTotal})
+	used, total := sumGauge(s, []promdialect.MetricRef{d.KVUsed}), sumGauge(s, []promdialect.MetricRef{d.KVTotal})
 	if used == nil || total == nil || *total <= 0 {
 		return nil
 	}
@@ -184,7 +185,7 @@ func (dv *deriver) prevSeries(name string, sr PromSeries) (PromSeries, bool) {
 
 // counterDelta is the increase of a counter over the interval, summed over
 // its series; false when the counter is absent from cur.
-func (dv *deriver) counterDelta(ref MetricRef) (float64, bool) {
+func (dv *deriver) counterDelta(ref promdialect.MetricRef) (float64, bool) {
 	ss := selectSeries(dv.cur, ref)
 	if len(ss) == 0 {
 		return 0, false
@@ -206,7 +207,7 @@ func (dv *deriver) counterDelta(ref MetricRef) (float64, bool) {
 	return total, isFiniteFloat(total)
 }
 
-func (dv *deriver) rate(cands []MetricRef, dt time.Duration) *float64 {
+func (dv *deriver) rate(cands []promdialect.MetricRef, dt time.Duration) *float64 {
 	ref, ss := firstPresent(dv.cur, cands)
 	if len(ss) == 0 {
 		return nil
@@ -220,7 +221,7 @@ func (dv *deriver) rate(cands []MetricRef, dt time.Duration) *float64 {
 
 // stage computes one stage's interval statistics from its histogram or,
 // failing that, its counter pair.
-func (dv *deriver) stage(src StageSource) (event.HistStat, bool) {
+func (dv *deriver) stage(src promdialect.StageSource) (event.HistStat, bool) {
 	if ref, ss := firstPresent(dv.cur, src.Hist); len(ss) > 0 {
 		deltas := make([]*PromHist, 0, len(ss))
 		for _, sr := range ss {
@@ -240,7 +241,7 @@ func (dv *deriver) stage(src StageSource) (event.HistStat, bool) {
 		if len(deltas) == 0 {
 			return event.HistStat{}, false
 		}
-		return histStat(mergeHists(deltas), src.scale())
+		return histStat(mergeHists(deltas), src.ToSeconds())
 	}
 	if src.Sum.Name == "" || src.Count.Name == "" {
 		return event.HistStat{}, false
@@ -252,7 +253,7 @@ func (dv *deriver) stage(src StageSource) (event.HistStat, bool) {
 	}
 	st := event.HistStat{Count: count}
 	if count > 0 {
-		st.Mean = durationFromSeconds(sum / count * src.scale())
+		st.Mean = durationFromSeconds(sum / count * src.ToSeconds())
 	}
 	return st, true
 }

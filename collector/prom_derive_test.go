@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/promdialect"
 )
 
 // promFixtureCase is one dialect's pair of fixture scrapes and every number
@@ -29,7 +30,7 @@ type promFixtureCase struct {
 
 func promFixtureCases() []promFixtureCase {
 	return []promFixtureCase{{
-		name: "vllm_v1", dt: 2 * time.Second, dialect: DialectVLLM,
+		name: "vllm_v1", dt: 2 * time.Second, dialect: promdialect.VLLM,
 		waiting: promF(2), running: promF(4), kv: promF(0.375),
 		promptTPS: promF(2560.0 / 2), genTPS: promF(800.0 / 2),
 		stages: map[string]event.HistStat{
@@ -56,7 +57,7 @@ func promFixtureCases() []promFixtureCase {
 		},
 		noGauges: []string{"http_requests_created", "vllm:prompt_tokens_created", "vllm:time_to_first_token_seconds_created"},
 	}, {
-		name: "vllm_v0", dt: 5 * time.Second, dialect: DialectVLLMv0,
+		name: "vllm_v0", dt: 5 * time.Second, dialect: promdialect.VLLMv0,
 		waiting: promF(1), running: promF(4), kv: promF(0.5),
 		promptTPS: promF(1000.0 / 5), genTPS: promF(500.0 / 5),
 		stages: map[string]event.HistStat{
@@ -71,7 +72,7 @@ func promFixtureCases() []promFixtureCase {
 		},
 		gauges: map[string]float64{"vllm:gpu_cache_usage_perc": 0.5, "vllm:num_requests_swapped": 0},
 	}, {
-		name: "sglang", dt: time.Second, dialect: DialectSGLang,
+		name: "sglang", dt: time.Second, dialect: promdialect.SGLang,
 		waiting: promF(3), running: promF(8), kv: promF(0.62),
 		promptTPS: promF(4096), genTPS: promF(2048),
 		stages: map[string]event.HistStat{
@@ -86,7 +87,7 @@ func promFixtureCases() []promFixtureCase {
 		},
 		gauges: map[string]float64{"sglang:gen_throughput": 512.3, "sglang:num_used_tokens": 50000},
 	}, {
-		name: "tgi", dt: 2 * time.Second, dialect: DialectTGI,
+		name: "tgi", dt: 2 * time.Second, dialect: promdialect.TGI,
 		waiting: promF(5), running: promF(16), kv: nil,
 		// tokens come from the sums of the per-request token-length histograms
 		promptTPS: promF(2000.0 / 2), genTPS: promF(800.0 / 2),
@@ -101,7 +102,7 @@ func promFixtureCases() []promFixtureCase {
 		},
 		gauges: map[string]float64{"tgi_queue_size": 5, "tgi_batch_current_max_tokens": 8192},
 	}, {
-		name: "llamacpp", dt: 2 * time.Second, dialect: DialectLlamaCpp,
+		name: "llamacpp", dt: 2 * time.Second, dialect: promdialect.LlamaCpp,
 		waiting: promF(4), running: promF(3), kv: nil,
 		promptTPS: promF(2000.0 / 2), genTPS: promF(100.0 / 2),
 		stages: map[string]event.HistStat{
@@ -113,7 +114,7 @@ func promFixtureCases() []promFixtureCase {
 		gauges:   map[string]float64{"llamacpp:requests_deferred": 4, "llamacpp:prompt_tokens_seconds": 2000},
 		noGauges: []string{"llamacpp:n_busy_slots_per_decode"}, // typed counter
 	}, {
-		name: "triton", dt: 2 * time.Second, dialect: DialectTriton,
+		name: "triton", dt: 2 * time.Second, dialect: promdialect.Triton,
 		// TRT-LLM's waiting count (3) wins over Triton's pending count (1);
 		// KV is used/max blocks = 360/1200.
 		waiting: promF(3), running: promF(6), kv: promF(0.3),
@@ -131,7 +132,7 @@ func promFixtureCases() []promFixtureCase {
 			`nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="waiting",version="1"}`: 3,
 		},
 	}, {
-		name: "trtllm", dt: time.Second, dialect: DialectTRTLLM,
+		name: "trtllm", dt: time.Second, dialect: promdialect.TRTLLM,
 		waiting: promF(1), running: promF(5), kv: promF(0.4),
 		promptTPS: promF(3000), genTPS: promF(600),
 		stages: map[string]event.HistStat{
@@ -146,7 +147,7 @@ func promFixtureCases() []promFixtureCase {
 		gauges:   map[string]float64{"trtllm_kv_cache_hit_rate": 0.2},
 		noGauges: []string{"trtllm_prompt_tokens_created"},
 	}, {
-		name: "lmdeploy", dt: 4 * time.Second, dialect: DialectLMDeploy,
+		name: "lmdeploy", dt: 4 * time.Second, dialect: promdialect.LMDeploy,
 		waiting: promF(2), running: promF(7), kv: promF(0.55),
 		promptTPS: promF(8000.0 / 4), genTPS: promF(2000.0 / 4),
 		stages: map[string]event.HistStat{
@@ -288,7 +289,7 @@ vllm:e2e_request_latency_seconds_count 2
 `
 	p, c := promParseAt(t, before, promT0), promParseAt(t, after, promT0.Add(3*time.Second))
 	got, resets := Derive(p, c, DetectDialect(c))
-	if got.Dialect != DialectVLLMv0 {
+	if got.Dialect != promdialect.VLLMv0 {
 		t.Errorf("dialect %q", got.Dialect)
 	}
 	promCheckPtr(t, "running", got.Running, promF(2))
@@ -510,8 +511,8 @@ func FuzzParseDerive(f *testing.F) {
 		cur.Time = promT0.Add(time.Second)
 		s, _ := Derive(prev, cur, DetectDialect(cur))
 		promFuzzCheck(t, s)
-		for _, name := range DialectNames() {
-			d, err := DialectByName(name)
+		for _, name := range promdialect.Names() {
+			d, err := promdialect.ByName(name)
 			if err != nil {
 				t.Fatal(err)
 			}

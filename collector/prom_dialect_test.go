@@ -6,19 +6,20 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/promdialect"
 )
 
 func TestDetectDialect(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
-		"vllm_v1_a.prom":  DialectVLLM,
-		"vllm_v0_a.prom":  DialectVLLMv0,
-		"sglang_a.prom":   DialectSGLang,
-		"tgi_a.prom":      DialectTGI,
-		"llamacpp_a.prom": DialectLlamaCpp,
-		"triton_a.prom":   DialectTriton,
-		"trtllm_a.prom":   DialectTRTLLM,
-		"lmdeploy_a.prom": DialectLMDeploy,
+		"vllm_v1_a.prom":  promdialect.VLLM,
+		"vllm_v0_a.prom":  promdialect.VLLMv0,
+		"sglang_a.prom":   promdialect.SGLang,
+		"tgi_a.prom":      promdialect.TGI,
+		"llamacpp_a.prom": promdialect.LlamaCpp,
+		"triton_a.prom":   promdialect.Triton,
+		"trtllm_a.prom":   promdialect.TRTLLM,
+		"lmdeploy_a.prom": promdialect.LMDeploy,
 	}
 	for file, want := range cases {
 		if got := DetectDialect(promLoad(t, file, promT0)).Name; got != want {
@@ -32,14 +33,14 @@ vllm:kv_cache_usage_perc{model_name="m"} 0.25
 	s := promParseAt(t, earlyV1, promT0)
 	d := DetectDialect(s)
 	got, _ := Derive(nil, s, d)
-	if d.Name != DialectVLLM || got.KVCache == nil || *got.KVCache != 0.25 {
+	if d.Name != promdialect.VLLM || got.KVCache == nil || *got.KVCache != 0.25 {
 		t.Errorf("early V1: dialect %q kv %v", d.Name, promShow(got.KVCache))
 	}
 	// Triton with the vLLM backend: the vllm: names are the richer ones
-	if d := DetectDialect(promParseAt(t, "nv_inference_pending_request_count 1\nvllm:num_requests_waiting 2\n", promT0)); d.Name != DialectVLLMv0 {
+	if d := DetectDialect(promParseAt(t, "nv_inference_pending_request_count 1\nvllm:num_requests_waiting 2\n", promT0)); d.Name != promdialect.VLLMv0 {
 		t.Errorf("triton+vllm: %q", d.Name)
 	}
-	if d := DetectDialect(nil); d.Name != DialectUnknown {
+	if d := DetectDialect(nil); d.Name != promdialect.Unknown {
 		t.Errorf("nil scrape: %q", d.Name)
 	}
 }
@@ -58,7 +59,7 @@ served_total 100
 	prev := promParseAt(t, page, promT0)
 	cur := promParseAt(t, page, promT0.Add(time.Second))
 	d := DetectDialect(cur)
-	if d.Name != DialectUnknown {
+	if d.Name != promdialect.Unknown {
 		t.Fatalf("dialect %q", d.Name)
 	}
 	got, _ := Derive(prev, cur, d)
@@ -89,19 +90,6 @@ func TestGaugesAreBounded(t *testing.T) {
 	}
 }
 
-func TestDialectByName(t *testing.T) {
-	t.Parallel()
-	for _, name := range DialectNames() {
-		d, err := DialectByName(name)
-		if err != nil || d.Name != name {
-			t.Errorf("%s: %q %v", name, d.Name, err)
-		}
-	}
-	if _, err := DialectByName("ollama"); err == nil || !strings.Contains(err.Error(), "vllm") {
-		t.Errorf("unknown name: err = %v", err)
-	}
-}
-
 // TestPerTokenMeansAreNeverStages: llama.cpp's means are per token and keyed
 // so; every other stage key is a per-request one. (That the attributor takes
 // no stage from a per-token key is attribute's TestPerTokenMeansGiveNoEstimate.)
@@ -109,8 +97,8 @@ func TestPerTokenMeansAreNeverStages(t *testing.T) {
 	t.Parallel()
 	perRequest := map[string]bool{"queue": true, "prefill": true, "decode": true, "ttft": true, "itl": true,
 		"e2e": true, "inference": true, "tokenize": true, "tpot": true}
-	for _, name := range DialectNames() {
-		d, err := DialectByName(name)
+	for _, name := range promdialect.Names() {
+		d, err := promdialect.ByName(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +109,11 @@ func TestPerTokenMeansAreNeverStages(t *testing.T) {
 			}
 		}
 	}
-	sample, _ := Derive(promLoad(t, "llamacpp_a.prom", promT0), promLoad(t, "llamacpp_b.prom", promT0.Add(2*time.Second)), llamacppDialect())
+	llamacpp, err := promdialect.ByName(promdialect.LlamaCpp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample, _ := Derive(promLoad(t, "llamacpp_a.prom", promT0), promLoad(t, "llamacpp_b.prom", promT0.Add(2*time.Second)), llamacpp)
 	if len(sample.Stages) == 0 {
 		t.Errorf("llama.cpp sample has no stages, want its per-token means")
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/promdialect"
 	"github.com/latscope/latscope/sim"
 )
 
@@ -126,7 +127,7 @@ func TestPromScrapesChangingPage(t *testing.T) {
 	r := startProm(t, PromConfig{URL: url, Interval: 30 * time.Millisecond, Timeout: promTestTimeout})
 
 	first := r.next("first sample", isSample).Server
-	if first.Stale || first.Dialect != DialectVLLM || first.Source != url || first.Stages != nil {
+	if first.Stale || first.Dialect != promdialect.VLLM || first.Source != url || first.Stages != nil {
 		t.Errorf("first sample = %+v", first)
 	}
 	promCheckPtr(t, "first waiting", first.Waiting, promF(1))
@@ -262,7 +263,7 @@ func TestPromFailureKinds(t *testing.T) {
 				t.Errorf("marker %q does not say %q", m.Message, want)
 			}
 			s := r.next("stale sample", isSample).Server
-			if !s.Stale || s.Error != m.Message || s.Dialect != DialectUnknown || s.Waiting != nil {
+			if !s.Stale || s.Error != m.Message || s.Dialect != promdialect.Unknown || s.Waiting != nil {
 				t.Errorf("stale sample = %+v", s)
 			}
 			r.stop() // a scrape in flight must not hold up the return
@@ -315,9 +316,9 @@ sglang:num_queue_reqs{model_name="a"} 1
 sglang:num_queue_reqs{model_name="b"} 4
 `
 	srv, _ := promServer(t, page)
-	r := startProm(t, PromConfig{URL: srv.URL, Dialect: DialectSGLang, Model: "b", Interval: 30 * time.Millisecond, Timeout: promTestTimeout})
+	r := startProm(t, PromConfig{URL: srv.URL, Dialect: promdialect.SGLang, Model: "b", Interval: 30 * time.Millisecond, Timeout: promTestTimeout})
 	s := r.next("sample", isSample).Server
-	if s.Dialect != DialectSGLang {
+	if s.Dialect != promdialect.SGLang {
 		t.Errorf("dialect %q", s.Dialect)
 	}
 	promCheckPtr(t, "waiting", s.Waiting, promF(4))
@@ -379,7 +380,7 @@ func TestPromScrapeOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Source != srv.URL+"/metrics" || s.Time.IsZero() || DetectDialect(s).Name != DialectTGI {
+	if s.Source != srv.URL+"/metrics" || s.Time.IsZero() || DetectDialect(s).Name != promdialect.TGI {
 		t.Errorf("scrape = %s %v %s", s.Source, s.Time, DetectDialect(s).Name)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -408,7 +409,7 @@ func TestPromAgainstSimulator(t *testing.T) {
 
 	r := startProm(t, PromConfig{URL: srv.URL + "/metrics", Interval: 25 * time.Millisecond, Timeout: promTestTimeout})
 	first := r.next("first sample", isFreshSample).Server
-	if first.Dialect != DialectVLLM {
+	if first.Dialect != promdialect.VLLM {
 		t.Fatalf("dialect %q, want vllm", first.Dialect)
 	}
 

@@ -328,6 +328,14 @@ type ServerTiming struct {
 	CachedTokens int `json:"cached_tokens,omitempty"`
 }
 
+// The ServerTiming.Source of the spans the OTLP receiver takes. The
+// collector writes them and the attributor reads each by what its fields
+// cover; recordings keep them, so they never change.
+const (
+	SourceOTLP    = "otlp"     // vLLM's llm_request span
+	SourceOTLPTGI = "otlp.tgi" // TGI's router span (validation, queue, inference)
+)
+
 // Extra server-side stage names used in ServerTiming.Stages beyond the breakdown stages.
 const (
 	StageServerTTFT Stage = "server_ttft" // server's own TTFT (its definition, e.g. vLLM: arrival → first token)
