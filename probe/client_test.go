@@ -636,9 +636,8 @@ func TestRedirectStaysOnTheHost(t *testing.T) {
 	t.Parallel()
 	elsewhere := newWireServer(t, wireStream("text/event-stream", sseFrames(vllmContentChunk, "[DONE]")))
 	srv := newWireServer(t, func(w http.ResponseWriter, r *http.Request) {
-		target := elsewhere.URL + r.URL.Path
 		if r.URL.Path == "/v1/chat/completions" && r.URL.Query().Get("here") == "" {
-			target = "/v1/chat/completions?here=1"
+			target := "/v1/chat/completions?here=1"
 			if r.Header.Get("X-Go") == "away" {
 				target = elsewhere.URL + r.URL.Path
 			}

@@ -90,14 +90,6 @@ type requestKey struct {
 
 func keyOf(r *event.Request) requestKey { return requestKey{r.ID, r.E2E} }
 
-// agentTableLines is the per-agent table's height: a title and a line an agent.
-func agentTableLines(n int) int {
-	if n == 0 {
-		return 0
-	}
-	return 1 + n
-}
-
 // renderAgents is the compact per-agent table of the main view: name,
 // region, load, ok/s, TTFT p50 and p99, errors, clock offset and health,
 // over the window; the agent shown is marked. Narrow screens drop the
