@@ -11,7 +11,6 @@ import (
 
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
-	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/sim"
 	"github.com/latscope/latscope/sim/simtest"
 )
@@ -41,32 +40,6 @@ func (ts *truths) add(tr sim.Truth) {
 		ts.by = map[string]sim.Truth{}
 	}
 	ts.by[tr.RequestID] = tr
-}
-
-func (ts *truths) get(id string) (sim.Truth, bool) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	tr, ok := ts.by[id]
-	return tr, ok
-}
-
-// runThrough sends a Runner's load through the attributor and returns the
-// records that came out, the last probe sample and the run's stats.
-func runThrough(t *testing.T, client *probe.Client, load probe.LoadConfig, attributor *Attributor) ([]*event.Request, *event.ProbeSample, probe.RunStats) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	prompts, err := probe.NewPromptSource(ctx, probe.PromptConfig{
-		PromptTokens: probe.Length{Mean: 32}, OutputTokens: probe.Length{Mean: 24}, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runner, err := probe.NewRunner(client, load, prompts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqs, last := runPipeline(ctx, t, pipeline.Config{Primary: []pipeline.Source{runner}, Stage: attributor})
-	return reqs, last, runner.Stats()
 }
 
 // runPipeline runs cfg to its end with one lossless consumer and returns

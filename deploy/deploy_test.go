@@ -255,27 +255,3 @@ func count(words []string, w string) int {
 	}
 	return n
 }
-
-// dashboardQueries are the PromQL queries of the dashboard's panels.
-func dashboardQueries(t *testing.T) []string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("grafana", "latscope-agents.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dash struct {
-		Panels []struct {
-			Targets []struct{ Expr string }
-		}
-	}
-	if err := json.Unmarshal(b, &dash); err != nil {
-		t.Fatalf("the dashboard is not JSON: %v", err)
-	}
-	var out []string
-	for _, p := range dash.Panels {
-		for _, tg := range p.Targets {
-			out = append(out, tg.Expr)
-		}
-	}
-	return out
-}

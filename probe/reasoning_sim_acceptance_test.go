@@ -16,6 +16,13 @@ import (
 // own flush times, in real time. The premise is a host that keeps pace:
 // a frame read more than a millisecond after its flush fails the test.
 
+// of is the flush times of request id's content frames.
+func (l *frameLog) of(id string) []time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.frames[id]
+}
+
 // deliveryErrors appends, for each of r's chunks, how far the probe's
 // arrival time is from the simulator's flush of that frame.
 func deliveryErrors(t *testing.T, errs []time.Duration, r *event.Request, flushes []time.Time) []time.Duration {

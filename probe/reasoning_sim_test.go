@@ -30,12 +30,6 @@ func (l *frameLog) onFrame(f sim.FrameInfo) {
 	l.frames[f.RequestID] = append(l.frames[f.RequestID], f.At)
 }
 
-func (l *frameLog) of(id string) []time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.frames[id]
-}
-
 // reasoningSim serves a tiny-profile reasoning simulator whose frames are
 // logged.
 func reasoningSim(t *testing.T, tokens int, field string) (string, *frameLog) {

@@ -1,3 +1,5 @@
+//go:build acceptance
+
 package deploy
 
 import (
@@ -16,7 +18,7 @@ import (
 )
 
 // Helpers for tests that run latscope and Prometheus as processes (the
-// acceptance tier); untagged so that vet sees them in both tiers.
+// acceptance tier; .ci/run vets it with -tags acceptance).
 
 // buildLatscope builds the latscope command into a temporary directory,
 // or takes the one $LATSCOPE_BIN names (a machine without Go).
