@@ -62,7 +62,7 @@ func (cfg GPUConfig) withDefaults() GPUConfig {
 // panel and one marker for the timeline, both carrying the same line.
 func emitGPUUnavailable(emit func(event.Event), now time.Time, reason string) {
 	line := nvmlUnavailablePrefix + reason
-	emit(event.NewGPU(&event.GPUSample{Time: now, Available: false, Reason: line}))
+	emit(event.NewGPU(&event.GPUSample{Time: now, Available: false, Reason: line, Collector: event.GPUCollectorNVML}))
 	emit(event.NewMarker(&event.Marker{Time: now, Kind: event.MarkerCollector, Source: gpuSource, Message: line}))
 }
 

@@ -78,7 +78,7 @@ func (g *GPU) Run(ctx context.Context, emit func(event.Event)) error {
 		for _, i := range indices {
 			devs = append(devs, g.readDevice(i, readReasons))
 		}
-		emit(event.NewGPU(&event.GPUSample{Time: now, Available: true, Devices: devs}))
+		emit(event.NewGPU(&event.GPUSample{Time: now, Available: true, Collector: event.GPUCollectorNVML, Devices: devs}))
 		select {
 		case <-ctx.Done():
 			return nil
@@ -139,7 +139,7 @@ func (g *GPU) clockReasonsCall() func(nvml.Device) (uint64, nvml.Return) {
 // readDevice reads one GPU. A field the driver cannot report stays zero and
 // is listed in Errors; the others are still read.
 func (g *GPU) readDevice(index int, readReasons func(nvml.Device) (uint64, nvml.Return)) event.GPUDevice {
-	d := event.GPUDevice{Index: index}
+	d := event.GPUDevice{Index: index, Source: event.GPUSourceNVML}
 	ok := func(field string, ret nvml.Return) bool {
 		if ret == nvml.SUCCESS {
 			return true

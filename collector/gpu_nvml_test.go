@@ -119,7 +119,7 @@ func TestGPURunReadsEveryField(t *testing.T) {
 		t.Errorf("Shutdown called %d times, want 1", shutdowns.Load())
 	}
 	for _, s := range samples {
-		if !s.Available || s.Simulated || s.Reason != "" || !s.Time.Equal(gpuTestTime) {
+		if !s.Available || s.Simulated || s.Reason != "" || s.Collector != event.GPUCollectorNVML || !s.Time.Equal(gpuTestTime) {
 			t.Errorf("sample header = %+v, want available, real, at %v", s, gpuTestTime)
 		}
 	}
@@ -129,14 +129,14 @@ func TestGPURunReadsEveryField(t *testing.T) {
 			Index: 0, Name: "NVIDIA H100 80GB HBM3", UUID: srv.Devices[0].(*dgxa100.Device).UUID,
 			UtilGPU: 80, UtilMem: 40, MemUsed: 70 << 30, MemTotal: 80 << 30,
 			PowerMilliW: 500_000, PowerLimitMW: 700_000, TempC: 60, SMClockMHz: 1755, SMClockMaxMHz: 1980,
-			ThrottleReason: []string{"sw_power_cap", "sw_thermal"}, Processes: procs,
+			ThrottleReason: []string{"sw_power_cap", "sw_thermal"}, Processes: procs, Source: event.GPUSourceNVML,
 		},
 		{
 			Index: 1, Name: "NVIDIA H100 80GB HBM3", UUID: d1.UUID,
 			UtilGPU: 81, UtilMem: 41, MemUsed: 70<<30 + 1, MemTotal: 80 << 30,
 			PowerMilliW: 0, PowerLimitMW: 700_000, TempC: 61, SMClockMHz: 1756, SMClockMaxMHz: 1980,
 			ThrottleReason: []string{"sw_power_cap", "sw_thermal"}, Processes: procs,
-			Errors: []string{"power: not supported"},
+			Errors: []string{"power: not supported"}, Source: event.GPUSourceNVML,
 		},
 	}
 	if got := samples[1].Devices; !reflect.DeepEqual(got, want) {
@@ -268,7 +268,7 @@ func TestGPUDeviceErrors(t *testing.T) {
 	if len(devs) != 3 || devs[0].UtilGPU != 80 || len(devs[0].Errors) != 0 {
 		t.Fatalf("devices = %+v, want 3 with device 0 intact", devs)
 	}
-	if want := (event.GPUDevice{Index: 1, Errors: []string{"device: GPU is lost"}}); !reflect.DeepEqual(devs[1], want) {
+	if want := (event.GPUDevice{Index: 1, Errors: []string{"device: GPU is lost"}, Source: event.GPUSourceNVML}); !reflect.DeepEqual(devs[1], want) {
 		t.Errorf("lost device = %+v, want %+v", devs[1], want)
 	}
 	wantErrs := []string{
@@ -276,7 +276,7 @@ func TestGPUDeviceErrors(t *testing.T) {
 		"power: not supported", "power_limit: not supported", "temperature: not supported",
 		"sm_clock: not supported", "sm_clock_max: not supported", "throttle: not supported", "processes: unknown error",
 	}
-	if want := (event.GPUDevice{Index: 2, Errors: wantErrs}); !reflect.DeepEqual(devs[2], want) {
+	if want := (event.GPUDevice{Index: 2, Errors: wantErrs, Source: event.GPUSourceNVML}); !reflect.DeepEqual(devs[2], want) {
 		t.Errorf("refusing device = %+v, want %+v", devs[2], want)
 	}
 }

@@ -25,7 +25,7 @@ type Kind string
 const (
 	KindRequest Kind = "request" // one request's complete record, from the probe
 	KindServer  Kind = "server"  // one interval of the server's own metrics, from a collector
-	KindGPU     Kind = "gpu"     // one GPU sample, from the NVML collector
+	KindGPU     Kind = "gpu"     // one GPU sample, from the NVML or the GPU exporter collector
 	KindMarker  Kind = "marker"  // something noteworthy at a point in time: stall, gap, insight, note
 	KindSession Kind = "session" // the session's header: target, server, load; first in a recording
 	KindProbe   Kind = "probe"   // the probe's own state: in flight, CPU, scheduling lag

@@ -53,18 +53,36 @@ type HistStat struct {
 	P99   time.Duration `json:"p99_ns,omitempty"`
 }
 
-// GPUSample is one reading of every GPU the collector watches.
+// GPUSample is one reading of every GPU the collector watches: the local
+// ones through NVML, or those of one or more nodes through their exporters.
 type GPUSample struct {
 	Time time.Time `json:"time"`
-	// Available is false when NVML cannot be used; Reason then says why
-	// (no driver, no GPU, built without cgo, ...).
+	// Available is false when no GPU can be read; Reason then says why
+	// (no driver, no GPU, built without cgo, no exporter page answered, ...).
 	Available bool   `json:"available"`
 	Reason    string `json:"reason,omitempty"`
 	// Simulated marks a GPU invented by the demo from the simulator's batch.
 	// It must be labelled as such wherever it is shown.
-	Simulated bool        `json:"simulated,omitempty"`
+	Simulated bool `json:"simulated,omitempty"`
+	// Collector names what took the sample: GPUCollectorNVML (also when
+	// empty, in recordings from before this field) or
+	// GPUCollectorExporter, which reads GPU exporters' metrics pages.
+	Collector string      `json:"collector,omitempty"`
 	Devices   []GPUDevice `json:"devices,omitempty"`
 }
+
+// The collectors of GPU samples (GPUSample.Collector).
+const (
+	GPUCollectorNVML     = "nvml"        // NVML on the machine latscope runs on
+	GPUCollectorExporter = "gpu-metrics" // GPU exporters' metrics pages, scraped
+)
+
+// Where a device's figures came from (GPUDevice.Source).
+const (
+	GPUSourceNVML = "nvml" // NVML on the machine latscope runs on
+	GPUSourceDCGM = "dcgm" // NVIDIA's dcgm-exporter, scraped
+	GPUSourceAMD  = "amd"  // AMD's device-metrics-exporter, scraped
+)
 
 // GPUDevice is one GPU's state.
 type GPUDevice struct {
@@ -84,6 +102,43 @@ type GPUDevice struct {
 	Processes      []GPUProcess `json:"processes,omitempty"`
 	// Errors lists fields the driver could not report, e.g. "power: not supported".
 	Errors []string `json:"errors,omitempty"`
+
+	// Source says where the figures came from: GPUSourceNVML, GPUSourceDCGM
+	// or GPUSourceAMD; empty in recordings from before this field (NVML)
+	// and for the demo's simulated GPU.
+	Source string `json:"source,omitempty"`
+	// SourceURL is the exporter page the figures were read from, without
+	// credentials; empty for NVML.
+	SourceURL string `json:"source_url,omitempty"`
+	// Host is the node the GPU is in, as the exporter names it (its
+	// hostname label), so several nodes' GPU 0 are told apart.
+	Host string `json:"host,omitempty"`
+	// Partition names a part of a physical GPU that the exporter reports
+	// on its own: a MIG instance ("MIG 1g.10gb #3") or an AMD compute
+	// partition ("CPX #2"); empty for a whole GPU.
+	Partition string `json:"partition,omitempty"`
+	// Pods lists the Kubernetes containers the exporter maps to this GPU.
+	Pods []GPUPod `json:"pods,omitempty"`
+	// Stale is set when the exporter's latest scrape failed: the figures
+	// are those of its last good one.
+	Stale bool `json:"stale,omitempty"`
+
+	// Activity over the exporter's sample period as a fraction 0..1, nil
+	// when not reported: the graphics/compute engine (DCGM
+	// PROF_GR_ENGINE_ACTIVE, AMD GUI_UTIL), the SMs (DCGM PROF_SM_ACTIVE),
+	// the tensor cores (DCGM PROF_PIPE_TENSOR_ACTIVE, AMD MFMA) and the
+	// memory interface (DCGM PROF_DRAM_ACTIVE).
+	GrEngineActive *float64 `json:"gr_engine_active,omitempty"`
+	SMActive       *float64 `json:"sm_active,omitempty"`
+	TensorActive   *float64 `json:"tensor_active,omitempty"`
+	DRAMActive     *float64 `json:"dram_active,omitempty"`
+}
+
+// GPUPod is a Kubernetes container an exporter maps to a GPU.
+type GPUPod struct {
+	Namespace string `json:"namespace,omitempty"`
+	Pod       string `json:"pod"`
+	Container string `json:"container,omitempty"`
 }
 
 // GPUProcess is one process using a GPU.
