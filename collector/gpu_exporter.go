@@ -128,16 +128,20 @@ func NewGPUExporter(cfg GPUExporterConfig) (*GPUExporter, error) {
 
 func newGPUTarget(raw string, client *http.Client) (gpuTarget, error) {
 	rest, every := strings.CutPrefix(raw, dnsScheme)
+	shown := event.RedactURL(rest)
+	if every {
+		shown = dnsScheme + shown
+	}
 	u, err := url.Parse(rest)
 	if err != nil {
-		return gpuTarget{}, fmt.Errorf("GPU metrics url %s: %w", event.RedactURL(raw), withoutURL(err))
+		return gpuTarget{}, fmt.Errorf("GPU metrics url %s: %w", shown, withoutURL(err))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return gpuTarget{}, fmt.Errorf("GPU metrics url %q: want http(s)://host[:port]/path or dns+http://host:port/path", event.RedactURL(raw))
+		return gpuTarget{}, fmt.Errorf("GPU metrics url %q: want http(s)://host[:port]/path or dns+http://host:port/path", shown)
 	}
 	if every && (u.Scheme != "http" || u.Port() == "") {
 		// An address in place of the name would fail TLS's name check.
-		return gpuTarget{}, fmt.Errorf("GPU metrics url %q: dns+ takes http://host:port/path", event.RedactURL(raw))
+		return gpuTarget{}, fmt.Errorf("GPU metrics url %q: dns+ takes http://host:port/path", shown)
 	}
 	t := gpuTarget{u: u, shown: event.RedactURL(rest), everyAddress: every, client: client}
 	if u.User != nil {
