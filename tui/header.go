@@ -389,6 +389,8 @@ func nvmlState(st *styles, g *event.GPUSample) string {
 		return ""
 	case g.Simulated:
 		return "gpu " + st.warn.Render("SIMULATED")
+	case g.Collector == event.GPUCollectorExporter:
+		return exporterState(st, g)
 	case !g.Available:
 		return "nvml " + st.bad.Render("✗")
 	}

@@ -149,7 +149,7 @@ func gpuWidth(g *event.GPUSample, l mainLayout, w int) int {
 	}
 	need := 0
 	for _, d := range g.Devices {
-		need = max(need, gpuLineWidth(visibleWidth(gpuName(d.Name)), 8))
+		need = max(need, gpuLineWidth(gpuLabelWidth(d), 8))
 	}
 	return max(l.gpuW, min(need, w/2))
 }
