@@ -1,6 +1,7 @@
 // Package collector holds latscope's server-side sources: each collector
 // watches one thing the client cannot see (the server's Prometheus metrics,
-// its traces, the GPU) and turns it into event records.
+// its traces, the GPU through NVML or its exporters' pages) and turns it
+// into event records.
 //
 // Every collector is a pipeline.Source. Its Run owns the collector's loop:
 // it returns when its context ends, reports its own failures as events (a
@@ -16,4 +17,5 @@ var (
 	_ pipeline.Source = (*OTLPReceiver)(nil)
 	_ pipeline.Source = (*GPU)(nil)
 	_ pipeline.Source = (*SimulatedGPU)(nil)
+	_ pipeline.Source = (*GPUExporter)(nil)
 )
