@@ -198,6 +198,43 @@ func (g *GPUExporter) Run(ctx context.Context, emit func(event.Event)) error {
 	}
 }
 
+// Probe reads every page once and returns a line for the CLI, as GPU.Probe
+// does: "GPU metrics: 4 GPUs (dcgm, amd) on gpu-node-a, mi300-node-1", with
+// the pages that failed after it, or "GPU metrics unavailable: <why>" when
+// none could be read. It is safe to call before Run.
+func (g *GPUExporter) Probe(ctx context.Context) (available bool, line string) {
+	var devs []event.GPUDevice
+	var failed []string
+	for _, p := range g.scrapeAll(ctx) {
+		if p.err != nil {
+			failed = append(failed, p.err.Error())
+		}
+		devs = append(devs, p.devs...)
+	}
+	devs = dedupeGPUs(devs)
+	if len(devs) == 0 {
+		return false, gpuMetricsUnavailablePrefix + strings.Join(failed, "; ")
+	}
+	var sources, hosts []string
+	for _, d := range devs {
+		if !slices.Contains(sources, d.Source) {
+			sources = append(sources, d.Source)
+		}
+		if h := cmp.Or(d.Host, "?"); !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	n := fmt.Sprintf("%d GPUs", len(devs))
+	if len(devs) == 1 {
+		n = "1 GPU"
+	}
+	line = fmt.Sprintf("GPU metrics: %s (%s) on %s", n, strings.Join(sources, ", "), strings.Join(hosts, ", "))
+	if len(failed) > 0 {
+		line += "; " + strings.Join(failed, "; ")
+	}
+	return true, line
+}
+
 // emitSample turns one interval's pages into markers and one sample.
 func (g *GPUExporter) emitSample(st *gpuExporterState, pages []gpuPage, emit func(event.Event)) {
 	now := st.clock.Now()

@@ -320,3 +320,30 @@ func TestNewGPUExporterRefuses(t *testing.T) {
 		}
 	}
 }
+
+// Probe reads each page once for the CLI's line: what it found, and which
+// pages failed.
+func TestGPUExporterProbe(t *testing.T) {
+	t.Parallel()
+	nv := gpuPageServer(t, gpuFixture(t, "dcgm_default.prom"), nil)
+	amd := gpuPageServer(t, gpuFixture(t, "amd_mi300x.prom"), nil)
+	var neverHealthy atomic.Bool
+	broken := gpuPageServer(t, "", &neverHealthy)
+	ctx := context.Background()
+	g, err := NewGPUExporter(GPUExporterConfig{URLs: []string{nv.URL, amd.URL, broken.URL}, Timeout: promTestTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, line := g.Probe(ctx)
+	want := "GPU metrics: 4 GPUs (dcgm, amd) on gpu-node-a, mi300-node-1; GPU metrics scrape failed: 500 Internal Server Error from " + broken.URL
+	if !ok || line != want {
+		t.Errorf("Probe = %v, %q; want true, %q", ok, line, want)
+	}
+	g, err = NewGPUExporter(GPUExporterConfig{URLs: []string{broken.URL}, Timeout: promTestTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, line := g.Probe(ctx); ok || line != gpuMetricsUnavailablePrefix+"GPU metrics scrape failed: 500 Internal Server Error from "+broken.URL {
+		t.Errorf("Probe of a failing page = %v, %q", ok, line)
+	}
+}
