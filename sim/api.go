@@ -136,12 +136,14 @@ const (
 	apiCompletions apiKind = iota // /v1/completions
 	apiChat                       // /v1/chat/completions
 	apiResponses                  // /v1/responses (chat-shaped prompt, its own events)
+	apiMessages                   // /v1/messages (Anthropic's Messages API: chat-shaped prompt, its own events and errors)
 )
 
 // generation is a validated request, ready for the front end.
 type generation struct {
 	chat         bool // a chat prompt (chat completions or Responses)
 	responses    bool // the Responses API's request and events
+	anthropic    bool // the Messages API's request, events and errors
 	reasoning    Reasoning
 	model        string
 	stream       bool

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -277,7 +276,8 @@ func generationError() *apiError {
 
 // failGeneration ends r as a failed generation (the error-after fault): the
 // engine drops it, and a stream, whose 200 status is already out, gets an
-// error event and then [DONE], as vLLM and SGLang send; the handler answers
+// error event and then [DONE], as vLLM and SGLang send (the Messages API:
+// an error event, the stream's end); the handler answers
 // a non-streaming request with a 500. Runs on the loop.
 func (s *Server) failGeneration(r *request) {
 	fe := &r.fe
@@ -287,16 +287,12 @@ func (s *Server) failGeneration(r *request) {
 	et := s.eng.times(r)
 	truth := s.truthOf(r, et)
 	if r.gen.stream && !fe.detached {
-		ev := struct {
-			Error *apiError `json:"error"`
-			Truth *Truth    `json:"latscope_truth,omitempty"`
-		}{Error: generationError()}
+		var truthRef *Truth
 		if r.wantTruth {
-			ev.Truth = &truth
+			truthRef = &truth
 		}
-		b, err := json.Marshal(ev)
+		b, err := r.errorEvent(truthRef)
 		if err == nil {
-			b = append(append([]byte("data: "), b...), "\n\ndata: [DONE]\n\n"...)
 			err = s.send(r, b)
 		}
 		if err != nil && fe.writeErr == nil {

@@ -13,6 +13,7 @@ func FuzzParseRequests(f *testing.F) {
 		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]}`,
 		`{"prompt":[1,2,3],"max_tokens":1}`, `{"prompt":["x"]}`, `{"prompt":"a","min_tokens":2,"max_tokens":1}`,
 		`{"max_tokens":"x"}`, `[]`, `null`, `{"messages":null}`, ``,
+		`{"model":"m","max_tokens":2,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"hi"}],"thinking":{"type":"enabled","budget_tokens":1}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -30,6 +31,8 @@ func FuzzParseRequests(f *testing.F) {
 		}
 		check(parseChat(body))
 		check(parseCompletion(body))
+		check(parseResponses(body))
+		check(parseMessages(body))
 		var tr tokenizeRequest
 		if decodeJSON(body, &tr) == nil {
 			ids, e := tokenizeIDs(tr)

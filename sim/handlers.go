@@ -18,6 +18,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/v1/chat/completions", s.loading(s.method(http.MethodPost, s.handleGenerate(apiChat))))
 	mux.HandleFunc("/v1/completions", s.loading(s.method(http.MethodPost, s.handleGenerate(apiCompletions))))
 	mux.HandleFunc("/v1/responses", s.loading(s.method(http.MethodPost, s.handleGenerate(apiResponses))))
+	mux.HandleFunc(MessagesPath, s.loading(s.method(http.MethodPost, s.handleGenerate(apiMessages))))
 	mux.HandleFunc("/v1/models", s.loading(s.method(http.MethodGet, s.handleModels)))
 	mux.HandleFunc("/health", s.loading(s.method(http.MethodGet, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })))
 	mux.HandleFunc("/tokenize", s.loading(s.method(http.MethodPost, s.handleTokenize)))
@@ -37,7 +38,7 @@ func (s *Server) loading(h http.HandlerFunc) http.HandlerFunc {
 		case <-s.loaded:
 			h(w, r)
 		default:
-			writeError(w, &apiError{Status: http.StatusServiceUnavailable, Message: "Loading model",
+			writeErrorFor(w, r.URL.Path, &apiError{Status: http.StatusServiceUnavailable, Message: "Loading model",
 				Type: "unavailable_error", Code: http.StatusServiceUnavailable})
 		}
 	}
@@ -47,7 +48,7 @@ func (s *Server) method(m string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != m && !(m == http.MethodGet && r.Method == http.MethodHead) {
 			w.Header().Set("Allow", m)
-			writeError(w, statusError(http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; use %s", r.Method, m)))
+			writeErrorFor(w, r.URL.Path, statusError(http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; use %s", r.Method, m)))
 			return
 		}
 		h(w, r)
@@ -64,7 +65,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 					panic(v) // the deliberate abort of a response
 				}
 				s.log.Error("handler panic", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
-				writeError(w, statusError(http.StatusInternalServerError, "internal server error"))
+				writeErrorFor(w, r.URL.Path, statusError(http.StatusInternalServerError, "internal server error"))
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -155,8 +156,8 @@ func validRequestID(id string) bool {
 	return true
 }
 
-// handleGenerate serves /v1/chat/completions, /v1/completions and
-// /v1/responses.
+// handleGenerate serves /v1/chat/completions, /v1/completions,
+// /v1/responses and /v1/messages; its errors take the shape of the API.
 func (s *Server) handleGenerate(api apiKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, hr *http.Request) {
 		arrival := time.Now()
@@ -165,22 +166,22 @@ func (s *Server) handleGenerate(api apiKind) http.HandlerFunc {
 		if id == "" {
 			id = fmt.Sprintf("%s-%d", s.idPrefix, seq)
 		} else if !validRequestID(id) {
-			writeError(w, badRequest(RequestIDHeader, "%s must be 1-256 visible ASCII characters", RequestIDHeader))
+			writeErrorFor(w, hr.URL.Path, badRequest(RequestIDHeader, "%s must be 1-256 visible ASCII characters", RequestIDHeader))
 			return
 		}
 		w.Header().Set(RequestIDHeader, id)
 		select {
 		case <-s.draining:
-			writeError(w, statusError(http.StatusServiceUnavailable, "server is shutting down"))
+			writeErrorFor(w, hr.URL.Path, statusError(http.StatusServiceUnavailable, "server is shutting down"))
 			return
 		default:
 		}
 		r, e := s.admit(w, hr, api, id, seq, arrival)
 		if e != nil {
-			if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
+			if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable || e.Status == StatusOverloaded {
 				w.Header().Set("Retry-After", "1")
 			}
-			writeError(w, e)
+			writeErrorFor(w, hr.URL.Path, e)
 			return
 		}
 		if r.fault.SlowHeaders > 0 {
@@ -204,7 +205,7 @@ func (s *Server) handleGenerate(api apiKind) http.HandlerFunc {
 			panic(http.ErrAbortHandler)
 		}
 		if r.gen.stream {
-			s.endStream(w, r)
+			s.endStream(w, hr, r)
 			return
 		}
 		switch {
@@ -212,7 +213,7 @@ func (s *Server) handleGenerate(api apiKind) http.HandlerFunc {
 		case r.fault.Reset:
 			s.resetNonStream(r)
 		case r.fe.finishReason == "error":
-			writeError(w, generationError())
+			writeErrorFor(w, hr.URL.Path, generationError())
 		default:
 			s.writeNonStream(w, r)
 		}
@@ -240,11 +241,11 @@ func (s *Server) await(ctx context.Context, r *request) bool {
 }
 
 // endStream finishes a stream's response once the loop is done with it.
-func (s *Server) endStream(w http.ResponseWriter, r *request) {
+func (s *Server) endStream(w http.ResponseWriter, hr *http.Request, r *request) {
 	if !r.headersSent && !r.fe.reset {
 		// Ended before its headers went out (slotted or first-token headers):
 		// the client can still be told why.
-		writeError(w, statusError(http.StatusServiceUnavailable, "request ended before its response started"))
+		writeErrorFor(w, hr.URL.Path, statusError(http.StatusServiceUnavailable, "request ended before its response started"))
 		return
 	}
 	if s.cfg.CloseAfterStream && r.conn != nil {
@@ -292,6 +293,8 @@ func (s *Server) admit(w http.ResponseWriter, hr *http.Request, api apiKind, id 
 			g, e = parseChat(body)
 		case apiResponses:
 			g, e = parseResponses(body)
+		case apiMessages:
+			g, e = parseMessages(body)
 		default:
 			g, e = parseCompletion(body)
 		}
@@ -300,7 +303,7 @@ func (s *Server) admit(w http.ResponseWriter, hr *http.Request, api apiKind, id 
 		}
 		if g.chat {
 			// A reasoning model thinks before it answers in chat (and
-			// Responses) streams only.
+			// Responses and Messages) streams only.
 			g.reasoning = s.cfg.Reasoning
 		}
 		if e := s.checkModel(g.model); e != nil {

@@ -148,8 +148,11 @@ func (r *request) reasoningTokens() int {
 // is preceded by the stream's opening event (chat's role chunk, the
 // Responses API's response.created). pad makes the event oversized.
 func (r *request) appendContent(buf []byte, i int, text, raw string, pad bool) ([]byte, error) {
-	if r.gen.responses {
+	switch {
+	case r.gen.responses:
 		return r.appendResponsesDelta(buf, i, text, raw, pad)
+	case r.gen.anthropic:
+		return r.appendMessagesDelta(buf, i, text, raw, pad)
 	}
 	var err error
 	if i == 0 && r.gen.chat {
@@ -169,8 +172,11 @@ func (r *request) appendContent(buf []byte, i int, text, raw string, pad bool) (
 // response.completed, or response.incomplete at the length limit, with
 // the usage). truth, if not nil, rides on the last event.
 func (r *request) appendEnd(buf []byte, details *tokensDetails, truth *Truth) ([]byte, error) {
-	if r.gen.responses {
+	switch {
+	case r.gen.responses:
 		return r.appendResponsesEnd(buf, details, truth)
+	case r.gen.anthropic:
+		return r.appendMessagesEnd(buf, details, truth)
 	}
 	fin := r.finishChunk(r.finishReason)
 	if !r.gen.includeUsage {
@@ -206,7 +212,26 @@ func appendEvent(buf []byte, c chunk, raw string) ([]byte, error) {
 
 // malformedEvent is a chunk cut off in the middle of its JSON.
 func (r *request) malformedEvent() []byte {
+	if r.gen.anthropic {
+		return messagesMalformedEvent()
+	}
 	return []byte(fmt.Sprintf("data: {\"id\":%q,\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" bro\n\n", r.chunkID()))
+}
+
+// errorEvent is the event that ends a stream whose generation failed: an
+// error chunk and [DONE], or the Messages API's error event.
+func (r *request) errorEvent(truth *Truth) ([]byte, error) {
+	if r.gen.anthropic {
+		return r.messagesErrorEvent(truth)
+	}
+	b, err := json.Marshal(struct {
+		Error *apiError `json:"error"`
+		Truth *Truth    `json:"latscope_truth,omitempty"`
+	}{generationError(), truth})
+	if err != nil {
+		return nil, fmt.Errorf("encode error event: %w", err)
+	}
+	return append(append([]byte("data: "), b...), "\n\ndata: [DONE]\n\n"...), nil
 }
 
 // splitUTF8 returns the raw contents of the two frames that carry " café"
@@ -217,8 +242,11 @@ func splitUTF8() (first, second string) {
 
 // nonStreamBody is the JSON body of a non-streaming response.
 func (r *request) nonStreamBody(truth *Truth) ([]byte, error) {
-	if r.gen.responses {
+	switch {
+	case r.gen.responses:
 		return r.responsesBody(truth)
+	case r.gen.anthropic:
+		return r.messagesBody(truth)
 	}
 	reason := r.fe.finishReason
 	text := r.fe.text.String()
