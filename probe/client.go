@@ -22,10 +22,10 @@ import (
 
 // ClientConfig configures a Client.
 type ClientConfig struct {
-	BaseURL string      // server root, e.g. http://127.0.0.1:8000 (a trailing /v1 is accepted for the OpenAI dialects)
+	BaseURL string      // server root, e.g. http://127.0.0.1:8000 (a trailing /v1 is accepted for the dialects whose path starts with /v1)
 	Dialect string      // one of Dialects()
 	Model   string      // model name sent in the body; required by the Ollama dialects
-	APIKey  string      // sent as Authorization: Bearer when set
+	APIKey  string      // sent as Authorization: Bearer when set (anthropic-messages: as x-api-key)
 	Headers http.Header // extra request headers
 
 	// HTTPClient sends the requests; nil means a transport tuned for many
@@ -71,7 +71,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, err
 	}
 	base := strings.TrimSuffix(u.String(), "/")
-	if _, ok := d.(openAIDialect); ok {
+	if strings.HasPrefix(d.path(), "/v1/") {
 		base = strings.TrimSuffix(base, "/v1") // the dialect's path has it
 	}
 	if _, ok := d.(ollamaDialect); ok && cfg.Model == "" {
@@ -83,7 +83,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	case cfg.Timeout < 0:
 		return nil, fmt.Errorf("request timeout %s: want 0 (none) or more", cfg.Timeout)
 	}
-	header, err := AuthHeader(cfg.APIKey, cfg.Headers)
+	header, err := clientHeader(d, cfg.APIKey, cfg.Headers)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ type exchange struct {
 	start time.Time
 	lag   time.Duration // Intended → start
 
-	retryAfter  time.Duration // a 429's or 503's Retry-After
+	retryAfter  time.Duration // a 429's, 503's or 529's Retry-After
 	reconnected bool          // sent again after a stale connection
 
 	bodyReady time.Time
@@ -245,7 +245,7 @@ type exchange struct {
 	batchFrom  int           // first chunk of that group
 	batchAt    time.Duration // arrival of that group, from start
 
-	shape chunkShape // the OpenAI dialects' content chunk shape
+	shape chunkShape // the OpenAI and Anthropic dialects' content chunk shape
 }
 
 // fail sets the outcome once.
@@ -303,7 +303,7 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 		x.addTiming(st)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		if retryLater(resp.StatusCode) {
 			x.retryAfter = parseRetryAfter(resp.Header, x.headers)
 		}
 		x.fail(event.OutcomeHTTPStatus, c.secrets.clean(statusError(resp)))
@@ -352,6 +352,12 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 	if st := serverTimingOf(resp.Trailer); st != nil {
 		x.addTiming(st)
 	}
+}
+
+// retryLater reports whether a status asks the client to come back later,
+// with a Retry-After: 429, 503, and Anthropic's 529 Overloaded.
+func retryLater(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || status == statusOverloaded
 }
 
 // minTokenLimit and tokenLimitFactor bound the tokens one stream may carry:
@@ -409,9 +415,6 @@ func (x *exchange) stream(rd eventReader) error {
 		x.closeBatch(chunks)
 		x.rec.Chunks = chunks
 	}()
-	// The OpenAI dialects are called directly, with the stream's chunk
-	// shape; the others through the interface.
-	oa, isOA := x.c.d.(openAIDialect)
 	for {
 		ev, err := rd.Next()
 		if err != nil {
@@ -429,12 +432,7 @@ func (x *exchange) stream(rd eventReader) error {
 
 		x.ci = chunkInfo{}
 		ci := &x.ci // a field, not a local: through the interface call a local would escape
-		var perr error
-		if isOA {
-			perr = oa.parseStream(ev.Data, ci, &x.shape)
-		} else {
-			perr = x.c.d.parse(ev.Data, ci)
-		}
+		perr := x.parse(ev.Data, ci)
 		if !x.sawEvent {
 			x.sawEvent = true
 			x.rec.FirstEvent = x.lag + at
@@ -488,6 +486,19 @@ func (x *exchange) stream(rd eventReader) error {
 			return nil
 		}
 	}
+}
+
+// parse reads one event into ci. The OpenAI and Anthropic dialects are
+// called directly, with the stream's chunk shape; the others through the
+// interface.
+func (x *exchange) parse(data []byte, ci *chunkInfo) error {
+	switch d := x.c.d.(type) {
+	case openAIDialect:
+		return d.parseStream(data, ci, &x.shape)
+	case anthropicDialect:
+		return d.parseStream(data, ci, &x.shape)
+	}
+	return x.c.d.parse(data, ci)
 }
 
 // closeBatch writes the size of the finished coalesced group into its chunks.

@@ -12,10 +12,22 @@ import (
 
 // Detected is what Detect learned about a server.
 type Detected struct {
-	Server  string   // vllm, sglang, tgi, llamacpp, ollama, latscope-sim (or -slotted, -first-token), llm-d-sim or openai (an unrecognised OpenAI-compatible server)
+	Server  string   // vllm, sglang, tgi, llamacpp, ollama, latscope-sim (or -slotted, -first-token), llm-d-sim, openai (an unrecognised OpenAI-compatible server) or anthropic (a server that speaks only the Messages API)
 	Dialect string   // the default dialect for that server
 	Models  []string // models the server lists; the first is the default --model
 }
+
+// Server kinds Detect reports for servers it knows only by their API.
+const (
+	// ServerOpenAI is an OpenAI-compatible server latscope does not
+	// recognise otherwise (OpenAI itself, a gateway).
+	ServerOpenAI = "openai"
+	// ServerAnthropic is a server that speaks the Anthropic Messages API
+	// and not OpenAI's: Anthropic itself, or a gateway in front of it. A
+	// server that speaks both (vLLM, llama.cpp, Ollama) is detected as
+	// itself, with its OpenAI or native dialect.
+	ServerAnthropic = "anthropic"
+)
 
 // ServerLatscopeSim is the server kind Detect reports for latscope's own
 // simulator: everything measured against it describes the simulator.
@@ -56,9 +68,15 @@ var detectPaths = []string{"/v1/models", "/version", "/get_model_info", "/get_se
 // has of its own: /v1/models for the model list; vLLM /version and owned_by
 // "vllm"; SGLang /get_model_info and /get_server_info; TGI /info; llama.cpp
 // /props and /slots; Ollama /api/version and /api/tags; llm-d's simulator
-// /admin/config (its own settings: a latency to simulate). The calls run in
-// parallel, each bounded by ep's timeout, so Detect takes about that long
-// at most. When no server is recognised the error says why: the network
+// /admin/config (its own settings: a latency to simulate); the Anthropic
+// Messages API by its model list's shape. When none of these tells the
+// server, or only an OpenAI-shaped model list answered, Detect posts an
+// empty request to /v1/messages and /v1/chat/completions: a server with
+// the first route and not the second speaks only the Messages API. The
+// calls of each round run in parallel, each bounded by ep's timeout, so
+// Detect takes about twice that at most. Every call carries the Messages
+// API's headers too (see withAnthropicHeaders). When no server is
+// recognised the error says why: the network
 // cause, a refused key (wrapping ErrUnauthorized), silence (wrapping
 // ErrNoAnswer), or what each endpoint answered (wrapping ErrUnknownServer). The errors name the
 // endpoints, not the base URL, which the caller knows.
@@ -67,55 +85,141 @@ func Detect(ctx context.Context, ep Endpoint) (Detected, error) {
 	if err != nil {
 		return Detected{}, err
 	}
-	answers := make([]answer, len(detectPaths))
-	errs := make([]error, len(detectPaths))
-	var wg sync.WaitGroup
-	for i, p := range detectPaths {
-		wg.Go(func() { answers[i], errs[i] = e.call(ctx, http.MethodGet, p, nil, detectBodyLimit) })
-	}
-	wg.Wait()
+	e = e.withAnthropicHeaders()
+	calls := e.callAll(ctx, http.MethodGet, detectPaths, nil)
 	if ctx.Err() != nil {
 		return Detected{}, context.Cause(ctx)
 	}
 	bodies := make(map[string][]byte, len(detectPaths))
-	for i, a := range answers {
-		if errs[i] == nil && a.status == http.StatusOK && json.Valid(a.body) {
-			bodies[detectPaths[i]] = a.body
+	for _, c := range calls {
+		if c.err == nil && c.a.status == http.StatusOK && json.Valid(c.a.body) {
+			bodies[c.path] = c.a.body
 		}
 	}
-	if d, ok := classifyServer(bodies); ok {
+	d, ok := classifyServer(bodies)
+	if ok && d.Server != ServerOpenAI {
 		return d, nil
 	}
-	return Detected{}, e.detectFailure(answers, errs)
+	if !ok && allFailed(calls) {
+		return Detected{}, e.detectFailure(calls)
+	}
+	// Nothing known answered, or only an OpenAI-shaped model list: a server
+	// that speaks the Messages API and not OpenAI's is told by its routes.
+	probes := e.callAll(ctx, http.MethodPost, messagesProbePaths, []byte("{}"))
+	if ctx.Err() != nil {
+		return Detected{}, context.Cause(ctx)
+	}
+	if answered(probes[0]) && refused(probes[1]) {
+		if st := probes[0].a.status; st == http.StatusUnauthorized || st == http.StatusForbidden {
+			return Detected{}, e.statusError(probes[0].name(), probes[0].a)
+		}
+		d.Server, d.Dialect = ServerAnthropic, DialectAnthropicMessages
+		return d, nil
+	}
+	if ok {
+		return d, nil
+	}
+	return Detected{}, e.detectFailure(append(calls, probes...))
+}
+
+// messagesProbePaths are the routes asked, with an empty request ({}), when
+// the model lists did not tell the server: the Messages API's and OpenAI's
+// chat. An empty request is refused as invalid by a route that exists
+// (nothing is generated) and as not found by one that does not.
+var messagesProbePaths = []string{"/v1/messages", "/v1/chat/completions"}
+
+// detectCall is one call Detect made.
+type detectCall struct {
+	method, path string
+	a            answer
+	err          error
+}
+
+// name is the call as messages show it: a GET by its path alone.
+func (c detectCall) name() string {
+	if c.method == http.MethodGet {
+		return c.path
+	}
+	return c.method + " " + c.path
+}
+
+// callAll sends method to every path in parallel, each bounded by the
+// endpoint's timeout.
+func (e *endpoint) callAll(ctx context.Context, method string, paths []string, body []byte) []detectCall {
+	calls := make([]detectCall, len(paths))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		calls[i] = detectCall{method: method, path: p}
+		wg.Go(func() { calls[i].a, calls[i].err = e.call(ctx, method, p, body, detectBodyLimit) })
+	}
+	wg.Wait()
+	return calls
+}
+
+// withAnthropicHeaders returns e with the headers the Messages API wants
+// on every call (Anthropic answers even its model list only with them): the
+// bearer key again as x-api-key, and anthropic-version. A header already
+// given stays as it is; other servers ignore both.
+func (e *endpoint) withAnthropicHeaders() *endpoint {
+	h := e.header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	if key, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok && key != "" && h.Get(headerAnthropicKey) == "" {
+		h.Set(headerAnthropicKey, key)
+	}
+	if h.Get(headerAnthropicVersion) == "" {
+		h.Set(headerAnthropicVersion, anthropicVersion)
+	}
+	out := *e
+	out.header = h
+	return &out
+}
+
+// answered reports whether a route exists: a JSON answer, not a 404, 405
+// or 501 (a refusal of the empty request, even of its credentials, is an
+// answer).
+func answered(c detectCall) bool {
+	return c.err == nil && !routeMissing(c.a.status) && json.Valid(c.a.body)
+}
+
+// refused reports whether the server said it has no such route.
+func refused(c detectCall) bool { return c.err == nil && routeMissing(c.a.status) }
+
+func routeMissing(status int) bool {
+	return status == http.StatusNotFound || status == http.StatusMethodNotAllowed || status == http.StatusNotImplemented
+}
+
+func allFailed(calls []detectCall) bool {
+	for _, c := range calls {
+		if c.err == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // detectFailure says why no endpoint identified a server: a refused key
 // first, then a network failure that every call shared, then what each
 // endpoint answered.
-func (e *endpoint) detectFailure(answers []answer, errs []error) error {
-	for i, a := range answers {
-		if errs[i] == nil && (a.status == http.StatusUnauthorized || a.status == http.StatusForbidden) {
-			return e.statusError("GET "+detectPaths[i], a)
+func (e *endpoint) detectFailure(calls []detectCall) error {
+	for _, c := range calls {
+		if c.err == nil && (c.a.status == http.StatusUnauthorized || c.a.status == http.StatusForbidden) {
+			return e.statusError(c.method+" "+c.path, c.a)
 		}
 	}
-	var failed int
-	for _, err := range errs {
-		if err != nil {
-			failed++
-		}
-	}
-	if failed == len(errs) {
-		return errs[0] // the same cause for all, as a rule; the first names the model list
+	if allFailed(calls) {
+		return calls[0].err // the same cause for all, as a rule; the first names the model list
 	}
 	var seen []string
-	for i, a := range answers {
+	for _, c := range calls {
 		switch {
-		case errs[i] != nil:
-			seen = append(seen, errs[i].Error())
-		case a.status != http.StatusOK:
-			seen = append(seen, fmt.Sprintf("%s %d", detectPaths[i], a.status))
+		case c.err != nil:
+			seen = append(seen, c.err.Error())
+		case c.a.status != http.StatusOK:
+			seen = append(seen, fmt.Sprintf("%s %d", c.name(), c.a.status))
 		default:
-			seen = append(seen, fmt.Sprintf("%s 200 but not JSON (%s)", detectPaths[i], a.contentType))
+			seen = append(seen, fmt.Sprintf("%s 200 but not JSON (%s)", c.name(), c.a.contentType))
 		}
 	}
 	return fmt.Errorf("%w: %s", ErrUnknownServer, strings.Join(seen, ", "))
@@ -175,11 +279,40 @@ func classifyServer(bodies map[string][]byte) (Detected, bool) {
 	case owners["vllm"] || (has("/version", "version") && bodies["/v1/models"] != nil):
 		d.Server, d.Dialect = "vllm", DialectOpenAIChat
 	case bodies["/v1/models"] != nil:
-		d.Server, d.Dialect = "openai", DialectOpenAIChat
+		d.Server, d.Dialect = modelListServer(bodies["/v1/models"])
 	default:
 		return Detected{}, false
 	}
 	return d, true
+}
+
+// modelListServer names a server known only by its model list: one in the
+// Messages API's shape is Anthropic's, any other OpenAI-compatible.
+func modelListServer(b []byte) (server, dialect string) {
+	if anthropicModels(b) {
+		return ServerAnthropic, DialectAnthropicMessages
+	}
+	return ServerOpenAI, DialectOpenAIChat
+}
+
+// anthropicModels reports whether a /v1/models list is in the Messages
+// API's shape, {"data":[{"type":"model","id":...,"display_name":...}],
+// "has_more":false}, not OpenAI's ({"object":"list","data":[{"object":
+// "model","owned_by":...}]}).
+func anthropicModels(b []byte) bool {
+	var list struct {
+		Object  *string          `json:"object"`
+		HasMore *bool            `json:"has_more"`
+		Data    []map[string]any `json:"data"`
+	}
+	if json.Unmarshal(b, &list) != nil || list.Object != nil {
+		return false
+	}
+	if len(list.Data) == 0 {
+		return list.HasMore != nil
+	}
+	_, openAI := list.Data[0]["object"]
+	return list.Data[0]["type"] == "model" && !openAI
 }
 
 // openAIModels reads a /v1/models list: the ids and the owned_by values.

@@ -20,8 +20,8 @@ const (
 
 // Dialects lists the dialect names NewClient accepts.
 func Dialects() []string {
-	return []string{DialectOpenAIChat, DialectOpenAICompletions, DialectOpenAIResponses, DialectLlamaCpp,
-		DialectTGI, DialectOllamaGenerate, DialectOllamaChat}
+	return []string{DialectOpenAIChat, DialectOpenAICompletions, DialectOpenAIResponses, DialectAnthropicMessages,
+		DialectLlamaCpp, DialectTGI, DialectOllamaGenerate, DialectOllamaChat}
 }
 
 // chunkInfo is what one stream event said. A dialect's parse fills it; the
@@ -67,6 +67,8 @@ func dialectByName(name string) (dialect, error) {
 		return openAIDialect{}, nil
 	case DialectOpenAIResponses:
 		return responsesDialect{}, nil
+	case DialectAnthropicMessages:
+		return anthropicDialect{}, nil
 	case DialectLlamaCpp:
 		return llamaCppDialect{}, nil
 	case DialectTGI:

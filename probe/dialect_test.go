@@ -201,6 +201,10 @@ var wireChunkTemplates = []struct {
 	{DialectOllamaChat, `{"model":"m","message":{"role":"assistant","content":"","thinking":`, `},"done":false}`},
 	{DialectOpenAIResponses, `{"type":"response.output_text.delta","sequence_number":1,"item_id":"msg_1","output_index":0,"content_index":0,"delta":`, `,"logprobs":[]}`},
 	{DialectOpenAIResponses, `{"type":"response.reasoning_text.delta","sequence_number":1,"item_id":"rs_1","output_index":0,"content_index":0,"delta":`, `}`},
+	{DialectAnthropicMessages, `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":`, `}}`},
+	{DialectAnthropicMessages, `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":`, `}}`},
+	{DialectAnthropicMessages, `{"index":0,"delta":{"text":`, `,"type":"text_delta"},"type":"content_block_delta"}`},
+	{DialectAnthropicMessages, `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":`, `}}`},
 }
 
 // FuzzParseChunk checks that no input panics a chunk parser, that failures
@@ -253,6 +257,8 @@ func FuzzParseChunk(f *testing.F) {
 			fullErr = d.parseFull(chunk, &full)
 		case responsesDialect:
 			fullErr = d.parseFull(chunk, &full)
+		case anthropicDialect:
+			fullErr = d.parseFull(chunk, &full)
 		}
 		if (fastErr == nil) != (fullErr == nil) {
 			t.Fatalf("%s %q: fast err %v, full err %v", tpl.dialect, chunk, fastErr, fullErr)
@@ -275,6 +281,8 @@ func BenchmarkParseChunk(b *testing.B) {
 		{DialectTGI, tgiToken},
 		{DialectOllamaGenerate, ollamaGenToken},
 		{DialectOllamaChat, ollamaChatToken},
+		{DialectOpenAIResponses, `{"type":"response.output_text.delta","sequence_number":3,"item_id":"msg_1","output_index":0,"content_index":0,"delta":" Paris"}`},
+		{DialectAnthropicMessages, anthText},
 	} {
 		b.Run(bc.dialect, func(b *testing.B) {
 			d := mustWireDialect(b, bc.dialect)
