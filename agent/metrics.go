@@ -2,10 +2,12 @@ package agent
 
 import (
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 )
 
@@ -93,6 +95,11 @@ func MetricNames() []string {
 type metrics struct {
 	reg *prometheus.Registry
 
+	// self judges the probe's raw samples; Publish may be called from
+	// several goroutines.
+	selfMu sync.Mutex
+	self   *aggregate.SelfJudge
+
 	ttft, itl, tpot, e2e prometheus.Histogram
 	stage, breakdown     *prometheus.HistogramVec
 	requests             *prometheus.CounterVec
@@ -160,6 +167,7 @@ func newMetrics(ring *ring, uptime func() time.Duration, id Identity, isGood fun
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
 	m := &metrics{
+		self: aggregate.NewSelfJudge(),
 		reg:  prometheus.NewRegistry(),
 		ttft: hist(MetricTTFT, "Time to first token of successful requests, from the intended send time.", latencyBuckets),
 		itl:  hist(MetricITL, "Gaps between consecutive content chunks of successful requests.", tokenBuckets),
@@ -232,9 +240,10 @@ func (m *metrics) observe(ev event.Event) {
 	case ev.Request != nil:
 		m.observeRequest(ev.Request)
 	case ev.Probe != nil:
-		m.inFlight.Set(float64(ev.Probe.InFlight))
-		m.probeLimited.Set(boolGauge(ev.Probe.Limited))
-		m.schedLag.Set(max(ev.Probe.SchedLagP99, 0).Seconds())
+		p := m.judge(ev.Probe)
+		m.inFlight.Set(float64(p.InFlight))
+		m.probeLimited.Set(boolGauge(p.Limited))
+		m.schedLag.Set(max(p.SchedLagP99, 0).Seconds())
 	case ev.Loss != nil:
 		m.eventsLost.WithLabelValues(lossLabel(ev.Loss.Consumer)).Add(float64(max(ev.Loss.Events, 0)))
 	case ev.Server != nil && !ev.Server.Stale:
@@ -242,6 +251,15 @@ func (m *metrics) observe(ev event.Event) {
 		setIf(m.serverRunning, ev.Server.Running)
 		setIf(m.serverKVCache, ev.Server.KVCache)
 	}
+}
+
+// judge is p as the aggregator judges it: a raw sample's scheduling lag
+// and limit are derived from its evidence (aggregate.SelfJudge).
+func (m *metrics) judge(p *event.ProbeSample) *event.ProbeSample {
+	m.selfMu.Lock()
+	defer m.selfMu.Unlock()
+	judged, _ := m.self.Judge(p)
+	return judged
 }
 
 // observeRequest follows the aggregator's rules: warm-up requests are left

@@ -69,6 +69,10 @@ type Config struct {
 	// TTFTBasis is which first token the TTFT bar, the goodput and the
 	// ttft objectives use; "" is BasisAnswer (see reasoning.go).
 	TTFTBasis TTFTBasis
+	// SampleKeep is how many requests each list of the snapshots' request
+	// sample holds (Snapshot.Sample): 0 means DefaultSampleKeep, a
+	// negative number no sample.
+	SampleKeep int
 }
 
 // Aggregator turns events into statistics. It is not safe for concurrent
@@ -109,6 +113,10 @@ type Aggregator struct {
 
 	clamped      int64 // values outside the histograms' range, clamped into it
 	droppedStage int64 // stage values dropped because of maxStageKeys
+
+	judge  *ProbeJudge     // what the probe only measured, judged
+	sample *requestSampler // the dashboard's request lists; nil without
+	ended  bool            // Run's input closed: the session is over
 }
 
 // runCounts are whole-run request counters. sent = ok + errors + runEnded.
@@ -146,8 +154,17 @@ func New(cfg Config) *Aggregator {
 	if cfg.RecentMarkers <= 0 {
 		cfg.RecentMarkers = defaultRecent
 	}
+	var sample *requestSampler
+	switch {
+	case cfg.SampleKeep == 0:
+		sample = newRequestSampler(DefaultSampleKeep)
+	case cfg.SampleKeep > 0:
+		sample = newRequestSampler(cfg.SampleKeep)
+	}
 	resetCounts := func(c *counts) { *c = counts{} }
 	return &Aggregator{
+		judge:     NewProbeJudge(),
+		sample:    sample,
 		cfg:       cfg,
 		mg:        newMerger(),
 		limits:    limitsFrom(cfg.SLO, cfg.TTFTBasis),
@@ -179,7 +196,26 @@ func New(cfg Config) *Aggregator {
 
 // Add takes one event. It never blocks and does no I/O. The event's payload
 // is treated as read-only from here on and may be referenced by snapshots.
+// A probe's raw evidence is judged first (ProbeJudge): the markers it
+// derives are added after the event.
 func (a *Aggregator) Add(ev event.Event) {
+	ev, derived := a.judge.Add(ev)
+	a.add(ev)
+	for i := range derived {
+		a.add(event.NewMarker(&derived[i]))
+	}
+}
+
+// finish judges what the end of the events completes: the stalls still
+// pending, and the error-burst period cut short. It is idempotent.
+func (a *Aggregator) finish() {
+	for _, m := range a.judge.Flush() {
+		a.add(event.NewMarker(&m))
+	}
+	a.finishBursts()
+}
+
+func (a *Aggregator) add(ev event.Event) {
 	switch {
 	case ev.Request != nil:
 		a.addRequest(ev.Request)
@@ -257,6 +293,9 @@ func (a *Aggregator) addRequest(r *event.Request) {
 	if r.Warmup {
 		a.counts.warmup++
 		return
+	}
+	if a.sample != nil {
+		a.sample.add(r)
 	}
 	// Wall-clock times only, as a recording keeps them: a live time's
 	// monotonic reading is taken apart from its wall-clock one, and on a

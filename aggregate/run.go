@@ -33,7 +33,8 @@ func (a *Aggregator) Run(ctx context.Context, in <-chan event.Event, every time.
 		select {
 		case ev, ok := <-in:
 			if !ok {
-				a.finishBursts() // the last snapshot lists what the summary will
+				a.finish() // the last snapshot lists what the summary will
+				a.ended = true
 				emit()
 				return a.Summary()
 			}
@@ -42,7 +43,7 @@ func (a *Aggregator) Run(ctx context.Context, in <-chan event.Event, every time.
 			emit()
 		case <-ctx.Done():
 			a.drain(in)
-			a.finishBursts()
+			a.finish()
 			emit()
 			return a.Summary()
 		}

@@ -52,6 +52,13 @@ type Snapshot struct {
 	// the session's): what the breach markers and goodput were judged on.
 	// Shared, never modified.
 	Objectives []Objective
+	// Sample is the dashboard's requests view: the latest finished
+	// requests and the slowest of each window (empty with a negative
+	// Config.SampleKeep).
+	Sample RequestSample
+	// Ended is set on the last snapshot Run publishes: its events ended
+	// (the session is over).
+	Ended bool
 }
 
 // WindowStats are the statistics over one window. Requests count in the
@@ -239,6 +246,10 @@ func (a *Aggregator) Snapshot(now time.Time) Snapshot {
 	s.Verdict = a.verdict(s.Windows[WinRun], s.Elapsed)
 	s.Insights = a.insights(&s)
 	s.Objectives = a.derive.objectives
+	if a.sample != nil {
+		s.Sample = a.sample.sample(now)
+	}
+	s.Ended = a.ended
 	return s
 }
 
@@ -248,11 +259,19 @@ func (a *Aggregator) Summary() Summary {
 }
 
 // Final is the snapshot of a finished run, with the windows ending at the
-// latest event seen. The run is over, so its last error-burst period, cut
-// short, is judged now (once: a second call adds nothing).
+// latest event seen. The run is over, so its stalls still pending and its
+// last error-burst period, cut short, are judged now (once: a second call
+// adds nothing).
 func (a *Aggregator) Final() Snapshot {
-	a.finishBursts()
+	a.finish()
 	return a.Snapshot(a.latest)
+}
+
+// Counts returns the run's request counters so far, as the snapshot's
+// Requests has them, without taking a snapshot: sent (ok, errors and
+// cancelled at the end; warm-up excluded), errors, and warm-up requests.
+func (a *Aggregator) Counts() (sent, errors, warmup int64) {
+	return a.counts.sent, a.counts.errors, a.counts.warmup
 }
 
 // Latest returns the latest event timestamp seen (the zero time before any).

@@ -67,8 +67,21 @@ type Load struct {
 // this means the probe cannot keep its schedule.
 const ProbeLagLimit = 20 * time.Millisecond
 
+// ProbeRawV1 is the raw evidence a probe sample carries (ProbeSample.Raw)
+// when the probe leaves every judgement of it to the aggregator: its
+// scheduling lag's quantiles, whether it was the limit, the shared pauses
+// of its streams and their causes.
+const ProbeRawV1 = 1
+
 // ProbeSample is the probe's view of itself at one moment: how many requests
 // it has in flight and whether it, rather than the server, is the limit.
+//
+// Raw says what the sample carries. Zero (every recording made before
+// ProbeRawV1, and every sample the aggregator hands on): SchedLagP99,
+// LagSamples, Limited and Reason are judged, and the stream carries the
+// probe's own stall and probe_limit markers. ProbeRawV1: the probe only
+// measured; SendLags, Late and Sent hold what it measured since its
+// previous sample, and the aggregator derives the rest (aggregate.ProbeJudge).
 type ProbeSample struct {
 	Time        time.Time `json:"time"`
 	InFlight    int       `json:"in_flight"`
@@ -89,6 +102,45 @@ type ProbeSample struct {
 	// Backoffs counts pauses the probe took after connection errors or a
 	// server's Retry-After.
 	Backoffs int64 `json:"backoffs,omitempty"`
+
+	// Raw is the version of the raw evidence below (ProbeRawV1), 0 for a
+	// judged sample.
+	Raw int `json:"raw,omitempty"`
+	// Cores is how many cores the probe's machine has (CPUPercent's share
+	// of all of them is the CPU limit's figure); 0 when unknown.
+	Cores int `json:"cores,omitempty"`
+	// SendLags are the open loop's sends since the previous sample: when
+	// each went out and how late it was against its schedule (a bounded
+	// number, the latest kept).
+	SendLags []SendLag `json:"send_lags,omitempty"`
+	// Late are the stretches since the previous sample in which the
+	// probe's own goroutines ran late (a check that woke well after it was
+	// due): pauses its streams saw then may be the probe's, not the
+	// server's.
+	Late []Stretch `json:"late,omitempty"`
+	// Sent are the requests sent since the previous sample and still in
+	// flight: each one's record comes later in the stream. A stall waits
+	// for the records of the requests that were in flight in it.
+	Sent []Sent `json:"sent,omitempty"`
+}
+
+// SendLag is one open-loop send: At is when it went out, as an offset from
+// the sample's Time (negative: before it), and Lag how late it was.
+type SendLag struct {
+	At  time.Duration `json:"at_ns"`
+	Lag time.Duration `json:"lag_ns"`
+}
+
+// Stretch is a stretch of time.
+type Stretch struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+}
+
+// Sent is one request that went out: its id and when it was written.
+type Sent struct {
+	ID string    `json:"id"`
+	At time.Time `json:"at"`
 }
 
 // Span is the server's own timing of one request (e.g. from an OTLP trace

@@ -41,6 +41,9 @@ func (e Event) Size() int64 {
 		n += sizeSmall + int64(len(e.GPU.Devices))*sizeSmall
 	case e.Marker != nil:
 		n += sizeSmall + int64(len(e.Marker.Values))*sizeMapEntry + int64(len(e.Marker.RequestIDs))*32
+	case e.Probe != nil:
+		p := e.Probe
+		n += sizeSmall + int64(len(p.SendLags))*16 + int64(len(p.Late))*48 + int64(len(p.Sent))*64
 	default:
 		n += sizeSmall
 	}

@@ -7,7 +7,11 @@
 // aggregator, so they agree.
 //
 // Server, probe and GPU samples stay per agent: one server's queue or one
-// host's GPU is no fleet figure.
+// host's GPU is no fleet figure. What an agent's probe only measured is
+// judged per agent, as the agent's own view judges it (one
+// aggregate.ProbeJudge per Source): its stall markers, its limit, its
+// requests' Nagle suspicion. The fleet's request sample (the dashboard's
+// requests view) is its aggregator's.
 package fleet
 
 import (
@@ -25,17 +29,14 @@ const Name = "fleet"
 
 // Config tunes a Fleet. The zero value is usable.
 type Config struct {
-	// Requests, when set, is given every request the fleet takes, on the
-	// fleet's timeline (the dashboard's requests sample). It is called
-	// with the fleet's lock held and must not call back into it.
-	Requests func(*event.Request)
+	// SampleKeep is the size of each list of the fleet's request sample
+	// (aggregate.Config.SampleKeep: 0, the default).
+	SampleKeep int
 }
 
 // Fleet is the merged view of several agents. Safe for concurrent use: each
 // agent's source adds to it from its own goroutine.
 type Fleet struct {
-	cfg Config
-
 	mu      sync.Mutex
 	agg     *aggregate.Aggregator
 	header  bool      // the fleet's session header was given
@@ -48,12 +49,13 @@ type Fleet struct {
 
 // New returns an empty Fleet.
 func New(cfg Config) *Fleet {
-	return &Fleet{cfg: cfg, agg: aggregate.New(aggregate.Config{})}
+	return &Fleet{agg: aggregate.New(aggregate.Config{SampleKeep: cfg.SampleKeep})}
 }
 
-// Add takes one event of an agent whose clock is offset from the local one
-// (the agent's clock minus the local clock): the event is moved by it onto
-// the fleet's timeline. The first session header becomes the fleet's (its
+// Add takes one judged event of an agent whose clock is offset from the
+// local one (the agent's clock minus the local clock): the event is moved
+// by it onto the fleet's timeline. An agent's raw stream goes through
+// Source, which judges it first. The first session header becomes the fleet's (its
 // objectives and TTFT basis, which the agents share); later ones, and the
 // samples that describe one agent's server, probe or GPU, are not the
 // fleet's. ev itself is not changed: its payload is shared with the agent's
@@ -87,9 +89,6 @@ func (f *Fleet) Add(ev event.Event, offset time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.agg.Add(ev)
-	if ev.Request != nil && f.cfg.Requests != nil {
-		f.cfg.Requests(ev.Request)
-	}
 	if at := ev.Time(); at.After(f.now) {
 		f.now = at
 	}
@@ -137,15 +136,30 @@ func (f *Fleet) Summary() aggregate.Summary {
 
 // Source wraps one agent's source: every event goes on unchanged to the
 // agent's own pipeline (its timeline is the agent's clock), and to the
-// fleet moved by offset, which is read as each event passes, in the
-// source's goroutine, so an offset estimated again at a reconnection
-// applies from that connection's first event on. offset returns the
-// agent's clock minus the local clock (0 while unknown).
+// fleet judged (an aggregate.ProbeJudge of the agent's own) and moved by
+// offset, which is read as each event passes, in the source's goroutine,
+// so an offset estimated again at a reconnection applies from that
+// connection's first event on. offset returns the agent's clock minus the
+// local clock (0 while unknown). When the source returns, the stalls its
+// judge still holds are the fleet's too.
 func (f *Fleet) Source(src pipeline.Source, offset func() time.Duration) pipeline.Source {
 	return pipeline.SourceFunc(func(ctx context.Context, emit func(event.Event)) error {
-		return src.Run(ctx, func(ev event.Event) {
-			f.Add(ev, offset())
+		judge := aggregate.NewProbeJudge()
+		err := src.Run(ctx, func(ev event.Event) {
+			judged, derived := judge.Add(ev)
+			off := offset()
+			f.Add(judged, off)
+			f.addMarkers(derived, off)
 			emit(ev)
 		})
+		f.addMarkers(judge.Flush(), offset())
+		return err
 	})
+}
+
+// addMarkers adds markers an agent's judge derived.
+func (f *Fleet) addMarkers(ms []event.Marker, offset time.Duration) {
+	for i := range ms {
+		f.Add(event.NewMarker(&ms[i]), offset)
+	}
 }

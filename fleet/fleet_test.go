@@ -107,9 +107,7 @@ func (s *skewedSource) Run(_ context.Context, emit func(event.Event)) error {
 // timeline, even when one's clock was stepped between two connections.
 func TestFleetAlignsEachAgentByItsClock(t *testing.T) {
 	t.Parallel()
-	f := New(Config{})
-	var sampled []*event.Request
-	f.cfg.Requests = func(r *event.Request) { sampled = append(sampled, r) }
+	f := New(Config{SampleKeep: 50})
 	run := func(src pipeline.Source, offset func() time.Duration) []event.Event {
 		var got []event.Event
 		if err := f.Source(src, offset).Run(context.Background(), func(ev event.Event) { got = append(got, ev) }); err != nil {
@@ -138,6 +136,8 @@ func TestFleetAlignsEachAgentByItsClock(t *testing.T) {
 	src.set = func(d time.Duration) { src.offset = d }
 	run(src, func() time.Duration { return src.offset })
 
+	snap, _ := f.Snapshot()
+	sampled := snap.Sample.Latest // the fleet's request sample: every request it took
 	if len(sampled) != 40 {
 		t.Fatalf("the fleet took %d requests, want 40", len(sampled))
 	}
@@ -147,7 +147,6 @@ func TestFleetAlignsEachAgentByItsClock(t *testing.T) {
 			t.Errorf("request %s starts at %v on the fleet's timeline, want the true %v", r.ID, r.Start.Sub(t0), want.Sub(t0))
 		}
 	}
-	snap, _ := f.Snapshot()
 	if !snap.Session.Time.Equal(t0) {
 		t.Errorf("the fleet starts at %v, want the true start", snap.Session.Time.Sub(t0))
 	}

@@ -81,7 +81,7 @@ func TestBackoffOnRefusedPort(t *testing.T) {
 	if st.ByOutcome[event.OutcomeConnect] != n {
 		t.Fatalf("outcomes %v, want %d connect", st.ByOutcome, n)
 	}
-	if len(log.pauses) != n-1 || st.Backoffs != n-1 || r.probeSample(time.Now(), nil).Backoffs != n-1 {
+	if len(log.pauses) != n-1 || st.Backoffs != n-1 || r.probeSample(time.Now()).Backoffs != n-1 {
 		t.Fatalf("%d pauses, stats say %d: want one between each pair of the %d requests", len(log.pauses), st.Backoffs, n)
 	}
 	for i, got := range log.pauses {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/nagle"
 )
 
 // ClientConfig configures a Client.
@@ -602,7 +603,7 @@ func (x *exchange) finish() {
 	if rec.OK() {
 		x.noteCachedPrompt()
 	}
-	if nagleSuspect(rec.Chunks) {
+	if nagle.Suspect(rec.Chunks) {
 		rec.Flags = append(rec.Flags, event.FlagNagleSuspect)
 	}
 	if !x.phases.gotConn.IsZero() {

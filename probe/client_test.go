@@ -781,7 +781,7 @@ func TestStaleConnectionIsReconnected(t *testing.T) {
 	// connection is closed after it, so the request after a retry dials.
 	// Of 4 requests, the 2nd and the 4th are sent again.
 	st, col, _, r := runPaused(t, newWireClient(t, staleKeepAliveServer(t, 1), DialectOpenAIChat, nil), LoadConfig{Concurrency: 1, Requests: 4})
-	if st.OK != 4 || st.Reconnects != 2 || r.probeSample(time.Now(), nil).Reconnects != 2 {
+	if st.OK != 4 || st.Reconnects != 2 || r.probeSample(time.Now()).Reconnects != 2 {
 		t.Fatalf("stats %+v: want 4 ok and 2 reconnects", st)
 	}
 	// The last probe sample, sent when the run ends, has the final count.

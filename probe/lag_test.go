@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/latscope/latscope/event"
 )
 
 // The watch reports the stretches between a check and the one before it
@@ -21,19 +23,19 @@ func TestWatchLag(t *testing.T) {
 	for _, c := range checks {
 		clock <- t0.Add(c)
 	}
-	var got []interval
+	var got []event.Stretch
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		watchLag(ctx, ticks, func() time.Time { return <-clock }, 5*ms, func(from, to time.Time) { got = append(got, interval{from, to}) })
+		watchLag(ctx, ticks, func() time.Time { return <-clock }, 5*ms, func(from, to time.Time) { got = append(got, event.Stretch{From: from, To: to}) })
 	}()
 	for range checks {
 		ticks <- time.Time{}
 	}
 	cancel()
 	<-done
-	want := []interval{{t0.Add(10 * ms), t0.Add(50 * ms)}}
+	want := []event.Stretch{{From: t0.Add(10 * ms), To: t0.Add(50 * ms)}}
 	if len(got) != len(want) || got[0] != want[0] {
 		t.Fatalf("late stretches %v, want %v", got, want)
 	}

@@ -69,10 +69,21 @@ type LoadConfig struct {
 	// shards of a fleet started at one time send one schedule together.
 	StartAt time.Time
 
-	Stall        StallConfig
-	Limits       ProbeLimits
-	SelfInterval time.Duration // how often the probe checks itself (default 1 s)
-	LagWindow    time.Duration // sched lag percentiles cover this much (default 5 s)
+	// SelfInterval is how often the probe samples itself (default 1 s):
+	// each sample carries what it measured since the previous one (the
+	// sends' lateness, the stretches it ran late, the requests still in
+	// flight), from which the aggregator judges it. The aggregator's stall
+	// detector waits 5 s for a pause's evidence, so an interval longer
+	// than that delays the stall markers.
+	SelfInterval time.Duration
+	// LagSample is how often the probe checks that its own goroutines run
+	// on time (default 5 ms; negative: never). A late check is the evidence
+	// that a pause its streams saw was its own.
+	LagSample time.Duration
+	// LagClock is the clock that check reads (nil: time.Now); a test holds
+	// the probe up by making it block, as a starved machine holds up every
+	// goroutine.
+	LagClock func() time.Time
 }
 
 // RunStats sums up a run. Warmup requests are counted apart; for the rest
@@ -95,8 +106,10 @@ type RunStats struct {
 	// percentiles are the aggregator's.
 	SchedLagMax time.Duration
 
-	Stalls      int  // stall markers emitted
-	ProbeLimits int  // probe_limit markers emitted
+	// ProbeLimits counts the probe_limit markers the probe emitted: the
+	// open loop's in-flight cap reached. The others (its lag, its CPU) and
+	// the stall markers are the aggregator's, from its raw samples.
+	ProbeLimits int
 	Backoffs    int  // pauses closed-loop workers took (see BackoffFirst)
 	Reconnects  int  // requests sent again after a stale keep-alive connection
 	Interrupted bool // the context ended the run (Ctrl-C)
@@ -117,9 +130,6 @@ type Runner struct {
 
 	// pause waits between a worker's requests (sleepCtx; tests replace it).
 	pause func(ctx context.Context, d time.Duration) bool
-	// lagClock is the clock the scheduling-lag watch reads (time.Now;
-	// tests hold it up as a starved machine would).
-	lagClock func() time.Time
 
 	started    atomic.Bool
 	inFlight   atomic.Int64
@@ -152,7 +162,7 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 	case cfg.Trace != nil && (cfg.Rate > 0 || cfg.Pacer != nil || len(cfg.Steps) > 0):
 		return nil, errors.New("a trace is its own schedule: give a trace, or a rate or steps, not both")
 	}
-	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer, pause: sleepCtx, lagClock: time.Now}
+	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer, pause: sleepCtx}
 	for i, st := range cfg.Steps {
 		if st.Concurrency < 1 || st.Duration <= 0 {
 			return nil, fmt.Errorf("load step %d: %d streams for %s: want 1 or more streams for a positive time", i+1, st.Concurrency, st.Duration)
@@ -171,11 +181,12 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 	if r.cfg.SelfInterval <= 0 {
 		r.cfg.SelfInterval = time.Second
 	}
-	if r.cfg.LagWindow <= 0 {
-		r.cfg.LagWindow = 5 * time.Second
+	if r.cfg.LagSample == 0 {
+		r.cfg.LagSample = 5 * time.Millisecond
 	}
-	r.cfg.Limits = r.cfg.Limits.withDefaults()
-	r.cfg.Stall = r.cfg.Stall.withDefaults()
+	if r.cfg.LagClock == nil {
+		r.cfg.LagClock = time.Now
+	}
 	if cfg.Trace != nil {
 		speed := cfg.TraceSpeed
 		if speed == 0 {
@@ -197,14 +208,6 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 	if err := r.applyShard(); err != nil {
 		return nil, err
 	}
-	if r.cfg.Stall.MaxInFlight <= 0 {
-		// The stall detector's counts of requests stay within what the
-		// probe can have in flight.
-		r.cfg.Stall.MaxInFlight = r.cfg.Concurrency
-		if r.pacer != nil {
-			r.cfg.Stall.MaxInFlight = r.cfg.MaxInFlight
-		}
-	}
 	if r.cfg.Requests > 0 {
 		r.total = uint64(r.cfg.Requests) + uint64(r.cfg.Warmup)
 	}
@@ -212,8 +215,8 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 	if r.runID == "" {
 		r.runID = randomHex(4)
 	}
-	r.self = newSelfMonitor(r.cfg.LagWindow)
-	r.gate = newMarkerGate(r.cfg.Limits.Cooldown)
+	r.self = newSelfMonitor()
+	r.gate = newMarkerGate(maxInFlightCooldown)
 	return r, nil
 }
 
@@ -223,10 +226,9 @@ func (r *Runner) RunID() string { return r.runID }
 // InFlight returns the number of requests in flight now.
 func (r *Runner) InFlight() int { return int(r.inFlight.Load()) }
 
-// SelfStats returns the probe's CPU use, scheduling lag and requests in
-// flight, for the status line.
+// SelfStats returns the probe's CPU use and requests in flight.
 func (r *Runner) SelfStats() SelfStats {
-	s := r.self.stats(time.Now())
+	s := r.self.stats()
 	s.InFlight = r.InFlight()
 	s.MaxInFlight = r.level.get()
 	if r.pacer != nil {
@@ -238,9 +240,11 @@ func (r *Runner) SelfStats() SelfStats {
 // Stats sums up the run; it is complete once Run has returned.
 func (r *Runner) Stats() RunStats { return r.stats }
 
-// Run sends the load and calls emit with every request record, every marker
-// (stall, probe_limit) and a probe sample (in flight, CPU, scheduling lag)
-// every SelfInterval: the Runner is a pipeline source. Calls to emit are
+// Run sends the load and calls emit with every request record, its markers
+// (load steps, the open loop's in-flight cap) and a probe sample every
+// SelfInterval (in flight, CPU, and the raw evidence the aggregator judges
+// it by: the first comes before any request): the Runner is a pipeline
+// source. Calls to emit are
 // serialised: they all come from one goroutine, one at a time, so emit needs
 // no locking; it should return quickly, since a slow emit eventually holds
 // up the workers. Run returns when every request has been recorded and every
@@ -290,12 +294,17 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 	// whole stream's chunks (8,192 tokens are 128 KB), and behind the
 	// emitter the pipeline bounds what waits by bytes.
 	out := make(chan emitItem, 64)
-	em := newEmitter(r.cfg.Stall, r.prompts, r.pacer != nil)
+	em := newEmitter(r.prompts, r.pacer != nil)
 	emitted := make(chan struct{})
 	go func() {
 		defer close(emitted)
 		em.loop(out, emit)
 	}()
+	// The first sample comes before any request: it says the stream is
+	// raw (event.ProbeRawV1), so the aggregator judges it from the start.
+	cpu, cpuOK := processCPUTime()
+	r.self.sampleCPU(time.Now(), cpu, cpuOK)
+	out <- emitItem{probe: r.probeSample(time.Now())}
 
 	monCtx, stopMonitor := context.WithCancel(context.Background())
 	monitored := make(chan struct{})
@@ -319,7 +328,7 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 	stopMonitor()
 	<-lagWatched
 	<-monitored
-	out <- emitItem{probe: r.probeSample(time.Now(), nil)}
+	out <- emitItem{probe: r.probeSample(time.Now())}
 	close(out)
 	<-emitted
 
@@ -482,7 +491,7 @@ func (r *Runner) openLoop(sendCtx, reqCtx context.Context, began time.Time, out 
 			spawn()
 		} else if now := time.Now(); r.gate.allow(limitMaxInFlight, now) {
 			// Every worker is sending or about to (a tick comes early).
-			m := maxInFlightFinding(now, workers, r.cfg.Rate).marker
+			m := maxInFlightMarker(now, workers, r.cfg.Rate)
 			out <- emitItem{marker: &m}
 		}
 		select {
@@ -509,10 +518,11 @@ func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time
 // sendSpec is send for a request already built.
 func (r *Runner) sendSpec(ctx context.Context, spec RequestSpec, out chan<- emitItem) (event.Outcome, time.Duration) {
 	now := time.Now()
+	note := sentNote{id: spec.ID, at: now}
 	if intended := spec.Intended; !intended.IsZero() {
-		r.self.recordLag(now, now.Sub(intended))
+		note.lag, note.timed = now.Sub(intended), true
 	}
-	out <- emitItem{sent: sentNote{id: spec.ID, at: now}}
+	out <- emitItem{sent: note}
 	n := r.inFlight.Add(1)
 	for p := r.peak.Load(); n > p && !r.peak.CompareAndSwap(p, n); p = r.peak.Load() {
 	}
@@ -606,23 +616,9 @@ func completeRecord(ctx context.Context, rec *event.Request, spec RequestSpec) *
 	return rec
 }
 
-// monitor checks the probe itself every SelfInterval: it queues a probe
-// sample (in flight, CPU, scheduling lag) and, when the probe is the
-// bottleneck, a probe_limit marker.
+// monitor samples the probe itself every SelfInterval, after the first
+// sample Run sent: in flight, CPU (the emitter adds the raw evidence).
 func (r *Runner) monitor(ctx context.Context, out chan<- emitItem) {
-	cpu, ok := processCPUTime()
-	r.self.sampleCPU(time.Now(), cpu, ok)
-	send := func(it emitItem) bool {
-		select {
-		case out <- it:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	if !send(emitItem{probe: r.probeSample(time.Now(), nil)}) {
-		return
-	}
 	tick := time.NewTicker(r.cfg.SelfInterval)
 	defer tick.Stop()
 	for {
@@ -632,53 +628,42 @@ func (r *Runner) monitor(ctx context.Context, out chan<- emitItem) {
 		case now := <-tick.C:
 			cpu, ok := processCPUTime()
 			r.self.sampleCPU(now, cpu, ok)
-			findings := probeLimitFindings(now, r.SelfStats(), r.pacer != nil, r.cfg.Limits)
-			if !send(emitItem{probe: r.probeSample(now, findings)}) {
+			select {
+			case out <- emitItem{probe: r.probeSample(now)}:
+			case <-ctx.Done():
 				return
-			}
-			for _, f := range findings {
-				if !r.gate.allow(f.reason, now) {
-					continue
-				}
-				m := f.marker
-				if !send(emitItem{marker: &m}) {
-					return
-				}
 			}
 		}
 	}
 }
 
 // watchLag reports, until ctx ends, each stretch in which the probe's own
-// goroutines ran late (see WatchSchedulingLag), for the stall detector.
+// goroutines ran late (see WatchSchedulingLag), for the next sample.
 func (r *Runner) watchLag(ctx context.Context, out chan<- emitItem) {
-	every := r.cfg.Stall.LagSample
+	every := r.cfg.LagSample
 	if every <= 0 {
 		return
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	watchLag(ctx, tick.C, r.lagClock, every, func(from, to time.Time) {
+	watchLag(ctx, tick.C, r.cfg.LagClock, every, func(from, to time.Time) {
 		select {
-		case out <- emitItem{late: &interval{from, to}}:
+		case out <- emitItem{late: &event.Stretch{From: from, To: to}}:
 		case <-ctx.Done():
 		}
 	})
 }
 
-// probeSample is the probe's state at now for the event stream.
-func (r *Runner) probeSample(now time.Time, findings []limitFinding) *event.ProbeSample {
+// probeSample is the probe's state at now for the event stream; the
+// emitter adds the raw evidence gathered since the previous one.
+func (r *Runner) probeSample(now time.Time) *event.ProbeSample {
 	st := r.SelfStats()
 	ps := &event.ProbeSample{
-		Time: now, InFlight: st.InFlight, MaxInFlight: st.MaxInFlight, CPUPercent: st.CPUPercent,
-		SchedLagP99: st.SchedLagP99, LagSamples: st.LagSamples,
+		Time: now, InFlight: st.InFlight, MaxInFlight: st.MaxInFlight, CPUPercent: st.CPUPercent, Cores: st.Cores,
 		Backoffs: r.backoffs.Load(), Reconnects: r.reconnects.Load(),
 	}
 	if r.pacer == nil {
 		ps.Concurrency = r.level.get()
-	}
-	if len(findings) > 0 {
-		ps.Limited, ps.Reason = true, findings[0].marker.Message
 	}
 	return ps
 }

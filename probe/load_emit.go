@@ -1,7 +1,9 @@
 package probe
 
 import (
+	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/latscope/latscope/event"
@@ -16,97 +18,128 @@ type emitItem struct {
 	marker *event.Marker
 	probe  *event.ProbeSample
 	sent   sentNote
-	late   *interval
+	late   *event.Stretch
 }
 
-// sentNote says that a request went out: the stall detector waits for its
-// record before deciding the causes of the pauses it was there for.
+// sentNote says that a request went out at `at`; timed says it had a
+// scheduled time (open loop), which it missed by lag.
 type sentNote struct {
-	id string
-	at time.Time
+	id    string
+	at    time.Time
+	lag   time.Duration
+	timed bool
 }
+
+// Bounds on the raw evidence one probe sample carries: the latest are kept.
+const (
+	maxSendLags = 4096
+	maxLate     = 4096
+)
 
 // emitter is the one goroutine that calls the user's emit function. It owns
-// the run's counters and the stall detector, so neither needs a lock.
+// the run's counters and the raw evidence gathered for the next probe
+// sample, so neither needs a lock. It judges nothing: the aggregator
+// derives the stalls, the scheduling lag's quantiles and the probe's limits
+// from what the samples carry (event.ProbeRawV1).
 type emitter struct {
 	stats   RunStats
-	stall   *StallDetector
 	prompts *PromptSource
 	open    bool
+
+	// Since the last probe sample: the requests sent and not yet finished
+	// (by id), the sends' lateness, and the stretches the probe ran late.
+	pending  map[string]time.Time
+	sendLags []sendLag
+	late     []event.Stretch
 
 	firstStart, lastStart time.Time
 	starts                int
 }
 
-func newEmitter(stall StallConfig, prompts *PromptSource, openLoop bool) *emitter {
+type sendLag struct {
+	at  time.Time
+	lag time.Duration
+}
+
+func newEmitter(prompts *PromptSource, openLoop bool) *emitter {
 	return &emitter{
 		open:    openLoop,
 		stats:   RunStats{ByOutcome: map[event.Outcome]int{}},
-		stall:   NewStallDetector(stall),
 		prompts: prompts,
+		pending: map[string]time.Time{},
 	}
 }
 
-// loop emits everything from in until it is closed, then the stalls still
-// pending. A ticker moves the stall detector's clock so a stall is reported
-// even when no request finishes for a while.
+// loop emits everything from in until it is closed.
 func (e *emitter) loop(in <-chan emitItem, emit func(event.Event)) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case it, ok := <-in:
-			if !ok {
-				e.markers(e.stall.Flush(), emit)
-				e.finish()
-				return
-			}
-			if it.marker != nil {
-				e.marker(*it.marker, emit)
-				continue
-			}
-			switch {
-			case it.probe != nil:
-				emit(event.NewProbe(it.probe))
-			case it.sent.id != "":
-				e.stall.Sent(it.sent.id, it.sent.at)
-			case it.late != nil:
-				e.stall.Starved(it.late.from, it.late.to)
-			case it.rec != nil:
-				e.request(it, emit)
-			}
-		case now := <-tick.C:
-			e.markers(e.stall.Advance(now), emit)
+	for it := range in {
+		switch {
+		case it.marker != nil:
+			e.marker(*it.marker, emit)
+		case it.probe != nil:
+			emit(event.NewProbe(e.withEvidence(it.probe)))
+		case it.sent.id != "":
+			e.sent(it.sent)
+		case it.late != nil:
+			e.late = appendLatest(e.late, *it.late, maxLate)
+		case it.rec != nil:
+			e.request(it, emit)
 		}
 	}
+	e.finish()
+}
+
+// sent notes a request going out, for the next probe sample.
+func (e *emitter) sent(n sentNote) {
+	e.pending[n.id] = n.at
+	if n.timed {
+		e.sendLags = appendLatest(e.sendLags, sendLag{n.at, n.lag}, maxSendLags)
+	}
+}
+
+// withEvidence fills p with the raw evidence gathered since the previous
+// sample, and starts gathering afresh. Its Sent are the requests still in
+// flight: their records come after p, as the detector that waits for them
+// needs.
+func (e *emitter) withEvidence(p *event.ProbeSample) *event.ProbeSample {
+	p.Raw = event.ProbeRawV1
+	p.Sent = make([]event.Sent, 0, len(e.pending))
+	for id, at := range e.pending {
+		p.Sent = append(p.Sent, event.Sent{ID: id, At: at})
+	}
+	clear(e.pending)
+	slices.SortFunc(p.Sent, func(a, b event.Sent) int { return cmp.Or(a.At.Compare(b.At), strings.Compare(a.ID, b.ID)) })
+	if len(e.sendLags) > 0 {
+		p.SendLags = make([]event.SendLag, len(e.sendLags))
+		for i, l := range e.sendLags {
+			p.SendLags[i] = event.SendLag{At: l.at.Round(0).Sub(p.Time.Round(0)), Lag: l.lag} // wall clock, as a recording has it
+		}
+		e.sendLags = e.sendLags[:0]
+	}
+	p.Late, e.late = e.late, nil
+	if len(p.Sent) == 0 {
+		p.Sent = nil
+	}
+	return p
+}
+
+// appendLatest appends v to list, dropping its oldest first when it holds
+// limit already.
+func appendLatest[T any](list []T, v T, limit int) []T {
+	if len(list) >= limit {
+		list = slices.Delete(list, 0, len(list)-limit+1)
+	}
+	return append(list, v)
 }
 
 func (e *emitter) request(it emitItem, emit func(event.Event)) {
 	rec := it.rec
+	delete(e.pending, rec.ID)
 	e.count(rec)
 	if rec.OK() && !rec.HasFlag(event.FlagMissingUsage) {
 		e.prompts.Observe(it.target, rec.PromptTokens)
 	}
-	stalls := e.stall.Add(rec)
-	e.checkNagle(rec)
 	emit(event.NewRequest(rec))
-	e.markers(stalls, emit)
-}
-
-// checkNagle takes back a Nagle suspicion that rests on gaps other streams
-// paused in too: a pause of the whole server is not this connection's
-// delayed ACK.
-func (e *emitter) checkNagle(rec *event.Request) {
-	if !rec.HasFlag(event.FlagNagleSuspect) {
-		return
-	}
-	id := streamID(rec)
-	shared := func(from, to time.Duration) bool {
-		return e.stall.SharedPause(id, rec.Start.Add(from), rec.Start.Add(to))
-	}
-	if !nagleSignature(rec.Chunks, shared) {
-		rec.Flags = slices.DeleteFunc(rec.Flags, func(f event.Flag) bool { return f == event.FlagNagleSuspect })
-	}
 }
 
 func (e *emitter) count(rec *event.Request) {
@@ -141,17 +174,8 @@ func (e *emitter) count(rec *event.Request) {
 	}
 }
 
-func (e *emitter) markers(ms []event.Marker, emit func(event.Event)) {
-	for _, m := range ms {
-		e.marker(m, emit)
-	}
-}
-
 func (e *emitter) marker(m event.Marker, emit func(event.Event)) {
-	switch m.Kind {
-	case event.MarkerStall:
-		e.stats.Stalls++
-	case event.MarkerProbeLimit:
+	if m.Kind == event.MarkerProbeLimit {
 		e.stats.ProbeLimits++
 	}
 	emit(event.NewMarker(&m))

@@ -1,8 +1,9 @@
 package probe_test
 
 // These tests run the real probe against the real simulator over loopback:
-// the acceptance checks that the simulator's faults end in the right outcome
-// and that its blocked event loop is what the stall detector finds.
+// the simulator's faults end in the right outcome, and detection names the
+// simulator's header mode. (What the stall detector, now the aggregator's,
+// finds of its blocked event loop is aggregate's acceptance tier.)
 
 import (
 	"context"

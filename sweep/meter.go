@@ -32,15 +32,18 @@ type meter struct {
 	reqClock    time.Time // latest request completion
 	nextCheck   time.Time
 
-	agg      *aggregate.Aggregator
-	ttft     []point // measured successful requests: completion, TTFT in ms
-	queue    []point // server queue depth over the measured part
-	inFlight []point // probe requests in flight over the measured part
+	// judge judges what the step's probe only measured (its stalls, its
+	// limit), on every event of the step, as the probe itself did before
+	// it left that to the aggregator; agg takes what it returns.
+	judge    *aggregate.ProbeJudge
+	agg      *aggregate.Aggregator // the measured requests: the step's statistics and counts
+	ttft     []point               // measured successful requests: completion, TTFT in ms
+	queue    []point               // server queue depth over the measured part
+	inFlight []point               // probe requests in flight over the measured part
 
-	offered                  int64 // requests sent in the measured part, cut ones too
-	measured, measuredErrors int64 // requests in the statistics
-	completed, tokens        int64 // successful completions in [from, to]
-	warmup, cooldown, cut    int64
+	offered           int64 // requests sent in the measured part, cut ones too
+	completed, tokens int64 // successful completions in [from, to]
+	cooldown, cut     int64 // requests sent after the measured part, and cut off by the step's end
 
 	records     int64 // request records of this step seen
 	succeeded   int64 // successful ones, warm-up and cool-down too
@@ -60,6 +63,7 @@ func newMeter(set *settings, spec StepSpec, start time.Time) *meter {
 	return &meter{
 		set: set, spec: spec, start: start, from: from,
 		clock: start, nextCheck: from.Add(set.Window),
+		judge:  aggregate.NewProbeJudge(),
 		agg:    aggregate.New(aggregate.Config{SLO: set.SLO}),
 		expect: -1,
 	}
@@ -68,6 +72,22 @@ func newMeter(set *settings, spec StepSpec, start time.Time) *meter {
 // add takes one event of the step. It returns true when this event decided
 // the step: it is steady, saturated, failing, or past its maximum time.
 func (m *meter) add(ev event.Event) bool {
+	ev, derived := m.judge.Add(ev)
+	m.take(ev)
+	m.addMarkers(derived)
+	return m.maybeDecide()
+}
+
+// addMarkers takes the markers the judge derived: those in the measured
+// part go to the statistics, as every marker of the step's does.
+func (m *meter) addMarkers(ms []event.Marker) {
+	for i := range ms {
+		m.take(event.NewMarker(&ms[i]))
+	}
+}
+
+// take takes one judged event of the step.
+func (m *meter) take(ev event.Event) {
 	switch {
 	case ev.Request != nil:
 		m.addRequest(ev)
@@ -92,7 +112,6 @@ func (m *meter) add(ev event.Event) bool {
 			m.agg.Add(ev)
 		}
 	}
-	return m.maybeDecide()
 }
 
 // measuring reports whether t lies in the measured part (so far).
@@ -129,7 +148,6 @@ func (m *meter) addRequest(ev event.Event) {
 	}
 	switch {
 	case sent.Before(m.from):
-		m.warmup++
 		w := *r
 		w.Warmup = true
 		m.agg.Add(event.NewRequest(&w))
@@ -137,10 +155,6 @@ func (m *meter) addRequest(ev event.Event) {
 		m.cooldown++
 		return
 	default:
-		m.measured++
-		if !r.OK() {
-			m.measuredErrors++
-		}
 		m.agg.Add(ev)
 		if r.OK() && r.TTFT > 0 {
 			m.ttft = append(m.ttft, point{end, float64(r.TTFT) / float64(time.Millisecond)})
@@ -222,7 +236,7 @@ func (m *meter) maybeDecide() bool {
 		m.nextCheck = m.nextCheck.Add(m.set.Interval)
 	}
 	m.signals = m.signalsAt(m.clock)
-	if m.measured >= minErrorSample && m.errorRate() > m.set.StopErrors {
+	if measured, _, _ := m.agg.Counts(); measured >= minErrorSample && m.errorRate() > m.set.StopErrors {
 		return m.decide(undecided, fmt.Sprintf("errors %.1f%% passed the %.1f%% limit", 100*m.errorRate(), 100*m.set.StopErrors))
 	}
 	st, why := assess(m.signals, m.set.Window)
@@ -258,10 +272,11 @@ func (m *meter) decide(st state, reason string) bool {
 }
 
 func (m *meter) errorRate() float64 {
-	if m.measured == 0 {
+	measured, errors, _ := m.agg.Counts()
+	if measured == 0 {
 		return 0
 	}
-	return float64(m.measuredErrors) / float64(m.measured)
+	return float64(errors) / float64(measured)
 }
 
 // signalsAt fits the step's trends at now: TTFT over the last window of
@@ -286,11 +301,13 @@ func (m *meter) signalsAt(now time.Time) Signals {
 func (m *meter) ended(t time.Time, records int64, cause string, interrupted bool) {
 	m.see(t)
 	m.endTime, m.expect, m.endCause, m.interrupted = t, records, cause, interrupted
+	m.addMarkers(m.judge.Flush()) // the step's probe has stopped: its pending stalls are whole
 }
 
 // finish judges a step whose source stopped before the rules decided it
 // (it ended by itself, or its wall-clock limit passed), on what it had.
 func (m *meter) finish() {
+	m.addMarkers(m.judge.Flush())
 	if m.decided || m.interrupted {
 		return
 	}
@@ -327,9 +344,9 @@ func (m *meter) result() (Step, aggregate.Snapshot) {
 	s := Step{
 		StepSpec: m.spec,
 		Start:    m.start, End: m.endTime,
-		Sent: m.measured, OK: sum.Requests.OK, Errors: sum.Requests.Errors,
+		Sent: sum.Requests.Sent, OK: sum.Requests.OK, Errors: sum.Requests.Errors,
 		ErrorRate: m.errorRate(),
-		Warmup:    m.warmup, Cooldown: m.cooldown, Cut: m.cut,
+		Warmup:    sum.Requests.Warmup, Cooldown: m.cooldown, Cut: m.cut,
 		TTFT: sum.TTFT, ITL: sum.ITL, TPOT: sum.TPOT, E2E: sum.E2E,
 		Signals: m.signals,
 	}

@@ -45,8 +45,8 @@ func agentName(fr *Frame, i int) string {
 
 // requestAgents names the agent of each request the agents' samples hold,
 // for the requests filter's @agent: by record, as the fleet's sample holds
-// the same records, or else by ID and start (a thinned copy, see
-// sampleChunks, is another record of the same request).
+// the same records, or else by ID and start (a thinned or judged copy, see
+// aggregate.RequestSample, is another record of the same request).
 type requestAgents struct {
 	byRecord map[*event.Request]string
 	byKey    map[requestKey]string
@@ -59,7 +59,7 @@ func agentsOf(full *Frame) *requestAgents {
 	out := &requestAgents{byRecord: map[*event.Request]string{}, byKey: map[requestKey]string{}}
 	for i := range full.Agents {
 		name := agentName(&full.Agents[i], i)
-		rs := &full.Agents[i].Requests
+		rs := &full.Agents[i].Snapshot.Sample
 		for _, list := range append(rs.Slowest[:], rs.Latest) {
 			for _, r := range list {
 				out.byRecord[r] = name

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 )
 
@@ -20,7 +21,7 @@ func fleetSession(t *testing.T, secs, w, h int) (*model, *stepFeed) {
 	all := newSynth(synthOpts{name: "fleet", perSec: 20})
 	// The fleet's sample holds the agents' requests moved onto its
 	// timeline, as attach's does: east's clock is 250 ms ahead.
-	all.sampler = NewSampler(0)
+	all.samples = aggregate.New(aggregate.Config{})
 	offsets := map[*synth]time.Duration{east: 250 * time.Millisecond, west: 0}
 	for _, a := range []*synth{east, west} {
 		a.emit = func(ev event.Event) {
@@ -28,7 +29,7 @@ func fleetSession(t *testing.T, secs, w, h int) (*model, *stepFeed) {
 			if ev.Request != nil {
 				r := *ev.Request
 				r.Start, r.Intended = r.Start.Add(-offsets[a]), r.Intended.Add(-offsets[a])
-				all.sampler.Add(&r)
+				all.samples.Add(event.NewRequest(&r))
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -79,11 +78,12 @@ func BenchmarkChartsRedraw(b *testing.B) {
 
 // BenchmarkPipeline drives the whole live path on one core with simulated
 // time: a synthetic source of 2,000 requests/s of 50 tokens each (100,000
-// token events/s) published into a fan-out; a real aggregator on a
-// lossless subscription publishing snapshots every simulated 250 ms into a
-// pipeline.Latest; the live feed's sampler on a lossy subscription; and the
-// dashboard model reading the feed and rendering at 10 simulated frames a
-// second, 200×50. It reports how many simulated seconds one CPU second
+// token events/s) published into a fan-out, with a raw probe sample a
+// second (event.ProbeRawV1: the aggregator judges the probe, its stall
+// detector among it); a real aggregator on a lossless subscription
+// publishing snapshots (the request sample among them) every simulated
+// 250 ms into a pipeline.Latest; and the dashboard model reading the feed
+// and rendering at 10 simulated frames a second, 200×50. It reports how many simulated seconds one CPU second
 // carries (above 1: it keeps up on one core), the largest backlog the
 // aggregator's subscription reached, and the heap in use after GC at 10
 // simulated minutes over that at 1.
@@ -98,7 +98,6 @@ func BenchmarkPipeline(b *testing.B) {
 		r := runPipeline(b, perSec, tokens, minutes*60)
 		b.ReportMetric(r.simPerCPU, "sim-s/cpu-s")
 		b.ReportMetric(float64(r.maxBacklog), "max-backlog")
-		b.ReportMetric(float64(r.dropped), "sampler-dropped")
 		b.ReportMetric(float64(r.heap1)/(1<<20), "heap-1min-MiB")
 		b.ReportMetric(float64(r.heap10)/(1<<20), "heap-10min-MiB")
 		b.ReportMetric(float64(r.heap10)/float64(r.heap1), "heap-10/1")
@@ -109,7 +108,6 @@ func BenchmarkPipeline(b *testing.B) {
 type pipelineResult struct {
 	simPerCPU     float64
 	maxBacklog    int
-	dropped       int64
 	heap1, heap10 uint64
 	frames        int
 }
@@ -131,16 +129,12 @@ func heapAfterGC() uint64 {
 func runPipeline(b *testing.B, perSec, tokens, seconds int) pipelineResult {
 	fan := pipeline.NewFanout()
 	aggSub := fan.Subscribe("aggregator", 4096, pipeline.Lossless)
-	dashSub := fan.Subscribe("dashboard", 1024, pipeline.Lossy)
 	snaps := pipeline.NewLatest[aggregate.Snapshot]()
-	feed := NewLiveFeed(snaps, dashSub, 0)
+	feed := NewLiveFeed(snaps)
 	m := newModel(feed, Options{Objectives: testSLO, Window: aggregate.Win1m}, colorRenderer())
 	m.Update(sizeMsg(200, 50))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var wg sync.WaitGroup
-	wg.Go(func() { feed.Run(ctx) })
 	var taken atomic.Int64 // events the aggregator has taken
 	wg.Go(func() {
 		agg := aggregate.New(aggregate.Config{})
@@ -190,13 +184,11 @@ func runPipeline(b *testing.B, perSec, tokens, seconds int) pipelineResult {
 	}
 	used := cpuTime() - start
 	fan.Close()
-	cancel()
 	wg.Wait()
 	res.simPerCPU = float64(seconds) / used.Seconds()
-	res.dropped = dashSub.Stats().Dropped
 	if m.renders < seconds {
 		_, sv := snaps.Get()
-		b.Fatalf("only %d renders in %d simulated seconds (snapshots %d, sampled %d, version %d)", m.renders, seconds, sv, feed.sampler.Version(), m.version)
+		b.Fatalf("only %d renders in %d simulated seconds (snapshots %d, version %d)", m.renders, seconds, sv, m.version)
 	}
 	return res
 }
@@ -215,7 +207,8 @@ func (s *synth) secondSamples(at time.Time) {
 	waiting, running := 12*p, 16.0
 	s.emit(event.NewServer(&event.ServerSample{Time: at, Source: "http://bench:8000/metrics", Dialect: "vllm", Interval: time.Second, Waiting: &waiting, Running: &running}))
 	s.emit(event.NewGPU(s.gpuSample(at, p)))
-	s.emit(event.NewProbe(&event.ProbeSample{Time: at, InFlight: 200, CPUPercent: 50, LagSamples: 1}))
+	s.emit(event.NewProbe(&event.ProbeSample{Time: at, InFlight: 200, MaxInFlight: 200, CPUPercent: 50, Cores: 2, Raw: event.ProbeRawV1,
+		SendLags: []event.SendLag{{At: -time.Millisecond, Lag: 100 * time.Microsecond}}}))
 }
 
 // benchRequest is a cheap request: its stage and chunk slices are shared
@@ -225,7 +218,7 @@ func benchRequest(s *synth, intended time.Time, tokens int) *event.Request {
 	tpl := benchTemplate(tokens, int(s.seq%8))
 	r := *tpl
 	r.Seq, r.Intended, r.Start = s.seq, intended, intended
-	r.ID = "" // the sampler and the screen do not need one here
+	r.ID = "" // the sample and the screen do not need one here (the stall detector names it by Seq)
 	return &r
 }
 

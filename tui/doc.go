@@ -6,8 +6,8 @@
 //
 // The screen has one input, a [Feed]: Frame returns the newest data and a
 // version. [LiveFeed] is the live run's (the aggregator's snapshots from a
-// pipeline.Latest, finished requests from a lossy subscription into a
-// [Sampler]); a replay's, [ReplayFeed], implements [Pauser] and [Seeker] as
+// pipeline.Latest, with the request sample the requests view lists); a
+// replay's, [ReplayFeed], implements [Pauser] and [Seeker] as
 // well and sets Frame.Playback (each seek starts a [ReplayPass] the caller
 // builds); a sweep's, [SweepFeed], sets Frame.Sweep; [WithNotices] adds a
 // [NoticeBoard]'s lines, what would otherwise print on stderr, to any
@@ -17,8 +17,7 @@
 // dashboard until the user quits or its context ends:
 //
 //	snaps := pipeline.NewLatest[aggregate.Snapshot]()      // the aggregator Puts every snapshot
-//	feed := tui.NewLiveFeed(snaps, fan.Subscribe("dashboard", 1024, pipeline.Lossy), 0)
-//	go feed.Run(ctx)                                        // owned: stops with ctx or the subscription
+//	feed := tui.NewLiveFeed(snaps)
 //	err := tui.Run(ctx, feed, tui.Options{Objectives: slo, Window: aggregate.Win1m})
 //	// the user quit (q, Ctrl-C) or ctx ended: stop measuring, print the summary
 //

@@ -1,10 +1,6 @@
 package tui
 
 import (
-	"context"
-	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
@@ -27,13 +23,11 @@ type Feed interface {
 // Frame is one moment of a session, as the screen draws it.
 type Frame struct {
 	// Snapshot is the session; attached to several agents, all of them
-	// together.
+	// together. Its Sample is what the requests view lists.
 	Snapshot aggregate.Snapshot
 	// Sources holds one snapshot per agent when attached to several (each
 	// named by its Session.Name); empty otherwise.
 	Sources []aggregate.Snapshot
-	// Requests is the requests view's sample (see Sampler).
-	Requests RequestSample
 	// Status lists extra states of the sources to show in the header, e.g.
 	// "agent eu-1: reconnecting (attempt 3)" or "recorder 2.1 s behind".
 	Status []string
@@ -91,78 +85,23 @@ type Seeker interface {
 	Seek(by time.Duration)
 }
 
-// LiveFeed is the Feed of a live run: the aggregator's newest snapshot from
-// a pipeline.Latest, and a Sampler fed with the finished requests of a lossy
-// subscription. Its Run method owns the goroutine that feeds the sampler.
+// LiveFeed is the Feed of a live run (or a replay's pass): the
+// aggregator's newest snapshot from a pipeline.Latest, its request sample
+// with it, and the session's end when the aggregator says its events
+// ended (Snapshot.Ended).
 type LiveFeed struct {
-	snaps   *pipeline.Latest[aggregate.Snapshot]
-	sub     *pipeline.Subscription
-	sampler *Sampler
-
-	// ended is set when the subscription closed: the session is over.
-	ended atomic.Bool
-
-	mu      sync.Mutex
-	cached  Frame
-	version uint64
-	built   bool
+	snaps *pipeline.Latest[aggregate.Snapshot]
 }
 
-// NewLiveFeed returns a feed reading snapshots from snaps and requests from
-// sub (which should be Lossy, so the screen never holds up measuring; nil
-// for no requests view), keeping keep requests per list (see NewSampler).
-func NewLiveFeed(snaps *pipeline.Latest[aggregate.Snapshot], sub *pipeline.Subscription, keep int) *LiveFeed {
-	return &LiveFeed{snaps: snaps, sub: sub, sampler: NewSampler(keep)}
+// NewLiveFeed returns a feed reading snapshots from snaps.
+func NewLiveFeed(snaps *pipeline.Latest[aggregate.Snapshot]) *LiveFeed {
+	return &LiveFeed{snaps: snaps}
 }
 
-// Run adds every finished request from the subscription to the sampler
-// until the subscription closes (the session ended: the frames say it is
-// finished from then on) or ctx ends. Call it on a goroutine that the
-// caller waits for.
-func (f *LiveFeed) Run(ctx context.Context) {
-	if f.sub == nil {
-		return
-	}
-	events := f.sub.Events()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-events:
-			if !ok {
-				f.ended.Store(true)
-				return
-			}
-			if ev.Request != nil {
-				f.sampler.Add(ev.Request)
-			}
-		}
-	}
-}
-
-// Frame returns the newest snapshot with the request sample.
+// Frame returns the newest snapshot.
 func (f *LiveFeed) Frame() (Frame, uint64) {
-	snap, sv := f.snaps.Get()
-	ended := f.ended.Load()
-	// Both versions only grow, so their sum changes whenever either does;
-	// the end is one more change.
-	v := sv + f.sampler.Version()
-	if ended {
-		v++
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.built && v == f.version {
-		return f.cached, v
-	}
-	fr := Frame{Snapshot: snap, Requests: f.sampler.Sample(snap.Now), Finished: ended}
-	if f.sub != nil {
-		if st := f.sub.Stats(); st.Dropped > 0 {
-			fr.Status = []string{fmt.Sprintf("request sample missed %s events (screen behind; measuring unaffected)", count(st.Dropped))}
-		}
-	}
-	f.cached, f.version, f.built = fr, v, true
-	return fr, v
+	snap, v := f.snaps.Get()
+	return Frame{Snapshot: snap, Finished: snap.Ended}, v
 }
 
 // StaticFeed is a Feed that always returns the same frame: for tests, and

@@ -74,9 +74,9 @@ type model struct {
 	sel   int
 	selID string
 	open  *event.Request
-	// openSum is the open request's decode numbers when its chunks were
-	// thinned (see sampleChunks).
-	openSum *decodeSummary
+	// openSum is the open request's decode numbers, as the request sample
+	// published them (from all its chunks, where the record's are thinned).
+	openSum *aggregate.DecodeSummary
 
 	out     string // the rendered screen, rebuilt only when dirty
 	dirty   bool
@@ -174,7 +174,7 @@ func (m *model) poll() {
 // syncList rebuilds the request rows, keeping the selected request
 // selected while it is still listed.
 func (m *model) syncList() {
-	m.list = listOf(&m.frame.Requests, m.window, &m.filter, agentsOf(&m.full))
+	m.list = listOf(&m.frame.Snapshot.Sample, m.window, &m.filter, agentsOf(&m.full))
 	// While the user looks at the list, the selected request stays
 	// selected as the rows move; elsewhere the top row is.
 	if m.screen == screenMain {
@@ -326,7 +326,7 @@ func (m *model) renderBody(body func(h int) []string) []string {
 
 func (m *model) header() []string {
 	playPaused := m.playPaused || (m.frame.Playback != nil && m.frame.Playback.Paused)
-	hs := headerState{window: m.window, stat: m.stat, paused: m.paused, playbackPause: playPaused, otlpOK: otlpJoined(&m.frame.Requests),
+	hs := headerState{window: m.window, stat: m.stat, paused: m.paused, playbackPause: playPaused, otlpOK: otlpJoined(&m.frame.Snapshot.Sample),
 		agent: agentLabel(&m.full, m.shown)}
 	return renderHeader(m.st, &m.frame, hs, m.width)
 }
@@ -359,7 +359,7 @@ func (m *model) footer() string {
 
 // otlpJoined reports whether a recent request carried a server span from
 // the OTLP receiver, i.e. the join works.
-func otlpJoined(rs *RequestSample) bool {
+func otlpJoined(rs *aggregate.RequestSample) bool {
 	for _, r := range rs.Latest {
 		if r.Server != nil && strings.HasPrefix(r.Server.Source, "otlp") {
 			return true
@@ -455,7 +455,7 @@ func (m *model) openSelected() {
 	}
 	m.open, m.screen = m.list.rows[m.sel], screenWaterfall
 	m.openSum = nil
-	if sum, ok := m.frame.Requests.Decode[m.open]; ok {
+	if sum, ok := m.frame.Snapshot.Sample.Decode[m.open]; ok {
 		m.openSum = &sum
 	}
 }

@@ -21,7 +21,7 @@ type requestList struct {
 
 // listOf lists the window's slowest, then the latest, that pass f; agents
 // names the agent of a request when several are attached.
-func listOf(rs *RequestSample, w aggregate.Window, f *requestFilter, agents *requestAgents) requestList {
+func listOf(rs *aggregate.RequestSample, w aggregate.Window, f *requestFilter, agents *requestAgents) requestList {
 	l := requestList{total: len(rs.Slowest[w]) + len(rs.Latest)}
 	l.rows = make([]*event.Request, 0, l.total)
 	for _, r := range rs.Slowest[w] {

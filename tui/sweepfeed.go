@@ -10,10 +10,10 @@ import (
 )
 
 // SweepFeed shows a sweep on the dashboard: the running step's snapshot in
-// the main panels, the sweep's curve in place of the charts.
+// the main panels (its request sample in the requests view: the step's
+// measured requests), the sweep's curve in place of the charts.
 type SweepFeed struct {
 	progress *pipeline.Latest[sweep.Progress]
-	sampler  *Sampler
 	header   *event.Session
 
 	mu   sync.Mutex
@@ -23,27 +23,11 @@ type SweepFeed struct {
 // NewSweepFeed returns a feed of the sweep whose progress is put in
 // progress; header is the session shown before the first step's snapshot.
 func NewSweepFeed(progress *pipeline.Latest[sweep.Progress], header *event.Session) *SweepFeed {
-	return &SweepFeed{progress: progress, sampler: NewSampler(0), header: header}
-}
-
-// Follow adds every finished request from sub (a lossy subscription) to
-// the requests view on a goroutine of its own, until sub closes; the
-// returned wait blocks until it has.
-func (f *SweepFeed) Follow(sub *pipeline.Subscription) (wait func() error) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range sub.Events() {
-			if ev.Request != nil {
-				f.sampler.Add(ev.Request)
-			}
-		}
-	}()
-	return func() error { <-done; return nil }
+	return &SweepFeed{progress: progress, header: header}
 }
 
 // Frame returns the sweep's progress with the running (or last) step's
-// snapshot and the request sample.
+// snapshot.
 func (f *SweepFeed) Frame() (Frame, uint64) {
 	p, v := f.progress.Get()
 	fr := Frame{Sweep: &p, Finished: p.Done}
@@ -56,6 +40,5 @@ func (f *SweepFeed) Frame() (Frame, uint64) {
 	if fr.Snapshot.Session == nil {
 		fr.Snapshot.Session = f.header
 	}
-	fr.Requests = f.sampler.Sample(fr.Snapshot.Now)
-	return fr, v + f.sampler.Version()
+	return fr, v
 }

@@ -13,12 +13,14 @@ import (
 // t0 is the synthetic session's start: every timestamp derives from it.
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-// synth is a deterministic synthetic session: a real aggregator and
-// sampler fed with made-up requests, server, probe and GPU samples at fixed
-// timestamps, so every frame it yields is the same on every run.
+// synth is a deterministic synthetic session: a real aggregator fed with
+// made-up requests, server, probe and GPU samples at fixed timestamps, so
+// every frame it yields is the same on every run.
 type synth struct {
-	agg       *aggregate.Aggregator
-	sampler   *Sampler
+	agg *aggregate.Aggregator
+	// samples, when set, is the aggregator whose request sample the frames
+	// show instead of agg's (a fleet's: the agents' requests).
+	samples   *aggregate.Aggregator
 	rng       *rand.Rand
 	sec       int
 	seq       uint64
@@ -28,7 +30,7 @@ type synth struct {
 	gpuSim    bool
 	noGPU     bool
 	reasoning int                   // thinking chunks per request (0: the model does not reason)
-	emit      func(event.Event)     // where events go (default: the aggregator and sampler)
+	emit      func(event.Event)     // where events go (default: the aggregator)
 	load      func(sec int) float64 // queue pressure 0..1 at a second
 }
 
@@ -49,7 +51,7 @@ func newSynth(o synthOpts) *synth {
 		o.tokens = 64
 	}
 	s := &synth{
-		agg: aggregate.New(aggregate.Config{}), sampler: NewSampler(0),
+		agg: aggregate.New(aggregate.Config{}),
 		rng: rand.New(rand.NewPCG(1, 2)), perSec: o.perSec, tokens: o.tokens,
 		simulated: o.simulated, gpuSim: o.gpuSim, noGPU: o.noGPU, load: wave, reasoning: o.reasoning,
 	}
@@ -62,12 +64,7 @@ func newSynth(o synthOpts) *synth {
 	return s
 }
 
-func (s *synth) add(ev event.Event) {
-	s.agg.Add(ev)
-	if ev.Request != nil {
-		s.sampler.Add(ev.Request)
-	}
-}
+func (s *synth) add(ev event.Event) { s.agg.Add(ev) }
 
 // wave is the synthetic server's default queue pressure at second sec.
 func wave(sec int) float64 { return 0.5 + 0.5*math.Sin(float64(sec)/20) }
@@ -194,7 +191,10 @@ func (s *synth) request(intended time.Time, pressure float64) *event.Request {
 // frame is the session now.
 func (s *synth) frame() Frame {
 	snap := s.agg.Snapshot(t0.Add(time.Duration(s.sec) * time.Second))
-	return Frame{Snapshot: snap, Requests: s.sampler.Sample(snap.Now)}
+	if s.samples != nil {
+		snap.Sample = s.samples.Snapshot(snap.Now).Sample
+	}
+	return Frame{Snapshot: snap}
 }
 
 // stepFeed is a Feed the test moves by hand.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 )
 
@@ -23,9 +24,10 @@ const (
 // renderWaterfall draws one request on a shared time axis from its
 // intended send: every client stage, then the breakdown's server-side
 // stages, each with its provenance; the first token; then every token
-// arrival as a tick along the decode, with the numbers. sum, when set,
-// holds the decode numbers of a request whose chunks were thinned.
-func renderWaterfall(st *styles, r *event.Request, sum *decodeSummary, width, height int) []string {
+// arrival as a tick along the decode, with the numbers. sum holds the
+// decode numbers the request sample published for r (taken from all its
+// chunks, where r's were thinned); nil for a request drawn without one.
+func renderWaterfall(st *styles, r *event.Request, sum *aggregate.DecodeSummary, width, height int) []string {
 	total := durMS(max(r.E2E, r.TTFT, stagesEnd(r.Stages), stagesEnd(r.Breakdown)))
 	valueW := wfValueMin
 	for _, s := range slices.Concat(r.Stages, r.Breakdown) {
@@ -67,11 +69,13 @@ func renderWaterfall(st *styles, r *event.Request, sum *decodeSummary, width, he
 		row("first token", strings.Repeat(" ", pos)+st.accent.Render("◆")+strings.Repeat(" ", axisW-pos-1), msUnit(durMS(r.TTFT)))
 	}
 	if len(r.Chunks) > 0 {
-		d := summarize(r)
+		var d aggregate.DecodeSummary
 		if sum != nil {
 			d = *sum
+		} else {
+			d = aggregate.DecodeOf(r)
 		}
-		row("tokens", ticks(st, r, d.p50, scale, axisW), fmt.Sprintf("%d in %d chunks", r.OutputTokens, d.chunks))
+		row("tokens", ticks(st, r, d.P50, scale, axisW), fmt.Sprintf("%d in %d chunks", r.OutputTokens, d.Chunks))
 		lines = append(lines, fit("   "+decodeNumbers(r, d), width))
 	}
 	if !r.OK() {
@@ -196,12 +200,12 @@ func ticks(st *styles, r *event.Request, p50 time.Duration, scale float64, w int
 
 // decodeNumbers sums up the decode: ITL median and worst, and the time per
 // output token.
-func decodeNumbers(r *event.Request, d decodeSummary) string {
-	if d.chunks < 2 {
+func decodeNumbers(r *event.Request, d aggregate.DecodeSummary) string {
+	if d.Chunks < 2 {
 		return fmt.Sprintf("%d tokens", r.OutputTokens)
 	}
-	s := fmt.Sprintf("ITL p50 %s, max %s (before chunk %d at %s)", msUnit(durMS(d.p50)), msUnit(durMS(d.worst)), d.worstAt+1,
-		msUnit(durMS(r.SchedLag+d.worstEnd)))
+	s := fmt.Sprintf("ITL p50 %s, max %s (before chunk %d at %s)", msUnit(durMS(d.P50)), msUnit(durMS(d.Worst)), d.WorstAt+1,
+		msUnit(durMS(r.SchedLag+d.WorstEnd)))
 	if tpot := r.TPOT(); tpot > 0 {
 		s += ", TPOT " + msUnit(durMS(tpot))
 	}

@@ -61,22 +61,16 @@ func runWithDashboard(ctx context.Context, m measurement, notices *tui.NoticeBoa
 	return res.summary, res.interrupted, res.err
 }
 
-// dashboardFeed is the dashboard's lossy subscription: the requests view's
-// sample. The screen never holds up measuring.
+// dashboardFeed is the dashboard's feed of the aggregator's snapshots (the
+// requests view's sample is in them). The screen never holds up measuring.
 type dashboardFeed struct {
 	snaps *pipeline.Latest[aggregate.Snapshot]
 	feeds chan<- *tui.LiveFeed
 }
 
-func (d dashboardFeed) start(ctx context.Context, fan *pipeline.Fanout) func() error {
-	feed := tui.NewLiveFeed(d.snaps, fan.Subscribe("dashboard", 1024, pipeline.Lossy), 0)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		feed.Run(ctx)
-	}()
-	d.feeds <- feed
-	return func() error { <-done; return nil }
+func (d dashboardFeed) start(context.Context, *pipeline.Fanout) func() error {
+	d.feeds <- tui.NewLiveFeed(d.snaps)
+	return func() error { return nil }
 }
 
 // showDashboard runs the dashboard until the user quits or ctx ends. The

@@ -6,22 +6,20 @@ import (
 )
 
 // fleetView is the dashboard's fleet view: the one merger attach feeds
-// (fleet.Fleet, which --json and the final summary read too) and the
-// requests sample of its timeline.
+// (fleet.Fleet, which --json and the final summary read too), whose
+// snapshot holds the requests sample of its timeline.
 type fleetView struct {
-	merged  *fleet.Fleet
-	sampler *tui.Sampler
+	merged *fleet.Fleet
 }
 
-// newFleetView returns the merger with the sample it feeds.
+// newFleetView returns the merger.
 func newFleetView() *fleetView {
-	sampler := tui.NewSampler(0)
-	return &fleetView{merged: fleet.New(fleet.Config{Requests: sampler.Add}), sampler: sampler}
+	return &fleetView{merged: fleet.New(fleet.Config{})}
 }
 
 // frame is the fleet's frame, and a version that moves with every event
 // the fleet takes.
 func (v *fleetView) frame() (tui.Frame, uint64) {
 	snap, version := v.merged.Snapshot()
-	return tui.Frame{Snapshot: snap, Requests: v.sampler.Sample(snap.Now)}, version + v.sampler.Version()
+	return tui.Frame{Snapshot: snap}, version
 }

@@ -45,10 +45,10 @@ func TestFleetViewIsTheSummarysFleet(t *testing.T) {
 		t.Fatalf("the fleet view says %d requests, TTFT p50/p99 %.3f/%.3f; the summary %d, %.3f/%.3f",
 			run.TTFT.Count, run.TTFT.P50, run.TTFT.P99, sum.Requests.Sent, sum.TTFT.P50, sum.TTFT.P99)
 	}
-	if len(fr.Requests.Latest) == 0 {
+	if len(fr.Snapshot.Sample.Latest) == 0 {
 		t.Fatal("the fleet view's requests sample is empty")
 	}
-	for _, r := range fr.Requests.Latest {
+	for _, r := range fr.Snapshot.Sample.Latest {
 		var name string
 		var i int
 		if _, err := fmt.Sscanf(r.ID, "%5s-%d", &name, &i); err != nil {

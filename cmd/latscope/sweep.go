@@ -267,8 +267,6 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	var feed *tui.SweepFeed
 	if dashboard {
 		feed = tui.NewSweepFeed(progress, s.header)
-		sub := fan.Subscribe("dashboard", 1024, pipeline.Lossy)
-		waits = append(waits, feed.Follow(sub))
 	}
 	cfg := sweep.Config{
 		Plan: plan, Aux: s.aux, Stage: s.attributor, Header: s.header, Fanout: fan,

@@ -1,4 +1,4 @@
-package probe
+package stall
 
 import (
 	"fmt"
@@ -53,7 +53,7 @@ func factsOf(r *event.Request) (reqFacts, bool) {
 	if !ok || r.Start.IsZero() {
 		return reqFacts{}, false
 	}
-	f := reqFacts{id: streamID(r), sent: sent, end: sent}
+	f := reqFacts{id: StreamID(r), sent: sent, end: sent}
 	f.frontDone, _ = stageEnd(r, event.StageWaitHeaders)
 	if n := len(r.Chunks); n > 0 {
 		f.first = r.Start.Add(r.Chunks[0].At)
@@ -111,7 +111,7 @@ const closeWithin = 4
 // the pause (a blocked front end does not stop the engine) and a request's
 // front-end work lies in it, or no request of the probe could have been in
 // prefill; then a prefill ending it.
-func (d *StallDetector) classify(s *stallGroup) verdict {
+func (d *Detector) classify(s *stallGroup) verdict {
 	if v, ok := d.starvedOver(s); ok {
 		return v
 	}
@@ -158,7 +158,7 @@ func (s *stallGroup) burstAfter() (burst, of int) {
 }
 
 // starvedOver: the probe's own scheduling lag covers at least half the pause.
-func (d *StallDetector) starvedOver(s *stallGroup) (verdict, bool) {
+func (d *Detector) starvedOver(s *stallGroup) (verdict, bool) {
 	p := s.span()
 	var covered time.Duration
 	for _, w := range d.starved {
@@ -180,7 +180,7 @@ func (d *StallDetector) starvedOver(s *stallGroup) (verdict, bool) {
 // gap. A window much longer than the pause (headers sent only with a batch
 // slot, so the queue is in it) is no evidence, nor is a short one that
 // explains little of it.
-func (d *StallDetector) frontEndOver(s *stallGroup) (verdict, bool) {
+func (d *Detector) frontEndOver(s *stallGroup) (verdict, bool) {
 	p := s.span()
 	excess := max(p.dur()-s.itl(), p.dur()/4)
 	var best *reqFacts
@@ -212,7 +212,7 @@ func (d *StallDetector) frontEndOver(s *stallGroup) (verdict, bool) {
 
 // prefillOver: another request's first token ended the pause, or the
 // server's timing puts a request's prefill over at least half of it.
-func (d *StallDetector) prefillOver(s *stallGroup) (verdict, bool) {
+func (d *Detector) prefillOver(s *stallGroup) (verdict, bool) {
 	p := s.span()
 	limit := p.to.Add(closeWithin * s.itl())
 	var closer *reqFacts
@@ -247,7 +247,7 @@ func (d *StallDetector) prefillOver(s *stallGroup) (verdict, bool) {
 // token (or, with the server's timing, prefilling then), and the requests
 // sent before it ended that have not reported. It returns the requests in
 // flight during s too, and the count never exceeds them, nor MaxInFlight.
-func (d *StallDetector) prefillsPossible(s *stallGroup) (possible, inFlight int) {
+func (d *Detector) prefillsPossible(s *stallGroup) (possible, inFlight int) {
 	p := s.span()
 	for i := range d.requests {
 		f := &d.requests[i]
@@ -293,7 +293,7 @@ func waitedThrough(f *reqFacts, s *stallGroup) bool {
 // whose first token ended the run's last pause, and that was waiting for
 // it through the earlier ones, was prefilling through all of them (chunked
 // prefill). Consecutive pauses with one cause make one marker.
-func (d *StallDetector) decide(run []*stallGroup) []event.Marker {
+func (d *Detector) decide(run []*stallGroup) []event.Marker {
 	var kept []*stallGroup
 	var verdicts []verdict
 	for _, s := range run {
@@ -385,6 +385,8 @@ func stallMarker(part []*stallGroup, v verdict) event.Marker {
 		Cause:      v.cause,
 	}
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func fmtMS(d time.Duration) string { return fmt.Sprintf("%.1f ms", ms(d)) }
 

@@ -1,6 +1,6 @@
 //go:build acceptance
 
-package probe_test
+package aggregate_test
 
 // Acceptance tier (go test -tags acceptance -p 1): the event-loop stall at
 // its real size. The simulator's truth lists every stretch a tokenization
@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latscope/latscope/aggregate/internal/stall"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/sim"
@@ -77,7 +78,7 @@ func loopBlockScenario(t *testing.T, pool, longPrompts int) loopBlockRun {
 	// The detector is told of each request as it goes out, as the Runner
 	// tells it: a stall waits for the records of the requests then in
 	// flight, which may hold its evidence.
-	det := probe.NewStallDetector(probe.StallConfig{})
+	det := stall.New(stall.Config{})
 	decoding := make(chan *event.Request, decodeStreams)
 	for i := range decodeStreams {
 		det.Sent(decodeID(i), time.Now())

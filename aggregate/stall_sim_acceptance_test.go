@@ -1,6 +1,6 @@
 //go:build acceptance
 
-package probe_test
+package aggregate_test
 
 // Acceptance tier (go test -tags acceptance -p 1): the stall causes against
 // the simulator in real time. Their verdict needs the host to keep pace
@@ -158,8 +158,8 @@ func TestStallCauseProbeStarved(t *testing.T) {
 		return heldConn{Conn: c, gate: gate}, nil
 	}
 	clock := func() time.Time { gate.wait(); return time.Now() }
-	res := runLoad(t, simClient(t, url, &http.Client{Transport: tr}), probe.LoadConfig{Concurrency: 4, Requests: 4},
-		prompts(t, 32, 200, 1), func(r *probe.Runner) { probe.SetLagClock(r, clock) })
+	res := runLoad(t, simClient(t, url, &http.Client{Transport: tr}), probe.LoadConfig{Concurrency: 4, Requests: 4, LagClock: clock},
+		prompts(t, 32, 200, 1), nil)
 	if heldAt.IsZero() {
 		t.Fatal("the probe was never held")
 	}

@@ -1,4 +1,4 @@
-package tui
+package aggregate
 
 import (
 	"math/rand/v2"
@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 )
 
@@ -15,10 +14,11 @@ import (
 // the newest request and for one a slot behind it (whose lists reach the
 // newest request all the same, as the latest list does).
 func TestSamplerPruningKeepsTheListsExact(t *testing.T) {
+	t0 := base()
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		const keep = 4
-		s := NewSampler(keep)
+		s := newRequestSampler(keep)
 		var all []*event.Request
 		end := t0
 		for i := range 3000 {
@@ -29,15 +29,15 @@ func TestSamplerPruningKeepsTheListsExact(t *testing.T) {
 			if seed%2 == 1 {
 				ttft = time.Duration(1+rng.IntN(1e6)) * time.Microsecond
 			}
-			r := req(i, end, ttft)
-			s.Add(r)
+			r := sampleReq(i, end, ttft)
+			s.add(r)
 			all = append(all, r)
 			if i%97 != 0 {
 				continue
 			}
 			for _, now := range []time.Time{end, end.Add(-10 * time.Second)} {
-				got := s.Sample(now)
-				for w, n := range map[aggregate.Window]int{aggregate.Win1m: 6, aggregate.Win5m: 30} {
+				got := s.sample(now)
+				for w, n := range map[Window]int{Win1m: 6, Win5m: 30} {
 					want := bruteSlowest(all, end, end, 10*time.Second, n, keep)
 					if !slices.Equal(ids(got.Slowest[w]), want) {
 						t.Fatalf("seed %d after %d requests, now %v: %v lists %v, want %v",
@@ -60,7 +60,7 @@ func TestSamplerPruningKeepsTheListsExact(t *testing.T) {
 // the n slots of width ending with now's, as the lists order them, among the
 // 30 slots ending with newest's that the ring can hold at all.
 func bruteSlowest(all []*event.Request, newest, now time.Time, width time.Duration, n, keep int) []string {
-	r := newSlotRing(width, 1, 1)
+	r := newSampleRing(width, 1, 1)
 	to, reach := r.epoch(now), r.epoch(newest)-30
 	var in []ranked
 	for _, q := range all {

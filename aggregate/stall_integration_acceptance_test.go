@@ -1,6 +1,6 @@
 //go:build acceptance
 
-package probe_test
+package aggregate_test
 
 // Acceptance tier (go test -tags acceptance -p 1): the stall detector
 // against the simulator's blocked event loop in real time. Whether the

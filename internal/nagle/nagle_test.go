@@ -1,4 +1,4 @@
-package probe
+package nagle
 
 import (
 	"testing"
@@ -35,14 +35,14 @@ func TestNagleSuspect(t *testing.T) {
 		{"three holds among many normal gaps", append(reads(1, 0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120), reads(3, 160, 200, 240)...), false},
 	}
 	for _, tt := range tests {
-		if got := nagleSuspect(tt.chunks); got != tt.want {
+		if got := Suspect(tt.chunks); got != tt.want {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
 		}
 	}
 	// Holds inside pauses other streams shared are left out.
 	holds := reads(4, 10, 50, 90, 131, 171)
 	shared := func(from, to time.Duration) bool { return from >= 45*ms && to <= 135*ms }
-	if nagleSignature(holds, shared) {
+	if Signature(holds, shared) {
 		t.Errorf("suspect though two of its four holds fell in shared pauses")
 	}
 }

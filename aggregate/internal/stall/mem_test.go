@@ -1,4 +1,4 @@
-package probe
+package stall
 
 import (
 	"fmt"
@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// TestStallDetectorHeldBytes checks that the detector's evidence does not
+// TestDetectorHeldBytes checks that the detector's evidence does not
 // grow with the tokens a request streamed: it once kept every chunk's
 // arrival time of every request in its 2-minute window, so a fast server
 // with long outputs grew it by hundreds of MB a minute. 300 requests of
 // 8,192 chunks each would hold about 80 MB that way; the test allows 8 MB.
 // Not parallel: it reads the process's heap.
-func TestStallDetectorHeldBytes(t *testing.T) {
-	d := NewStallDetector(StallConfig{LagSample: -1})
+func TestDetectorHeldBytes(t *testing.T) {
+	d := New(Config{})
 	before := heapAfterGC()
 	for i := range 300 {
 		// Each stream starts 100 ms after the last and streams 8,192

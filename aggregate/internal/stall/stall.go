@@ -1,4 +1,8 @@
-package probe
+// Package stall finds the pauses that several of a probe's streams shared,
+// and names their cause from the evidence: a prefill, the server's front
+// end, or the probe itself. It is the aggregator's (aggregate.ProbeJudge
+// feeds it one probe's raw stream); nothing else uses it.
+package stall
 
 import (
 	"fmt"
@@ -9,7 +13,7 @@ import (
 	"github.com/latscope/latscope/event"
 )
 
-// StallConfig tunes the stall detector. Zero fields take the defaults.
+// Config tunes the stall detector. Zero fields take the defaults.
 //
 // A gap is a stream's time between two reads that brought content. It is
 // strong when it is over Factor × the stream's median gap and over MinGap:
@@ -25,7 +29,7 @@ import (
 // the pause they shared, the figure its marker states, is at least
 // MinPause (1 ms). Below it, "N streams paused together for 0.0 ms" would
 // be the overlap of unrelated gaps, not a pause.
-type StallConfig struct {
+type Config struct {
 	MinStreams int           // streams that must pause together (default 3)
 	Factor     float64       // strong gap: above Factor × the stream's median (default 5)
 	MinGap     time.Duration // ... and above MinGap (default 20 ms)
@@ -54,13 +58,9 @@ type StallConfig struct {
 	Window      time.Duration
 	MaxGaps     int
 	MaxRequests int
-	// LagSample is how often the Runner checks that its own goroutines
-	// run on time (default 5 ms; negative: never). A late check is the
-	// evidence that a pause was the probe's (StallProbeStarved).
-	LagSample time.Duration
 }
 
-// The stall floor (see StallConfig): no member's gap under 2× its normal
+// The stall floor (see Config): no member's gap under 2× its normal
 // gap, no shared pause under 1 ms.
 const (
 	minWeakFactor = 2
@@ -71,7 +71,7 @@ const (
 // they are every stream streaming across it (see qualifies).
 const minCorrelated = 2
 
-func (c StallConfig) withDefaults() StallConfig {
+func (c Config) withDefaults() Config {
 	if c.MinStreams <= 0 {
 		c.MinStreams = 3
 	}
@@ -111,27 +111,26 @@ func (c StallConfig) withDefaults() StallConfig {
 	if c.MaxRequests <= 0 {
 		c.MaxRequests = 16384
 	}
-	if c.LagSample == 0 {
-		c.LagSample = 5 * time.Millisecond
-	}
 	return c
 }
 
-// StallDetector finds pauses that several streams saw at the same time and
+// Detector finds pauses that several streams saw at the same time and
 // names their cause from the evidence (see classify): a prefill, the
 // server's front end, or the probe itself. It is pure and deterministic:
 // feed it finished request records (Add), the requests it should wait for
 // (Sent), the probe's own late moments (Starved) and the passing of time
-// (Advance), and it returns markers. It is not safe for concurrent use; the
-// Runner feeds it from its one emitting goroutine.
+// (Advance), and it returns markers. Its times are wall-clock times only
+// (a monotonic reading is dropped as each comes in), as a recording keeps
+// them, so a replay decides what the live run decided. It is not safe for
+// concurrent use; one goroutine (the aggregator's) feeds it.
 //
 // Records arrive when requests finish, long after their gaps happened and in
 // any order, so a stall is first held as pending, grows as more streams
 // report it, and is emitted once Hold has passed after its end (by the
 // latest time seen) or on Flush. Stalls that follow one another without a
 // normal gap between them (a long prefill in chunks) make one marker.
-type StallDetector struct {
-	cfg      StallConfig
+type Detector struct {
+	cfg      Config
 	gaps     []stallGap    // unusual gaps not (yet) part of a stall
 	stalls   []*stallGroup // pending and recently emitted stalls
 	requests []reqFacts    // finished requests, the evidence
@@ -230,7 +229,7 @@ const indexFrom = 32
 // groupSlots is the members each stall has room for from the start.
 const groupSlots = 4
 
-// NewStallDetector returns a detector with cfg's thresholds.
+// NewDetector returns a detector with cfg's thresholds.
 //
 // The detector's lists are bounded by configuration (MaxGaps, MaxRequests),
 // so they are made at their bounds here, and so are MaxGaps stalls of
@@ -239,9 +238,9 @@ const groupSlots = 4
 // the 16,384 requests' evidence), rather than growing as its 2-minute
 // window fills. Pruning deletes in place and full lists drop their oldest,
 // so the lists are never reallocated, and pruned stalls are reused.
-func NewStallDetector(cfg StallConfig) *StallDetector {
+func New(cfg Config) *Detector {
 	cfg = cfg.withDefaults()
-	d := &StallDetector{
+	d := &Detector{
 		cfg: cfg, inFlight: make(map[string]time.Time, min(cfg.MaxRequests, 1024)),
 		gaps:     make([]stallGap, 0, cfg.MaxGaps),
 		stalls:   make([]*stallGroup, 0, cfg.MaxGaps),
@@ -262,7 +261,7 @@ func NewStallDetector(cfg StallConfig) *StallDetector {
 }
 
 // newGroup returns an empty stall over [from, to], reusing a free one.
-func (d *StallDetector) newGroup(from, to time.Time) *stallGroup {
+func (d *Detector) newGroup(from, to time.Time) *stallGroup {
 	n := len(d.free)
 	if n == 0 {
 		return &stallGroup{from: from, to: to}
@@ -277,7 +276,7 @@ func (d *StallDetector) newGroup(from, to time.Time) *stallGroup {
 }
 
 // dropStalls removes the stalls drop selects, keeping them for reuse.
-func (d *StallDetector) dropStalls(drop func(s *stallGroup) bool) {
+func (d *Detector) dropStalls(drop func(s *stallGroup) bool) {
 	d.stalls = slices.DeleteFunc(d.stalls, func(s *stallGroup) bool {
 		if !drop(s) {
 			return false
@@ -291,19 +290,26 @@ func (d *StallDetector) dropStalls(drop func(s *stallGroup) bool) {
 
 // Sent tells the detector that request id went out at t: a stall that ends
 // after t waits for its record (up to MaxHold), which may explain it.
-func (d *StallDetector) Sent(id string, t time.Time) {
+func (d *Detector) Sent(id string, t time.Time) {
 	if id != "" && len(d.inFlight) < d.cfg.MaxRequests {
-		d.inFlight[id] = t
+		d.inFlight[id] = t.Round(0)
 	}
 }
 
 // Starved tells the detector that the probe's own goroutines were held up
 // from from to to (its scheduling lag): pauses the streams saw then may be
 // the probe's.
-func (d *StallDetector) Starved(from, to time.Time) {
-	if to.After(from) {
+func (d *Detector) Starved(from, to time.Time) {
+	if from, to = from.Round(0), to.Round(0); to.After(from) {
 		d.starved = appendBounded(d.starved, interval{from, to})
 	}
+}
+
+// SetMaxInFlight raises the cap on the counts of the probe's requests a
+// marker states (Config.MaxInFlight) to n, the most requests the probe has
+// had in flight at once so far; a lower n changes nothing.
+func (d *Detector) SetMaxInFlight(n int) {
+	d.cfg.MaxInFlight = max(d.cfg.MaxInFlight, n)
 }
 
 // appendBounded appends v to list without growing it past its capacity (the
@@ -317,10 +323,11 @@ func appendBounded[T any](list []T, v T) []T {
 }
 
 // Add takes one finished request and returns any stalls now complete.
-func (d *StallDetector) Add(r *event.Request) []event.Marker {
+func (d *Detector) Add(r *event.Request) []event.Marker {
 	if r == nil {
 		return nil
 	}
+	r = wallClock(r)
 	delete(d.inFlight, r.ID)
 	if len(r.Chunks) > 0 {
 		d.advanceClock(r.Start.Add(r.Chunks[len(r.Chunks)-1].At))
@@ -335,24 +342,36 @@ func (d *StallDetector) Add(r *event.Request) []event.Marker {
 	return d.ripe(false)
 }
 
+// wallClock is r with its times' monotonic readings dropped (a copy when
+// it had any): a live record's monotonic reading is taken apart from its
+// wall-clock one, and a replay has only the latter.
+func wallClock(r *event.Request) *event.Request {
+	if r.Start == r.Start.Round(0) && r.Intended == r.Intended.Round(0) {
+		return r
+	}
+	c := *r
+	c.Start, c.Intended = r.Start.Round(0), r.Intended.Round(0)
+	return &c
+}
+
 // Advance moves the detector's clock to now (never backwards) and returns
 // the stalls whose hold has passed.
-func (d *StallDetector) Advance(now time.Time) []event.Marker {
-	d.advanceClock(now)
+func (d *Detector) Advance(now time.Time) []event.Marker {
+	d.advanceClock(now.Round(0))
 	d.prune()
 	return d.ripe(false)
 }
 
 // Flush returns every pending stall, at the end of a run.
-func (d *StallDetector) Flush() []event.Marker {
+func (d *Detector) Flush() []event.Marker {
 	return d.ripe(true)
 }
 
 // SharedPause reports whether [from, to] of stream id falls in a pause
 // that other streams shared: a stall, or unusual gaps of MinStreams-1
 // other streams. A gap there says nothing about id's own connection.
-func (d *StallDetector) SharedPause(id string, from, to time.Time) bool {
-	s := interval{from, to}
+func (d *Detector) SharedPause(id string, from, to time.Time) bool {
+	s := interval{from.Round(0), to.Round(0)}
 	for _, st := range d.stalls {
 		if len(st.ids) >= d.cfg.MinStreams && s.overlap(interval{st.from, st.to}) > 0 {
 			return true
@@ -367,7 +386,7 @@ func (d *StallDetector) SharedPause(id string, from, to time.Time) bool {
 	return len(others) >= d.cfg.MinStreams-1
 }
 
-func (d *StallDetector) advanceClock(t time.Time) {
+func (d *Detector) advanceClock(t time.Time) {
 	if t.After(d.now) {
 		d.now = t
 	}
@@ -375,7 +394,7 @@ func (d *StallDetector) advanceClock(t time.Time) {
 
 // addGap joins g to a stall it overlaps, or forms a new stall with the loose
 // gaps it overlaps when enough streams paused together.
-func (d *StallDetector) addGap(g stallGap) {
+func (d *Detector) addGap(g stallGap) {
 	for _, s := range d.stalls {
 		// A gap that only grazes a stall (the stream's next slow step,
 		// its frames flushed a little before the others') is not in it.
@@ -396,7 +415,7 @@ func (d *StallDetector) addGap(g stallGap) {
 
 // group makes a stall of members over [from, to]; their gaps are no
 // longer loose.
-func (d *StallDetector) group(members []stallGap, from, to time.Time) {
+func (d *Detector) group(members []stallGap, from, to time.Time) {
 	s := d.newGroup(from, to)
 	for _, m := range members {
 		s.join(m, false)
@@ -515,7 +534,7 @@ func intersection(gs []stallGap) (from, to time.Time) {
 // ripe emits the pending stalls whose hold has passed (all of them when
 // force is set), oldest first. Stalls that follow one another closely are
 // decided together, so a run of them waits for its last one.
-func (d *StallDetector) ripe(force bool) []event.Marker {
+func (d *Detector) ripe(force bool) []event.Marker {
 	d.groupFew(force)
 	var pending []*stallGroup
 	for _, s := range d.stalls {
@@ -541,7 +560,7 @@ func (d *StallDetector) ripe(force bool) []event.Marker {
 // once their hold has passed (every stream that shared them has had time to
 // report, and join a larger stall instead). Whether such a stall counts is
 // qualifies' to say: only when its streams are all that were streaming.
-func (d *StallDetector) groupFew(force bool) {
+func (d *Detector) groupFew(force bool) {
 	for i := 0; i < len(d.gaps); i++ {
 		g := d.gaps[i]
 		if g.settled || !force && d.now.Sub(g.to) < d.cfg.Hold {
@@ -561,7 +580,7 @@ func (d *StallDetector) groupFew(force bool) {
 
 // held reports whether s's hold has passed: Hold after its end, and every
 // request sent before it ended has reported or MaxHold has passed.
-func (d *StallDetector) held(s *stallGroup) bool {
+func (d *Detector) held(s *stallGroup) bool {
 	waited := d.now.Sub(s.to)
 	if waited < d.cfg.Hold {
 		return false
@@ -580,7 +599,7 @@ func (d *StallDetector) held(s *stallGroup) bool {
 // runs splits stalls (sorted by start) into runs of stalls that follow one
 // another with no more than about two normal gaps between them. A run is
 // cut at MaxHold long, so one that never ends is still reported.
-func (d *StallDetector) runs(stalls []*stallGroup) [][]*stallGroup {
+func (d *Detector) runs(stalls []*stallGroup) [][]*stallGroup {
 	var out [][]*stallGroup
 	for _, s := range stalls {
 		if n := len(out); n > 0 {
@@ -599,7 +618,7 @@ func (d *StallDetector) runs(stalls []*stallGroup) [][]*stallGroup {
 // qualifies reports whether s is a stall: above the floor (a shared pause
 // of at least MinPause), with enough strong gaps, or weak ones shared by
 // most of the streams that were streaming across it.
-func (d *StallDetector) qualifies(s *stallGroup) bool {
+func (d *Detector) qualifies(s *stallGroup) bool {
 	if s.span().dur() < d.cfg.MinPause {
 		return false
 	}
@@ -628,7 +647,7 @@ func (d *StallDetector) qualifies(s *stallGroup) bool {
 // prune drops gaps, evidence and emitted stalls older than the window, and
 // the oldest beyond their bounds, so memory stays bounded however long the
 // run.
-func (d *StallDetector) prune() {
+func (d *Detector) prune() {
 	if d.now.Sub(d.prunedAt) < pruneEvery && len(d.stalls) <= d.cfg.MaxGaps {
 		return // the lists are kept within their bounds as they grow
 	}
@@ -662,7 +681,7 @@ func (d *StallDetector) prune() {
 // unusualGaps returns the stream's unusual gaps between reads, in absolute
 // time. Events that arrived in one read are one arrival: a stream whose
 // server coalesces frames has its gaps between the reads, not zeros.
-func unusualGaps(r *event.Request, cfg StallConfig) []stallGap {
+func unusualGaps(r *event.Request, cfg Config) []stallGap {
 	reads, tokens := readsOf(r)
 	if len(reads) < cfg.MinITLs+1 || r.Start.IsZero() {
 		return nil
@@ -675,7 +694,7 @@ func unusualGaps(r *event.Request, cfg StallConfig) []stallGap {
 	typical := max(medianInt(slices.Clone(tokens)), 1)
 	strongAbove := max(time.Duration(cfg.Factor*float64(median)), cfg.MinGap)
 	weakFrom := max(time.Duration(cfg.WeakFactor*float64(median)), median+cfg.MinExcess)
-	id := streamID(r)
+	id := StreamID(r)
 	var out []stallGap
 	for i, gap := range gaps {
 		strong := gap > strongAbove
@@ -737,8 +756,9 @@ func medianOf(ds []time.Duration) time.Duration {
 	return ds[n/2]
 }
 
-// streamID names r in the detector: its id, or its sequence number.
-func streamID(r *event.Request) string {
+// StreamID names r in the detector (and in a stall marker's RequestIDs):
+// its id, or its sequence number.
+func StreamID(r *event.Request) string {
 	if r.ID != "" {
 		return r.ID
 	}

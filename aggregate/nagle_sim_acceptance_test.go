@@ -1,6 +1,6 @@
 //go:build acceptance
 
-package probe_test
+package aggregate_test
 
 // Acceptance tier (go test -tags acceptance -p 1): the Nagle flag against
 // the simulator's delayed-ACK holds in real time; on a starved host the

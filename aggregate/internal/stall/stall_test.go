@@ -1,4 +1,4 @@
-package probe
+package stall
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ func stallStreamRec(id string, start time.Duration, n int, itl, pauseAt, pause t
 	return r
 }
 
-func TestStallDetector(t *testing.T) {
+func TestDetector(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
 	tests := []struct {
@@ -156,7 +156,7 @@ func TestStallDetector(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			d := NewStallDetector(StallConfig{})
+			d := New(Config{})
 			var got []event.Marker
 			for _, r := range tt.recs {
 				got = append(got, d.Add(r)...)
@@ -180,7 +180,7 @@ func TestStallDetector(t *testing.T) {
 func TestStallFoundOnceAcrossLateRecords(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
-	d := NewStallDetector(StallConfig{Hold: time.Second})
+	d := New(Config{Hold: time.Second})
 	// Four streams pause together at 200 ms but finish at very different
 	// times (short, long and very long generations).
 	a := stallStreamRec("a", 0, 30, 10*ms, 200*ms, 50*ms)
@@ -209,7 +209,7 @@ func TestStallFoundOnceAcrossLateRecords(t *testing.T) {
 	}
 
 	// Without the hold passing, all four are in the one marker.
-	d2 := NewStallDetector(StallConfig{Hold: time.Minute})
+	d2 := New(Config{Hold: time.Minute})
 	var got2 []event.Marker
 	for _, r := range []*event.Request{late, a, c, b} {
 		got2 = append(got2, d2.Add(r)...)
@@ -223,10 +223,10 @@ func TestStallFoundOnceAcrossLateRecords(t *testing.T) {
 	}
 }
 
-func TestStallDetectorMemoryBounded(t *testing.T) {
+func TestDetectorMemoryBounded(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
-	d := NewStallDetector(StallConfig{MaxGaps: 100, Window: time.Hour})
+	d := New(Config{MaxGaps: 100, Window: time.Hour})
 	for i := range 2000 {
 		// Each stream pauses alone at its own time: gaps pile up, no stall.
 		start := time.Duration(i) * time.Second
@@ -235,7 +235,7 @@ func TestStallDetectorMemoryBounded(t *testing.T) {
 	if len(d.gaps) > 100 {
 		t.Fatalf("detector keeps %d gaps, want at most 100", len(d.gaps))
 	}
-	d2 := NewStallDetector(StallConfig{Window: time.Minute})
+	d2 := New(Config{Window: time.Minute})
 	for i := range 2000 {
 		start := time.Duration(i) * time.Second
 		for j := range 3 {
@@ -247,9 +247,9 @@ func TestStallDetectorMemoryBounded(t *testing.T) {
 	}
 }
 
-func TestStallDetectorIgnoresShortAndNil(t *testing.T) {
+func TestDetectorIgnoresShortAndNil(t *testing.T) {
 	t.Parallel()
-	d := NewStallDetector(StallConfig{})
+	d := New(Config{})
 	if m := d.Add(nil); m != nil {
 		t.Fatalf("nil record gave %v", m)
 	}
@@ -350,7 +350,7 @@ func withSlowBurst(recs []*event.Request) []*event.Request {
 // returns every marker.
 func detect(t *testing.T, recs []*event.Request, starved ...interval) []event.Marker {
 	t.Helper()
-	d := NewStallDetector(StallConfig{})
+	d := New(Config{})
 	for _, s := range starved {
 		d.Starved(s.from, s.to)
 	}
@@ -515,7 +515,7 @@ func TestStallRunOfChunkedPrefill(t *testing.T) {
 func TestStallWaitsForRequestsInFlight(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
-	d := NewStallDetector(StallConfig{Hold: time.Second, MaxHold: time.Minute})
+	d := New(Config{Hold: time.Second, MaxHold: time.Minute})
 	d.Sent("new", stallT0.Add(150*ms))
 	var got []event.Marker
 	for _, r := range fourPausing(30 * ms) {
@@ -531,7 +531,7 @@ func TestStallWaitsForRequestsInFlight(t *testing.T) {
 	}
 
 	// Never reported: given up after MaxHold.
-	d2 := NewStallDetector(StallConfig{Hold: time.Second, MaxHold: 20 * time.Second})
+	d2 := New(Config{Hold: time.Second, MaxHold: 20 * time.Second})
 	d2.Sent("lost", stallT0.Add(150*ms))
 	for _, r := range fourPausing(30 * ms) {
 		d2.Add(r)
@@ -547,7 +547,7 @@ func TestStallWaitsForRequestsInFlight(t *testing.T) {
 func TestSharedPause(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
-	d := NewStallDetector(StallConfig{Hold: time.Hour})
+	d := New(Config{Hold: time.Hour})
 	for _, r := range fourPausing(30 * ms) {
 		d.Add(r)
 	}

@@ -1,4 +1,4 @@
-package probe
+package stall
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ func TestStallCountsCappedByInFlight(t *testing.T) {
 	for i := range 10 {
 		recs = append(recs, oneRequest(fmt.Sprint("wait", i), 150*ms, 151*ms, 900*ms, 3))
 	}
-	d := NewStallDetector(StallConfig{MaxInFlight: 6})
+	d := New(Config{MaxInFlight: 6})
 	var got []event.Marker
 	for _, r := range recs {
 		got = append(got, d.Add(r)...)
@@ -101,7 +101,7 @@ func TestStallMarkersStayWithinTheirWholes(t *testing.T) {
 		}
 		rng.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
 		maxIn := len(recs)
-		d := NewStallDetector(StallConfig{MaxInFlight: maxIn})
+		d := New(Config{MaxInFlight: maxIn})
 		var got []event.Marker
 		for _, r := range recs {
 			got = append(got, d.Add(r)...)

@@ -1,4 +1,8 @@
-package probe
+// Package nagle recognises Nagle's algorithm's signature in a stream's
+// reads: the probe flags a request with it (event.FlagNagleSuspect), and
+// the aggregator takes the flag back where the gaps it rests on were a
+// pause other streams shared.
+package nagle
 
 import (
 	"time"
@@ -24,16 +28,16 @@ const (
 	nagleMinShare = 0.25
 )
 
-// nagleSuspect reports whether a stream's reads show Nagle's signature:
+// Suspect reports whether a stream's reads show Nagle's signature:
 // gaps near 40 ms, each ending in a read that brought several events at
 // once (the held segment released with the frames queued behind it),
 // repeated over the stream.
-func nagleSuspect(chunks []event.Chunk) bool { return nagleSignature(chunks, nil) }
+func Suspect(chunks []event.Chunk) bool { return Signature(chunks, nil) }
 
-// nagleSignature is nagleSuspect leaving out the gaps that shared names
+// Signature is Suspect leaving out the gaps that shared names
 // (offsets from the request's start): those that fell in a pause other
 // streams shared say nothing about this connection.
-func nagleSignature(chunks []event.Chunk, shared func(from, to time.Duration) bool) bool {
+func Signature(chunks []event.Chunk, shared func(from, to time.Duration) bool) bool {
 	holds, gaps := 0, 0
 	prev := -1 // the first chunk of the previous read
 	for i, c := range chunks {

@@ -1,8 +1,7 @@
 package probe_test
 
-// Helpers of the tests that run the real Runner and Client against the
-// simulator, in both tiers (the acceptance tier's, which judge against the
-// simulator's ground truth, are in simtruth_acceptance_test.go).
+// Helpers of the tests that run the real Runner and Client against a
+// server: what a run emitted, and the window a stretch of time is.
 
 import (
 	"net/http"

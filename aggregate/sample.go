@@ -1,28 +1,57 @@
-package tui
+package aggregate
 
 import (
 	"cmp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 )
 
-// DefaultKeep is how many requests a Sampler keeps per list by default.
-const DefaultKeep = 20
+// DefaultSampleKeep is how many requests each list of the request sample
+// holds by default (Config.SampleKeep).
+const DefaultSampleKeep = 20
 
-// RequestSample is what the requests view lists: the latest finished
-// requests, and the slowest of each window. The records are shared, not
-// copied: a request record is never changed once it is emitted.
+// RequestSample is what the dashboard's requests view lists: the latest
+// finished requests, and the slowest of each window (ranked by TTFT; a
+// request that never got a first token ranks by its E2E, a lower bound of
+// the TTFT it would have had), with the decode numbers of each. A request
+// counts in the window that holds its completion, as in the statistics.
+// The records are shared, not copied: a record is never changed once it
+// is emitted (a listed one may be a thinned copy, see sampleChunks, or a
+// judged one, see ProbeJudge).
 type RequestSample struct {
-	Latest  []*event.Request                       // newest first
-	Slowest [aggregate.NumWindows][]*event.Request // slowest first, by rank (see Sampler)
-	// Decode holds the decode numbers of the listed requests whose token
-	// times the Sampler thinned (see sampleChunks), taken from all of them.
-	Decode map[*event.Request]decodeSummary
+	Latest  []*event.Request             // newest first
+	Slowest [NumWindows][]*event.Request // slowest first
+	// Decode holds the decode numbers of every listed request, taken from
+	// all of its chunks (before any thinning).
+	Decode map[*event.Request]DecodeSummary
+}
+
+// DecodeSummary is what a request's decode comes to: the median and the
+// worst gap between its content chunks, and where the worst one ended.
+type DecodeSummary struct {
+	Chunks     int           // content chunks (before any thinning)
+	P50, Worst time.Duration // ITL median and maximum
+	WorstAt    int           // index of the chunk that ended the worst gap
+	WorstEnd   time.Duration // and its arrival (offset from Start)
+}
+
+// DecodeOf takes the decode numbers of r from all its chunks.
+func DecodeOf(r *event.Request) DecodeSummary {
+	itl := r.ITLs()
+	sum := DecodeSummary{Chunks: len(r.Chunks)}
+	for i, g := range itl {
+		if g > sum.Worst {
+			sum.Worst, sum.WorstAt, sum.WorstEnd = g, i+1, r.Chunks[i+1].At
+		}
+	}
+	if len(itl) > 0 {
+		slices.Sort(itl)
+		sum.P50 = itl[len(itl)/2]
+	}
+	return sum
 }
 
 // sampleChunks bounds the chunks a sampled request keeps. The lists hold up
@@ -36,55 +65,41 @@ type RequestSample struct {
 // thinning.
 const sampleChunks = 1024
 
-// decodeSummary is what the waterfall says of a decode: the median and
-// worst gap between content chunks, and where the worst one ended.
-type decodeSummary struct {
-	chunks     int           // content chunks before thinning
-	p50, worst time.Duration // ITL median and maximum
-	worstAt    int           // index of the chunk that ended the worst gap
-	worstEnd   time.Duration // and its arrival (offset from Start)
-}
-
-// Sampler keeps a bounded sample of finished requests for the requests
-// view: the latest N, and the slowest N of each window, ranked by TTFT (a
-// request that never got a first token ranks by its E2E, a lower bound of
-// the TTFT it would have had). It holds at most N requests per time slot,
-// whatever the request rate: its windows are rings of slots like the
-// aggregator's (1 s slots for 10 s, 10 s slots for 1 and 5 minutes), so a
-// request counts in the window that holds its completion. Safe for
-// concurrent use.
-type Sampler struct {
-	mu      sync.Mutex
-	keep    int
-	latest  []ranked // ring
-	next    int
-	version uint64
-	fine    slotRing
-	coarse  slotRing
-	run     topN
+// requestSampler keeps the request sample: the latest keep requests, and
+// the slowest keep of each window. It holds at most keep requests per time
+// slot, whatever the request rate: its windows are rings of slots like the
+// statistics' (1 s slots for 10 s, 10 s slots for 1 and 5 minutes). The
+// aggregator's goroutine owns it; what sample returns is never touched
+// again.
+type requestSampler struct {
+	keep   int
+	latest []ranked // ring
+	next   int
+	fine   sampleRing
+	coarse sampleRing
+	run    topN
 	// newestEnd is the latest end of a request added: the lists' windows
 	// reach it even when the snapshot they are drawn with is older.
 	newestEnd time.Time
+	// decoded holds the decode numbers of the requests the last sample
+	// listed (it is that sample's Decode, read-only), so a request listed
+	// again is not summed up again.
+	decoded map[*event.Request]DecodeSummary
 }
 
-// NewSampler returns a Sampler keeping keep requests per list (DefaultKeep
-// when keep ≤ 0).
-func NewSampler(keep int) *Sampler {
-	if keep <= 0 {
-		keep = DefaultKeep
-	}
-	return &Sampler{
+func newRequestSampler(keep int) *requestSampler {
+	return &requestSampler{
 		keep:   keep,
 		latest: make([]ranked, 0, keep),
-		fine:   newSlotRing(fineSlot, slotsOf(aggregate.Win10s, fineSlot), keep),
-		coarse: newSlotRing(coarseSlot, slotsOf(aggregate.Win5m, coarseSlot), keep),
+		fine:   newSampleRing(fineWidth, fineSlots, keep),
+		coarse: newSampleRing(coarseWidth, coarseSlots, keep),
 		run:    topN{keep: keep},
 	}
 }
 
-// Add takes one finished request. Warm-up requests are ignored. It does not
-// copy r, which must not change afterwards.
-func (s *Sampler) Add(r *event.Request) {
+// add takes one finished request; warm-up requests are ignored. It does
+// not copy r (unless it thins it), which must not change afterwards.
+func (s *requestSampler) add(r *event.Request) {
 	if r == nil || r.Warmup {
 		return
 	}
@@ -93,15 +108,12 @@ func (s *Sampler) Add(r *event.Request) {
 	// nothing holds a request (16 KB thinned) that no list holds: a map of
 	// summaries beside the lists kept up to 860 of them alive, and the
 	// dashboard's heap grew for as long as the map took to fill.
-	it := ranked{key: key}
+	it := ranked{key: key, r: r}
 	if thinned, sum, ok := thin(r); ok {
-		it.r, it.sum = thinned, &sum
-	} else {
-		it.r = r
+		held := new(DecodeSummary) // only a thinned one's escapes
+		*held = sum
+		it.r, it.sum = thinned, held
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.version++
 	if end.After(s.newestEnd) {
 		s.newestEnd = end
 	}
@@ -112,7 +124,7 @@ func (s *Sampler) Add(r *event.Request) {
 		s.next = (s.next + 1) % s.keep
 	}
 	s.run.offerRanked(it)
-	if t := s.fine.slot(end); t != nil {
+	if t := s.fine.take(end); t != nil {
 		t.offerRanked(it)
 	}
 	if e := s.coarse.epoch(end); e > s.coarse.newest && s.coarse.newest != noEpoch {
@@ -120,19 +132,19 @@ func (s *Sampler) Add(r *event.Request) {
 		// never again be listed goes (see pruneOutranked).
 		s.coarse.pruneOutranked(s.keep)
 	}
-	if t := s.coarse.slot(end); t != nil {
+	if t := s.coarse.take(end); t != nil {
 		t.offerRanked(it)
 	}
 }
 
 // thin returns r, or when it has more than sampleChunks chunks a copy with
 // its chunks thinned (see sampleChunks) and the summary of all of them.
-func thin(r *event.Request) (*event.Request, decodeSummary, bool) {
+func thin(r *event.Request) (*event.Request, DecodeSummary, bool) {
 	n := len(r.Chunks)
 	if n <= sampleChunks {
-		return r, decodeSummary{}, false
+		return r, DecodeSummary{}, false
 	}
-	sum := summarize(r)
+	sum := DecodeOf(r)
 	c := *r
 	first, last := r.Chunks[0].At, r.Chunks[n-1].At
 	stretches := int64(sampleChunks / 2)
@@ -151,73 +163,57 @@ func thin(r *event.Request) (*event.Request, decodeSummary, bool) {
 	return &c, sum, true
 }
 
-// summarize takes the decode numbers of r from all its chunks.
-func summarize(r *event.Request) decodeSummary {
-	itl := r.ITLs()
-	sum := decodeSummary{chunks: len(r.Chunks)}
-	for i, g := range itl {
-		if g > sum.worst {
-			sum.worst, sum.worstAt, sum.worstEnd = g, i+1, r.Chunks[i+1].At
-		}
-	}
-	if len(itl) > 0 {
-		slices.Sort(itl)
-		sum.p50 = itl[len(itl)/2]
-	}
-	return sum
-}
-
-// Version changes whenever a request is added.
-func (s *Sampler) Version() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.version
-}
-
-// Sample returns the lists, with windows ending at now (a snapshot's Now)
+// sample returns the lists, with windows ending at now (a snapshot's Now)
 // or at the newest request's end if that is later. The snapshot is taken a
 // little less often than requests arrive: windows that ended at its Now
 // left out the newest requests, which the latest list showed, so a request
 // slower than rows of the slowest list could be missing from it.
-func (s *Sampler) Sample(now time.Time) RequestSample {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *requestSampler) sample(now time.Time) RequestSample {
 	if s.newestEnd.After(now) {
 		now = s.newestEnd
 	}
-	var out RequestSample
+	out := RequestSample{Decode: make(map[*event.Request]DecodeSummary, len(s.decoded))}
 	newest := make([]ranked, 0, len(s.latest))
 	for i := len(s.latest) - 1; i >= 0; i-- {
 		newest = append(newest, s.latest[(s.next+i)%len(s.latest)])
 	}
-	out.Latest = out.listed(newest)
+	out.Latest = s.listed(&out, newest)
 	var buf []ranked
-	for w := aggregate.Window(0); w < aggregate.NumWindows; w++ {
+	for w := Window(0); w < NumWindows; w++ {
 		buf = buf[:0]
 		switch w {
-		case aggregate.Win10s:
-			buf = s.fine.collect(buf, now, slotsOf(w, fineSlot))
-		case aggregate.Win1m, aggregate.Win5m:
-			buf = s.coarse.collect(buf, now, slotsOf(w, coarseSlot))
+		case Win10s:
+			buf = s.fine.collect(buf, now, fineSlots)
+		case Win1m:
+			buf = s.coarse.collect(buf, now, slotsPer1m)
+		case Win5m:
+			buf = s.coarse.collect(buf, now, slotsPer5m)
 		default:
 			buf = append(buf, s.run.items...)
 		}
-		out.Slowest[w] = out.listed(slowest(buf, s.keep))
+		out.Slowest[w] = s.listed(&out, slowest(buf, s.keep))
 	}
+	s.decoded = out.Decode
 	return out
 }
 
-// listed returns items' requests, and notes the decode summaries of the
-// thinned ones in Decode.
-func (out *RequestSample) listed(items []ranked) []*event.Request {
+// listed returns items' requests, and notes each one's decode numbers in
+// out.Decode: a thinned one's travel with it, the others are taken from
+// its chunks (once: the last sample's are kept).
+func (s *requestSampler) listed(out *RequestSample, items []ranked) []*event.Request {
 	list := make([]*event.Request, 0, len(items))
 	for _, it := range items {
 		list = append(list, it.r)
-		if it.sum != nil {
-			if out.Decode == nil {
-				out.Decode = map[*event.Request]decodeSummary{}
-			}
+		if _, ok := out.Decode[it.r]; ok {
+			continue
+		}
+		switch sum, ok := s.decoded[it.r]; {
+		case it.sum != nil:
 			out.Decode[it.r] = *it.sum
+		case ok:
+			out.Decode[it.r] = sum
+		default:
+			out.Decode[it.r] = DecodeOf(it.r)
 		}
 	}
 	return list
@@ -241,7 +237,7 @@ func rank(r *event.Request) time.Duration {
 type ranked struct {
 	key time.Duration
 	r   *event.Request
-	sum *decodeSummary // the decode of all r's chunks when r is thinned; else nil
+	sum *DecodeSummary // the decode of all r's chunks when r is thinned; else nil
 }
 
 // slowerFirst is the order of the slowest lists: rank descending, then the
@@ -314,33 +310,28 @@ func (t *topN) heapify() {
 	}
 }
 
-// The sampler's slot widths: the aggregator's, so its windows hold the
-// requests aggregate's windows count.
-const (
-	fineSlot   = time.Second
-	coarseSlot = 10 * time.Second
-)
-
-// slotsOf is how many slots of width make window w (aggregate's span).
-func slotsOf(w aggregate.Window, width time.Duration) int { return int(w.Span() / width) }
-
-// slotRing is a ring of time slots, each keeping its slowest requests.
-type slotRing struct {
-	width  int64 // ns
-	epochs []int64
-	slots  []topN
-	newest int64 // the newest epoch a slot holds; noEpoch before the first
+// sampleRing is a ring of time slots (the statistics' ring), each keeping
+// its slowest requests, and the newest epoch a slot holds.
+type sampleRing struct {
+	*ring[topN]
+	newest int64 // noEpoch before the first
 }
 
-const noEpoch = -1 << 63
-
-func newSlotRing(width time.Duration, n, keep int) slotRing {
-	r := slotRing{width: int64(width), epochs: make([]int64, n), slots: make([]topN, n), newest: noEpoch}
+func newSampleRing(width time.Duration, n, keep int) sampleRing {
+	r := newRing(width, n, (*topN).reset)
 	for i := range r.slots {
-		r.epochs[i] = noEpoch
 		r.slots[i] = topN{keep: keep, items: make([]ranked, 0, keep)}
 	}
-	return r
+	return sampleRing{ring: r, newest: noEpoch}
+}
+
+// take returns t's slot (see ring.slot), noting the newest epoch.
+func (r *sampleRing) take(t time.Time) *topN {
+	s := r.slot(t)
+	if s != nil {
+		r.newest = max(r.newest, r.epoch(t))
+	}
+	return s
 }
 
 // pruneOutranked drops from the older slots every request that at least
@@ -353,7 +344,7 @@ func newSlotRing(width time.Duration, n, keep int) slotRing {
 // in random order keeps about keep × (1 + ln 30) of them. The newest slot
 // does not count against the others, so a window ending one slot before it
 // (a snapshot a little behind the newest request) stays exact too.
-func (r *slotRing) pruneOutranked(keep int) {
+func (r *sampleRing) pruneOutranked(keep int) {
 	order := make([]int, 0, len(r.slots))
 	for i, e := range r.epochs {
 		if e != noEpoch && e < r.newest {
@@ -380,46 +371,9 @@ func (r *slotRing) pruneOutranked(keep int) {
 	}
 }
 
-func (r *slotRing) epoch(t time.Time) int64 {
-	ns := t.UnixNano()
-	e := ns / r.width
-	if ns%r.width < 0 {
-		e--
-	}
-	return e
-}
-
-// slot returns t's slot, reset if it held an older one, or nil when t is
-// older than what the slot holds now.
-func (r *slotRing) slot(t time.Time) *topN {
-	if t.IsZero() {
-		return nil
-	}
-	e := r.epoch(t)
-	i := int(e % int64(len(r.slots)))
-	if i < 0 {
-		i += len(r.slots)
-	}
-	switch {
-	case r.epochs[i] == e:
-	case r.epochs[i] > e:
-		return nil
-	default:
-		r.slots[i].reset()
-		r.epochs[i] = e
-	}
-	r.newest = max(r.newest, e)
-	return &r.slots[i]
-}
-
 // collect appends the requests of the n slots ending with now's.
-func (r *slotRing) collect(dst []ranked, now time.Time, n int) []ranked {
+func (r *sampleRing) collect(dst []ranked, now time.Time, n int) []ranked {
 	to := r.epoch(now)
-	from := to - int64(n) + 1
-	for i, e := range r.epochs {
-		if e >= from && e <= to {
-			dst = append(dst, r.slots[i].items...)
-		}
-	}
+	r.each(to-int64(n)+1, to, func(t *topN) { dst = append(dst, t.items...) })
 	return dst
 }

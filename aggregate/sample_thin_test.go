@@ -1,18 +1,17 @@
-package tui
+package aggregate
 
 import (
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
-	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 )
 
 // longReq is a request of n chunks 1 ms apart, with one 40 ms gap before
 // chunk n/3, ending at end.
 func longReq(i, n int, end time.Time) *event.Request {
-	r := req(i, end, 5*time.Millisecond)
+	r := sampleReq(i, end, 5*time.Millisecond)
 	at := 5 * time.Millisecond
 	for k := range n {
 		if k == n/3 {
@@ -27,14 +26,15 @@ func longReq(i, n int, end time.Time) *event.Request {
 }
 
 // TestSamplerThinsLongRequests checks that the sampler keeps at most
-// sampleChunks chunks of a long request, and that its waterfall still says
-// what the whole request's would: the same decode numbers and the same
-// token ticks.
+// sampleChunks chunks of a long request, and that the decode numbers it
+// publishes are the whole request's (the dashboard's test draws both
+// waterfalls).
 func TestSamplerThinsLongRequests(t *testing.T) {
+	t0 := base()
 	full := longReq(1, 8192, t0.Add(10*time.Second))
-	s := NewSampler(3)
-	s.Add(full)
-	got := s.Sample(t0.Add(10 * time.Second))
+	s := newRequestSampler(3)
+	s.add(full)
+	got := s.sample(t0.Add(10 * time.Second))
 	if len(got.Latest) != 1 {
 		t.Fatalf("latest holds %d requests, want 1", len(got.Latest))
 	}
@@ -49,12 +49,15 @@ func TestSamplerThinsLongRequests(t *testing.T) {
 	if !ok {
 		t.Fatal("no decode numbers for the thinned request")
 	}
-	st := newStyles(plainRenderer(), true)
-	for _, width := range []int{80, 200, 400} {
-		want := strings.Join(renderWaterfall(st, full, nil, width, 30), "\n")
-		have := strings.Join(renderWaterfall(st, kept, &sum, width, 30), "\n")
-		if have != want {
-			t.Errorf("width %d: thinned waterfall differs:\n%s\nwant:\n%s", width, have, want)
+	if want := DecodeOf(full); sum != want {
+		t.Fatalf("thinned request's decode %+v, want the whole request's %+v", sum, want)
+	}
+	if kept.Chunks[0] != full.Chunks[0] || kept.Chunks[len(kept.Chunks)-1] != full.Chunks[len(full.Chunks)-1] {
+		t.Error("thinning lost the first or last chunk")
+	}
+	for i := 1; i < len(kept.Chunks); i++ {
+		if !slices.Contains(full.Chunks, kept.Chunks[i]) || kept.Chunks[i].At < kept.Chunks[i-1].At {
+			t.Fatalf("thinned chunk %d is not one of the request's, in order", i)
 		}
 	}
 }
@@ -62,15 +65,16 @@ func TestSamplerThinsLongRequests(t *testing.T) {
 // TestSamplerHoldsBoundedChunks feeds the sampler ten minutes of long
 // requests and checks the chunks it holds stay within its lists' bound.
 func TestSamplerHoldsBoundedChunks(t *testing.T) {
-	s := NewSampler(DefaultKeep)
+	t0 := base()
+	s := newRequestSampler(DefaultSampleKeep)
 	for i := range 6000 { // 10 a second
-		s.Add(longReq(i, 2048+i%7, t0.Add(time.Duration(i)*100*time.Millisecond)))
+		s.add(longReq(i, 2048+i%7, t0.Add(time.Duration(i)*100*time.Millisecond)))
 	}
 	held := map[*event.Request]bool{}
 	for _, it := range s.latest {
 		held[it.r] = true
 	}
-	for _, tn := range append(append([]topN{s.run}, s.fine.slots...), s.coarse.slots...) {
+	for _, tn := range slices.Concat([]topN{s.run}, s.fine.slots, s.coarse.slots) {
 		for _, it := range tn.items {
 			held[it.r] = true
 		}
@@ -85,7 +89,7 @@ func TestSamplerHoldsBoundedChunks(t *testing.T) {
 	if limit := capacity * sampleChunks; chunks > limit {
 		t.Errorf("sampler holds %d chunks, want at most %d", chunks, limit)
 	}
-	if got := s.Sample(t0.Add(600 * time.Second)); len(got.Slowest[aggregate.Win5m]) != DefaultKeep {
-		t.Errorf("5m list holds %d, want %d", len(got.Slowest[aggregate.Win5m]), DefaultKeep)
+	if got := s.sample(t0.Add(600 * time.Second)); len(got.Slowest[Win5m]) != DefaultSampleKeep {
+		t.Errorf("5m list holds %d, want %d", len(got.Slowest[Win5m]), DefaultSampleKeep)
 	}
 }

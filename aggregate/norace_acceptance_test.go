@@ -1,0 +1,5 @@
+//go:build acceptance && !race
+
+package aggregate_test
+
+const raceEnabled = false
