@@ -288,3 +288,34 @@ func TestLatencyHistogramsAreNativeAndClassic(t *testing.T) {
 		}
 	}
 }
+
+// A probe that leaves its judgement to the aggregator (event.ProbeRawV1)
+// sends how late its sends were; /metrics says the lag and the limit as
+// the aggregator judges them.
+func TestMetricsJudgeRawProbeSamples(t *testing.T) {
+	t.Parallel()
+	m := newMetrics(newRing(RingConfig{}, time.Now), func() time.Duration { return 0 }, Identity{}, nil)
+	p := &event.ProbeSample{Time: t0, InFlight: 5, CPUPercent: 10, Cores: 2, Raw: event.ProbeRawV1}
+	for i := range 30 {
+		p.SendLags = append(p.SendLags, event.SendLag{At: -time.Duration(i) * 10 * time.Millisecond, Lag: 40 * time.Millisecond})
+	}
+	m.observe(event.NewProbe(p))
+	if got := gaugeOf(t, m.probeLimited); got != 1 {
+		t.Errorf("probe limited %v, want 1 (its open-loop sends 40 ms late at p99)", got)
+	}
+	if got := gaugeOf(t, m.schedLag); got != 0.04 {
+		t.Errorf("sched lag %v s, want 0.04", got)
+	}
+	if got := gaugeOf(t, m.inFlight); got != 5 {
+		t.Errorf("in flight %v, want 5", got)
+	}
+}
+
+func gaugeOf(t *testing.T, g interface{ Write(*dto.Metric) error }) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := g.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.GetGauge().GetValue()
+}

@@ -154,3 +154,66 @@ func TestFleetAlignsEachAgentByItsClock(t *testing.T) {
 		t.Errorf("the fleet's requests start at %v, want the true start", snap.Start.Sub(t0))
 	}
 }
+
+// rawAgent is an agent whose probe left its judgement to the aggregator
+// (event.ProbeRawV1): three streams of its pause together 200 ms into its
+// run, on its own clock (true time + skew).
+func rawAgent(name string, skew time.Duration) []event.Event {
+	at := t0.Add(skew)
+	evs := []event.Event{event.NewProbe(&event.ProbeSample{Time: at, Raw: event.ProbeRawV1})}
+	for i := range 3 {
+		start := at.Add(time.Duration(3*i) * time.Millisecond)
+		r := &event.Request{ID: fmt.Sprintf("%s-%d", name, i), Start: start, Intended: start, Outcome: event.OutcomeOK}
+		for ms := 5; ms <= 465; ms += 10 {
+			if ms > 195 && ms < 265 {
+				continue // the pause
+			}
+			r.Chunks = append(r.Chunks, event.Chunk{At: time.Duration(ms) * time.Millisecond, Tokens: 1})
+		}
+		r.TTFT, r.E2E, r.OutputTokens = r.Chunks[0].At, r.Chunks[len(r.Chunks)-1].At, len(r.Chunks)
+		evs = append(evs, event.NewRequest(r))
+	}
+	return append(evs, event.NewProbe(&event.ProbeSample{Time: at.Add(time.Second), Raw: event.ProbeRawV1}))
+}
+
+// Each agent's raw stream is judged on its own, as its own view judges it:
+// two agents whose streams pause at the same true time are two stall
+// markers of three streams each in the fleet, not one of six.
+func TestFleetJudgesEachAgentOnItsOwn(t *testing.T) {
+	t.Parallel()
+	f := New(Config{})
+	for _, a := range []struct {
+		name string
+		skew time.Duration
+	}{{"east", 250 * time.Millisecond}, {"west", 0}} {
+		evs := rawAgent(a.name, a.skew)
+		src := pipeline.SourceFunc(func(_ context.Context, emit func(event.Event)) error {
+			for _, ev := range evs {
+				emit(ev)
+			}
+			return nil
+		})
+		own := aggregate.New(aggregate.Config{})
+		if err := f.Source(src, func() time.Duration { return a.skew }).Run(context.Background(), own.Add); err != nil {
+			t.Fatal(err)
+		}
+		if n := own.Final().Markers.Counts[event.MarkerStall]; n != 1 {
+			t.Fatalf("%s's own view: %d stall markers, want 1", a.name, n)
+		}
+	}
+	snap, _ := f.Snapshot()
+	var stalls []event.Marker
+	for _, m := range snap.Markers.Recent {
+		if m.Kind == event.MarkerStall {
+			stalls = append(stalls, m)
+		}
+	}
+	if len(stalls) != 2 {
+		t.Fatalf("fleet stall markers %+v: want one per agent", stalls)
+	}
+	for _, m := range stalls {
+		if len(m.RequestIDs) != 3 || !m.Time.After(t0.Add(200*time.Millisecond)) || m.Time.After(t0.Add(210*time.Millisecond)) {
+			t.Errorf("fleet marker %q at %v of %v: want 3 streams, on the fleet's (true) timeline at about 200 ms", m.Message, m.Time.Sub(t0), m.RequestIDs)
+		}
+	}
+}

@@ -1,5 +1,0 @@
-//go:build acceptance && !race
-
-package probe_test
-
-const raceEnabled = false
