@@ -47,18 +47,19 @@ func (f *reqFacts) frontEndWindow() (w interval, server, ok bool) {
 	return w, false, !f.frontDone.IsZero() && w.dur() > 0
 }
 
-// factsOf extracts r's evidence; false when r never reached the server.
-func factsOf(r *event.Request) (reqFacts, bool) {
+// factsOf extracts r's evidence, named id, with its reads (see readsOf);
+// false when r never reached the server.
+func factsOf(r *event.Request, id string, reads []time.Duration) (reqFacts, bool) {
 	sent, ok := stageEnd(r, event.StageWrite)
 	if !ok || r.Start.IsZero() {
 		return reqFacts{}, false
 	}
-	f := reqFacts{id: StreamID(r), sent: sent, end: sent}
+	f := reqFacts{id: id, sent: sent, end: sent}
 	f.frontDone, _ = stageEnd(r, event.StageWaitHeaders)
 	if n := len(r.Chunks); n > 0 {
 		f.first = r.Start.Add(r.Chunks[0].At)
 		f.end = r.Start.Add(r.Chunks[n-1].At)
-		if reads := readTimes(r); len(reads) > 1 {
+		if len(reads) > 1 {
 			f.streamed = interval{r.Start.Add(reads[0]), r.Start.Add(reads[len(reads)-1])}
 		}
 	}

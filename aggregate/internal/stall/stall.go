@@ -5,9 +5,9 @@
 package stall
 
 import (
-	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/latscope/latscope/event"
@@ -139,6 +139,7 @@ type Detector struct {
 	now      time.Time     // the latest time seen
 	free     []*stallGroup // pruned stalls, reused (cleared) by the next
 	prunedAt time.Time     // the clock at the last prune
+	scratch  scratch
 }
 
 // pruneEvery is how often (on the detector's clock) prune walks its lists:
@@ -332,10 +333,12 @@ func (d *Detector) Add(r *event.Request) []event.Marker {
 	if len(r.Chunks) > 0 {
 		d.advanceClock(r.Start.Add(r.Chunks[len(r.Chunks)-1].At))
 	}
-	if f, ok := factsOf(r); ok {
+	id := StreamID(r)
+	reads, tokens := d.readsOf(r)
+	if f, ok := factsOf(r, id, reads); ok {
 		d.requests = appendBounded(d.requests, f)
 	}
-	for _, g := range unusualGaps(r, d.cfg) {
+	for _, g := range d.unusualGaps(r, id, reads, tokens) {
 		d.addGap(g)
 	}
 	d.prune()
@@ -678,23 +681,26 @@ func (d *Detector) prune() {
 	}
 }
 
-// unusualGaps returns the stream's unusual gaps between reads, in absolute
-// time. Events that arrived in one read are one arrival: a stream whose
-// server coalesces frames has its gaps between the reads, not zeros.
-func unusualGaps(r *event.Request, cfg Config) []stallGap {
-	reads, tokens := readsOf(r)
+// unusualGaps returns the stream's unusual gaps between reads (see
+// readsOf), in absolute time. It runs for every request on the
+// aggregator's goroutine, so it works in the detector's scratch space and
+// allocates only for the gaps it returns.
+func (d *Detector) unusualGaps(r *event.Request, id string, reads []time.Duration, tokens []int) []stallGap {
+	cfg := d.cfg
 	if len(reads) < cfg.MinITLs+1 || r.Start.IsZero() {
 		return nil
 	}
-	gaps := make([]time.Duration, len(reads)-1)
-	for i := range gaps {
-		gaps[i] = reads[i+1] - reads[i]
+	gaps := d.scratch.gaps[:0]
+	for i := 1; i < len(reads); i++ {
+		gaps = append(gaps, reads[i]-reads[i-1])
 	}
-	median := medianOf(slices.Clone(gaps))
-	typical := max(medianInt(slices.Clone(tokens)), 1)
+	d.scratch.gaps = gaps
+	d.scratch.sortD = append(d.scratch.sortD[:0], gaps...)
+	median := medianOf(d.scratch.sortD)
+	d.scratch.sortI = append(d.scratch.sortI[:0], tokens...)
+	typical := max(medianInt(d.scratch.sortI), 1)
 	strongAbove := max(time.Duration(cfg.Factor*float64(median)), cfg.MinGap)
 	weakFrom := max(time.Duration(cfg.WeakFactor*float64(median)), median+cfg.MinExcess)
-	id := StreamID(r)
 	var out []stallGap
 	for i, gap := range gaps {
 		strong := gap > strongAbove
@@ -710,10 +716,21 @@ func unusualGaps(r *event.Request, cfg Config) []stallGap {
 	return out
 }
 
+// scratch is the detector's working space for one request: reused, so a
+// request's reads cost no allocation.
+type scratch struct {
+	reads, gaps, sortD []time.Duration
+	tokens, sortI      []int
+}
+
 // readsOf returns the distinct arrival offsets of r's content chunks (one
-// per read from the socket) and the tokens each read brought (a chunk
-// counts at least one).
-func readsOf(r *event.Request) (at []time.Duration, tokens []int) {
+// per read from the socket: events that arrived in one read are one
+// arrival, so a stream whose server coalesces frames has its gaps between
+// the reads, not zeros) and the tokens each read brought (a chunk counts
+// at least one), in the detector's scratch space: valid until the next
+// request.
+func (d *Detector) readsOf(r *event.Request) (at []time.Duration, tokens []int) {
+	at, tokens = d.scratch.reads[:0], d.scratch.tokens[:0]
 	for i, c := range r.Chunks {
 		if i == 0 || c.At != r.Chunks[i-1].At {
 			at = append(at, c.At)
@@ -721,19 +738,8 @@ func readsOf(r *event.Request) (at []time.Duration, tokens []int) {
 		}
 		tokens[len(tokens)-1] += int(max(c.Tokens, 1))
 	}
+	d.scratch.reads, d.scratch.tokens = at, tokens
 	return at, tokens
-}
-
-// readTimes returns the distinct arrival offsets of r's content chunks:
-// one per read from the socket.
-func readTimes(r *event.Request) []time.Duration {
-	var out []time.Duration
-	for i, c := range r.Chunks {
-		if i == 0 || c.At != r.Chunks[i-1].At {
-			out = append(out, c.At)
-		}
-	}
-	return out
 }
 
 // medianInt returns the median of xs (sorted in place; the upper one of
@@ -762,5 +768,5 @@ func StreamID(r *event.Request) string {
 	if r.ID != "" {
 		return r.ID
 	}
-	return fmt.Sprintf("seq-%d", r.Seq)
+	return "seq-" + strconv.FormatUint(r.Seq, 10)
 }
