@@ -300,23 +300,7 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 		defer close(emitted)
 		em.loop(out, emit)
 	}()
-	// The first sample comes before any request: it says the stream is
-	// raw (event.ProbeRawV1), so the aggregator judges it from the start.
-	cpu, cpuOK := processCPUTime()
-	r.self.sampleCPU(time.Now(), cpu, cpuOK)
-	out <- emitItem{probe: r.probeSample(time.Now())}
-
-	monCtx, stopMonitor := context.WithCancel(context.Background())
-	monitored := make(chan struct{})
-	go func() {
-		defer close(monitored)
-		r.monitor(monCtx, out)
-	}()
-	lagWatched := make(chan struct{})
-	go func() {
-		defer close(lagWatched)
-		r.watchLag(monCtx, out)
-	}()
+	stopWatching := r.watchSelf(out)
 
 	if r.pacer != nil {
 		r.openLoop(sendCtx, reqCtx, began, out)
@@ -325,9 +309,7 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 	}
 	// Every worker has returned and sent its last record. A last probe
 	// sample carries the run's final counts (reconnects, back-offs).
-	stopMonitor()
-	<-lagWatched
-	<-monitored
+	stopWatching()
 	out <- emitItem{probe: r.probeSample(time.Now())}
 	close(out)
 	<-emitted
@@ -614,6 +596,21 @@ func completeRecord(ctx context.Context, rec *event.Request, spec RequestSpec) *
 		}
 	}
 	return rec
+}
+
+// watchSelf sends the run's first probe sample, before any request (it
+// says the stream is raw, event.ProbeRawV1, so the aggregator judges it
+// from the start), then samples the probe and watches its scheduling lag
+// until the returned stop, which waits for both.
+func (r *Runner) watchSelf(out chan<- emitItem) (stop func()) {
+	cpu, ok := processCPUTime()
+	r.self.sampleCPU(time.Now(), cpu, ok)
+	out <- emitItem{probe: r.probeSample(time.Now())}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { r.monitor(ctx, out) })
+	wg.Go(func() { r.watchLag(ctx, out) })
+	return func() { cancel(); wg.Wait() }
 }
 
 // monitor samples the probe itself every SelfInterval, after the first
