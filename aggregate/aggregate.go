@@ -21,9 +21,13 @@
 //
 // Every derived statement is made here, once, for every surface (dashboard,
 // summary, reports, replays, attached views): statistics per window, SLO
-// verdicts (Evaluate, EvaluateWindow), insights, and the markers derived
-// from the requests (SLO breaches, error bursts, Nagle suspects), the last
-// judged on event time so a replay derives what the live run did.
+// verdicts (Evaluate, EvaluateWindow), insights, the markers derived from
+// the requests (SLO breaches, error bursts, Nagle suspects), what the
+// probe only measured judged from its raw samples (ProbeJudge: the pauses
+// its streams shared and their causes, its scheduling lag and whether it
+// was the limit, each request's Nagle suspicion), and the dashboard's
+// request sample (Snapshot.Sample), all on event time so a replay derives
+// what the live run did.
 //
 // Latency statistics (TTFT, ITL, TPOT, E2E, tokens/s, client and breakdown
 // stages) come from successful requests only; the scheduling lag comes from
