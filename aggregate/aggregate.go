@@ -260,30 +260,38 @@ func (a *Aggregator) add(ev event.Event) {
 		a.see(ev.Probe.Time)
 		a.probe = ev.Probe
 		a.probeEv.addSample(ev.Probe)
-	case ev.Loss != nil && ev.Loss.Consumer == event.ConsumerRecorder:
-		// In the statistics, only not in the file: counted apart from Lost.
-		a.see(ev.Loss.Time)
-		a.unrec.Events += max(ev.Loss.Events, 0)
-		if a.unrec.Reason == "" {
-			a.unrec.Reason = ev.Loss.Reason
-		}
-	case ev.Loss != nil && ev.Loss.Consumer == event.ConsumerExport:
-		// Each record's reason carries the export's counts so far: the
-		// latest says the most.
-		a.unexp.Events += max(ev.Loss.Events, 0)
-		if ev.Loss.Reason != "" {
-			a.unexp.Reason = ev.Loss.Reason
-		}
 	case ev.Loss != nil:
-		a.see(ev.Loss.Time)
-		key := ev.Loss.Consumer
-		if _, ok := a.lost[key]; !ok && len(a.lost) >= maxCountKeys {
-			key = "other"
-		}
-		a.lost[key] += max(ev.Loss.Events, 0)
+		a.addLoss(ev.Loss)
 	}
 	// Spans are joined onto requests before the aggregator; one that reaches
 	// it has nothing to add.
+}
+
+// addLoss counts events that some consumer did not get.
+func (a *Aggregator) addLoss(l *event.Loss) {
+	switch l.Consumer {
+	case event.ConsumerRecorder:
+		// In the statistics, only not in the file: counted apart from Lost.
+		a.see(l.Time)
+		a.unrec.Events += max(l.Events, 0)
+		if a.unrec.Reason == "" {
+			a.unrec.Reason = l.Reason
+		}
+	case event.ConsumerExport:
+		// Each record's reason carries the export's counts so far: the
+		// latest says the most.
+		a.unexp.Events += max(l.Events, 0)
+		if l.Reason != "" {
+			a.unexp.Reason = l.Reason
+		}
+	default:
+		a.see(l.Time)
+		key := l.Consumer
+		if _, ok := a.lost[key]; !ok && len(a.lost) >= maxCountKeys {
+			key = "other"
+		}
+		a.lost[key] += max(l.Events, 0)
+	}
 }
 
 func (a *Aggregator) see(t time.Time) {
