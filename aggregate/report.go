@@ -291,7 +291,9 @@ func writeGPU(w *errWriter, g *event.GPUSample) {
 		return
 	case !g.Available:
 		reason := orDash(g.Reason)
-		if !strings.HasPrefix(reason, "NVML unavailable") {
+		// A sample says which collector took it; the exporter's reasons
+		// already start with "GPU metrics unavailable".
+		if g.Collector != event.GPUCollectorExporter && !strings.HasPrefix(reason, "NVML unavailable") {
 			reason = "NVML unavailable: " + reason
 		}
 		w.printf("GPU: %s\n", reason)

@@ -85,6 +85,7 @@ type loadFlags struct {
 	otlpListen     string
 	joinWait       time.Duration
 	gpuDevices     string
+	gpuMetricsURLs []string
 	gpuInterval    time.Duration
 	noGPU          bool
 }
@@ -128,6 +129,7 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.otlpListen, "otlp-listen", "", "receive the server's OTLP/HTTP trace spans on this address, e.g. 127.0.0.1:4318 (default off)")
 	fl.DurationVar(&f.joinWait, "otlp-join-wait", attribute.DefaultJoinWait, "how long a finished request waits for its server span")
 	fl.StringVar(&f.gpuDevices, "gpu", "", "GPU indices to watch, e.g. 0,2 (default all)")
+	fl.StringArrayVar(&f.gpuMetricsURLs, "gpu-metrics-url", nil, "read the GPUs from NVIDIA's dcgm-exporter or AMD's device-metrics-exporter pages instead of the local NVML (repeatable or comma-separated; dns+http://host:port/metrics scrapes every address host resolves to)")
 	fl.DurationVar(&f.gpuInterval, "gpu-interval", time.Second, "time between GPU samples")
 	fl.BoolVar(&f.noGPU, "no-gpu", false, "do not read GPU stats")
 }

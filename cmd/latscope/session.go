@@ -173,9 +173,10 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 		spans = extra.spans
 	}
 	if !f.noGPU && (extra == nil || len(extra.collectors) == 0) {
-		gpu := collector.NewGPU(collector.GPUConfig{Interval: f.gpuInterval, Devices: gpuIdx})
-		_, line := gpu.Probe()
-		fmt.Fprintln(stderr, "latscope:", line)
+		gpu, err := f.gpuCollector(ctx, stderr, gpuIdx)
+		if err != nil {
+			return nil, err
+		}
 		s.aux = append(s.aux, gpu)
 	}
 	if f.otlpListen != "" && spans == nil {
@@ -195,6 +196,28 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 		Load:      f.load(),
 	}
 	return s, nil
+}
+
+// gpuCollector reads the GPUs from the exporters --gpu-metrics-url names,
+// or else from the local NVML library, and says on stderr what it found.
+func (f *loadFlags) gpuCollector(ctx context.Context, stderr io.Writer, devices []int) (pipeline.Source, error) {
+	urls := collector.SplitGPUMetricsURLs(f.gpuMetricsURLs)
+	if len(urls) == 0 {
+		gpu := collector.NewGPU(collector.GPUConfig{Interval: f.gpuInterval, Devices: devices})
+		_, line := gpu.Probe()
+		fmt.Fprintln(stderr, "latscope:", line)
+		return gpu, nil
+	}
+	if f.gpuDevices != "" {
+		return nil, errors.New("--gpu picks local NVML devices; with --gpu-metrics-url the exporters say which GPUs there are")
+	}
+	gpu, err := collector.NewGPUExporter(collector.GPUExporterConfig{URLs: urls, Interval: f.gpuInterval})
+	if err != nil {
+		return nil, fmt.Errorf("--gpu-metrics-url: %w", err)
+	}
+	_, line := gpu.Probe(ctx)
+	fmt.Fprintln(stderr, "latscope:", line)
+	return gpu, nil
 }
 
 // errSetupInterrupted ends a session that Ctrl-C stopped before its run began.
