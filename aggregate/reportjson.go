@@ -14,7 +14,8 @@ import (
 // itl, tpot, e2e, tok_per_s_per_request, sched_lag, stages, breakdown,
 // server, gpu, markers, insights (and lost, when events were lost, and
 // unrecorded, when the recording could not write some).
-// Latencies are milliseconds as floats ({count,mean,p50,p90,p99,max}).
+// Latencies are milliseconds as floats
+// ({count,mean,stddev,min,p50,p90,p95,p99,p99_9,max}).
 func WriteJSON(w io.Writer, s Summary) error {
 	if s.Insights == nil {
 		s.Insights = []event.Marker{}
@@ -45,7 +46,8 @@ func round3(f float64) float64 {
 // MarshalJSON writes the statistics rounded to microseconds.
 func (s Stats) MarshalJSON() ([]byte, error) {
 	type plain Stats
-	p := plain{Count: s.Count, Mean: round3(s.Mean), P50: round3(s.P50), P90: round3(s.P90), P99: round3(s.P99), Max: round3(s.Max),
+	p := plain{Count: s.Count, Mean: round3(s.Mean), Stddev: round3(s.Stddev), Min: round3(s.Min),
+		P50: round3(s.P50), P90: round3(s.P90), P95: round3(s.P95), P99: round3(s.P99), P999: round3(s.P999), Max: round3(s.Max),
 		Negative: s.Negative}
 	return json.Marshal(p)
 }
@@ -84,14 +86,18 @@ func (b BreakdownStage) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Count      int64              `json:"count"`
 		Mean       float64            `json:"mean"`
+		Stddev     float64            `json:"stddev"`
+		Min        float64            `json:"min"`
 		P50        float64            `json:"p50"`
 		P90        float64            `json:"p90"`
+		P95        float64            `json:"p95"`
 		P99        float64            `json:"p99"`
+		P999       float64            `json:"p99_9"`
 		Max        float64            `json:"max"`
 		Negative   int64              `json:"negative"` // values below zero, kept as they are
 		Share      float64            `json:"share"`
 		Provenance []event.Provenance `json:"provenance"`
 		Main       event.Provenance   `json:"main_provenance"` // of more than half the values, or "mixed"
 		Mix        ProvenanceMix      `json:"provenance_count"`
-	}{b.Count, round3(b.Mean), round3(b.P50), round3(b.P90), round3(b.P99), round3(b.Max), b.Negative, round3(b.Share), provs, b.Mix.Main(), b.Mix})
+	}{b.Count, round3(b.Mean), round3(b.Stddev), round3(b.Min), round3(b.P50), round3(b.P90), round3(b.P95), round3(b.P99), round3(b.P999), round3(b.Max), b.Negative, round3(b.Share), provs, b.Mix.Main(), b.Mix})
 }

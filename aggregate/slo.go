@@ -49,7 +49,7 @@ func sloLatencyMetric(name string) bool {
 
 func sloStat(name string) bool {
 	switch name {
-	case "mean", "p50", "p90", "p99", "max":
+	case "mean", "min", "p50", "p90", "p95", "p99", "p99.9", "max":
 		return true
 	}
 	return false
@@ -60,7 +60,7 @@ const maxSLOSpec = 4096
 
 // ParseSLO parses a comma-separated list of objectives such as
 // "ttft.p99<500ms,itl.p99<50ms,e2e.mean<=2s,errors.rate<1%,requests.ok>=100".
-// Latency metrics are ttft, itl, tpot and e2e with mean, p50, p90, p99 or max,
+// Latency metrics are ttft, itl, tpot and e2e with mean, min, p50, p90, p95, p99, p99.9 or max,
 // compared with a duration (500ms, 2s); errors.rate takes a percentage (1%)
 // or a fraction (0.01); requests.ok takes a count. An empty spec means no
 // objectives.
@@ -166,11 +166,11 @@ func checkMetric(metric string) error {
 	case ok && sloLatencyMetric(family) && sloStat(stat):
 		return nil
 	case ok && sloLatencyMetric(family):
-		return fmt.Errorf("unknown statistic %q (want mean, p50, p90, p99 or max)", stat)
+		return fmt.Errorf("unknown statistic %q (want mean, min, p50, p90, p95, p99, p99.9 or max)", stat)
 	case metric == "errors.rate", metric == "requests.ok":
 		return nil
 	}
-	return fmt.Errorf("unknown metric %q (want ttft, itl, tpot or e2e with .mean/.p50/.p90/.p99/.max, errors.rate or requests.ok)", metric)
+	return fmt.Errorf("unknown metric %q (want ttft, itl, tpot or e2e with .mean/.min/.p50/.p90/.p95/.p99/.p99.9/.max, errors.rate or requests.ok)", metric)
 }
 
 // Validate says why o cannot be judged: an objective built by hand rather
@@ -328,10 +328,16 @@ func sloValue(sc sloScope, metric string) (float64, string, sloState) {
 		v = st.Mean
 	case "p50":
 		v = st.P50
+	case "min":
+		v = st.Min
 	case "p90":
 		v = st.P90
+	case "p95":
+		v = st.P95
 	case "p99":
 		v = st.P99
+	case "p99.9":
+		v = st.P999
 	case "max":
 		v = st.Max
 	default:

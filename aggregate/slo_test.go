@@ -35,7 +35,7 @@ func TestParseSLO(t *testing.T) {
 		{spec: "ttft.p99<", wantErr: `invalid SLO "ttft.p99<": missing value`},
 		{spec: "ttft.p99", wantErr: `invalid SLO "ttft.p99": missing comparison`},
 		{spec: "<5ms", wantErr: "missing metric"},
-		{spec: "ttft.p95<5ms", wantErr: `unknown statistic "p95"`},
+		{spec: "ttft.p97<5ms", wantErr: `unknown statistic "p97"`},
 		{spec: "latency.p99<5ms", wantErr: `unknown metric "latency.p99"`},
 		{spec: "ttft.p99<500", wantErr: "want a duration such as 500ms"},
 		{spec: "ttft.p99<-5ms", wantErr: "negative duration"},
@@ -208,7 +208,7 @@ func TestInvalidObjectivesAreRefusedEverywhere(t *testing.T) {
 		{Metric: "ttft.p99", Op: "=", Value: 5, Text: "5ms"},
 		{Metric: "ttft.p99", Op: "", Value: 5, Text: "5ms"},
 		{Metric: "latency.p99", Op: "<", Value: 5, Text: "5ms"},
-		{Metric: "ttft.p95", Op: "<", Value: 5, Text: "5ms"},
+		{Metric: "ttft.p97", Op: "<", Value: 5, Text: "5ms"},
 	}
 	for _, o := range bad {
 		err := o.Validate()

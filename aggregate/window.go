@@ -127,7 +127,11 @@ func (r *ring[T]) each(from, to int64, fn func(*T)) {
 // mean and max are bucket-approximate; these are exact to the base unit).
 // Values may be negative (a residual): the sum and max are signed.
 type tally struct {
-	n, sum, max int64
+	n, sum, min, max int64
+	// mean and m2 are Welford's running mean and sum of squared
+	// deviations, for the standard deviation: merged with Chan's formula,
+	// they stay exact where a sum of squares would cancel.
+	mean, m2 float64
 }
 
 func (t *tally) add(v int64) {
@@ -136,6 +140,12 @@ func (t *tally) add(v int64) {
 	if t.n == 1 || v > t.max {
 		t.max = v
 	}
+	if t.n == 1 || v < t.min {
+		t.min = v
+	}
+	d := float64(v) - t.mean
+	t.mean += d / float64(t.n)
+	t.m2 += d * (float64(v) - t.mean)
 }
 
 // merge adds o's values to t.
@@ -143,11 +153,26 @@ func (t *tally) merge(o tally) {
 	if o.n == 0 {
 		return
 	}
-	if t.n == 0 || o.max > t.max {
-		t.max = o.max
+	if t.n == 0 {
+		*t = o
+		return
 	}
-	t.n += o.n
+	t.max = max(t.max, o.max)
+	t.min = min(t.min, o.min)
+	n := t.n + o.n
+	d := o.mean - t.mean
+	t.mean += d * float64(o.n) / float64(n)
+	t.m2 += o.m2 + d*d*float64(t.n)*float64(o.n)/float64(n)
+	t.n = n
 	t.sum += o.sum
+}
+
+// stddev is the values' population standard deviation.
+func (t tally) stddev() float64 {
+	if t.n == 0 {
+		return 0
+	}
+	return math.Sqrt(max(t.m2, 0) / float64(t.n))
 }
 
 // slot is one completed time slot of a metric: a sparse histogram, which
@@ -358,16 +383,24 @@ func (m *metric) memory() int {
 // Stats summarises one metric over one window. Durations are in milliseconds;
 // the per-request tokens/s metric is in tokens per second.
 type Stats struct {
-	Count int64   `json:"count"`
-	Mean  float64 `json:"mean"`
-	P50   float64 `json:"p50"`
-	P90   float64 `json:"p90"`
-	P99   float64 `json:"p99"`
-	Max   float64 `json:"max"`
+	Count  int64   `json:"count"`
+	Mean   float64 `json:"mean"`
+	Stddev float64 `json:"stddev"` // population standard deviation
+	Min    float64 `json:"min"`
+	P50    float64 `json:"p50"`
+	P90    float64 `json:"p90"`
+	P95    float64 `json:"p95"`
+	P99    float64 `json:"p99"`
+	P999   float64 `json:"p99_9"`
+	Max    float64 `json:"max"`
 	// Negative counts the values below zero (a residual can be): they are
 	// in the mean and percentiles as they are, never clipped.
 	Negative int64 `json:"negative,omitempty"`
 }
+
+// statsPercentiles are the percentiles a Stats holds, in its field order
+// (in percent: HDR takes 99 for the 99th percentile, not 0.99).
+var statsPercentiles = [...]float64{50, 90, 95, 99, 99.9}
 
 // merger turns slot series into Stats, reusing dense scratch histograms
 // so a snapshot allocates little.
@@ -380,8 +413,7 @@ type merger struct {
 func newMerger() *merger {
 	return &merger{
 		scratch: hdr.New(histLowest, histHighest, slotDigits),
-		// In percent: HDR takes 99 for the 99th percentile, not 0.99.
-		pcts: []float64{50, 90, 99},
+		pcts:    statsPercentiles[:],
 	}
 }
 
@@ -464,18 +496,19 @@ func (mg *merger) signedStats(t tally, pos, neg *hdr.Histogram, negN int64) Stat
 
 func finishStats(t tally, q []int64) Stats {
 	st := Stats{
-		Count: t.n,
-		Mean:  float64(t.sum) / float64(t.n) / displayFactor,
-		P50:   float64(q[0]) / displayFactor,
-		P90:   float64(q[1]) / displayFactor,
-		P99:   float64(q[2]) / displayFactor,
-		Max:   float64(t.max) / displayFactor,
+		Count:  t.n,
+		Mean:   float64(t.sum) / float64(t.n) / displayFactor,
+		Stddev: t.stddev() / displayFactor,
+		Min:    float64(t.min) / displayFactor,
+		Max:    float64(t.max) / displayFactor,
 	}
 	// HDR reports the highest value equivalent to a bucket, which can exceed
-	// the exact max by the bucket's width; never show a percentile above max.
-	st.P50 = math.Min(st.P50, st.Max)
-	st.P90 = math.Min(st.P90, st.Max)
-	st.P99 = math.Min(st.P99, st.Max)
+	// the exact max by the bucket's width (or, for a negative value read
+	// from its magnitude, fall below the exact min); a percentile stays
+	// within [min, max].
+	for i, p := range []*float64{&st.P50, &st.P90, &st.P95, &st.P99, &st.P999} {
+		*p = math.Max(math.Min(float64(q[i])/displayFactor, st.Max), st.Min)
+	}
 	return st
 }
 
