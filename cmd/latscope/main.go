@@ -107,6 +107,7 @@ once).`,
 		newAttachCmd(),
 		newReplayCmd(),
 		newReportCmd(),
+		newExportCmd(),
 		newSweepCmd(),
 	)
 	return root
