@@ -121,6 +121,8 @@ type Aggregator struct {
 	judge  *ProbeJudge     // what the probe only measured, judged
 	sample *requestSampler // the dashboard's request lists; nil without
 	ended  bool            // Run's input closed: the session is over
+
+	lengths lengthFiles // the successful requests by prompt and output length
 }
 
 // runCounts are whole-run request counters. sent = ok + errors + runEnded.
@@ -339,6 +341,7 @@ func (a *Aggregator) addRequest(r *event.Request) {
 		return
 	}
 	a.recordLatencies(r, end)
+	a.lengths.add(r)
 	a.recordStages(r, end)
 	a.recordReasoning(r, end)
 	a.recordBreakdown(r, end)

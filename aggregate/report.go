@@ -36,6 +36,9 @@ func WriteTable(w io.Writer, s Summary) error {
 	tw := &errWriter{w: w}
 	writeRequests(tw, s)
 	writeLatency(tw, s)
+	if !s.ByLength.Empty() {
+		writeByLength(tw, s.ByLength)
+	}
 	tw.printf("\nProbe: %s\n", s.Verdict.VerdictText())
 	writeBreakdown(tw, s.Breakdown)
 	writeServer(tw, s.Server)

@@ -67,7 +67,7 @@ func TestWriteJSONShapeAndUnits(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &top); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"breakdown", "e2e", "end", "gpu", "insights", "itl", "markers", "probe_verdict", "requests", "sched_lag", "server", "stages", "start", "tok_per_s_per_request", "tpot", "ttft", "ttft_answer", "ttft_basis", "ttst"}
+	want := []string{"breakdown", "by_length", "e2e", "end", "gpu", "insights", "itl", "markers", "probe_verdict", "requests", "sched_lag", "server", "stages", "start", "tok_per_s_per_request", "tpot", "ttft", "ttft_answer", "ttft_basis", "ttst"}
 	got := slices.Sorted(func(yield func(string) bool) {
 		for k := range top {
 			if !yield(k) {

@@ -11,7 +11,7 @@ import (
 
 // WriteJSON prints s as one JSON object: the Summary's own shape (see its
 // field tags), with the top-level keys session, start, end, requests, ttft,
-// itl, tpot, e2e, tok_per_s_per_request, sched_lag, stages, breakdown,
+// itl, tpot, e2e, tok_per_s_per_request, sched_lag, by_length, stages, breakdown,
 // server, gpu, markers, insights (and lost, when events were lost, and
 // unrecorded, when the recording could not write some).
 // Latencies are milliseconds as floats

@@ -13,9 +13,12 @@ import (
 // fresh each time: nothing in it is touched again by the aggregator, so any
 // goroutine may read it.
 type Snapshot struct {
-	Now     time.Time     // the window edge the snapshot was taken at
-	Start   time.Time     // first intended send of the run (zero before any request)
-	Elapsed time.Duration // Now − the session's start (or Start, without a header)
+	// ByLength is the run's results by prompt and output length, in the
+	// final snapshot only (Final): nil in a live one.
+	ByLength *ByLength
+	Now      time.Time     // the window edge the snapshot was taken at
+	Start    time.Time     // first intended send of the run (zero before any request)
+	Elapsed  time.Duration // Now − the session's start (or Start, without a header)
 	// Session is the session's header: target, server, load (nil without one).
 	Session *event.Session
 	// Probe is the probe's latest view of itself: in flight, CPU, scheduling
@@ -264,7 +267,9 @@ func (a *Aggregator) Summary() Summary {
 // adds nothing).
 func (a *Aggregator) Final() Snapshot {
 	a.finish()
-	return a.Snapshot(a.latest)
+	s := a.Snapshot(a.latest)
+	s.ByLength = a.lengths.summary()
+	return s
 }
 
 // Counts returns the run's request counters so far, as the snapshot's
@@ -469,6 +474,7 @@ type Summary struct {
 	TokensPerSec Stats                 `json:"tok_per_s_per_request"` // each request's output tokens over its E2E
 	SchedLag     Stats                 `json:"sched_lag"`             // how late the open loop sent, every request
 	Verdict      ProbeVerdict          `json:"probe_verdict"`         // whether latscope kept pace
+	ByLength     *ByLength             `json:"by_length,omitempty"`   // the successful requests by prompt and output length
 	Stages       map[event.Stage]Stats `json:"stages"`                // client stages
 	Breakdown    Breakdown             `json:"breakdown"`
 	Server       ServerStats           `json:"server"`
@@ -514,6 +520,7 @@ func (s Snapshot) Summary() Summary {
 		TokensPerSec: run.TokensPerSec,
 		SchedLag:     run.SchedLag,
 		Verdict:      s.Verdict,
+		ByLength:     s.ByLength,
 		Stages:       run.Stages,
 		Breakdown:    s.Breakdown,
 		Server:       s.Server,

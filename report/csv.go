@@ -36,7 +36,8 @@ func (r *csvRows) stats(section, name, unit string, st aggregate.Stats, prov str
 	for _, s := range []struct {
 		stat string
 		v    float64
-	}{{"mean", st.Mean}, {"p50", st.P50}, {"p90", st.P90}, {"p99", st.P99}, {"max", st.Max}} {
+	}{{"mean", st.Mean}, {"stddev", st.Stddev}, {"min", st.Min}, {"p50", st.P50}, {"p90", st.P90}, {"p95", st.P95},
+		{"p99", st.P99}, {"p99_9", st.P999}, {"max", st.Max}} {
 		r.add(section, name, s.stat, s.v, unit, prov)
 	}
 	if st.Negative > 0 { // values below zero (a residual), kept as they are
@@ -100,6 +101,18 @@ func writeCSV(w io.Writer, rec *Recording) error {
 	rows.stats("latency", "e2e", "ms", s.E2E, "measured")
 	rows.stats("latency", "sched_lag", "ms", s.SchedLag, "measured")
 	rows.stats("latency", "tok_per_s_per_request", "tok/s", s.TokensPerSec, "measured")
+	if b := s.ByLength; b != nil {
+		for _, part := range []struct {
+			section string
+			buckets []aggregate.LengthBucket
+		}{{"by_prompt_length", b.Prompt}, {"by_output_length", b.Output}} {
+			for _, k := range part.buckets {
+				rows.stats(part.section, k.Label()+" ttft", "ms", k.TTFT, "measured")
+				rows.stats(part.section, k.Label()+" tpot", "ms", k.TPOT, "measured")
+				rows.stats(part.section, k.Label()+" e2e", "ms", k.E2E, "measured")
+			}
+		}
+	}
 	for _, st := range event.OrderStages(event.ClientOrder(), maps.Keys(s.Stages)) {
 		rows.stats("client_stage", string(st), "ms", s.Stages[st], "measured")
 	}

@@ -24,7 +24,7 @@ func TestMarkdownHasTheTables(t *testing.T) {
 		"| Target | http://10.0.0.1:8000 |",
 		"## Requests and throughput\n\n| sent | ok | errors | error rate |",
 		"| 600 | 585 | 15 | 2.50% |",
-		"## Latency (ms)\n\n| metric | count | mean | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|\n| ttft | 585 |",
+		"## Latency (ms)\n\n| metric | count | mean | stddev | min | p50 | p90 | p95 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|---|---|---|---|\n| ttft | 585 |",
 		"| itl | 18135 |",
 		"## Client stages (ms, measured)",
 		"| first_token | 585 |",

@@ -118,10 +118,11 @@ func describeLoad(l event.Load) string {
 	return strings.Join(parts, ", ")
 }
 
-var statColumns = []string{"count", "mean", "p50", "p90", "p99", "max"}
+var statColumns = []string{"count", "mean", "stddev", "min", "p50", "p90", "p95", "p99", "p99.9", "max"}
 
 func statCells(st aggregate.Stats) []string {
-	return []string{strconv.FormatInt(st.Count, 10), num(st.Mean, 2), num(st.P50, 2), num(st.P90, 2), num(st.P99, 2), num(st.Max, 2)}
+	return []string{strconv.FormatInt(st.Count, 10), num(st.Mean, 2), num(st.Stddev, 2), num(st.Min, 2), num(st.P50, 2), num(st.P90, 2),
+		num(st.P95, 2), num(st.P99, 2), num(st.P999, 2), num(st.Max, 2)}
 }
 
 // sections are a recording's tables, in the order a report shows them.
@@ -132,6 +133,7 @@ func sections(rec *Recording) []table {
 		out = append(out, sweepTable(rec.Sweep))
 	}
 	out = append(out, requestsTable(s), latencyTable(s))
+	out = append(out, byLengthTables(s.ByLength)...)
 	if t, ok := objectivesTable(s); ok {
 		out = append(out, t)
 	}
@@ -200,6 +202,32 @@ func latencyTable(s *aggregate.Summary) table {
 			counted(r.AnswerTokens, "answer token", "answer tokens"), aggregate.TTFTLabel(s.TTFTBasis, true)))
 	}
 	return t
+}
+
+// byLengthTables are the results by prompt and by output length, for each
+// of the two that has more than one bucket.
+func byLengthTables(b *aggregate.ByLength) []table {
+	if b.Empty() {
+		return nil
+	}
+	var out []table
+	for _, part := range []struct {
+		what    string
+		buckets []aggregate.LengthBucket
+	}{{"prompt", b.Prompt}, {"output", b.Output}} {
+		if len(part.buckets) < 2 {
+			continue
+		}
+		t := table{Title: "By " + part.what + " length (ms)",
+			Columns: []string{part.what + " tokens", "count", "ttft p50", "ttft p90", "ttft p99", "tpot p50", "tpot p99", "e2e p50", "e2e p99"},
+			Notes:   []string{"Successful requests, in buckets that double in length; a long prompt's tail hides in the overall p99 when most prompts are short."}}
+		for _, k := range part.buckets {
+			t.Rows = append(t.Rows, []string{k.Label(), strconv.FormatInt(k.Count, 10), num(k.TTFT.P50, 2), num(k.TTFT.P90, 2), num(k.TTFT.P99, 2),
+				num(k.TPOT.P50, 2), num(k.TPOT.P99, 2), num(k.E2E.P50, 2), num(k.E2E.P99, 2)})
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 func clientStagesTable(s *aggregate.Summary) table {
