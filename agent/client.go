@@ -19,6 +19,7 @@ import (
 
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/internal/fileread"
+	"github.com/latscope/latscope/internal/textsafe"
 	"github.com/latscope/latscope/pipeline"
 )
 
@@ -193,8 +194,15 @@ func clientTLS(caFile string) (*tls.Config, error) {
 // Status returns the client's state; safe from any goroutine.
 func (c *Client) Status() Status {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.st
+	st := c.st
+	c.mu.Unlock()
+	// What the agent said of itself (its clock reading's region and
+	// shard) and the errors its connections gave are shown as they are
+	// told: made safe first.
+	for _, s := range []*string{&st.Name, &st.Err, &st.LastErr, &st.Region, &st.Shard, &st.ClockErr} {
+		*s = textsafe.Line(*s)
+	}
+	return st
 }
 
 // Name is the agent's session name, else its host.

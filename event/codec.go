@@ -28,7 +28,8 @@ func Marshal(e Event) ([]byte, error) {
 	return json.Marshal(e)
 }
 
-// Unmarshal decodes and validates one encoded event.
+// Unmarshal decodes and validates one encoded event, its text made safe
+// to show (Safe).
 func Unmarshal(data []byte) (Event, error) {
 	var e Event
 	if err := json.Unmarshal(data, &e); err != nil {
@@ -37,7 +38,9 @@ func Unmarshal(data []byte) (Event, error) {
 	if err := e.Validate(); err != nil {
 		return Event{}, err
 	}
-	return e, nil
+	// What was decoded came from a file or over the network: its text is
+	// made safe to show here, once, for every reader.
+	return Safe(e), nil
 }
 
 // Validate checks the version and that exactly the payload named by Kind is set.

@@ -7,7 +7,8 @@
 // that a reader can refuse records it does not understand instead of
 // misreading them.
 //
-// This package is a leaf: it imports nothing from the rest of latscope.
+// This package is a leaf: of the rest of latscope it imports only
+// internal/textsafe, to make outside text safe to show (Safe).
 package event
 
 import (

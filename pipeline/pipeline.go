@@ -135,13 +135,15 @@ func Run(ctx context.Context, cfg Config, fan *Fanout) (Result, error) {
 				continue
 			}
 			gate.give(it.ev.Size())
-			taken <- it.ev
+			// Every source's text (a server's error body, a model's
+			// name) is made safe to show once, here, for every consumer.
+			taken <- event.Safe(it.ev)
 		}
 	}()
 	drainCtx := context.WithoutCancel(ctx)
 
 	if cfg.Header != nil {
-		fan.Publish(event.NewSession(cfg.Header))
+		fan.Publish(event.Safe(event.NewSession(cfg.Header)))
 	}
 
 	// The stage and the fan-out drain until their input closes, not until

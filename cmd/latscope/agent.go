@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -86,7 +87,7 @@ It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
 			}
 			return runAgent(cmd, target, &f, agent.Config{
 				Listen: listen, Ring: agent.RingConfig{MaxEvents: ringSize, MaxAge: ringAge, MaxBytes: ringBytes},
-				Logger:   agentLogger(quietLogs),
+				Logger:   agentLogger(cmd.ErrOrStderr(), quietLogs),
 				Identity: agent.Identity{Name: name, Region: region, Shard: sh.String(), SLO: f.slo},
 				Good:     aggregate.GoodRequest(objectives, basis),
 			}, name, linger)
@@ -116,11 +117,11 @@ It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
 	return cmd
 }
 
-func agentLogger(quiet bool) *slog.Logger {
+func agentLogger(stderr io.Writer, quiet bool) *slog.Logger {
 	if quiet {
 		return nil
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config, name string, linger time.Duration) error {

@@ -18,6 +18,9 @@ func useDashboard(stdout io.Writer, noTUI bool) bool {
 	if noTUI {
 		return false
 	}
+	if s, ok := stdout.(*safeStream); ok {
+		stdout = s.out // the terminal behind main's escaping
+	}
 	f, ok := stdout.(*os.File)
 	return ok && term.IsTerminal(f.Fd())
 }

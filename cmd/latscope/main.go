@@ -11,10 +11,13 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel"
+
+	"github.com/latscope/latscope/internal/textsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -35,10 +38,44 @@ func main() {
 	// markers instead, and nothing may write over the dashboard.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
 	otel.SetLogger(logr.Discard())
-	sh, ctx := newShutdown(context.Background(), os.Stderr, os.Exit)
-	err := newRootCmd().ExecuteContext(ctx)
+	// Everything latscope writes as text goes through a textsafe writer:
+	// whatever a server, an agent or a recording managed to put in a
+	// message is shown escaped, never acted on by the terminal. (The
+	// dashboard writes to the terminal itself; its text is made safe
+	// where it enters, in event.Safe.)
+	stdout, stderr := newSafeStream(os.Stdout), newSafeStream(os.Stderr)
+	sh, ctx := newShutdown(context.Background(), stderr, os.Exit)
+	root := newRootCmd()
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
 	sh.stop()
-	os.Exit(exitCode(os.Stderr, err, sh.signal()))
+	code := exitCode(stderr, err, sh.signal())
+	_, _ = stdout.Flush(), stderr.Flush()
+	os.Exit(code)
+}
+
+// safeStream is a textsafe.Writer shared by the goroutines that write to
+// one stream (status lines, warnings, the summary).
+type safeStream struct {
+	mu  sync.Mutex
+	w   *textsafe.Writer
+	out io.Writer // what w writes to
+}
+
+func newSafeStream(w io.Writer) *safeStream { return &safeStream{w: textsafe.NewWriter(w), out: w} }
+
+func (s *safeStream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// Flush writes a character cut short at the end, escaped.
+func (s *safeStream) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Flush()
 }
 
 // exitCode prints err and returns the process's exit code, from the one

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/latscope/latscope/internal/atomicfile"
 	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/report"
 )
@@ -138,7 +139,8 @@ func runReport(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f
 		_, err = stdout.Write(buf.Bytes())
 		return err
 	}
-	if err := os.WriteFile(output, buf.Bytes(), 0o644); err != nil {
+	// Whole or not at all: a full disk leaves no half report behind.
+	if err := atomicfile.WriteFile(output, buf.Bytes(), atomicfile.Options{Overwrite: true}); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
 	return nil
