@@ -77,8 +77,13 @@ then pause and seek work as for a file.`,
 				}
 				sp = recorder.MaxSpeed // then the whole file's summary, as --no-tui prints it
 			}
-			m := measurement{pipe: pipeline.Config{Primary: []pipeline.Source{recorder.NewReplay(path, recorder.ReplayOptions{Speed: sp, Name: name})}}}
+			replay := recorder.NewReplay(path, recorder.ReplayOptions{Speed: sp, Name: name})
+			m := measurement{pipe: pipeline.Config{Primary: []pipeline.Source{replay}}}
 			summary, interrupted, err := m.run(cmd.Context())
+			if n := replay.Duplicates(); n > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "latscope: warning: %s: %s\n", name, aggregate.DuplicatesNote(n))
+				summary.DuplicatesIgnored = n
+			}
 			var torn *recorder.TornTailError
 			if errors.As(err, &torn) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "latscope: warning: %s: %v; the summary covers everything before it\n", name, torn)
