@@ -47,6 +47,9 @@ func WriteTable(w io.Writer, s Summary) error {
 	writeLost(tw, s.Lost)
 	writeIncomplete(tw, s.Unrecorded, "Recording incomplete: %d events are missing from the recording")
 	writeIncomplete(tw, s.Unexported, "OTLP export incomplete: %d spans did not reach the collector")
+	if s.DuplicatesIgnored > 0 {
+		tw.printf("\n%s\n", DuplicatesNote(s.DuplicatesIgnored))
+	}
 	if tw.err != nil {
 		return fmt.Errorf("write the summary: %w", tw.err)
 	}
@@ -345,4 +348,14 @@ func writeMarkers(w *errWriter, m Markers, insights []event.Marker) {
 			w.printf("  - %s\n", x.Message)
 		}
 	}
+}
+
+// DuplicatesNote says that n request events of a recording were copies of
+// requests already counted, and were left out.
+func DuplicatesNote(n int64) string {
+	events := "events"
+	if n == 1 {
+		events = "event"
+	}
+	return fmt.Sprintf("%d duplicate request %s ignored: the recording holds those requests twice (the same request id); each is counted once", n, events)
 }

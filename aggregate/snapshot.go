@@ -489,6 +489,11 @@ type Summary struct {
 	// Unexported counts the spans that never reached the OTLP collector
 	// (Events counts spans), and the first reason.
 	Unexported *Unrecorded `json:"unexported,omitempty"`
+	// DuplicatesIgnored counts the request events a replay or a report of a
+	// recording left out because the file held the same request (its id)
+	// again: each request is counted once. The reader sets it; the
+	// aggregator never sees the copies.
+	DuplicatesIgnored int64 `json:"duplicates_ignored,omitempty"`
 }
 
 // Unrecorded counts the events a recording could not write, from the

@@ -63,6 +63,20 @@ func (e *JoinedError) Error() string {
 	return fmt.Sprintf("a second recording begins at byte offset %d: this file is two recordings joined (as by cat a b > c), which cannot be summed as one session; split it at that offset (head -c %d) and read each part", e.Offset, e.Offset)
 }
 
+// SessionError says that a second session header comes at line Line of the
+// frame at Offset. A recording holds one session: its request ids are unique
+// within it, and a replay or a report is of one run, so reading stops there
+// rather than sum two sessions' requests as one. Every event before it has
+// been returned.
+type SessionError struct {
+	Offset int64 // where the frame holding the second header begins
+	Line   int   // the header's line in that frame, from 1
+}
+
+func (e *SessionError) Error() string {
+	return fmt.Sprintf("a second session header at line %d of the frame at byte offset %d: a recording holds one session, and two are not summed as one (was another run's stream recorded into this file?); every event before it was read", e.Line, e.Offset)
+}
+
 // CorruptError says that the frame at Offset is damaged or is not a frame.
 // Every event of the frames before it has been returned.
 type CorruptError struct {

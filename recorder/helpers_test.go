@@ -20,13 +20,16 @@ func testHeader() *event.Session {
 		Server: "vllm", Dialect: "openai-chat", Model: "m", Load: event.Load{Mode: "closed", Concurrency: 16, OutputTokens: "128", Duration: time.Minute}}
 }
 
-// everyKind returns one event of each kind (two requests: a success and a
-// failure), stamped from start on.
+// everyKind returns one event of each kind but the session (the header is
+// the recording's one session; two requests: a success and a failure),
+// stamped from start on. The requests' ids differ with start: a reader
+// drops a request read before.
 func everyKind(start time.Time) []event.Event {
 	q, kv := 3.0, 0.42
+	seq := 7 + 2*uint64(start.Sub(t0)/time.Millisecond)
 	return []event.Event{
-		event.NewRequest(realisticRequest(rand.New(rand.NewPCG(1, 2)), start, 7)),
-		event.NewRequest(&event.Request{ID: "ls-ab12-8", Dialect: "tgi", Start: start, Intended: start, Outcome: event.OutcomeHTTPStatus, Status: 429, Error: "rate limited"}),
+		event.NewRequest(realisticRequest(rand.New(rand.NewPCG(1, 2)), start, seq)),
+		event.NewRequest(&event.Request{ID: fmt.Sprintf("ls-ab12-%d", seq+1), Dialect: "tgi", Start: start, Intended: start, Outcome: event.OutcomeHTTPStatus, Status: 429, Error: "rate limited"}),
 		event.NewServer(&event.ServerSample{
 			Time: start, Source: "http://127.0.0.1:8000/metrics", Dialect: "vllm", Interval: time.Second, Waiting: &q, KVCache: &kv,
 			Stages: map[string]event.HistStat{"queue": {Count: 4, Mean: 2 * time.Millisecond, P99: 9 * time.Millisecond}},
@@ -34,9 +37,8 @@ func everyKind(start time.Time) []event.Event {
 		}),
 		event.NewGPU(&event.GPUSample{Time: start, Available: true, Simulated: true, Devices: []event.GPUDevice{{Name: "Simulated GPU", UtilGPU: 80, MemTotal: 80 << 30, ThrottleReason: []string{"sw_power_cap"}, Processes: []event.GPUProcess{{PID: 42, MemUsed: 1 << 30}}}}}),
 		event.NewMarker(&event.Marker{Time: start, Kind: event.MarkerStall, Source: "stall-detector", Message: "3 streams paused together", Duration: 31 * time.Millisecond, Values: map[string]float64{"streams": 3}, RequestIDs: []string{"a", "b", "c"}}),
-		event.NewSession(&event.Session{Time: start, Latscope: "dev", Name: "another", Target: "http://10.0.0.2:8000", Load: event.Load{Mode: "open", Rate: 5}}),
 		event.NewProbe(&event.ProbeSample{Time: start, InFlight: 12, MaxInFlight: 16, CPUPercent: 21.5, SchedLagP99: 300 * time.Microsecond, LagSamples: 40, Reconnects: 2}),
-		event.NewSpan(&event.Span{Time: start, RequestID: "ls-ab12-7", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Timing: event.ServerTiming{Source: "otlp", Stages: map[event.Stage]time.Duration{event.StageQueue: 5 * time.Millisecond}}}),
+		event.NewSpan(&event.Span{Time: start, RequestID: fmt.Sprintf("ls-ab12-%d", seq), TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Timing: event.ServerTiming{Source: "otlp", Stages: map[event.Stage]time.Duration{event.StageQueue: 5 * time.Millisecond}}}),
 		event.NewLoss(&event.Loss{Time: start, Consumer: "dashboard", Events: 17, Reason: "consumer fell behind"}),
 	}
 }

@@ -15,7 +15,12 @@ import (
 )
 
 // Reader iterates a recording's events in file order, the session header
-// first. It streams: it holds one frame at a time.
+// first. It streams: it holds one frame at a time, and the ids of the
+// latest requests (see RecentRequestIDs).
+//
+// A request event whose id it has read already is the same request
+// recorded twice: it is dropped, so that every consumer counts each request
+// once, and Duplicates counts it.
 type Reader struct {
 	frames *frameScanner
 	dec    *zstd.Decoder
@@ -28,6 +33,9 @@ type Reader struct {
 	frameAt int64        // the current frame's offset
 	line    int          // lines returned from the current frame
 	err     error        // sticky: every Next after a failure returns it
+
+	requests   recentIDs // the latest request ids read
+	duplicates int64     // request events dropped as read before
 }
 
 // Open opens the recording at path and reads its headers; see NewReader.
@@ -73,7 +81,7 @@ func (r *Reader) readHeaders() error {
 	if err := r.readFileHeader(); err != nil {
 		return err
 	}
-	ev, err := r.Next()
+	ev, err := r.next()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = &TornTailError{Offset: r.frames.off}
@@ -122,9 +130,26 @@ func (r *Reader) Header() *event.Session { return r.header }
 
 // Next returns the next event. At the end of the file it returns io.EOF, or
 // a *TornTailError when the file ends inside a frame; at a damaged frame, a
-// *CorruptError. Either error comes after every event of the complete frames
-// before it, and is returned again by every later call.
+// *CorruptError; at a second session header, a *SessionError. Either error
+// comes after every event before it, and is returned again by every later
+// call. A request event read before (by its id) is skipped and counted in
+// Duplicates.
 func (r *Reader) Next() (event.Event, error) {
+	for {
+		ev, err := r.next()
+		if err != nil || ev.Request == nil || ev.Request.ID == "" || r.requests.add(ev.Request.ID) {
+			return ev, err
+		}
+		r.duplicates++
+	}
+}
+
+// Duplicates counts the request events Next has dropped because their
+// request had been read already.
+func (r *Reader) Duplicates() int64 { return r.duplicates }
+
+// next is Next without dropping duplicates.
+func (r *Reader) next() (event.Event, error) {
 	if r.first != nil {
 		ev := *r.first
 		r.first = nil
@@ -145,6 +170,10 @@ func (r *Reader) Next() (event.Event, error) {
 	ev, err := event.Unmarshal(line)
 	if err != nil {
 		return r.corruptLine(err)
+	}
+	if ev.Session != nil && r.header != nil {
+		r.err, r.rest = &SessionError{Offset: r.frameAt, Line: r.line}, nil
+		return event.Event{}, r.err
 	}
 	return ev, nil
 }

@@ -44,12 +44,13 @@ type ReplayOptions struct {
 // the latest event time seen so far, which never goes backwards. Consumers
 // aggregate on the events' own times (event.Event.Time), as they do live.
 type Replay struct {
-	path   string
-	name   string // for errors
-	from   time.Time
-	pacer  *pacer
-	mu     sync.Mutex
-	played time.Time // the emit time of the latest event emitted
+	path       string
+	name       string // for errors
+	from       time.Time
+	pacer      *pacer
+	mu         sync.Mutex
+	played     time.Time // the emit time of the latest event emitted
+	duplicates int64     // request events not emitted: the recording held them twice
 }
 
 var _ pipeline.Source = (*Replay)(nil)
@@ -76,13 +77,14 @@ func NewReplay(path string, opts ReplayOptions) *Replay {
 // Run emits the recording's events until the end of the file or ctx ends.
 // It returns nil at a clean end, and a *TornTailError (a warning: every
 // complete frame was emitted) when the file ends inside a frame. A Replay
-// runs once.
+// runs once; Duplicates is its count once it has returned.
 func (r *Replay) Run(ctx context.Context, emit func(event.Event)) error {
 	rd, err := Open(r.path)
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", r.name, err)
 	}
 	defer rd.Close()
+	defer func() { r.setDuplicates(rd.Duplicates()) }()
 	var at, first time.Time // the emit time, and the first event's
 	for {
 		ev, err := rd.Next()
@@ -135,9 +137,23 @@ func (r *Replay) Position() time.Time {
 	return r.played
 }
 
+// Duplicates counts the request events the replay did not emit because the
+// recording held them twice (see Reader): each request is emitted once.
+func (r *Replay) Duplicates() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.duplicates
+}
+
 func (r *Replay) setPlayed(t time.Time) {
 	r.mu.Lock()
 	r.played = t
+	r.mu.Unlock()
+}
+
+func (r *Replay) setDuplicates(n int64) {
+	r.mu.Lock()
+	r.duplicates = n
 	r.mu.Unlock()
 }
 

@@ -71,6 +71,9 @@ func writeCSV(w io.Writer, rec *Recording) error {
 	if rec.Partial {
 		rows.add("recording", "cut_at", "value", float64(rec.CutAt), "bytes", "")
 	}
+	if s.DuplicatesIgnored > 0 {
+		rows.add("recording", "duplicates_ignored", "value", float64(s.DuplicatesIgnored), "events", "")
+	}
 	r := s.Requests
 	for _, c := range []struct {
 		name string

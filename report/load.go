@@ -93,6 +93,10 @@ func LoadAs(ctx context.Context, path, name string) (*Recording, error) {
 			name, scan.torn.Offset, counted(scan.torn.Size, "byte is", "bytes are"), counted(scan.events, "event", "events")))
 	}
 
+	if scan.duplicates > 0 {
+		rec.Warnings = append(rec.Warnings, aggregate.DuplicatesNote(scan.duplicates))
+	}
+
 	if res, ok, err := scan.sweep.Result(); err != nil {
 		rec.Warnings = append(rec.Warnings, "the sweep's steps are not shown: "+err.Error())
 	} else if ok {
@@ -117,6 +121,7 @@ func LoadAs(ctx context.Context, path, name string) (*Recording, error) {
 
 	final := agg.Final()
 	rec.Summary = redactSummary(final.Summary())
+	rec.Summary.DuplicatesIgnored = scan.duplicates
 	rec.Bands = final.Windows[aggregate.WinRun].Bands
 	rec.Series.Step, rec.Series.Window = plan.step, plan.window
 	return rec, nil
@@ -124,11 +129,12 @@ func LoadAs(ctx context.Context, path, name string) (*Recording, error) {
 
 // scan is what the first pass learns about a recording.
 type scan struct {
-	events   int64
-	torn     *recorder.TornTailError
-	lateness time.Duration // how far any event lags the latest time before it
-	start    time.Time     // the session's start
-	latest   time.Time     // the latest event time
+	events     int64
+	duplicates int64 // request events the reader dropped: read before
+	torn       *recorder.TornTailError
+	lateness   time.Duration // how far any event lags the latest time before it
+	start      time.Time     // the session's start
+	latest     time.Time     // the latest event time
 	// firstDone and lastDone bound the completions of non-warm-up requests.
 	firstDone, lastDone time.Time
 	// sweep judges a sweep's steps again, from the events in file order.
@@ -139,7 +145,7 @@ type scan struct {
 func scanRecording(ctx context.Context, path, name string) (scan, error) {
 	s := scan{sweep: &sweep.Recorded{}}
 	var clock orderClock
-	torn, err := readEvents(ctx, path, name, func(ev event.Event) {
+	end, err := readEvents(ctx, path, name, func(ev event.Event) {
 		s.events++
 		s.sweep.Add(ev)
 		before := clock.latest
@@ -163,38 +169,46 @@ func scanRecording(ctx context.Context, path, name string) (scan, error) {
 	if err != nil {
 		return scan{}, err
 	}
-	s.torn, s.latest = torn, clock.latest
+	s.torn, s.duplicates, s.latest = end.torn, end.duplicates, clock.latest
 	if s.start.IsZero() { // a header without a time, from another tool
 		s.start = s.firstDone
 	}
 	return s, nil
 }
 
+// readEnd is how a recording's events ended: at a torn tail (nil when
+// whole), having dropped duplicates request events read before.
+type readEnd struct {
+	torn       *recorder.TornTailError
+	duplicates int64
+}
+
 // readEvents calls fn for every event of the recording at path (called
-// name in errors), the header first. A torn tail ends the events without an
-// error and is returned.
-func readEvents(ctx context.Context, path, name string, fn func(event.Event)) (*recorder.TornTailError, error) {
+// name in errors), the header first, each request once (see
+// recorder.Reader). A torn tail ends the events without an error and is
+// returned.
+func readEvents(ctx context.Context, path, name string, fn func(event.Event)) (readEnd, error) {
 	r, err := recorder.Open(path)
 	if err != nil {
 		if path != name {
-			return nil, fmt.Errorf("%s: %w", name, explain(err))
+			return readEnd{}, fmt.Errorf("%s: %w", name, explain(err))
 		}
-		return nil, explain(err)
+		return readEnd{}, explain(err)
 	}
 	defer r.Close()
 	for n := 0; ; n++ {
 		if n%4096 == 0 && ctx.Err() != nil { // a check per event would cost more than it saves
-			return nil, fmt.Errorf("read %s: %w", name, ctx.Err())
+			return readEnd{}, fmt.Errorf("read %s: %w", name, ctx.Err())
 		}
 		ev, err := r.Next()
 		var torn *recorder.TornTailError
 		switch {
 		case errors.Is(err, io.EOF):
-			return nil, nil
+			return readEnd{duplicates: r.Duplicates()}, nil
 		case errors.As(err, &torn):
-			return torn, nil
+			return readEnd{torn: torn, duplicates: r.Duplicates()}, nil
 		case err != nil:
-			return nil, fmt.Errorf("read %s: %w", name, explain(err))
+			return readEnd{}, fmt.Errorf("read %s: %w", name, explain(err))
 		}
 		fn(ev)
 	}

@@ -34,7 +34,10 @@ prints the whole recording's summary.
 
 A file cut short (the recording process was killed) replays up to its last
 complete frame, with a warning naming the offset of the torn tail. A file that
-is two recordings joined (cat a b > c) is refused at the second one's offset.
+is two recordings joined (cat a b > c) is refused at the second one's offset. A
+second session header inside a file is refused too. A request recorded twice
+(the same request id) is counted once, with a warning saying how many copies
+were ignored.
 
 FILE "-" reads the recording from standard input (a pipe): it is copied to a
 temporary file as it arrives, and playback starts once the pipe is closed;
@@ -77,8 +80,13 @@ then pause and seek work as for a file.`,
 				}
 				sp = recorder.MaxSpeed // then the whole file's summary, as --no-tui prints it
 			}
-			m := measurement{pipe: pipeline.Config{Primary: []pipeline.Source{recorder.NewReplay(path, recorder.ReplayOptions{Speed: sp, Name: name})}}}
+			replay := recorder.NewReplay(path, recorder.ReplayOptions{Speed: sp, Name: name})
+			m := measurement{pipe: pipeline.Config{Primary: []pipeline.Source{replay}}}
 			summary, interrupted, err := m.run(cmd.Context())
+			if n := replay.Duplicates(); n > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "latscope: warning: %s: %s\n", name, aggregate.DuplicatesNote(n))
+				summary.DuplicatesIgnored = n
+			}
 			var torn *recorder.TornTailError
 			if errors.As(err, &torn) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "latscope: warning: %s: %v; the summary covers everything before it\n", name, torn)

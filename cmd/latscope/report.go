@@ -45,7 +45,9 @@ correction over all rows.
 A recording cut short (the writer was killed) is reported up to its last
 complete frame; the report says it is partial, in every format, and a
 warning names the offset. A file that is two recordings joined (cat a b > c)
-is refused at the second one's offset.
+is refused at the second one's offset. A second session header inside a file
+is refused too. A request recorded twice (the same request id) is counted
+once, with a warning saying how many copies were ignored.
 
 FILE (or --compare) "-" reads a recording from standard input.`,
 		Example: `  latscope report session.lsr

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,7 @@ func tinyRecording(t *testing.T, dir, name string) string {
 	for i := range 30 {
 		at := start.Add(time.Duration(i) * time.Second)
 		ttft := time.Duration(100+i%7) * time.Millisecond
-		r := &event.Request{ID: "r", Dialect: "openai-chat", Intended: at, Start: at, Outcome: event.OutcomeOK,
+		r := &event.Request{ID: fmt.Sprintf("ls-test-%d", i), Dialect: "openai-chat", Intended: at, Start: at, Outcome: event.OutcomeOK,
 			TTFT: ttft, E2E: ttft + 20*time.Millisecond, OutputTokens: 3,
 			Chunks: []event.Chunk{{At: ttft, Tokens: 1}, {At: ttft + 10*time.Millisecond, Tokens: 1}, {At: ttft + 20*time.Millisecond, Tokens: 1}}}
 		if err := w.Write(event.NewRequest(r)); err != nil {
