@@ -30,10 +30,41 @@ func agentLabel(full *Frame, shown int) string {
 	switch {
 	case n == 0:
 		return ""
+	case (shown <= 0 || shown > n) && full.Live != nil:
+		return "fleet · " + full.Live.Text // its figures are over the agents live
 	case shown <= 0 || shown > n:
 		return fmt.Sprintf("fleet · %d agents", n)
 	}
-	return fmt.Sprintf("agent %d/%d %s", shown, n, agentName(&full.Agents[shown-1], shown-1))
+	fr := &full.Agents[shown-1]
+	label := fmt.Sprintf("agent %d/%d %s", shown, n, agentName(fr, shown-1))
+	if a := fr.Agent; a != nil && !a.Live && a.State != "" {
+		label += " · " + a.State
+	}
+	return label
+}
+
+// downText says why the figures shown stopped moving: "" while what is
+// shown streams (or is no attach); else the agent's state ("lost", "given
+// up"), or "no agent live" for the fleet or a lone agent.
+func downText(full *Frame, shown int) string {
+	if full.Finished {
+		return "" // the screen says finished
+	}
+	if shown > 0 && shown <= len(full.Agents) {
+		if a := full.Agents[shown-1].Agent; a != nil && !a.Live && a.State != "" {
+			return a.State
+		}
+		return ""
+	}
+	if l := full.Live; l != nil && l.Live == 0 {
+		return l.Text
+	}
+	return ""
+}
+
+// agentDown says whether an agent's row shows figures that stopped.
+func agentDown(fr *Frame) bool {
+	return fr.Agent != nil && !fr.Agent.Live && fr.Agent.State != ""
 }
 
 func agentName(fr *Frame, i int) string {
@@ -107,12 +138,13 @@ func renderAgents(st *styles, agents []Frame, shown int, w aggregate.Window, wid
 		fr := &agents[i]
 		s := &fr.Snapshot
 		win := &s.Windows[w]
+		down := agentDown(fr) // its last figures are not its rates now
 		okPerSec := 0.0
-		if win.Span > 0 {
+		if win.Span > 0 && !down {
 			okPerSec = float64(win.OK) / win.Span.Seconds()
 		}
 		errs := "0"
-		if win.Sent > 0 {
+		if win.Sent > 0 && !down {
 			errs = pct(float64(win.Errors) / float64(win.Sent))
 		}
 		ld := ""
@@ -120,7 +152,7 @@ func renderAgents(st *styles, agents []Frame, shown int, w aggregate.Window, wid
 			ld = load(h, s.Probe)
 		}
 		ttft := "-"
-		if win.TTFT.Count > 0 {
+		if win.TTFT.Count > 0 && !down {
 			ttft = ms(win.TTFT.P50) + " / " + ms(win.TTFT.P99)
 		}
 		health := st.good.Render("streaming")
@@ -147,7 +179,14 @@ func renderAgents(st *styles, agents []Frame, shown int, w aggregate.Window, wid
 		if width >= 120 { // the load goes first when space runs short
 			line += fit(ld, 20) + " "
 		}
-		line += fmt.Sprintf("ok %6s/s  ttft %-15s err %-6s %-9s ", rate(okPerSec), ttft+" ms", errs, clockOffset(fr.Agent)) + health
+		figures := fmt.Sprintf("ok %6s/s  ttft %-15s err %-6s %-9s ", rate(okPerSec), ttft+" ms", errs, clockOffset(fr.Agent))
+		if down {
+			figures = st.faint.Render(figures)
+			if len(fr.Status) == 0 {
+				health = st.bad.Render(fr.Agent.State)
+			}
+		}
+		line += figures + health
 		lines = append(lines, fit(line, width))
 	}
 	return lines
