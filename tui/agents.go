@@ -144,6 +144,9 @@ func renderAgents(st *styles, agents []Frame, shown int, w aggregate.Window, wid
 			okPerSec = float64(win.OK) / win.Span.Seconds()
 		}
 		errs := "0"
+		if down {
+			errs = "–"
+		}
 		if win.Sent > 0 && !down {
 			errs = pct(float64(win.Errors) / float64(win.Sent))
 		}

@@ -331,7 +331,7 @@ func headerRates(st *styles, s *aggregate.Snapshot, hs headerState, width int) s
 // downRates is the rates line while nothing shown streams: zero, greyed,
 // rather than the last window's rates frozen as if current.
 func downRates(st *styles) string {
-	return st.faint.Render(" ok 0 req/s   0 tok/s   errors –") + st.dim.Render("   (no events arriving)")
+	return st.faint.Render(" ok "+rate(0)+" req/s   "+rate(0)+" tok/s   errors –") + st.dim.Render("   (no events arriving)")
 }
 
 // probeState is the probe's badge: the aggregator's verdict (✓ kept pace,
