@@ -257,7 +257,7 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 		fmt.Fprintln(cmd.OutOrStdout())
 	}
 	if merged != nil && len(agents)-len(unreached) > 1 {
-		fmt.Fprintf(cmd.OutOrStdout(), "== fleet: %d agents' requests merged\n", len(agents)-len(unreached))
+		fmt.Fprintf(cmd.OutOrStdout(), "== fleet: %s\n", fleetHeading(agents))
 		if err := aggregate.WriteTable(cmd.OutOrStdout(), fleetSummary); err != nil {
 			return fmt.Errorf("write the fleet's summary: %w", err)
 		}
@@ -267,6 +267,21 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 		fmt.Fprintf(stderr, "latscope: %d of %d agents never connected: %s\n", len(unreached), len(agents), strings.Join(unreached, "; "))
 	}
 	return attachOutcome(agents, unreached)
+}
+
+// fleetHeading says over which agents the fleet's figures are: those
+// reached, by name, and how many were live when attach ended.
+func fleetHeading(agents []*attached) string {
+	var names []string
+	sts := make([]agent.Status, 0, len(agents))
+	for _, a := range agents {
+		st := a.client.Status()
+		sts = append(sts, st)
+		if st.Connections > 0 {
+			names = append(names, st.Name)
+		}
+	}
+	return fmt.Sprintf("%d agents' requests merged (%s); %s at the end", len(names), strings.Join(names, ", "), fleet.LivenessOf(sts))
 }
 
 // neverConnected names each agent no connection reached, with its last

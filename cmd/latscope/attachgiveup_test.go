@@ -113,33 +113,46 @@ func liveAgent(t *testing.T, name string) (url string, kill func()) {
 	return "http://" + ln.Addr().String(), kill
 }
 
-// Three agents streaming; one dies: attach says it is lost at once (on
-// stderr) and, stopped, its JSON marks it lost and the other two live.
-func TestAttachShowsAnAgentKilledAsLost(t *testing.T) {
-	t.Parallel()
+// killOneOfThree attaches to three live agents, east, west and north,
+// kills west once all three are connected, and stops attach (Ctrl-C) once
+// it said west lost; took is the time between the kill and that line.
+func killOneOfThree(t *testing.T, args ...string) (stdout, stderr string, took time.Duration) {
+	t.Helper()
 	names := []string{"east", "west", "north"}
 	urls := make([]string, len(names))
 	kills := map[string]func(){}
 	for i, name := range names {
 		urls[i], kills[name] = liveAgent(t, name)
 	}
-	killed := false
+	var killedAt time.Time
 	lost := func(stderr string) bool {
-		if !killed {
+		if killedAt.IsZero() {
 			for _, name := range names { // each connected: its clock was estimated
 				if !hasLine(stderr, name+": ", "clock ") {
 					return false
 				}
 			}
+			killedAt = time.Now()
 			kills["west"]()
-			killed = true
 		}
-		return hasLine(stderr, "west: ", "lost: ")
+		if hasLine(stderr, "west: ", "lost: ") {
+			took = time.Since(killedAt)
+			return true
+		}
+		return false
 	}
-	out, stderr, err := attachUntil(t, lost, append([]string{"--no-tui", "--json", "--token", "tok"}, urls...)...)
+	stdout, stderr, err := attachUntil(t, lost, append(append([]string{"--no-tui", "--token", "tok"}, args...), urls...)...)
 	if err != nil {
 		t.Fatalf("attach: %v\n%s", err, stderr)
 	}
+	return stdout, stderr, took
+}
+
+// Three agents streaming; one dies: attach says it is lost at once (on
+// stderr) and, stopped, its JSON marks it lost and the other two live.
+func TestAttachShowsAnAgentKilledAsLost(t *testing.T) {
+	t.Parallel()
+	out, stderr, _ := killOneOfThree(t, "--json")
 	got := attachStates(t, out)
 	for name, want := range map[string]string{"east": "live", "west": "lost", "north": "live"} {
 		if c := got.Connections[name]; c.State != want || c.Connections != 1 {
@@ -148,5 +161,14 @@ func TestAttachShowsAnAgentKilledAsLost(t *testing.T) {
 	}
 	if got.LiveAgents != 2 || len(got.FleetAgents) != 3 {
 		t.Errorf("live_agents %d, fleet_agents %v: want 2 live of the 3 merged", got.LiveAgents, got.FleetAgents)
+	}
+}
+
+// The summary's fleet says over which agents it is, and how many were live.
+func TestAttachSummarySaysOverWhichAgentsTheFleetIs(t *testing.T) {
+	t.Parallel()
+	out, _, _ := killOneOfThree(t)
+	if want := "== fleet: 3 agents' requests merged (east, west, north); 2 of 3 agents live at the end"; !strings.Contains(out, want) {
+		t.Errorf("the summary does not say %q:\n%s", want, out)
 	}
 }
