@@ -208,12 +208,7 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 			})
 		}
 		if record != "" {
-			path := record
-			if len(agents) > 1 {
-				ext := filepath.Ext(record)
-				path = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(record, ext), i+1, ext)
-			}
-			rec := &lateRecording{path: path}
+			rec := &lateRecording{path: agentRecordPath(record, i, len(agents))}
 			m.consumers = append(m.consumers, rec)
 			if dashboard {
 				feed.agents[len(feed.agents)-1].rec = rec
@@ -234,6 +229,13 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 		}
 	}
 	wg.Wait() // every agent's source has returned: the fleet has all it gets
+	return reportAttach(cmd, agents, merged, jsonOut)
+}
+
+// reportAttach prints the agents' summaries and the fleet's (merged; nil
+// on a dashboard with a single agent), and says how the attach went.
+func reportAttach(cmd *cobra.Command, agents []*attached, merged *fleet.Fleet, jsonOut bool) error {
+	stderr := cmd.ErrOrStderr()
 	var fleetSummary aggregate.Summary
 	if merged != nil {
 		fleetSummary = merged.Summary()
@@ -245,28 +247,48 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 		}
 		return attachOutcome(agents, unreached)
 	}
-	for _, a := range agents {
-		if st := a.client.Status(); st.Connections == 0 {
-			fmt.Fprintf(cmd.OutOrStdout(), "== agent %s (%s): never connected: %s\n\n", a.client.Name(), a.url, lastError(st))
-			continue
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "== agent %s (%s)\n", a.client.Name(), a.url)
-		if err := aggregate.WriteTable(cmd.OutOrStdout(), a.summary); err != nil {
-			return fmt.Errorf("write the summary: %w", err)
-		}
-		fmt.Fprintln(cmd.OutOrStdout())
-	}
-	if merged != nil && len(agents)-len(unreached) > 1 {
-		fmt.Fprintf(cmd.OutOrStdout(), "== fleet: %s\n", fleetHeading(agents))
-		if err := aggregate.WriteTable(cmd.OutOrStdout(), fleetSummary); err != nil {
-			return fmt.Errorf("write the fleet's summary: %w", err)
-		}
-		fmt.Fprintln(cmd.OutOrStdout())
+	if err := writeAttachTables(cmd.OutOrStdout(), agents, merged != nil && len(agents)-len(unreached) > 1, fleetSummary); err != nil {
+		return err
 	}
 	if len(unreached) > 0 && len(unreached) < len(agents) {
 		fmt.Fprintf(stderr, "latscope: %d of %d agents never connected: %s\n", len(unreached), len(agents), strings.Join(unreached, "; "))
 	}
 	return attachOutcome(agents, unreached)
+}
+
+// agentRecordPath is where --record FILE puts agent i of n: FILE itself
+// for a single agent, else FILE with the agent's number before the
+// extension.
+func agentRecordPath(record string, i, n int) string {
+	if n == 1 {
+		return record
+	}
+	ext := filepath.Ext(record)
+	return fmt.Sprintf("%s-%d%s", strings.TrimSuffix(record, ext), i+1, ext)
+}
+
+// writeAttachTables writes each agent's summary (or why it was never
+// reached) and, withFleet, the fleet's.
+func writeAttachTables(w io.Writer, agents []*attached, withFleet bool, fleetSummary aggregate.Summary) error {
+	for _, a := range agents {
+		if st := a.client.Status(); st.Connections == 0 {
+			fmt.Fprintf(w, "== agent %s (%s): never connected: %s\n\n", a.client.Name(), a.url, lastError(st))
+			continue
+		}
+		fmt.Fprintf(w, "== agent %s (%s)\n", a.client.Name(), a.url)
+		if err := aggregate.WriteTable(w, a.summary); err != nil {
+			return fmt.Errorf("write the summary: %w", err)
+		}
+		fmt.Fprintln(w)
+	}
+	if withFleet {
+		fmt.Fprintf(w, "== fleet: %s\n", fleetHeading(agents))
+		if err := aggregate.WriteTable(w, fleetSummary); err != nil {
+			return fmt.Errorf("write the fleet's summary: %w", err)
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
 }
 
 // fleetHeading says over which agents the fleet's figures are: those
