@@ -50,6 +50,11 @@ type ClientConfig struct {
 	ClockPings int
 	// Now is the local clock of those estimates (default time.Now).
 	Now func() time.Time
+	// GiveUp, when above 0, is how long the client tries to reach an agent
+	// it never reached: past it, Run stops retrying and returns nil with
+	// the state GaveUp and the last connection error. An agent reached
+	// once is retried until ctx ends: it may be restarting.
+	GiveUp time.Duration
 	// OnState, when set, is called from Run's goroutine with the new status
 	// at every change of state. It must not block.
 	OnState func(Status)
@@ -219,6 +224,10 @@ func (c *Client) Run(ctx context.Context, emit func(event.Event)) error {
 	}
 	defer c.running.Store(false)
 	defer c.http.CloseIdleConnections()
+	var giveUpAt time.Time
+	if c.cfg.GiveUp > 0 {
+		giveUpAt = time.Now().Add(c.cfg.GiveUp)
+	}
 	attempt := 0
 	for {
 		progressed, err := c.connect(ctx, emit)
@@ -238,6 +247,16 @@ func (c *Client) Run(ctx context.Context, emit func(event.Event)) error {
 		}
 		attempt++
 		wait := c.cfg.Backoff.delay(attempt)
+		if !giveUpAt.IsZero() && c.Status().Connections == 0 {
+			left := time.Until(giveUpAt)
+			if left <= 0 {
+				c.setState(GaveUp, fmt.Errorf("not reached in %s: %w", c.cfg.GiveUp, err))
+				c.log.Warn("giving up: the agent was never reached", "err", err, "after", c.cfg.GiveUp)
+				return nil
+			}
+			// The last try comes at the deadline, not a backoff later.
+			wait = min(wait, left)
+		}
 		c.setReconnecting(err, attempt, time.Now().Add(wait))
 		c.log.Info("connection lost; reconnecting", "err", err, "attempt", attempt, "in", wait)
 		t := time.NewTimer(wait)

@@ -11,9 +11,10 @@ type State int
 
 // The states. A client starts Connecting, is Streaming while connected,
 // Reconnecting between connections, and ends Ended (the agent's session
-// finished), Stopped (its context ended) or Failed (an error that retrying
+// finished), Stopped (its context ended), Failed (an error that retrying
 // cannot fix: a refused token, something that is not a latscope agent, a
-// stream it cannot read).
+// stream it cannot read) or GaveUp (never reached within
+// ClientConfig.GiveUp).
 const (
 	Connecting State = iota
 	Streaming
@@ -21,6 +22,7 @@ const (
 	Ended
 	Stopped
 	Failed
+	GaveUp
 )
 
 func (s State) String() string {
@@ -37,6 +39,8 @@ func (s State) String() string {
 		return "stopped"
 	case Failed:
 		return "failed"
+	case GaveUp:
+		return "gave up"
 	}
 	return "unknown"
 }
@@ -50,7 +54,7 @@ type Status struct {
 	State State
 	Since time.Time // when State began
 	// Err is why the last connection ended (Reconnecting) or why the client
-	// gave up (Failed).
+	// gave up (Failed, GaveUp).
 	Err string
 	// LastErr is the latest connection error, kept in every state after it
 	// (a client stopped while it retried still says why it could not connect).
@@ -66,6 +70,11 @@ type Status struct {
 	// found the agent had restarted (its ids began again at 1).
 	Connections int64
 	Restarts    int64
+	// DownSince is when the last connection ended, while no other has
+	// taken its place; it is kept once the client stops, so a client
+	// stopped while it retried still says it had lost its agent. Zero while
+	// streaming and before the first connection.
+	DownSince time.Time
 	// Duplicates counts events dropped for an id no greater than one
 	// already received (ids went backwards); a latscope agent never sends
 	// any. The client announces them with Loss records (event.ConsumerAttach).
@@ -113,6 +122,12 @@ func (c *Client) setState(s State, err error) {
 	c.mu.Lock()
 	c.st.State, c.st.Since = s, time.Now()
 	c.st.Err = ""
+	switch {
+	case s == Streaming:
+		c.st.DownSince = time.Time{}
+	case (s == Reconnecting || s == Failed) && c.st.Connections > 0 && c.st.DownSince.IsZero():
+		c.st.DownSince = c.st.Since
+	}
 	if err != nil {
 		c.st.Err = err.Error()
 		c.st.LastErr = c.st.Err

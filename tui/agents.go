@@ -30,10 +30,41 @@ func agentLabel(full *Frame, shown int) string {
 	switch {
 	case n == 0:
 		return ""
+	case (shown <= 0 || shown > n) && full.Live != nil:
+		return "fleet · " + full.Live.Text // its figures are over the agents live
 	case shown <= 0 || shown > n:
 		return fmt.Sprintf("fleet · %d agents", n)
 	}
-	return fmt.Sprintf("agent %d/%d %s", shown, n, agentName(&full.Agents[shown-1], shown-1))
+	fr := &full.Agents[shown-1]
+	label := fmt.Sprintf("agent %d/%d %s", shown, n, agentName(fr, shown-1))
+	if a := fr.Agent; a != nil && !a.Live && a.State != "" {
+		label += " · " + a.State
+	}
+	return label
+}
+
+// downText says why the figures shown stopped moving: "" while what is
+// shown streams (or is no attach); else the agent's state ("lost", "given
+// up"), or "no agent live" for the fleet or a lone agent.
+func downText(full *Frame, shown int) string {
+	if full.Finished {
+		return "" // the screen says finished
+	}
+	if shown > 0 && shown <= len(full.Agents) {
+		if a := full.Agents[shown-1].Agent; a != nil && !a.Live && a.State != "" {
+			return a.State
+		}
+		return ""
+	}
+	if l := full.Live; l != nil && l.Live == 0 {
+		return l.Text
+	}
+	return ""
+}
+
+// agentDown says whether an agent's row shows figures that stopped.
+func agentDown(fr *Frame) bool {
+	return fr.Agent != nil && !fr.Agent.Live && fr.Agent.State != ""
 }
 
 func agentName(fr *Frame, i int) string {
@@ -106,31 +137,9 @@ func renderAgents(st *styles, agents []Frame, shown int, w aggregate.Window, wid
 	for i := range agents {
 		fr := &agents[i]
 		s := &fr.Snapshot
-		win := &s.Windows[w]
-		okPerSec := 0.0
-		if win.Span > 0 {
-			okPerSec = float64(win.OK) / win.Span.Seconds()
-		}
-		errs := "0"
-		if win.Sent > 0 {
-			errs = pct(float64(win.Errors) / float64(win.Sent))
-		}
 		ld := ""
 		if h := s.Session; h != nil {
 			ld = load(h, s.Probe)
-		}
-		ttft := "-"
-		if win.TTFT.Count > 0 {
-			ttft = ms(win.TTFT.P50) + " / " + ms(win.TTFT.P99)
-		}
-		health := st.good.Render("streaming")
-		if len(fr.Status) > 0 {
-			prefix := "agent " + agentName(fr, i) + ": "
-			var says []string
-			for _, line := range fr.Status {
-				says = append(says, strings.TrimPrefix(line, prefix))
-			}
-			health = st.bad.Render(strings.Join(says, "; "))
 		}
 		mark := "  "
 		if i+1 == shown {
@@ -147,10 +156,49 @@ func renderAgents(st *styles, agents []Frame, shown int, w aggregate.Window, wid
 		if width >= 120 { // the load goes first when space runs short
 			line += fit(ld, 20) + " "
 		}
-		line += fmt.Sprintf("ok %6s/s  ttft %-15s err %-6s %-9s ", rate(okPerSec), ttft+" ms", errs, clockOffset(fr.Agent)) + health
+		line += agentFigures(st, fr, w) + agentHealth(st, fr, i)
 		lines = append(lines, fit(line, width))
 	}
 	return lines
+}
+
+// agentFigures is an agent's rates, TTFT, errors and clock offset over
+// window w; greyed and blank while it is not live: its last window is not
+// its rate now.
+func agentFigures(st *styles, fr *Frame, w aggregate.Window) string {
+	win := &fr.Snapshot.Windows[w]
+	if agentDown(fr) {
+		return st.faint.Render(fmt.Sprintf("ok %6s/s  ttft %-15s err %-6s %-9s ", rate(0), "- ms", "–", clockOffset(fr.Agent)))
+	}
+	okPerSec := 0.0
+	if win.Span > 0 {
+		okPerSec = float64(win.OK) / win.Span.Seconds()
+	}
+	errs := "0"
+	if win.Sent > 0 {
+		errs = pct(float64(win.Errors) / float64(win.Sent))
+	}
+	ttft := "-"
+	if win.TTFT.Count > 0 {
+		ttft = ms(win.TTFT.P50) + " / " + ms(win.TTFT.P99)
+	}
+	return fmt.Sprintf("ok %6s/s  ttft %-15s err %-6s %-9s ", rate(okPerSec), ttft+" ms", errs, clockOffset(fr.Agent))
+}
+
+// agentHealth is what the agent's status lines say, else its state.
+func agentHealth(st *styles, fr *Frame, i int) string {
+	if len(fr.Status) > 0 {
+		prefix := "agent " + agentName(fr, i) + ": "
+		var says []string
+		for _, line := range fr.Status {
+			says = append(says, strings.TrimPrefix(line, prefix))
+		}
+		return st.bad.Render(strings.Join(says, "; "))
+	}
+	if agentDown(fr) {
+		return st.bad.Render(fr.Agent.State)
+	}
+	return st.good.Render("streaming")
 }
 
 // clockOffset is an agent's clock offset from this machine's, as the

@@ -39,6 +39,11 @@ type Frame struct {
 	// Agent is what attach learnt of the agent a per-agent frame shows,
 	// beside its events (nil in every other frame).
 	Agent *AgentInfo
+	// Live says, attached to agents, how many of them stream now; nil in
+	// every other frame. With none live the figures stopped moving: the
+	// screen greys them and says why, instead of showing the last ones as
+	// current.
+	Live *Liveness
 	// Notices are news that is no trouble, e.g. "recording to run.lsr":
 	// shown on the status line when no warning is.
 	Notices []string
@@ -57,10 +62,21 @@ type Frame struct {
 // machine's (the fleet's timeline moves its events by that).
 type AgentInfo struct {
 	Region string // its --region; "" when it gave none
+	// State is where the agent stands ("live", "lost", "given up", ...:
+	// fleet.AgentState); Live is set while it streams.
+	State string
+	Live  bool
 	// ClockKnown says ClockOffset, the agent's clock minus this machine's,
 	// was estimated, within ±ClockBound.
 	ClockKnown              bool
 	ClockOffset, ClockBound time.Duration
+}
+
+// Liveness is how many attached agents stream now, and how to say it
+// ("2 of 3 agents live").
+type Liveness struct {
+	Live, Total int
+	Text        string
 }
 
 // Playback is where a replay stands: its position and the recording's

@@ -20,6 +20,7 @@ type headerState struct {
 	playbackPause bool
 	otlpOK        bool   // a sampled request carried an OTLP span
 	agent         string // what is shown of several agents (see agentLabel)
+	down          string // why the figures shown stopped moving (see downText); "" while live
 }
 
 // headerLines is the header's height: the title, the rates and the status
@@ -116,7 +117,12 @@ func headerTitle(st *styles, fr *Frame, hs headerState, width int) string {
 			parts = append(parts, part{"   ", l, 9})
 		}
 	}
-	parts = append(parts, part{"   ", clockText(st, fr), 10})
+	clock := clockText(st, fr)
+	if hs.down != "" && fr.Playback == nil {
+		// The elapsed time stopped with the events: say why.
+		clock = st.bad.Render(hs.down) + " " + st.faint.Render(elapsedShort(fr.Snapshot.Elapsed))
+	}
+	parts = append(parts, part{"   ", clock, 10})
 	// The window and statistic also head the breakdown: they go before the load.
 	parts = append(parts, part{"   ", st.key.Render("["+hs.window.String()+"]") + " " + st.key.Render(hs.stat.String()), 8})
 	if sim := simulated(s); sim != "" {
@@ -282,6 +288,9 @@ func load(h *event.Session, p *event.ProbeSample) string {
 }
 
 func headerRates(st *styles, s *aggregate.Snapshot, hs headerState, width int) string {
+	if hs.down != "" {
+		return downRates(st)
+	}
 	w := &s.Windows[hs.window]
 	var okPerSec float64
 	if w.Span > 0 {
@@ -317,6 +326,12 @@ func headerRates(st *styles, s *aggregate.Snapshot, hs headerState, width int) s
 		}
 	}
 	return assemble(parts, width)
+}
+
+// downRates is the rates line while nothing shown streams: zero, greyed,
+// rather than the last window's rates frozen as if current.
+func downRates(st *styles) string {
+	return st.faint.Render(" ok "+rate(0)+" req/s   "+rate(0)+" tok/s   errors –") + st.dim.Render("   (no events arriving)")
 }
 
 // probeState is the probe's badge: the aggregator's verdict (✓ kept pace,

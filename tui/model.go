@@ -327,7 +327,7 @@ func (m *model) renderBody(body func(h int) []string) []string {
 func (m *model) header() []string {
 	playPaused := m.playPaused || (m.frame.Playback != nil && m.frame.Playback.Paused)
 	hs := headerState{window: m.window, stat: m.stat, paused: m.paused, playbackPause: playPaused, otlpOK: otlpJoined(&m.frame.Snapshot.Sample),
-		agent: agentLabel(&m.full, m.shown)}
+		agent: agentLabel(&m.full, m.shown), down: downText(&m.full, m.shown)}
 	return renderHeader(m.st, &m.frame, hs, m.width)
 }
 

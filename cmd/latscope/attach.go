@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,7 +29,7 @@ func newAttachCmd() *cobra.Command {
 	var (
 		agentsFile, token, caFile, record string
 		noTUI, jsonOut, noColor           bool
-		connectTimeout                    time.Duration
+		connectTimeout, giveUp            time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "attach URL [URL...]",
@@ -48,9 +49,12 @@ region, connections, clock_offset_ms, ...}}}.
 A dropped connection is retried with backoff and resumed from the last event
 received; nothing the agent's replay ring still holds is lost, and anything
 older is counted as lost, never silently skipped. An agent that cannot be
-reached is said as it happens, with why and when the next try is; events
-whose ids go backwards are dropped as duplicates, said and counted. An
-attach that reached no agent exits 1, naming each and its last error.
+reached is said as it happens, with why and when the next try is; one never
+reached within --give-up is given up (said, and shown as given up), and an
+attach that reached no agent exits 1, naming each and its last error. An
+agent whose connection ended and is not back is shown as lost (its figures
+greyed, no longer taken for current) while it is retried. Events whose ids
+go backwards are dropped as duplicates, said and counted.
 
 With several agents, --record FILE writes one file per agent (FILE with the
 agent's name before the extension).`,
@@ -75,7 +79,10 @@ agent's name before the extension).`,
 			if connectTimeout <= 0 {
 				return fmt.Errorf("--connect-timeout %s: want more than 0", connectTimeout)
 			}
-			return runAttach(cmd, urls, agent.ClientConfig{Token: token, CAFile: caFile, ConnectTimeout: connectTimeout},
+			if giveUp <= 0 {
+				return fmt.Errorf("--give-up %s: want more than 0", giveUp)
+			}
+			return runAttach(cmd, urls, agent.ClientConfig{Token: token, CAFile: caFile, ConnectTimeout: connectTimeout, GiveUp: giveUp},
 				record, jsonOut, useDashboard(cmd.OutOrStdout(), noTUI), noColor)
 		},
 	}
@@ -91,6 +98,7 @@ agent's name before the extension).`,
 	fl.BoolVar(&jsonOut, "json", false, "print the summaries as JSON (with --no-tui)")
 	fl.BoolVar(&noColor, "no-color", false, "dashboard without colour (also NO_COLOR=1)")
 	fl.DurationVar(&connectTimeout, "connect-timeout", 10*time.Second, "limit for each step of a connection to an agent: dial, TLS handshake, response headers")
+	fl.DurationVar(&giveUp, "give-up", 30*time.Second, "stop retrying an agent never reached within this; with none reached, attach exits 1")
 	return cmd
 }
 
@@ -200,12 +208,7 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 			})
 		}
 		if record != "" {
-			path := record
-			if len(agents) > 1 {
-				ext := filepath.Ext(record)
-				path = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(record, ext), i+1, ext)
-			}
-			rec := &lateRecording{path: path}
+			rec := &lateRecording{path: agentRecordPath(record, i, len(agents))}
 			m.consumers = append(m.consumers, rec)
 			if dashboard {
 				feed.agents[len(feed.agents)-1].rec = rec
@@ -226,6 +229,13 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 		}
 	}
 	wg.Wait() // every agent's source has returned: the fleet has all it gets
+	return reportAttach(cmd, agents, merged, jsonOut)
+}
+
+// reportAttach prints the agents' summaries and the fleet's (merged; nil
+// on a dashboard with a single agent), and says how the attach went.
+func reportAttach(cmd *cobra.Command, agents []*attached, merged *fleet.Fleet, jsonOut bool) error {
+	stderr := cmd.ErrOrStderr()
 	var fleetSummary aggregate.Summary
 	if merged != nil {
 		fleetSummary = merged.Summary()
@@ -237,28 +247,63 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 		}
 		return attachOutcome(agents, unreached)
 	}
-	for _, a := range agents {
-		if st := a.client.Status(); st.Connections == 0 {
-			fmt.Fprintf(cmd.OutOrStdout(), "== agent %s (%s): never connected: %s\n\n", a.client.Name(), a.url, lastError(st))
-			continue
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "== agent %s (%s)\n", a.client.Name(), a.url)
-		if err := aggregate.WriteTable(cmd.OutOrStdout(), a.summary); err != nil {
-			return fmt.Errorf("write the summary: %w", err)
-		}
-		fmt.Fprintln(cmd.OutOrStdout())
-	}
-	if merged != nil && len(agents)-len(unreached) > 1 {
-		fmt.Fprintf(cmd.OutOrStdout(), "== fleet: %d agents' requests merged\n", len(agents)-len(unreached))
-		if err := aggregate.WriteTable(cmd.OutOrStdout(), fleetSummary); err != nil {
-			return fmt.Errorf("write the fleet's summary: %w", err)
-		}
-		fmt.Fprintln(cmd.OutOrStdout())
+	if err := writeAttachTables(cmd.OutOrStdout(), agents, merged != nil && len(agents)-len(unreached) > 1, fleetSummary); err != nil {
+		return err
 	}
 	if len(unreached) > 0 && len(unreached) < len(agents) {
 		fmt.Fprintf(stderr, "latscope: %d of %d agents never connected: %s\n", len(unreached), len(agents), strings.Join(unreached, "; "))
 	}
 	return attachOutcome(agents, unreached)
+}
+
+// agentRecordPath is where --record FILE puts agent i of n: FILE itself
+// for a single agent, else FILE with the agent's number before the
+// extension.
+func agentRecordPath(record string, i, n int) string {
+	if n == 1 {
+		return record
+	}
+	ext := filepath.Ext(record)
+	return fmt.Sprintf("%s-%d%s", strings.TrimSuffix(record, ext), i+1, ext)
+}
+
+// writeAttachTables writes each agent's summary (or why it was never
+// reached) and, withFleet, the fleet's.
+func writeAttachTables(w io.Writer, agents []*attached, withFleet bool, fleetSummary aggregate.Summary) error {
+	for _, a := range agents {
+		if st := a.client.Status(); st.Connections == 0 {
+			fmt.Fprintf(w, "== agent %s (%s): never connected: %s\n\n", a.client.Name(), a.url, lastError(st))
+			continue
+		}
+		fmt.Fprintf(w, "== agent %s (%s)\n", a.client.Name(), a.url)
+		if err := aggregate.WriteTable(w, a.summary); err != nil {
+			return fmt.Errorf("write the summary: %w", err)
+		}
+		fmt.Fprintln(w)
+	}
+	if withFleet {
+		fmt.Fprintf(w, "== fleet: %s\n", fleetHeading(agents))
+		if err := aggregate.WriteTable(w, fleetSummary); err != nil {
+			return fmt.Errorf("write the fleet's summary: %w", err)
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+// fleetHeading says over which agents the fleet's figures are: those
+// reached, by name, and how many were live when attach ended.
+func fleetHeading(agents []*attached) string {
+	var names []string
+	sts := make([]agent.Status, 0, len(agents))
+	for _, a := range agents {
+		st := a.client.Status()
+		sts = append(sts, st)
+		if st.Connections > 0 {
+			names = append(names, st.Name)
+		}
+	}
+	return fmt.Sprintf("%d agents' requests merged (%s); %s at the end", len(names), strings.Join(names, ", "), fleet.LivenessOf(sts))
 }
 
 // neverConnected names each agent no connection reached, with its last
@@ -384,6 +429,22 @@ func (l *lateRecording) failure() string {
 type attachFeed struct {
 	agents []attachedFeed
 	fleet  *fleetView // nil for a single agent
+
+	mu      sync.Mutex
+	states  []fleet.AgentState // the agents' states at the last frame
+	changes uint64             // how many times they changed
+}
+
+// stateChanges counts the frames at which some agent's state differed
+// from the frame before.
+func (f *attachFeed) stateChanges(states []fleet.AgentState) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Equal(states, f.states) {
+		f.states = states
+		f.changes++
+	}
+	return f.changes
 }
 
 type attachedFeed struct {
@@ -407,11 +468,17 @@ func (f *attachFeed) Frame() (tui.Frame, uint64) {
 	if f.fleet != nil {
 		out, version = f.fleet.frame()
 	}
+	sts := make([]agent.Status, len(f.agents))
 	for i, a := range f.agents {
+		sts[i] = a.client.Status()
+	}
+	live := fleet.LivenessOf(sts)
+	for i, a := range f.agents {
+		st := sts[i]
 		fr, v := a.feed.Frame()
 		version += v
 		fr.Status = append([]string(nil), fr.Status...)
-		if st := a.client.Status(); st.State != agent.Streaming {
+		if st.State != agent.Streaming {
 			fr.Status = append(fr.Status, agentStatusLine(st))
 		}
 		if a.rec != nil {
@@ -423,16 +490,26 @@ func (f *attachFeed) Frame() (tui.Frame, uint64) {
 			out = fr
 			continue
 		}
-		fr.Agent = agentInfo(a.client.Status())
+		fr.Agent = agentInfo(st)
 		out.Status = append(out.Status, fr.Status...)
 		out.Agents = append(out.Agents, fr)
 	}
+	// The version moves with the agents' states too: a lost agent sends
+	// nothing more, yet the screen must say so.
+	version += f.stateChanges(live.States)
+	out.Live = &tui.Liveness{Live: live.Live, Total: live.Total, Text: live.String()}
 	return out, version
 }
 
-// agentStatusLine says what an agent that is not streaming is doing.
+// agentStatusLine says what an agent that is not streaming is doing: lost
+// (reached, then its connection ended), given up, or its client's state.
 func agentStatusLine(st agent.Status) string {
-	line := fmt.Sprintf("agent %s: %s", st.Name, st.State)
+	what := st.State.String()
+	switch state := fleet.StateOf(st); state {
+	case fleet.Lost, fleet.GivenUp:
+		what = string(state)
+	}
+	line := fmt.Sprintf("agent %s: %s", st.Name, what)
 	if st.Attempt > 0 {
 		line += fmt.Sprintf(" (attempt %d)", st.Attempt)
 	}
@@ -480,9 +557,13 @@ func (a *attachWatch) onState(st agent.Status) {
 	case agent.Reconnecting:
 		if st.Err != a.lastErr || now.Sub(a.lastLine) >= attachLineEvery {
 			a.lastErr, a.lastLine = st.Err, now
-			fmt.Fprintf(a.w, "%s; retrying in %s (attempt %d)\n", st.Err, untilText(st.RetryAt, now), st.Attempt)
+			lost := ""
+			if fleet.StateOf(st) == fleet.Lost {
+				lost = "lost: " // reached before: its figures stopped with it
+			}
+			fmt.Fprintf(a.w, "%s%s; retrying in %s (attempt %d)\n", lost, st.Err, untilText(st.RetryAt, now), st.Attempt)
 		}
-	case agent.Failed:
+	case agent.Failed, agent.GaveUp:
 		fmt.Fprintf(a.w, "gave up: %s\n", st.Err)
 	case agent.Streaming:
 		if a.lastErr != "" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/latscope/latscope/agent"
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/fleet"
 	"github.com/latscope/latscope/tui"
 )
 
@@ -49,7 +50,9 @@ func sayClock(w io.Writer, st agent.Status) {
 // agentInfo is what the dashboard's agents table shows of an agent beside
 // its events.
 func agentInfo(st agent.Status) *tui.AgentInfo {
-	return &tui.AgentInfo{Region: st.Region, ClockKnown: st.ClockKnown, ClockOffset: st.Clock.Offset, ClockBound: st.Clock.Bound()}
+	state := fleet.StateOf(st)
+	return &tui.AgentInfo{Region: st.Region, State: string(state), Live: state == fleet.Live,
+		ClockKnown: st.ClockKnown, ClockOffset: st.Clock.Offset, ClockBound: st.Clock.Bound()}
 }
 
 func signed(d time.Duration) string {
@@ -65,13 +68,21 @@ type attachJSON struct {
 	Fleet  aggregate.Summary            `json:"fleet"`
 	Agents map[string]aggregate.Summary `json:"agents"`
 	// Connections says, per agent, where it was, where it measures from,
-	// its clock, and whether it was reached (connections 0: never, and
-	// error says why).
+	// its clock, whether it was reached (connections 0: never, and error
+	// says why) and its state when attach ended.
 	Connections map[string]agentConnection `json:"connections"`
+	// FleetAgents names the agents whose requests the fleet merges (those
+	// reached); LiveAgents counts those still streaming when attach ended.
+	FleetAgents []string `json:"fleet_agents"`
+	LiveAgents  int      `json:"live_agents"`
 }
 
 type agentConnection struct {
-	URL         string `json:"url"`
+	URL string `json:"url"`
+	// State is fleet.AgentState: live, lost (reached, then its connection
+	// ended and was not back), given up (never reached within --give-up),
+	// ended, failed, stopped or connecting.
+	State       string `json:"state"`
 	Region      string `json:"region,omitempty"` // the agent's --region
 	Shard       string `json:"shard,omitempty"`  // the agent's --shard
 	Connections int64  `json:"connections"`
@@ -86,8 +97,8 @@ type agentConnection struct {
 	ClockError     string   `json:"clock_error,omitempty"`
 }
 
-func writeAttachJSON(w io.Writer, fleet aggregate.Summary, agents []*attached) error {
-	out := attachJSON{Fleet: fleet, Agents: map[string]aggregate.Summary{}, Connections: map[string]agentConnection{}}
+func writeAttachJSON(w io.Writer, merged aggregate.Summary, agents []*attached) error {
+	out := attachJSON{Fleet: merged, Agents: map[string]aggregate.Summary{}, Connections: map[string]agentConnection{}, FleetAgents: []string{}}
 	for _, a := range agents {
 		st := a.client.Status()
 		name := st.Name
@@ -98,7 +109,14 @@ func writeAttachJSON(w io.Writer, fleet aggregate.Summary, agents []*attached) e
 			}
 			name = fmt.Sprintf("%s#%d", st.Name, n)
 		}
-		c := agentConnection{URL: a.url, Region: st.Region, Shard: st.Shard, Connections: st.Connections,
+		state := fleet.StateOf(st)
+		if state == fleet.Live {
+			out.LiveAgents++
+		}
+		if st.Connections > 0 {
+			out.FleetAgents = append(out.FleetAgents, name)
+		}
+		c := agentConnection{URL: a.url, State: string(state), Region: st.Region, Shard: st.Shard, Connections: st.Connections,
 			ClockEstimates: st.ClockEstimates, ClockError: st.ClockErr}
 		if st.ClockKnown {
 			off, bound := ms(st.Clock.Offset), ms(st.Clock.Bound())
