@@ -12,6 +12,7 @@ import (
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/textsafe"
 )
 
 // CSVColumns are the columns of a single recording's CSV report.
@@ -223,6 +224,13 @@ func writeCSVRows(w io.Writer, header []string, rows [][]string) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(header); err != nil {
 		return err
+	}
+	// Every cell, numbers aside, is kept from running as a spreadsheet
+	// formula: names and error messages come from outside.
+	for _, row := range rows {
+		for i, cell := range row {
+			row[i] = textsafe.CSVCell(cell)
+		}
 	}
 	if err := cw.WriteAll(rows); err != nil { // WriteAll flushes
 		return err

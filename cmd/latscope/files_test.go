@@ -51,9 +51,12 @@ func executeIn(t *testing.T, ctx context.Context, stdin io.Reader, args ...strin
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
-	root.SetOut(&stdout)
-	root.SetErr(&stderr)
+	// As main does: what is written is escaped for the terminal.
+	out, errOut := newSafeStream(&stdout), newSafeStream(&stderr)
+	root.SetOut(out)
+	root.SetErr(errOut)
 	err := root.ExecuteContext(ctx)
+	_, _ = out.Flush(), errOut.Flush()
 	return stdout.String(), stderr.String(), err
 }
 

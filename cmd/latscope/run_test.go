@@ -28,9 +28,12 @@ func executeCtx(t *testing.T, ctx context.Context, args ...string) (string, stri
 	var stdout, stderr syncBuffer
 	root := newRootCmd()
 	root.SetArgs(args)
-	root.SetOut(&stdout)
-	root.SetErr(&stderr)
+	// As main does: what is written is escaped for the terminal.
+	out, errOut := newSafeStream(&stdout), newSafeStream(&stderr)
+	root.SetOut(out)
+	root.SetErr(errOut)
 	err := root.ExecuteContext(ctx)
+	_, _ = out.Flush(), errOut.Flush()
 	return stdout.String(), stderr.String(), err
 }
 

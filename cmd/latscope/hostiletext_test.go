@@ -1,0 +1,125 @@
+package main
+
+// Text from a hostile server or recording reaches no output raw: not the
+// headless summary, not stderr, not a report in any format.
+
+import (
+	"context"
+	"encoding/csv"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/textsafe"
+	"github.com/latscope/latscope/internal/textsafe/hostile"
+	"github.com/latscope/latscope/recorder"
+)
+
+// hostileServer answers every request with a 500 whose body is every
+// hostile string at once.
+func hostileServer(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(hostile.Joined()))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// hostileRecording writes a recording whose text fields (session name,
+// model, errors) hold the hostile strings raw, as a tampered file would.
+func hostileRecording(t *testing.T, path string) {
+	t.Helper()
+	bad := hostile.Joined()
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	w, err := recorder.Create(path, &event.Session{Time: start, Latscope: "test", Name: bad, Region: bad,
+		Target: "http://127.0.0.1:8000", Model: bad, Server: bad, Load: event.Load{Mode: "closed", Concurrency: 1}}, recorder.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		at := start.Add(time.Duration(i) * time.Second)
+		r := &event.Request{ID: "r" + string(rune('a'+i)), Dialect: "openai-chat", Model: bad, Intended: at, Start: at,
+			Outcome: event.OutcomeHTTPStatus, Status: 500, Error: bad, E2E: 10 * time.Millisecond}
+		if err := w.Write(event.NewRequest(r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Write(event.NewMarker(&event.Marker{Time: start, Kind: event.MarkerNote, Source: bad, Message: bad})); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// assertShownSafe fails if out holds a character a terminal acts on.
+func assertShownSafe(t *testing.T, what, out string) {
+	t.Helper()
+	if i := textsafe.IndexUnsafe(out); i >= 0 {
+		t.Errorf("%s: raw %q at byte %d:\n%s", what, out[i:min(i+12, len(out))], i, out)
+	}
+	if leaks := hostile.Leaks(out, hostile.Terminal); len(leaks) > 0 {
+		t.Errorf("%s: %v reach the output raw", what, leaks)
+	}
+}
+
+func TestHostileTextIsShownEscaped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	live := filepath.Join(dir, "live.lsr")
+	tampered := filepath.Join(dir, "tampered.lsr")
+	hostileRecording(t, tampered)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	stdout, stderr, _ := executeCtx(t, ctx, "run", "--url", hostileServer(t), "--dialect", "openai-chat", "--model", "m",
+		"--no-tui", "--no-gpu", "-n", "4", "-c", "2", "--prompt-tokens", "8", "--output-tokens", "4", "--record", live)
+	assertShownSafe(t, "run", stdout+stderr)
+	if !strings.Contains(stdout+stderr, hostile.Word) {
+		t.Errorf("run: the server's error text is not shown at all:\n%s%s", stdout, stderr)
+	}
+	for _, rec := range []string{live, tampered} {
+		for _, args := range [][]string{{"replay", rec, "--no-tui"}, {"replay", rec, "--no-tui", "--json"}} {
+			stdout, stderr, _ := executeCtx(t, ctx, args...)
+			assertShownSafe(t, strings.Join(args, " "), stdout+stderr)
+		}
+		for _, f := range []string{"md", "csv", "html", "json"} {
+			out := filepath.Join(dir, filepath.Base(rec)+"."+f)
+			if _, stderr, err := executeCtx(t, ctx, "report", rec, "-o", out); err != nil {
+				t.Fatalf("report -o %s: %v\n%s", out, err, stderr)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertShownSafe(t, "report "+f, string(b))
+			if f == "csv" {
+				assertNoFormulas(t, string(b))
+			}
+		}
+	}
+}
+
+// assertNoFormulas fails if a cell of the CSV would run as a formula.
+func assertNoFormulas(t *testing.T, data string) {
+	t.Helper()
+	rows, err := csv.NewReader(strings.NewReader(data)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rows {
+		for _, cell := range row {
+			if textsafe.CSVCell(cell) != cell {
+				t.Errorf("csv cell %q could run as a formula", cell)
+			}
+		}
+	}
+}
