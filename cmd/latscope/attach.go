@@ -240,12 +240,16 @@ func reportAttach(cmd *cobra.Command, agents []*attached, merged *fleet.Fleet, j
 	if merged != nil {
 		fleetSummary = merged.Summary()
 	}
+	judged := fleetSummary // what the exit code is judged on: the fleet, or the one agent
+	if merged == nil && len(agents) == 1 {
+		judged = agents[0].summary
+	}
 	unreached := neverConnected(agents)
 	if jsonOut {
 		if err := writeAttachJSON(cmd.OutOrStdout(), fleetSummary, agents); err != nil {
 			return err
 		}
-		return attachOutcome(agents, unreached)
+		return attachOutcome(stderr, agents, unreached, judged)
 	}
 	if err := writeAttachTables(cmd.OutOrStdout(), agents, merged != nil && len(agents)-len(unreached) > 1, fleetSummary); err != nil {
 		return err
@@ -253,7 +257,7 @@ func reportAttach(cmd *cobra.Command, agents []*attached, merged *fleet.Fleet, j
 	if len(unreached) > 0 && len(unreached) < len(agents) {
 		fmt.Fprintf(stderr, "latscope: %d of %d agents never connected: %s\n", len(unreached), len(agents), strings.Join(unreached, "; "))
 	}
-	return attachOutcome(agents, unreached)
+	return attachOutcome(stderr, agents, unreached, judged)
 }
 
 // agentRecordPath is where --record FILE puts agent i of n: FILE itself
@@ -327,7 +331,7 @@ func lastError(st agent.Status) string {
 
 // attachOutcome fails an attach that reached no agent (exit 1, naming each
 // agent and its last error), and one where an agent failed.
-func attachOutcome(agents []*attached, unreached []string) error {
+func attachOutcome(stderr io.Writer, agents []*attached, unreached []string, judged aggregate.Summary) error {
 	if len(unreached) == len(agents) {
 		return &exitError{code: exitFailure, err: fmt.Errorf("no agent could be reached: %s", strings.Join(unreached, "; "))}
 	}
@@ -337,7 +341,12 @@ func attachOutcome(agents []*attached, unreached []string) error {
 			errs = append(errs, fmt.Errorf("agent %s: %w", a.url, a.err))
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// The agents' requests judged as a run's are: every one failed is 3,
+	// a missed objective of the agents' --slo 2.
+	return recordedOutcome(stderr, judged)
 }
 
 // prefixWriter prefixes each write (one status line) and serialises writers.

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"encoding/csv"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -80,22 +81,24 @@ func TestHostileTextIsShownEscaped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	stdout, stderr, _ := executeCtx(t, ctx, "run", "--url", hostileServer(t), "--dialect", "openai-chat", "--model", "m",
+	stdout, stderr, err := executeCtx(t, ctx, "run", "--url", hostileServer(t), "--dialect", "openai-chat", "--model", "m",
 		"--no-tui", "--no-gpu", "-n", "4", "-c", "2", "--prompt-tokens", "8", "--output-tokens", "4", "--record", live)
 	assertShownSafe(t, "run", stdout+stderr)
+	assertExit(t, "run", err, exitAllFailed)
 	if !strings.Contains(stdout+stderr, hostile.Word) {
 		t.Errorf("run: the server's error text is not shown at all:\n%s%s", stdout, stderr)
 	}
 	for _, rec := range []string{live, tampered} {
 		for _, args := range [][]string{{"replay", rec, "--no-tui"}, {"replay", rec, "--no-tui", "--json"}} {
-			stdout, stderr, _ := executeCtx(t, ctx, args...)
+			stdout, stderr, err := executeCtx(t, ctx, args...)
 			assertShownSafe(t, strings.Join(args, " "), stdout+stderr)
+			// Every request failed: the same exit code as the run's.
+			assertExit(t, strings.Join(args, " "), err, exitAllFailed)
 		}
 		for _, f := range []string{"md", "csv", "html", "json"} {
 			out := filepath.Join(dir, filepath.Base(rec)+"."+f)
-			if _, stderr, err := executeCtx(t, ctx, "report", rec, "-o", out); err != nil {
-				t.Fatalf("report -o %s: %v\n%s", out, err, stderr)
-			}
+			_, _, err := executeCtx(t, ctx, "report", rec, "-o", out)
+			assertExit(t, "report -o "+out, err, exitAllFailed)
 			b, err := os.ReadFile(out)
 			if err != nil {
 				t.Fatal(err)
@@ -121,5 +124,13 @@ func assertNoFormulas(t *testing.T, data string) {
 				t.Errorf("csv cell %q could run as a formula", cell)
 			}
 		}
+	}
+}
+
+// assertExit fails unless err maps to exit code want.
+func assertExit(t *testing.T, what string, err error, want int) {
+	t.Helper()
+	if got := exitCode(io.Discard, err, nil); got != want {
+		t.Errorf("%s: exit %d (%v), want %d", what, got, err, want)
 	}
 }

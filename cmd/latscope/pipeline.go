@@ -153,3 +153,18 @@ func addRecorderAndExport(ctx context.Context, stderr io.Writer, f *loadFlags, s
 	}
 	return nil
 }
+
+// recordedOutcome is outcome for a recording read back (replay, report):
+// the same exit code the run that made it gave, its objectives (the
+// session's --slo) judged again.
+func recordedOutcome(stderr io.Writer, s aggregate.Summary) error {
+	var objectives []aggregate.Objective
+	if s.Session != nil && s.Session.Load.SLO != "" {
+		objs, err := aggregate.ParseSLO(s.Session.Load.SLO)
+		if err != nil {
+			fmt.Fprintf(stderr, "latscope: warning: the recording's objectives %q are not judged: %v\n", s.Session.Load.SLO, err)
+		}
+		objectives = objs
+	}
+	return outcome(stderr, s, objectives, false, nil)
+}

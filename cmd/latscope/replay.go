@@ -100,8 +100,12 @@ then pause and seek work as for a file.`,
 				return err
 			}
 			err = writeSummary(cmd.OutOrStdout(), summary, jsonOut)
-			if err == nil && interrupted {
+			switch {
+			case err != nil:
+			case interrupted:
 				err = &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the recording up to there")}
+			default: // the exit code the recorded run gave
+				err = recordedOutcome(cmd.ErrOrStderr(), summary)
 			}
 			return err
 		},

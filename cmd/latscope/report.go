@@ -139,13 +139,17 @@ func runReport(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f
 	}
 	if output == "" {
 		_, err = stdout.Write(buf.Bytes())
-		return err
+	} else {
+		// Whole or not at all: a full disk leaves no half report behind.
+		err = atomicfile.WriteFile(output, buf.Bytes(), atomicfile.Options{Overwrite: true})
 	}
-	// Whole or not at all: a full disk leaves no half report behind.
-	if err := atomicfile.WriteFile(output, buf.Bytes(), atomicfile.Options{Overwrite: true}); err != nil {
+	if err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
-	return nil
+	if comparePath != "" {
+		return nil // a comparison judges no one run
+	}
+	return recordedOutcome(stderr, base.Summary) // the exit code the recorded run gave
 }
 
 func sameFile(a, b string) bool {

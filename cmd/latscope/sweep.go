@@ -57,7 +57,7 @@ that meets the objectives under bursts.
 
 A step without a successful request (every request refused, 429, or the
 server gone) ends the sweep, which then exits 1 naming the step and its most
-common error. The load flags of run (-c, --steps, --rate, --duration, ...)
+common error (3 if no request of any step succeeded, as run exits). The load flags of run (-c, --steps, --rate, --duration, ...)
 are refused: the steps set the load.`,
 		Example: `  latscope sweep --url http://127.0.0.1:8000 --slo 'ttft.p99<300ms' --no-tui
   latscope sweep --url http://127.0.0.1:8000 --rates 2,4,8,12,16 --arrival poisson --json > sweep.json
@@ -316,6 +316,9 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	switch {
 	case r.res.Interrupted && !dashboard:
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the table covers the steps run until then")}
+	case r.res.Failure != "" && noneSucceeded(r.res.Steps):
+		// Every request of every step failed: exit 3, as a run's.
+		return &exitError{code: exitAllFailed, err: errors.New("sweep failed: " + r.res.Failure)}
 	case r.res.Failure != "":
 		// A step measured nothing of the server: the sweep did not find
 		// its capacity, whatever it printed about the steps before.
@@ -367,4 +370,14 @@ func stepLine(st *sweep.Step) string {
 		line += ": " + st.Failed
 	}
 	return line
+}
+
+// noneSucceeded reports whether no step had a successful request.
+func noneSucceeded(steps []sweep.Step) bool {
+	for _, st := range steps {
+		if st.OK > 0 {
+			return false
+		}
+	}
+	return true
 }

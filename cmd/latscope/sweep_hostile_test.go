@@ -45,8 +45,8 @@ func TestSweepAgainstAServerThatOnly429s(t *testing.T) {
 		}
 		stdout, stderr, err := execute(t, args...)
 		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != exitFailure {
-			t.Fatalf("%s: err %v, want exit %d\nstderr:\n%s", format, err, exitFailure, stderr)
+		if !errors.As(err, &ee) || ee.code != exitAllFailed {
+			t.Fatalf("%s: err %v, want exit %d\nstderr:\n%s", format, err, exitAllFailed, stderr)
 		}
 		if want := "step 1 (20 req/s): no request succeeded: "; !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "429") {
 			t.Errorf("%s: err %q, want %q and the 429", format, err, want)
