@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/latscope/latscope/internal/fileread"
 )
@@ -17,6 +19,10 @@ const DefaultListen = "127.0.0.1:7070"
 // TokenEnv names the environment variable the agent and attach commands
 // read the token from when no flag gives it (a flag would show it in ps).
 const TokenEnv = "LATSCOPE_TOKEN"
+
+// ErrWeakToken is returned for a token too short to keep a secret, or one
+// holding whitespace.
+var ErrWeakToken = errors.New("refusing a weak token")
 
 // ErrNoToken is returned for a non-loopback listen address without a token.
 var ErrNoToken = errors.New("refusing to serve events beyond this machine without a token")
@@ -56,6 +62,9 @@ func (c ListenConfig) Validate() error {
 		return fmt.Errorf("%w: listen address %q is reachable from other machines; "+
 			"set a token (--token or LATSCOPE_TOKEN), listen on 127.0.0.1, "+
 			"or pass --insecure-no-auth on purpose", ErrNoToken, c.addr())
+	}
+	if err := checkToken(c.Token); err != nil {
+		return err
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("tls needs both a certificate and a key file")
@@ -116,4 +125,22 @@ func (c ListenConfig) tlsConfig() (*tls.Config, error) {
 		return nil, err
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// MinTokenLength is the shortest token the agent serves with: a shorter
+// one is guessed, and a token of one space is a slip, not a secret.
+const MinTokenLength = 16
+
+// checkToken refuses a token that is set but short or holds whitespace
+// (which no client could send intact in an Authorization header).
+func checkToken(tok string) error {
+	switch {
+	case tok == "":
+		return nil
+	case strings.IndexFunc(tok, unicode.IsSpace) >= 0:
+		return fmt.Errorf("%w: it holds whitespace, which no client can send in an Authorization header; use letters, digits and punctuation (for example: openssl rand -hex 16)", ErrWeakToken)
+	case utf8.RuneCountInString(tok) < MinTokenLength:
+		return fmt.Errorf("%w: %d characters, want %d or more (for example: openssl rand -hex 16)", ErrWeakToken, utf8.RuneCountInString(tok), MinTokenLength)
+	}
+	return nil
 }

@@ -35,7 +35,7 @@ func TestListenRefusesAnExposedAddressWithoutAToken(t *testing.T) {
 		{ListenConfig{Addr: "0.0.0.0:7070"}, true},
 		{ListenConfig{Addr: "10.1.2.3:7070"}, true},
 		{ListenConfig{Addr: "gpu-box:7070"}, true},
-		{ListenConfig{Addr: "0.0.0.0:7070", Token: "t"}, false},
+		{ListenConfig{Addr: "0.0.0.0:7070", Token: "t-0123456789abcdef"}, false},
 		{ListenConfig{Addr: "0.0.0.0:7070", InsecureNoAuth: true}, false},
 	}
 	for _, tt := range tests {
@@ -188,4 +188,17 @@ func selfSignedCert(t *testing.T) (certFile, keyFile string) {
 		t.Fatal(err)
 	}
 	return certFile, keyFile
+}
+
+// A token that is short or holds whitespace is refused before the agent
+// serves: every client would get 401 for it, or guess it.
+func TestWeakTokensRefused(t *testing.T) {
+	t.Parallel()
+	for tok, refuse := range map[string]bool{" ": true, "t": true, "fifteen-chars-x": true, "0123456789abcdef 0123": true,
+		"0123456789abcdef\t": true, "0123456789abcdef": false, "": false} {
+		err := ListenConfig{Addr: "127.0.0.1:7070", Token: tok}.Validate()
+		if got := errors.Is(err, ErrWeakToken); got != refuse {
+			t.Errorf("token %q: err %v, want refused %v", tok, err, refuse)
+		}
+	}
 }

@@ -136,6 +136,10 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen.Addr, err)
 	}
+	if cfg.Listen.InsecureNoAuth && cfg.Listen.Token == "" {
+		// Every start says it: a flag set once in a unit file is forgotten.
+		fmt.Fprintf(stderr, "latscope agent: WARNING: --insecure-no-auth: anyone who can reach %s reads this agent's events, targets and metrics without a token\n", ln.Addr())
+	}
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(serveCtx, ln) }()

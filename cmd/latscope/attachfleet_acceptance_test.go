@@ -25,7 +25,7 @@ func TestAttachEstimatesEachAgentsClockWithin5ms(t *testing.T) {
 	for name, skew := range skews {
 		urls = append(urls, skewedAgent(t, name, skew, trueStart, 100))
 	}
-	out, stderr, err := execute(t, append([]string{"attach", "--no-tui", "--json", "--token", "tok"}, urls...)...)
+	out, stderr, err := execute(t, append([]string{"attach", "--no-tui", "--json", "--token", "tok-0123456789abcdef"}, urls...)...)
 	if err != nil {
 		t.Fatalf("attach: %v\n%s", err, stderr)
 	}

@@ -122,7 +122,7 @@ func keys[V any](m map[string]V) []string {
 func skewedAgent(t *testing.T, name string, skew time.Duration, trueStart time.Time, n int) string {
 	t.Helper()
 	clock := func() time.Time { return time.Now().Add(skew) }
-	srv, err := agent.New(agent.Config{Listen: agent.ListenConfig{Addr: "127.0.0.1:0", Token: "tok"}, Now: clock,
+	srv, err := agent.New(agent.Config{Listen: agent.ListenConfig{Addr: "127.0.0.1:0", Token: "tok-0123456789abcdef"}, Now: clock,
 		Identity: agent.Identity{Name: name, Region: "region-" + name}})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func TestAttachAlignsTheFleetByEachAgentsClock(t *testing.T) {
 	for name, skew := range skews {
 		urls = append(urls, skewedAgent(t, name, skew, trueStart, 100))
 	}
-	out, stderr, err := execute(t, append([]string{"attach", "--no-tui", "--json", "--token", "tok"}, urls...)...)
+	out, stderr, err := execute(t, append([]string{"attach", "--no-tui", "--json", "--token", "tok-0123456789abcdef"}, urls...)...)
 	if err != nil {
 		t.Fatalf("attach: %v\n%s", err, stderr)
 	}

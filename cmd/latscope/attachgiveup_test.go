@@ -78,7 +78,7 @@ func attachStates(t *testing.T, out string) attachStatesJSON {
 // nothing listens any more.
 func liveAgent(t *testing.T, name string) (url string, kill func()) {
 	t.Helper()
-	srv, err := agent.New(agent.Config{Listen: agent.ListenConfig{Addr: "127.0.0.1:0", Token: "tok"}, Identity: agent.Identity{Name: name}})
+	srv, err := agent.New(agent.Config{Listen: agent.ListenConfig{Addr: "127.0.0.1:0", Token: "tok-0123456789abcdef"}, Identity: agent.Identity{Name: name}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func killOneOfThree(t *testing.T, args ...string) (stdout, stderr string, took t
 		}
 		return false
 	}
-	stdout, stderr, err := attachUntil(t, lost, append(append([]string{"--no-tui", "--token", "tok"}, args...), urls...)...)
+	stdout, stderr, err := attachUntil(t, lost, append(append([]string{"--no-tui", "--token", "tok-0123456789abcdef"}, args...), urls...)...)
 	if err != nil {
 		t.Fatalf("attach: %v\n%s", err, stderr)
 	}
