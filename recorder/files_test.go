@@ -112,3 +112,30 @@ func TestCreateRefusesWhatIsNotAFile(t *testing.T) {
 		}
 	}
 }
+
+// A symbolic link where the recording goes is refused, even with
+// overwriting allowed: the file it points to is left as it was.
+func TestCreateRefusesASymlink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	target := filepath.Join(dir, "precious")
+	if err := os.WriteFile(target, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "rec.lsr")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, overwrite := range []bool{false, true} {
+		w, err := Create(link, testHeader(), Options{Overwrite: overwrite})
+		if err == nil {
+			w.Close()
+			t.Errorf("Create over a symlink (overwrite %v) succeeded", overwrite)
+		} else if overwrite && !errors.Is(err, fileread.ErrNotRegular) {
+			t.Errorf("Create over a symlink (overwrite %v) = %v, want it refused as not a regular file", overwrite, err)
+		}
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "keep me" {
+		t.Errorf("the link's target now holds %q (%v)", b, err)
+	}
+}

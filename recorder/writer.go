@@ -103,8 +103,9 @@ func Create(path string, header *event.Session, opts Options) (*Writer, error) {
 		return nil, errors.New("create recording: no session header")
 	}
 	// Look before opening: opening a FIFO for writing blocks, and O_TRUNC
-	// must not reach anything but a regular file.
-	info, err := os.Stat(path)
+	// must not reach anything but a regular file (a symbolic link is
+	// refused, not followed: overwriting must not land elsewhere).
+	info, err := os.Lstat(path)
 	switch {
 	case err == nil && !info.Mode().IsRegular():
 		return nil, fmt.Errorf("create recording: %s: %w (%s)", path, fileread.ErrNotRegular, fileread.Kind(info.Mode()))
@@ -116,7 +117,7 @@ func Create(path string, header *event.Session, opts Options) (*Writer, error) {
 	created := err != nil
 	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL | fileread.NonBlock
 	if !created {
-		flags = os.O_WRONLY | os.O_TRUNC | fileread.NonBlock // no O_CREATE: it exists, as checked
+		flags = os.O_WRONLY | os.O_TRUNC | fileread.NonBlock | fileread.NoFollow // no O_CREATE: it exists, as checked
 	}
 	f, err := os.OpenFile(path, flags, 0o600)
 	if errors.Is(err, fs.ErrExist) {
