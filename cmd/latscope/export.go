@@ -77,6 +77,11 @@ func (t *traceExport) start(_ context.Context, fan *pipeline.Fanout) func() erro
 	return func() error {
 		err := <-done
 		t.report()
+		if st := t.exp.Stats(); err == nil && st.Requests > 0 && st.Spans == 0 {
+			// Nothing reached the collector: the export, asked for, did
+			// not happen (a partial loss stays counted, the exit unchanged).
+			err = fmt.Errorf("OTLP export to %s: none of %d requests' spans reached the collector", t.exp.Endpoint(), st.Requests)
+		}
 		return err
 	}
 }

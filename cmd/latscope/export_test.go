@@ -30,8 +30,9 @@ func TestExportFailuresAreCountedInTheSummary(t *testing.T) {
 
 	stdout, stderr, err := execute(t, "run", "--url", url, "-n", "6", "-c", "2", "--no-tui", "--json",
 		"--otlp-export", collector.URL, "--flush-timeout", "2s")
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, stderr)
+	// Every span lost: the summary is printed, and the run exits 1.
+	if code := exitCode(io.Discard, err, nil); code != exitFailure || !strings.Contains(err.Error(), "none of 6 requests' spans reached the collector") {
+		t.Fatalf("run: exit %d (%v), want %d and the spans lost\n%s", code, err, exitFailure, stderr)
 	}
 	if exports.Load() == 0 {
 		t.Fatal("no export reached the collector")
