@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"time"
@@ -102,19 +103,10 @@ func Create(path string, header *event.Session, opts Options) (*Writer, error) {
 	if header == nil {
 		return nil, errors.New("create recording: no session header")
 	}
-	// Look before opening: opening a FIFO for writing blocks, and O_TRUNC
-	// must not reach anything but a regular file (a symbolic link is
-	// refused, not followed: overwriting must not land elsewhere).
-	info, err := os.Lstat(path)
-	switch {
-	case err == nil && !info.Mode().IsRegular():
-		return nil, fmt.Errorf("create recording: %s: %w (%s)", path, fileread.ErrNotRegular, fileread.Kind(info.Mode()))
-	case err == nil && !opts.Overwrite:
-		return nil, fmt.Errorf("create recording: %s already exists (choose another name, or allow overwriting): %w", path, fs.ErrExist)
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
+	created, err := look(path, opts)
+	if err != nil {
 		return nil, fmt.Errorf("create recording: %w", err)
 	}
-	created := err != nil
 	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL | fileread.NonBlock
 	if !created {
 		flags = os.O_WRONLY | os.O_TRUNC | fileread.NonBlock | fileread.NoFollow // no O_CREATE: it exists, as checked
@@ -127,7 +119,7 @@ func Create(path string, header *event.Session, opts Options) (*Writer, error) {
 		return nil, fmt.Errorf("create recording: %w", err)
 	}
 	// Check what was opened too: the path may have changed since the look.
-	if info, err = f.Stat(); err != nil || !info.Mode().IsRegular() {
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
 		f.Close()
 		if err == nil {
 			err = fmt.Errorf("%s: %w (%s)", path, fileread.ErrNotRegular, fileread.Kind(info.Mode()))
@@ -441,4 +433,43 @@ func (w *Writer) drain(events <-chan event.Event) {
 		}
 		_ = w.Write(ev)
 	}
+}
+
+// CheckPath says whether Create could write a recording at path, without
+// creating anything: a command checks its --record before it contacts a
+// server, so a typo costs nothing.
+func CheckPath(path string, opts Options) error {
+	created, err := look(path, opts)
+	if err != nil {
+		return err
+	}
+	if !created {
+		return nil // an existing regular file, to overwrite
+	}
+	dir := filepath.Dir(path)
+	info, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: the directory %s: %w", path, dir, err)
+	case !info.IsDir():
+		return fmt.Errorf("%s: %s is not a directory", path, dir)
+	}
+	return nil
+}
+
+// look checks path before it is opened: opening a FIFO for writing blocks,
+// and O_TRUNC must not reach anything but a regular file (a symbolic link
+// is refused, not followed: overwriting must not land elsewhere). It
+// reports whether the file is to be created.
+func look(path string, opts Options) (create bool, err error) {
+	info, err := os.Lstat(path)
+	switch {
+	case err == nil && !info.Mode().IsRegular():
+		return false, fmt.Errorf("%s: %w (%s)", path, fileread.ErrNotRegular, fileread.Kind(info.Mode()))
+	case err == nil && !opts.Overwrite:
+		return false, fmt.Errorf("%s already exists (choose another name, or allow overwriting): %w", path, fs.ErrExist)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return false, err
+	}
+	return err != nil, nil
 }

@@ -157,7 +157,7 @@ func TestRecordRefusesDevNull(t *testing.T) {
 	for _, extra := range [][]string{nil, {"--record-overwrite"}} {
 		args := append([]string{"run", "--url", serveTinySim(t), "--no-tui", "-n", "1", "--no-gpu", "--record", "/dev/null"}, extra...)
 		_, _, err := execute(t, args...)
-		if err == nil || !strings.Contains(err.Error(), "--record: create recording: /dev/null: not a regular file (a character device)") {
+		if err == nil || !strings.Contains(err.Error(), "--record: /dev/null: not a regular file (a character device)") {
 			t.Errorf("latscope %s: err = %v, want a refusal", strings.Join(args, " "), err)
 		}
 	}

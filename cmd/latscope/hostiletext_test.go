@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,5 +133,34 @@ func assertExit(t *testing.T, what string, err error, want int) {
 	t.Helper()
 	if got := exitCode(io.Discard, err, nil); got != want {
 		t.Errorf("%s: exit %d (%v), want %d", what, got, err, want)
+	}
+}
+
+// A --record path that cannot be written fails before the server hears of
+// the run: no request, no set-up probe.
+func TestRecordPathCheckedBeforeTheServer(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link.lsr")
+	if err := os.Symlink(filepath.Join(dir, "elsewhere"), link); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--record", filepath.Join(dir, "missing", "rec.lsr")},
+		{"--record", link, "--record-overwrite"},
+	} {
+		_, stderr, err := execute(t, append([]string{"run", "--url", srv.URL, "--no-tui", "--no-gpu", "-n", "1"}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "--record") {
+			t.Errorf("%v: err %v, want --record refused\n%s", args, err, stderr)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server got %d requests before --record was refused", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/recorder"
 	"github.com/latscope/latscope/tui"
 )
 
@@ -36,6 +37,11 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	window, err := tui.ParseWindow(f.window)
 	if err != nil {
 		return fmt.Errorf("--window: %w", err)
+	}
+	if f.record != "" { // before the server is contacted: a typo costs nothing
+		if err := recorder.CheckPath(f.record, recorder.Options{Overwrite: f.recordOverwrite}); err != nil {
+			return fmt.Errorf("--record: %w", err)
+		}
 	}
 	dashboard := useDashboard(stdout, f.noTUI)
 	s, err := openSession(ctx, stderr, target, f, extra)
