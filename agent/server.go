@@ -40,12 +40,18 @@ type Config struct {
 	// Good, when set, is the goodput's rule (aggregate.GoodRequest): the
 	// requests it passes are counted in latscope_requests_good_total.
 	Good func(*event.Request) bool
+	// MaxClients bounds the event-stream clients served at once (default
+	// DefaultMaxClients): each costs a goroutine and a replay of the ring,
+	// so a flood of clients with a valid token must not cost unbounded
+	// memory. One over it gets 503.
+	MaxClients int
 }
 
 // The defaults of Config.
 const (
 	DefaultHeartbeat    = 15 * time.Second
 	DefaultWriteTimeout = 10 * time.Second
+	DefaultMaxClients   = 64
 )
 
 // StreamHeader names the response header that identifies one run of an
@@ -68,6 +74,9 @@ type Server struct {
 	mux      *http.ServeMux
 	clients  atomic.Int64
 	refusals *refusalLog
+	// busy counts clients refused for MaxClients; busyLogged is when the
+	// last log line about them was written (unix ns).
+	busy, busyLogged atomic.Int64
 
 	// clientGone, when set by a test, hears how each stream ended.
 	clientGone func(err error)
@@ -81,6 +90,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = DefaultMaxClients
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout

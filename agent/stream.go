@@ -27,6 +27,12 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	if n := s.clients.Add(1); n > int64(s.cfg.MaxClients) {
+		s.clients.Add(-1)
+		s.refuseBusy(w, r)
+		return
+	}
+	defer s.clients.Add(-1)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -37,11 +43,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 
 	s.metrics.connections.Inc()
 	s.metrics.clients.Inc()
-	s.clients.Add(1)
-	defer func() {
-		s.clients.Add(-1)
-		s.metrics.clients.Dec()
-	}()
+	defer s.metrics.clients.Dec()
 	err = s.stream(r.Context(), w, rc, c)
 	if err != nil && !errors.Is(err, context.Canceled) && !stopping(r.Context()) {
 		s.metrics.clientsDropped.Inc()
@@ -147,4 +149,20 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rc *http.Resp
 		return fmt.Errorf("flush event stream: %w", err)
 	}
 	return nil
+}
+
+// busyLogEvery is the least time between two log lines about clients
+// refused for MaxClients: a flood of them must not flood the log too.
+const busyLogEvery = 10 * time.Second
+
+// refuseBusy answers 503 to a client over MaxClients, and logs it at most
+// once every busyLogEvery with the count since the last line.
+func (s *Server) refuseBusy(w http.ResponseWriter, r *http.Request) {
+	n := s.busy.Add(1)
+	now := time.Now().UnixNano()
+	if last := s.busyLogged.Load(); now-last >= int64(busyLogEvery) && s.busyLogged.CompareAndSwap(last, now) {
+		s.log.Warn("refused event-stream clients: too many at once", "max_clients", s.cfg.MaxClients, "refused_in_all", n, "remote", r.RemoteAddr)
+	}
+	w.Header().Set("Retry-After", "10")
+	http.Error(w, fmt.Sprintf("too many event-stream clients (at most %d); try again later", s.cfg.MaxClients), http.StatusServiceUnavailable)
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -143,4 +144,32 @@ func openEvents(t *testing.T, a *agentUnderTest, lastID string) *http.Response {
 		t.Fatalf("/events: %s", resp.Status)
 	}
 	return resp
+}
+
+// Past MaxClients, one more event-stream client gets 503 (and a log line),
+// not a goroutine and a replay of the ring; when one leaves, another is
+// served.
+func TestClientsOverTheCapAreRefused(t *testing.T) {
+	t.Parallel()
+	var logs lockedBuffer
+	a := startAgent(t, Config{MaxClients: 2, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	first := stuckClient(t, a.addr, "")
+	stuckClient(t, a.addr, "")
+	resp, body := get(t, a, "/events", "")
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "at most 2") {
+		t.Fatalf("third client: %d %q, want 503 naming the cap", resp.StatusCode, body)
+	}
+	if !strings.Contains(logs.String(), "too many at once") {
+		t.Errorf("no log line for the refused client:\n%s", logs.String())
+	}
+	first.Close()
+	for a.Clients() > 1 { // the server sees the close on its next write or read
+		select {
+		case <-t.Context().Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		_ = publishAll(t, a.Server, requests(0, 1)...)
+	}
+	stuckClient(t, a.addr, "") // served again
 }

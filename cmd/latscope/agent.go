@@ -18,18 +18,19 @@ import (
 
 func newAgentCmd() *cobra.Command {
 	var (
-		f         loadFlags
-		target    string
-		listen    agent.ListenConfig
-		name      string
-		region    string
-		shard     string
-		startAt   string
-		ringSize  int
-		ringAge   time.Duration
-		ringBytes int64
-		linger    time.Duration
-		quietLogs bool
+		f          loadFlags
+		target     string
+		listen     agent.ListenConfig
+		name       string
+		region     string
+		shard      string
+		startAt    string
+		ringSize   int
+		ringAge    time.Duration
+		ringBytes  int64
+		linger     time.Duration
+		maxClients int
+		quietLogs  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "agent --url URL",
@@ -87,9 +88,10 @@ It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
 			}
 			return runAgent(cmd, target, &f, agent.Config{
 				Listen: listen, Ring: agent.RingConfig{MaxEvents: ringSize, MaxAge: ringAge, MaxBytes: ringBytes},
-				Logger:   agentLogger(cmd.ErrOrStderr(), quietLogs),
-				Identity: agent.Identity{Name: name, Region: region, Shard: sh.String(), SLO: f.slo},
-				Good:     aggregate.GoodRequest(objectives, basis),
+				Logger:     agentLogger(cmd.ErrOrStderr(), quietLogs),
+				Identity:   agent.Identity{Name: name, Region: region, Shard: sh.String(), SLO: f.slo},
+				Good:       aggregate.GoodRequest(objectives, basis),
+				MaxClients: maxClients,
 			}, name, linger)
 		},
 	}
@@ -107,6 +109,7 @@ It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
 	fl.IntVar(&ringSize, "ring-events", 0, "events kept for clients that reconnect (default 10000)")
 	fl.DurationVar(&ringAge, "ring-age", 0, "how long events are kept for clients that reconnect (default 10m)")
 	fl.Int64Var(&ringBytes, "ring-bytes", 0, fmt.Sprintf("the most bytes of encoded events kept for clients that reconnect (default %d, 32 MiB); the ring is most of an agent's memory, so raising it raises the agent's resident set by as much", agent.DefaultRingBytes))
+	fl.IntVar(&maxClients, "max-clients", agent.DefaultMaxClients, "most event-stream clients served at once; one more gets 503")
 	fl.DurationVar(&linger, "linger", time.Minute, "after the session ends, keep serving this long so dashboards can fetch the rest")
 	fl.BoolVar(&quietLogs, "quiet", false, "do not log the agent's connections on stderr")
 	f.register(fl)
