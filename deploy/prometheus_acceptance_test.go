@@ -135,12 +135,12 @@ func TestShardsSendOneAgentsLoad(t *testing.T) {
 	load := []string{"--rate", "12", "--duration", "30s"}
 
 	shards := []*fleetAgent{{name: "shard-0"}, {name: "shard-1"}, {name: "shard-2"}}
-	for _, p := range startShards(t, bin, simURL, dir, "t", shards, load...) {
+	for _, p := range startShards(t, bin, simURL, dir, "shard-acceptance-token", shards, load...) {
 		p.waitFor(t, regexp.MustCompile(`session over`), 2*time.Minute)
 	}
 	fleet := readRecordings(t, shards...)
 	whole := &fleetAgent{name: "whole"}
-	for _, p := range startShards(t, bin, simURL, dir, "t", []*fleetAgent{whole}, load...) {
+	for _, p := range startShards(t, bin, simURL, dir, "shard-acceptance-token", []*fleetAgent{whole}, load...) {
 		p.waitFor(t, regexp.MustCompile(`session over`), 2*time.Minute)
 	}
 	one := readRecordings(t, whole)
