@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -122,8 +123,20 @@ func keys[V any](m map[string]V) []string {
 func skewedAgent(t *testing.T, name string, skew time.Duration, trueStart time.Time, n int) string {
 	t.Helper()
 	clock := func() time.Time { return time.Now().Add(skew) }
-	srv, err := agent.New(agent.Config{Listen: agent.ListenConfig{Addr: "127.0.0.1:0", Token: "tok-0123456789abcdef"}, Now: clock,
-		Identity: agent.Identity{Name: name, Region: "region-" + name}})
+	srv, url, _ := servedAgent(t, agent.Config{Now: clock, Identity: agent.Identity{Name: name, Region: "region-" + name}},
+		name, "open", trueStart.Add(skew), n) // the agent's reading of the true start
+	srv.End()
+	return url
+}
+
+// servedAgent serves a real agent with cfg (on a loopback port, with the
+// tests' token) and publishes a session begun at at with n successful
+// requests 10 ms apart. stop ends it as a crash would (idempotent; also
+// at the test's end).
+func servedAgent(t *testing.T, cfg agent.Config, name, mode string, at time.Time, n int) (srv *agent.Server, url string, stop func()) {
+	t.Helper()
+	cfg.Listen = agent.ListenConfig{Addr: "127.0.0.1:0", Token: "tok-0123456789abcdef"}
+	srv, err := agent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,9 +147,10 @@ func skewedAgent(t *testing.T, name string, skew time.Duration, trueStart time.T
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-served })
-	at := trueStart.Add(skew) // the agent's reading of the true start
-	evs := []event.Event{event.NewSession(&event.Session{Time: at, Name: name, Target: "http://x", Load: event.Load{Mode: "open"}})}
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-served }) }
+	t.Cleanup(stop)
+	evs := []event.Event{event.NewSession(&event.Session{Time: at, Name: name, Target: "http://x", Load: event.Load{Mode: mode}})}
 	for i := range n {
 		start := at.Add(time.Duration(i) * 10 * time.Millisecond)
 		evs = append(evs, event.NewRequest(&event.Request{ID: fmt.Sprintf("%s-%d", name, i), Start: start, Intended: start,
@@ -147,8 +161,7 @@ func skewedAgent(t *testing.T, name string, skew time.Duration, trueStart time.T
 			t.Fatal(err)
 		}
 	}
-	srv.End()
-	return "http://" + ln.Addr().String()
+	return srv, "http://" + ln.Addr().String(), stop
 }
 
 // Agents whose clocks are off by +250 ms, 0 and -100 ms: attach estimates

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/latscope/latscope/agent"
-	"github.com/latscope/latscope/event"
 )
 
 // An attach whose only agent is never reached gives up after --give-up by
@@ -78,39 +75,8 @@ func attachStates(t *testing.T, out string) attachStatesJSON {
 // nothing listens any more.
 func liveAgent(t *testing.T, name string) (url string, kill func()) {
 	t.Helper()
-	srv, err := agent.New(agent.Config{Listen: agent.ListenConfig{Addr: "127.0.0.1:0", Token: "tok-0123456789abcdef"}, Identity: agent.Identity{Name: name}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := srv.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	stopped := false
-	kill = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-served
-		}
-	}
-	t.Cleanup(kill)
-	at := time.Now()
-	evs := []event.Event{event.NewSession(&event.Session{Time: at, Name: name, Target: "http://x", Load: event.Load{Mode: "closed"}})}
-	for i := range 5 {
-		start := at.Add(time.Duration(i) * 10 * time.Millisecond)
-		evs = append(evs, event.NewRequest(&event.Request{ID: fmt.Sprintf("%s-%d", name, i), Start: start, Intended: start,
-			Outcome: event.OutcomeOK, TTFT: 20 * time.Millisecond, E2E: 50 * time.Millisecond, OutputTokens: 1}))
-	}
-	for _, ev := range evs {
-		if err := srv.Publish(ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return "http://" + ln.Addr().String(), kill
+	_, url, kill = servedAgent(t, agent.Config{Identity: agent.Identity{Name: name}}, name, "closed", time.Now(), 5)
+	return url, kill
 }
 
 // killOneOfThree attaches to three live agents, east, west and north,
