@@ -303,3 +303,7 @@ func markFlatThroughput(s *Step, earlier []Step, tolerance float64) {
 	s.Reason += fmt.Sprintf("; saturated: %.1f ok/s is less than %.0f%% above the %.1f ok/s of %s, so more streams only wait longer",
 		s.Throughput, 100*tolerance, best.Throughput, best.Load)
 }
+
+// NoneSucceeded reports whether no step measured a successful request:
+// every request of the sweep failed.
+func (r *Result) NoneSucceeded() bool { return !r.anySuccess() }

@@ -316,7 +316,7 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	switch {
 	case r.res.Interrupted && !dashboard:
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the table covers the steps run until then")}
-	case r.res.Failure != "" && noneSucceeded(r.res.Steps):
+	case r.res.Failure != "" && r.res.NoneSucceeded():
 		// Every request of every step failed: exit 3, as a run's.
 		return &exitError{code: exitAllFailed, err: errors.New("sweep failed: " + r.res.Failure)}
 	case r.res.Failure != "":
@@ -370,14 +370,4 @@ func stepLine(st *sweep.Step) string {
 		line += ": " + st.Failed
 	}
 	return line
-}
-
-// noneSucceeded reports whether no step had a successful request.
-func noneSucceeded(steps []sweep.Step) bool {
-	for _, st := range steps {
-		if st.OK > 0 {
-			return false
-		}
-	}
-	return true
 }
