@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -169,7 +170,8 @@ func TestRealFullFilesystem(t *testing.T) {
 	if failedAt == 0 || !errors.Is(st.Err, syscall.ENOSPC) || st.Broken {
 		t.Fatalf("Stats = %+v: want an ENOSPC failure the writer recovered from", st)
 	}
-	if fi, err := os.Stat(path); err != nil || fi.Size() != st.Bytes {
+	partial := path + ".partial"
+	if fi, err := os.Stat(partial); err != nil || fi.Size() != st.Bytes {
 		t.Fatalf("file size %v (%v), want %d: the torn frame was not cut off", fi.Size(), err, st.Bytes)
 	}
 	if err := os.Remove(filler); err != nil {
@@ -180,16 +182,23 @@ func TestRealFullFilesystem(t *testing.T) {
 		t.Fatalf("no frame written after the disk got room: %v", w.Stats().Err)
 	}
 	written = append(written, evs...)
-	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "20 events not recorded") {
-		t.Fatalf("Close = %v, want 20 events not recorded", err)
-	}
-	data, err := os.ReadFile(path)
+	// While it is written, the partial file reads to its end.
+	data, err := os.ReadFile(partial)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := readAll(data)
 	if err != nil {
-		t.Fatalf("the file does not read to its end: %v", err)
+		t.Fatalf("the partial file does not read to its end: %v", err)
 	}
 	sameEvents(t, got, append([]event.Event{event.NewSession(testHeader())}, written...))
+	// A recording that lacks a stretch of the run is not kept.
+	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "20 events not recorded") || !strings.Contains(err.Error(), "no recording is kept") {
+		t.Fatalf("Close = %v, want 20 events not recorded and no recording kept", err)
+	}
+	for _, p := range []string{path, partial} {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after a failed recording: %v, want it absent", filepath.Base(p), err)
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/atomicfile"
 	"github.com/latscope/latscope/internal/fileread"
 )
 
@@ -74,7 +75,7 @@ type Stats struct {
 // Stats may be called from any.
 type Writer struct {
 	out      io.Writer
-	file     *os.File // set when Create opened it; Close closes it
+	file     *atomicfile.File // set when Create opened it; Close puts it in place or removes it
 	header   event.Session
 	interval time.Duration
 	sync     bool
@@ -93,55 +94,37 @@ type Writer struct {
 	stats Stats
 }
 
-// Create creates a recording at path, readable and writable by its owner
-// only (mode 0600), and writes the file header and the session header. It
-// refuses to replace an existing file unless opts.Overwrite is set, and
-// refuses anything but a regular file even then: a device such as
-// /dev/null, a FIFO or a directory. An overwritten file keeps its mode and
-// owner: Create never changes a file it did not create.
+// Create starts a recording at path, readable and writable by its owner
+// only (mode 0600), and writes the file header and the session header.
+// The recording is written under path + ".partial", which a reader may
+// open while it grows, and Close puts it at path in one rename: path holds
+// a whole recording or nothing. If any event could not be written (a full
+// disk), Close removes the partial file instead and says so: a recording
+// that silently lacks a stretch of the run is worse than none.
+//
+// Create refuses to replace an existing file unless opts.Overwrite is set,
+// and refuses anything but a regular file even then: a symbolic link, a
+// device such as /dev/null, a FIFO or a directory. A file it replaces
+// keeps its mode.
 func Create(path string, header *event.Session, opts Options) (*Writer, error) {
 	if header == nil {
 		return nil, errors.New("create recording: no session header")
 	}
-	created, err := look(path, opts)
+	if _, err := look(path, opts); err != nil {
+		return nil, fmt.Errorf("create recording: %w", err)
+	}
+	f, err := atomicfile.CreateStream(path, atomicfile.Options{Overwrite: opts.Overwrite, Perm: 0o600})
 	if err != nil {
 		return nil, fmt.Errorf("create recording: %w", err)
 	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL | fileread.NonBlock
-	if !created {
-		flags = os.O_WRONLY | os.O_TRUNC | fileread.NonBlock | fileread.NoFollow // no O_CREATE: it exists, as checked
-	}
-	f, err := os.OpenFile(path, flags, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("create recording: %s already exists (choose another name, or allow overwriting): %w", path, fs.ErrExist)
-	}
-	if err != nil {
+	// A umask may have narrowed the new file's mode; O_EXCL made it ours.
+	if err := os.Chmod(f.Name(), 0o600); err != nil {
+		f.Abort()
 		return nil, fmt.Errorf("create recording: %w", err)
-	}
-	// Check what was opened too: the path may have changed since the look.
-	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%s: %w (%s)", path, fileread.ErrNotRegular, fileread.Kind(info.Mode()))
-		}
-		return nil, fmt.Errorf("create recording: %w", err)
-	}
-	if created {
-		// A umask may have changed the new file's mode. The file is ours:
-		// O_EXCL made it.
-		if err := f.Chmod(0o600); err != nil {
-			f.Close()
-			os.Remove(path)
-			return nil, fmt.Errorf("create recording: %w", err)
-		}
 	}
 	w, err := NewWriter(f, header, opts)
 	if err != nil {
-		// Leave no file that is not a recording behind.
-		f.Close()
-		if created {
-			os.Remove(path)
-		}
+		f.Abort() // leave no file that is not a recording behind
 		return nil, err
 	}
 	w.file = f
@@ -363,33 +346,30 @@ func (w *Writer) Stats() Stats {
 	return w.stats
 }
 
-// Close writes the open frame, syncs and closes the file. It returns an
-// error if any event could not be recorded, saying how many. Closing twice
-// is harmless.
+// Close writes the open frame and ends the file: a file from Create is
+// synced and put in place, or removed if any event could not be recorded.
+// It returns an error if any event could not be recorded, saying how many.
+// Closing twice is harmless.
 func (w *Writer) Close() error {
 	if w.closed {
 		return nil
 	}
 	_ = w.Flush() // a failure is counted in Stats, reported below
 	w.closed = true
-	var closeErr error
-	if w.file != nil {
-		closeErr = w.syncAndClose()
-	}
 	w.zenc.Close()
-	if st := w.Stats(); st.Err != nil {
-		return errors.Join(fmt.Errorf("recording incomplete, %d events not recorded: %w", st.Unwritten, st.Err), closeErr)
+	st := w.Stats()
+	if st.Err != nil {
+		err := fmt.Errorf("recording incomplete, %d events not recorded: %w", st.Unwritten, st.Err)
+		if w.file != nil {
+			err = fmt.Errorf("%w; no recording is kept at %s", err, w.file.Target())
+			return errors.Join(err, w.file.Abort())
+		}
+		return err
 	}
-	return closeErr
-}
-
-func (w *Writer) syncAndClose() error {
-	syncErr := w.file.Sync()
-	if err := w.file.Close(); err != nil {
-		return fmt.Errorf("close recording: %w", err)
-	}
-	if syncErr != nil {
-		return fmt.Errorf("sync recording: %w", syncErr)
+	if w.file != nil {
+		if err := w.file.Commit(); err != nil {
+			return fmt.Errorf("close recording: %w", err)
+		}
 	}
 	return nil
 }
@@ -442,6 +422,10 @@ func CheckPath(path string, opts Options) error {
 	created, err := look(path, opts)
 	if err != nil {
 		return err
+	}
+	partial := path + atomicfile.PartialSuffix
+	if _, err := os.Lstat(partial); err == nil {
+		return fmt.Errorf("%s: %s already exists: a run may be writing it, or one that was interrupted left it (read it, then remove it): %w", path, partial, fs.ErrExist)
 	}
 	if !created {
 		return nil // an existing regular file, to overwrite

@@ -85,7 +85,7 @@ func TestCreateMode0600AndNoOverwrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The file is not Create's: it keeps its mode.
+	// The recording replaced the file whole, and kept its mode.
 	if got := fi.Mode().Perm(); got != 0o644 {
 		t.Errorf("mode = %v, want the file's own 0644", got)
 	}
@@ -96,8 +96,12 @@ func TestCreateMode0600AndNoOverwrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if fi, err := os.Stat(fresh); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("new file mode = %v (%v), want 0600", fi.Mode().Perm(), err)
+	// Until Close, the recording is written under its partial name.
+	if fi, err := os.Stat(fresh + ".partial"); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("new file: %v, want mode 0600", err)
+	}
+	if _, err := os.Stat(fresh); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the target exists before Close: %v", err)
 	}
 }
 
@@ -219,18 +223,18 @@ func TestRecordFlushesEveryInterval(t *testing.T) {
 	}
 	ev := everyKind(t0)[0]
 	events <- ev // Record holds it in memory, not yet on disk
-	if got, err := readAll(mustRead(t, path)); err != nil || len(got) != 1 {
+	if got, err := readAll(mustRead(t, path+".partial")); err != nil || len(got) != 1 {
 		t.Fatalf("before the interval: read %d events (%v), want the header alone", len(got), err)
 	}
 
 	clock.Advance(DefaultFlushInterval)
 	<-clock.armed // Record flushed, then armed the next interval
-	got, err := readAll(mustRead(t, path))
+	got, err := readAll(mustRead(t, path+".partial"))
 	if err != nil {
 		t.Fatalf("after the interval: %v", err)
 	}
 	sameEvents(t, got, []event.Event{event.NewSession(testHeader()), ev})
-	if st := w.Stats(); st.Events != 2 || st.Frames != 2 || st.Bytes != int64(len(mustRead(t, path))) || st.Behind {
+	if st := w.Stats(); st.Events != 2 || st.Frames != 2 || st.Bytes != int64(len(mustRead(t, path+".partial"))) || st.Behind {
 		t.Errorf("Stats = %+v, want 2 events in 2 frames, Bytes the file size, not behind", st)
 	}
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,6 +75,7 @@ func TestReplayBadInput(t *testing.T) {
 func TestKilledRecordingReplays(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "killed.lsr")
+	partial := file + ".partial" // a killed run's recording keeps its partial name
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "LATSCOPE_TEST_MAIN="+strings.Join([]string{
 		"demo", "--profile", "tiny", "--duration", "60s", "--concurrency", "4", "--no-gpu", "--record", file}, "\x1f"))
@@ -85,7 +87,7 @@ func TestKilledRecordingReplays(t *testing.T) {
 	// second), then kill the process where it stands.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if fi, err := os.Stat(file); err == nil && fi.Size() > 8<<10 {
+		if fi, err := os.Stat(partial); err == nil && fi.Size() > 8<<10 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -100,6 +102,10 @@ func TestKilledRecordingReplays(t *testing.T) {
 	if err := cmd.Wait(); !errors.As(err, &exitErr) {
 		t.Fatalf("child ended with %v, want killed", err)
 	}
+	if _, err := os.Stat(file); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a killed run put its recording in place: %v", err)
+	}
+	file = partial
 	out, stderr, err := execute(t, "replay", file, "--no-tui")
 	if err != nil {
 		t.Fatalf("replay of a killed recording: %v\n%s", err, stderr)

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,7 +147,8 @@ func (l *lossTap) start(_ context.Context, fan *pipeline.Fanout) func() error {
 
 // A run recording to a filesystem that fills up (a 64 KiB tmpfs) says so
 // on stderr while it runs, counts the events not recorded in its JSON
-// summary, the same number its error gives, and fails. Mounting needs root.
+// summary, the same number its error gives, fails, and leaves no file.
+// Mounting needs root.
 func TestRunRecordingToAFullFilesystem(t *testing.T) {
 	t.Parallel()
 	dir := mountTinyTmpfs(t, 4<<10)
@@ -169,21 +170,14 @@ func TestRunRecordingToAFullFilesystem(t *testing.T) {
 	if got.Unrecorded == nil || strconv.FormatInt(got.Unrecorded.Events, 10) != m[1] {
 		t.Errorf("JSON unrecorded %+v, the error says %s", got.Unrecorded, m[1])
 	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
+	// A recording that lacks a stretch of the run is not kept, and no
+	// part of it is left behind.
+	if !strings.Contains(errText(err), "no recording is kept at "+file) {
+		t.Errorf("run's error does not say the recording was not kept: %v", err)
 	}
-	r, err := recorder.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("the recording does not open: %v", err)
-	}
-	defer r.Close()
-	for {
-		if _, err := r.Next(); err != nil {
-			if !errors.Is(err, io.EOF) {
-				t.Errorf("the recording does not read to its end: %v", err)
-			}
-			break
+	for _, p := range []string{file, file + ".partial"} {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after a failed recording: %v, want it absent", filepath.Base(p), err)
 		}
 	}
 }
@@ -250,5 +244,49 @@ func TestAgentSaysItsRecordingFailed(t *testing.T) {
 	}
 	if !strings.Contains(a.stderr.String(), "recording to "+file+" failed: no space left on device;") {
 		t.Errorf("the agent's stderr does not say it:\n%s", a.stderr.String())
+	}
+}
+
+// A report written onto a filesystem filled to the brim fails with exit 1
+// in every format and leaves no file, whole or partial, behind.
+func TestReportToAFullFilesystem(t *testing.T) {
+	t.Parallel()
+	rec := filepath.Join(t.TempDir(), "rec.lsr")
+	hostileRecording(t, rec)
+	dir := mountTinyTmpfs(t, 0)
+	for _, format := range []string{"md", "csv", "html", "json"} {
+		out := filepath.Join(dir, "x."+format)
+		_, _, err := execute(t, "report", rec, "--format", format, "-o", out)
+		if code := exitCode(io.Discard, err, nil); code != exitFailure || !strings.Contains(errText(err), "no space left on device") {
+			t.Errorf("report --format %s onto a full disk: exit %d (%v), want 1 naming the full disk", format, code, err)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "filler" {
+			t.Errorf("%s left on the full disk", e.Name())
+		}
+	}
+}
+
+// --record onto a filesystem filled to the brim fails with exit 1 and
+// leaves no file behind.
+func TestRecordToAFullFilesystem(t *testing.T) {
+	t.Parallel()
+	dir := mountTinyTmpfs(t, 0)
+	url := serveTinySim(t)
+	file := filepath.Join(dir, "run.lsr")
+	_, _, err := execute(t, "run", "--url", url, "--no-tui", "-n", "2", "--prompt-tokens", "16", "--output-tokens", "4",
+		"--no-metrics", "--no-gpu", "--record", file)
+	if code := exitCode(io.Discard, err, nil); code != exitFailure || !strings.Contains(errText(err), "no space left on device") {
+		t.Errorf("run --record onto a full disk: exit %d (%v), want 1 naming the full disk", code, err)
+	}
+	for _, p := range []string{file, file + ".partial"} {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s on the full disk: %v, want it absent", filepath.Base(p), err)
+		}
 	}
 }
