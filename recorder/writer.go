@@ -384,13 +384,38 @@ func (w *Writer) Close() error {
 // closes the writer and returns; later events are not recorded, and the
 // caller must unsubscribe. Pass a context that outlives a Ctrl-C (the
 // pipeline drains after one) unless the recording is to be abandoned.
+//
+// A session header other than the file's is not written: a recording holds
+// one session. Use RecordSession where a stream may start a new one.
 func (w *Writer) Record(ctx context.Context, events <-chan event.Event) error {
+	next, err := w.RecordSession(ctx, events)
+	if next == nil {
+		return err
+	}
+	// The file holds its session whole; what follows is not recorded, but
+	// a lossless subscription is still read to its end.
+	n := 1
+	for range events {
+		n++
+	}
+	return errors.Join(err, fmt.Errorf("a second session header (started %s) ended the recording: %d events after it not recorded",
+		next.Time.Format(time.RFC3339), n))
+}
+
+// RecordSession is Record, except that it also ends, closing the writer,
+// when a session header other than the file's arrives (an agent that
+// restarted begins a new session): it returns that header, and the events
+// after it are left in events for the next session's writer.
+func (w *Writer) RecordSession(ctx context.Context, events <-chan event.Event) (next *event.Session, err error) {
 	tick := w.clock.After(w.interval)
 	for {
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				return w.Close()
+				return nil, w.Close()
+			}
+			if ev.Kind == event.KindSession && ev.Session != nil && !w.isHeader(ev) {
+				return ev.Session, w.Close()
 			}
 			_ = w.Write(ev) // counted in Stats and reported by Close
 		case <-tick:
@@ -398,7 +423,7 @@ func (w *Writer) Record(ctx context.Context, events <-chan event.Event) error {
 			tick = w.clock.After(w.interval)
 		case <-ctx.Done():
 			w.drain(events)
-			return errors.Join(fmt.Errorf("recording stopped early: %w", ctx.Err()), w.Close())
+			return nil, errors.Join(fmt.Errorf("recording stopped early: %w", ctx.Err()), w.Close())
 		}
 	}
 }

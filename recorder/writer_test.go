@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -370,5 +371,41 @@ func TestFramesHoldMarshalLines(t *testing.T) {
 	}
 	if !bytes.Equal(got, want.Bytes()) {
 		t.Errorf("decompressed content differs from event.Marshal's lines:\n got %s\nwant %s", got, want.Bytes())
+	}
+}
+
+// A stream that starts a new session (an agent that restarted) ends the
+// recording at the new header, which RecordSession returns, and leaves
+// the events after it for the next file.
+func TestRecordSessionEndsAtANewSession(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "s.jsonl.zst")
+	w, err := Create(path, testHeader(), Options{Clock: newManualClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := everyKind(t0)
+	restarted := testHeader()
+	restarted.Time = restarted.Time.Add(time.Hour)
+	events := make(chan event.Event, len(evs)+3)
+	events <- event.NewSession(testHeader()) // the same header again: not a new session
+	for _, ev := range evs[1:] {
+		events <- ev
+	}
+	events <- event.NewSession(restarted)
+	after := evs[len(evs)-1]
+	events <- after
+	close(events)
+	next, err := w.RecordSession(context.Background(), events)
+	if err != nil || next == nil || !next.Time.Equal(restarted.Time) {
+		t.Fatalf("RecordSession = %v, %v: want the restarted session's header", next, err)
+	}
+	got, err := readAll(mustRead(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEvents(t, got, append([]event.Event{event.NewSession(testHeader())}, evs[1:]...))
+	if ev, ok := <-events; !ok || !reflect.DeepEqual(ev, after) {
+		t.Errorf("the event after the new header was taken: %v, %v", ev, ok)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,10 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -93,7 +97,7 @@ agent's name before the extension).`,
 	// --ca was this flag's first name; the other commands call it --ca-cert.
 	fl.StringVar(&caFile, "ca", "", "")
 	_ = fl.MarkDeprecated("ca", "use --ca-cert")
-	fl.StringVar(&record, "record", "", "record what the agents send (one file per agent when there are several)")
+	fl.StringVar(&record, "record", "", "record what the agents send: one file per agent when there are several, named FILE-<agent name>.ext, and a new file when an agent restarts")
 	fl.BoolVar(&noTUI, "no-tui", false, "print a status line per agent, and their summaries at the end")
 	fl.BoolVar(&jsonOut, "json", false, "print the summaries as JSON (with --no-tui)")
 	fl.BoolVar(&noColor, "no-color", false, "dashboard without colour (also NO_COLOR=1)")
@@ -182,6 +186,7 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 	case !dashboard:
 		merged = fleet.New(fleet.Config{})
 	}
+	paths := newRecordPaths(record, len(agents))
 	for i, a := range agents {
 		// Each agent is one timeline: its own pipeline and aggregator, on
 		// its own timestamps (Now nil); the fleet gets its events too.
@@ -208,7 +213,7 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 			})
 		}
 		if record != "" {
-			rec := &lateRecording{path: agentRecordPath(record, i, len(agents))}
+			rec := &lateRecording{paths: paths, agent: i}
 			m.consumers = append(m.consumers, rec)
 			if dashboard {
 				feed.agents[len(feed.agents)-1].rec = rec
@@ -260,15 +265,59 @@ func reportAttach(cmd *cobra.Command, agents []*attached, merged *fleet.Fleet, j
 	return attachOutcome(stderr, agents, unreached, judged)
 }
 
-// agentRecordPath is where --record FILE puts agent i of n: FILE itself
-// for a single agent, else FILE with the agent's number before the
-// extension.
-func agentRecordPath(record string, i, n int) string {
-	if n == 1 {
-		return record
+// recordPaths names the files of an attach's --record FILE: FILE itself
+// for a single agent's session, else FILE with the agent's name (from its
+// session header, made safe for a file name) before the extension. A name
+// already given, to another agent of the same name or to an earlier
+// session of an agent that restarted, gets a number after it.
+type recordPaths struct {
+	file   string
+	agents int
+
+	mu    sync.Mutex
+	taken map[string]bool
+}
+
+func newRecordPaths(file string, agents int) *recordPaths {
+	return &recordPaths{file: file, agents: agents, taken: make(map[string]bool)}
+}
+
+// claim returns the path for a session of agent i (0-based).
+func (p *recordPaths) claim(i int, header *event.Session) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ext := filepath.Ext(p.file)
+	stem := strings.TrimSuffix(p.file, ext)
+	path := p.file
+	if p.agents > 1 {
+		stem += "-" + fileNamePart(cmp.Or(header.Name, header.Host, strconv.Itoa(i+1)))
+		path = stem + ext
 	}
-	ext := filepath.Ext(record)
-	return fmt.Sprintf("%s-%d%s", strings.TrimSuffix(record, ext), i+1, ext)
+	for n := 2; p.taken[path]; n++ {
+		path = stem + "-" + strconv.Itoa(n) + ext
+	}
+	p.taken[path] = true
+	return path
+}
+
+// fileNamePart keeps letters, digits, '.', '-' and '_' of an agent's name
+// (a remote party's words) and replaces anything else, so that it cannot
+// reach another directory or carry control characters into a path.
+func fileNamePart(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if b.Len() >= 64 {
+			break
+		}
+		switch {
+		case r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_'),
+			r == '.' && b.Len() > 0:
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
 }
 
 // writeAttachTables writes each agent's summary (or why it was never
@@ -365,35 +414,39 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 	return p.w.Write(b)
 }
 
-// lateRecording records an attached agent: the file is created when the
-// agent's session header arrives (it is the file's first record).
+// lateRecording records an attached agent: a file is created when the
+// agent's session header arrives (it is the file's first record), and a
+// new one when the agent restarted and sends a new session's header.
 type lateRecording struct {
-	path string
-	rec  atomic.Pointer[recording] // set once the file is created
+	paths *recordPaths
+	agent int
+	rec   atomic.Pointer[recording] // the file being written, once created
 }
 
 func (l *lateRecording) start(ctx context.Context, fan *pipeline.Fanout) func() error {
 	sub := fan.Subscribe("recorder", 1<<16, pipeline.Lossless)
 	done := make(chan error, 1)
 	go func() {
-		// The agent sends its session header first; the file starts with it.
-		for ev := range sub.Events() {
-			if ev.Session == nil {
-				continue
+		var header *event.Session
+		for ev := range sub.Events() { // the agent sends its session header first
+			if header = ev.Session; header != nil {
+				break
 			}
-			rec, err := newRecording(l.path, ev.Session, false)
+		}
+		var errs []error
+		for header != nil {
+			rec, err := newRecording(l.paths.claim(l.agent, header), header, false)
 			if err != nil {
 				for range sub.Events() { // a lossless consumer keeps reading
 				}
-				done <- err
-				return
+				errs = append(errs, err)
+				break
 			}
 			l.rec.Store(rec)
-			err = rec.w.Record(ctx, sub.Events())
-			done <- errors.Join(err, rec.w.Close())
-			return
+			header, err = rec.w.RecordSession(ctx, sub.Events())
+			errs = append(errs, err)
 		}
-		done <- nil
+		done <- errors.Join(errs...)
 	}()
 	return func() error { return <-done }
 }

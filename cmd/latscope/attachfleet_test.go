@@ -9,8 +9,11 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +37,12 @@ func recordedAgent(t *testing.T, name string, ttfts []time.Duration) (*httptest.
 		evs = append(evs, event.NewRequest(&event.Request{ID: fmt.Sprintf("%s-%d", name, i), Start: start, Intended: start,
 			Outcome: event.OutcomeOK, TTFT: d, E2E: d + 50*time.Millisecond, OutputTokens: 1}))
 	}
+	return serveAgentStream(t, "run-"+strconv.Quote(name), evs), evs // quoted: a valid header value whatever the name
+}
+
+// serveAgentStream serves evs as an agent's whole stream, then its end.
+func serveAgentStream(t *testing.T, stream string, evs []event.Event) *httptest.Server {
+	t.Helper()
 	var body strings.Builder
 	for i, ev := range evs {
 		b, err := event.Marshal(ev)
@@ -45,11 +54,11 @@ func recordedAgent(t *testing.T, name string, ttfts []time.Duration) (*httptest.
 	body.WriteString("event: end\ndata: {}\n\n")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set(agent.StreamHeader, "run-"+name)
+		w.Header().Set(agent.StreamHeader, stream)
 		_, _ = w.Write([]byte(body.String()))
 	}))
 	t.Cleanup(srv.Close)
-	return srv, evs
+	return srv
 }
 
 // ttftSteps returns n durations from lo in steps of step milliseconds.
@@ -434,4 +443,48 @@ func largestBoundSaid(t *testing.T, stderr string) time.Duration {
 		t.Fatalf("no clock line with a bound on stderr:\n%s", stderr)
 	}
 	return largest
+}
+
+// attach --record with several agents names each file by its agent's name,
+// made safe for a path (a hostile name cannot reach another directory or
+// put control characters in it); an agent that restarts mid-stream starts a
+// new file, so no file holds two sessions.
+func TestAttachRecordNamesFilesByAgent(t *testing.T) {
+	t.Parallel()
+	plain, _ := recordedAgent(t, "east", ttftSteps(5, 10, 1))
+	hostileName := "../\x1b]0;HACKED\x07 evil"
+	hostile, _ := recordedAgent(t, hostileName, ttftSteps(5, 10, 1))
+	at := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+	first := &event.Session{Time: at, Name: "west", Target: "http://x", Load: event.Load{Mode: "closed"}}
+	second := *first
+	second.Time = at.Add(time.Hour) // the agent restarted: a new session
+	restarting := serveAgentStream(t, "run-west", []event.Event{
+		event.NewSession(first),
+		event.NewRequest(&event.Request{ID: "w-1", Start: at, Intended: at, Outcome: event.OutcomeOK, TTFT: time.Millisecond, E2E: 2 * time.Millisecond}),
+		event.NewSession(&second),
+		event.NewRequest(&event.Request{ID: "w-2", Start: second.Time, Intended: second.Time, Outcome: event.OutcomeOK, TTFT: time.Millisecond, E2E: 2 * time.Millisecond}),
+	})
+	dir := t.TempDir()
+	_, stderr, err := execute(t, "attach", plain.URL, hostile.URL, restarting.URL, "--no-tui", "--record", filepath.Join(dir, "fleet.lsr"))
+	if err != nil {
+		t.Fatalf("attach: %v\n%s", err, stderr)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	want := []string{"fleet-_.__x1b_0_HACKED_x07_evil.lsr", "fleet-east.lsr", "fleet-west-2.lsr", "fleet-west.lsr"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("files %q, want %q", names, want)
+	}
+	for file, id := range map[string]string{"fleet-west.lsr": "w-1", "fleet-west-2.lsr": "w-2"} {
+		header, reqs := recordedRequests(t, filepath.Join(dir, file))
+		if len(reqs) != 1 || reqs[0].Request.ID != id || header.Name != "west" {
+			t.Errorf("%s holds %d requests (%v), want only %s", file, len(reqs), header, id)
+		}
+	}
 }
