@@ -164,3 +164,40 @@ func TestRecordPathCheckedBeforeTheServer(t *testing.T) {
 		t.Errorf("the server got %d requests before --record was refused", n)
 	}
 }
+
+// A hostile agent, whose session header, requests' errors and markers carry
+// every hostile string, and one that refuses with a hostile body: attach's
+// stdout and stderr, text and --json, hold none of it raw.
+func TestHostileAgentIsShownEscaped(t *testing.T) {
+	t.Parallel()
+	bad := hostile.Joined()
+	at := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+	evs := []event.Event{event.NewSession(&event.Session{Time: at, Name: bad, Region: bad, Host: bad, Model: bad, Server: bad,
+		Target: "http://x", Load: event.Load{Mode: bad}})}
+	for i := range 4 {
+		start := at.Add(time.Duration(i) * time.Second)
+		evs = append(evs, event.NewRequest(&event.Request{ID: "r" + string(rune('a'+i)), Start: start, Intended: start, Model: bad,
+			Dialect: bad, Outcome: event.OutcomeHTTPStatus, Status: 500, Error: bad, E2E: 10 * time.Millisecond}))
+	}
+	evs = append(evs, event.NewMarker(&event.Marker{Time: at, Kind: event.MarkerNote, Source: bad, Message: bad}))
+	streaming := serveAgentStream(t, "run-1", evs)
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(bad))
+	}))
+	t.Cleanup(refusing.Close)
+	for _, args := range [][]string{
+		{"attach", streaming.URL, "--no-tui"},
+		{"attach", streaming.URL, "--no-tui", "--json"},
+		{"attach", streaming.URL, refusing.URL, "--no-tui", "--give-up", "300ms"},
+		{"attach", streaming.URL, refusing.URL, "--no-tui", "--json", "--give-up", "300ms"},
+	} {
+		stdout, stderr, err := execute(t, args...)
+		what := strings.Join(args[2:], " ")
+		assertShownSafe(t, what, stdout+stderr+errText(err))
+		if !strings.Contains(stdout+stderr, hostile.Word) {
+			t.Errorf("%s: the agent's text is not shown at all:\n%s%s", what, stdout, stderr)
+		}
+		assertExit(t, what, err, exitAllFailed)
+	}
+}
