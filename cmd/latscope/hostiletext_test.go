@@ -170,6 +170,32 @@ func TestRecordPathCheckedBeforeTheServer(t *testing.T) {
 // stdout and stderr, text and --json, hold none of it raw.
 func TestHostileAgentIsShownEscaped(t *testing.T) {
 	t.Parallel()
+	streaming := hostileAgent(t)
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(hostile.Joined()))
+	}))
+	t.Cleanup(refusing.Close)
+	for _, args := range [][]string{
+		{"attach", streaming, "--no-tui"},
+		{"attach", streaming, "--no-tui", "--json"},
+		{"attach", streaming, refusing.URL, "--no-tui", "--give-up", "300ms"},
+		{"attach", streaming, refusing.URL, "--no-tui", "--json", "--give-up", "300ms"},
+	} {
+		stdout, stderr, err := execute(t, args...)
+		what := strings.Join(args[2:], " ")
+		assertShownSafe(t, what, stdout+stderr+errText(err))
+		if !strings.Contains(stdout+stderr, hostile.Word) {
+			t.Errorf("%s: the agent's text is not shown at all:\n%s%s", what, stdout, stderr)
+		}
+		assertExit(t, what, err, exitAllFailed)
+	}
+}
+
+// hostileAgent serves an agent's stream whose session header, requests'
+// errors and marker carry every hostile string; it returns its URL.
+func hostileAgent(t *testing.T) string {
+	t.Helper()
 	bad := hostile.Joined()
 	at := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
 	evs := []event.Event{event.NewSession(&event.Session{Time: at, Name: bad, Region: bad, Host: bad, Model: bad, Server: bad,
@@ -180,24 +206,5 @@ func TestHostileAgentIsShownEscaped(t *testing.T) {
 			Dialect: bad, Outcome: event.OutcomeHTTPStatus, Status: 500, Error: bad, E2E: 10 * time.Millisecond}))
 	}
 	evs = append(evs, event.NewMarker(&event.Marker{Time: at, Kind: event.MarkerNote, Source: bad, Message: bad}))
-	streaming := serveAgentStream(t, "run-1", evs)
-	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = w.Write([]byte(bad))
-	}))
-	t.Cleanup(refusing.Close)
-	for _, args := range [][]string{
-		{"attach", streaming.URL, "--no-tui"},
-		{"attach", streaming.URL, "--no-tui", "--json"},
-		{"attach", streaming.URL, refusing.URL, "--no-tui", "--give-up", "300ms"},
-		{"attach", streaming.URL, refusing.URL, "--no-tui", "--json", "--give-up", "300ms"},
-	} {
-		stdout, stderr, err := execute(t, args...)
-		what := strings.Join(args[2:], " ")
-		assertShownSafe(t, what, stdout+stderr+errText(err))
-		if !strings.Contains(stdout+stderr, hostile.Word) {
-			t.Errorf("%s: the agent's text is not shown at all:\n%s%s", what, stdout, stderr)
-		}
-		assertExit(t, what, err, exitAllFailed)
-	}
+	return serveAgentStream(t, "run-1", evs).URL
 }
