@@ -32,12 +32,17 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func main() {
-	// The OpenTelemetry SDK (the simulator's span exporter, --otlp-export)
-	// logs failures on its own; latscope reports them as counts and
-	// markers instead, and nothing may write over the dashboard.
+// quietOpenTelemetry stops the OpenTelemetry SDK (the simulator's span
+// exporter, --otlp-export) logging failures on its own: latscope reports
+// them as counts and markers instead, and nothing may write over the
+// dashboard.
+func quietOpenTelemetry() {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
 	otel.SetLogger(logr.Discard())
+}
+
+func main() {
+	quietOpenTelemetry()
 	// Everything latscope writes as text goes through a textsafe writer:
 	// whatever a server, an agent or a recording managed to put in a
 	// message is shown escaped, never acted on by the terminal. (The

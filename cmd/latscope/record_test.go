@@ -21,6 +21,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	quietOpenTelemetry() // as main does: a test's closed collector is counted, not logged
 	os.Exit(m.Run())
 }
 
