@@ -30,6 +30,9 @@ type Comparison struct {
 	Window  time.Duration
 	Windows [2]int
 	Changes []Change
+	// Mismatches are how the runs differ in what they measured (target,
+	// model, workload, latscope version): every format warns of them first.
+	Mismatches []Mismatch
 }
 
 // Change is one statistic of the two runs. Values are whole-run figures;
@@ -74,7 +77,8 @@ func Compare(base, other *Recording) (*Comparison, error) {
 
 // CompareContext is Compare, which stops reading when ctx ends.
 func CompareContext(ctx context.Context, base, other *Recording) (*Comparison, error) {
-	cmp := &Comparison{Base: base, Other: other, Window: windowLength(base, other)}
+	cmp := &Comparison{Base: base, Other: other, Window: windowLength(base, other),
+		Mismatches: mismatches(base.Summary.Session, other.Summary.Session)}
 	wa, err := windowsOf(ctx, base, cmp.Window)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -143,6 +144,49 @@ func TestWindowsCountTheRequestsCompletedInThem(t *testing.T) {
 		}
 		if !w.Server.QueueDepth.Seen || w.TTFT.Count == 0 {
 			t.Errorf("window %d has no queue depth or TTFT", i)
+		}
+	}
+}
+
+// Two runs that differ in what they measured (another target, model and
+// output length): every format says so first, naming each difference; runs
+// that differ only in time, seed and length say nothing.
+func TestCompareWarnsOfRunsThatDoNotCompare(t *testing.T) {
+	t.Parallel()
+	base, other := defaultSynth(21).load(t), defaultSynth(22).load(t)
+	same := compare(t, base, other)
+	if len(same.Mismatches) != 0 || same.MismatchWarning() != "" {
+		t.Fatalf("runs of one workload: mismatches %v", same.Mismatches)
+	}
+	h := *other.Summary.Session
+	h.Target, h.Model = "http://elsewhere:8000", "another-model"
+	h.Load.OutputTokens = "64"
+	other.Summary.Session = &h
+	c := compare(t, base, other)
+	var fields []string
+	for _, m := range c.Mismatches {
+		fields = append(fields, m.Field)
+	}
+	if want := []string{"target", "model", "output tokens"}; !slices.Equal(fields, want) {
+		t.Fatalf("mismatches %v, want %v", fields, want)
+	}
+	for _, f := range []Format{Markdown, CSV, HTML, JSON} {
+		var b strings.Builder
+		if err := WriteComparison(&b, f, c); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		first := strings.Index(out, "may not compare")
+		if f == CSV { // a row per difference, before the statistics
+			first = strings.Index(out, "\nmismatch,target,")
+		}
+		if first < 0 || !strings.Contains(out, "another-model") || !strings.Contains(out, "http://elsewhere:8000") {
+			t.Errorf("%s does not warn of the differences:\n%.600s", f, out)
+			continue
+		}
+		// First: before any statistic's row.
+		if i := strings.Index(out, "ttft"); i >= 0 && i < first {
+			t.Errorf("%s warns only after the statistics (warning at %d, ttft at %d)", f, first, i)
 		}
 	}
 }

@@ -207,8 +207,12 @@ func gpuRows(rows *csvRows, s *aggregate.Summary) {
 
 func writeCSVComparison(w io.Writer, c *Comparison) error {
 	// First, whether each recording is whole, as in a single report.
-	rows := make([][]string, 1, 1+len(c.Changes))
-	rows[0] = []string{"recording", "partial", "value", "bool", csvNum(boolNum(c.Base.Partial)), csvNum(boolNum(c.Other.Partial)), "", "", "", "false", "", ""}
+	// Before anything, how the runs differ in what they measured.
+	rows := make([][]string, 0, 1+len(c.Mismatches)+len(c.Changes))
+	for _, m := range c.Mismatches {
+		rows = append(rows, []string{"mismatch", m.Field, "value", "text", m.Base, m.Other, "", "", "", "false", "", ""})
+	}
+	rows = append(rows, []string{"recording", "partial", "value", "bool", csvNum(boolNum(c.Base.Partial)), csvNum(boolNum(c.Other.Partial)), "", "", "", "false", "", ""})
 	for _, ch := range c.Changes {
 		p := ""
 		if ch.Tested() {

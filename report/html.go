@@ -82,6 +82,9 @@ func writeHTMLComparison(w io.Writer, c *Comparison) error {
 		Charts: comparisonCharts(base, other),
 		File:   base.Path + " vs " + other.Path,
 	}
+	if w := c.MismatchWarning(); w != "" {
+		p.Warnings = append(p.Warnings, w)
+	}
 	for _, r := range []*Recording{base, other} {
 		p.Warnings = append(p.Warnings, r.Warnings...)
 		p.Simulated = append(p.Simulated, simulatedBanners(r)...)

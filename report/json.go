@@ -123,17 +123,23 @@ func writeJSONComparison(w io.Writer, c *Comparison) error {
 			Base: known(ch.Base), Other: known(ch.Other), Change: known(ch.Delta), ChangePct: known(ch.DeltaPct),
 			P: p, Tested: ch.Tested(), Untested: ch.Untested(), Significant: ch.Significant, Windows: ch.Windows}
 	}
+	mismatches := c.Mismatches
+	if mismatches == nil {
+		mismatches = []Mismatch{}
+	}
 	b, err := json.MarshalIndent(struct {
+		Warning    string          `json:"warning,omitempty"` // first: how the runs differ in what they measured
 		Base       json.RawMessage `json:"base"`
 		Other      json.RawMessage `json:"other"`
 		Comparison any             `json:"comparison"`
-	}{base, other, struct {
-		Rule    string       `json:"rule"`
-		Alpha   float64      `json:"alpha"`
-		WindowS float64      `json:"window_s"`
-		Windows [2]int       `json:"windows"`
-		Changes []changeJSON `json:"changes"`
-	}{Rule, Alpha, c.Window.Seconds(), c.Windows, changes}}, "", "  ")
+	}{c.MismatchWarning(), base, other, struct {
+		Mismatches []Mismatch   `json:"mismatches"`
+		Rule       string       `json:"rule"`
+		Alpha      float64      `json:"alpha"`
+		WindowS    float64      `json:"window_s"`
+		Windows    [2]int       `json:"windows"`
+		Changes    []changeJSON `json:"changes"`
+	}{mismatches, Rule, Alpha, c.Window.Seconds(), c.Windows, changes}}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode the comparison: %w", err)
 	}

@@ -42,6 +42,9 @@ func writeMarkdown(w io.Writer, rec *Recording) error {
 func writeMarkdownComparison(w io.Writer, c *Comparison) error {
 	m := &mdWriter{w: bufio.NewWriter(w)}
 	m.printf("# latscope comparison: %s vs %s\n\n", mdText(c.Base.Name()), mdText(c.Other.Name()))
+	if w := c.MismatchWarning(); w != "" {
+		m.printf("> **Warning**: %s\n\n", mdText(w))
+	}
 	m.banners(c.Base)
 	m.banners(c.Other)
 	m.table(sideBySide(c))

@@ -40,7 +40,10 @@ statistic's change, absolute and in percent, and whether it is larger than the
 noise between windows: both runs are cut into equal windows (10 s, shorter
 for short runs so each has about 10), and a change is significant when
 Welch's t-test on the per-window values gives p < 0.05 after Holm-Bonferroni
-correction over all rows.
+correction over all rows. Runs that differ in what they measured (target,
+model, dialect, server, load, prompt or output lengths, latscope version) are
+still compared, but every format says so first, and so does stderr: a change
+may come from that difference rather than from the server.
 
 A recording cut short (the writer was killed) is reported up to its last
 complete frame; the report says it is partial, in every format, and a
@@ -126,6 +129,9 @@ func runReport(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f
 		cmp, cerr := report.CompareContext(ctx, base, other)
 		if cerr != nil {
 			return cerr
+		}
+		if w := cmp.MismatchWarning(); w != "" {
+			fmt.Fprintln(stderr, "latscope: warning:", w)
 		}
 		err = report.WriteComparison(&buf, f, cmp)
 	}
