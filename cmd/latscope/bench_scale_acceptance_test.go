@@ -1,3 +1,5 @@
+//go:build acceptance
+
 package main
 
 import (
@@ -36,7 +38,9 @@ func testBinaryLauncher(t *testing.T) scaleLauncher {
 // all (the server, the probe as run builds it, the bare client), at 20
 // streams for half a second, closed and open loop (the table: open loop
 // alone), and checks the shape of what it reports. The figures of so small
-// a run are not checked: speed is measured, not asserted.
+// a run are not checked: speed is measured, not asserted. It runs in real
+// time, children and all, so it belongs to the acceptance tier: on a busy
+// host half a second may finish no request.
 func TestBenchScaleSmoke(t *testing.T) {
 	t.Parallel()
 	for _, asJSON := range []bool{true, false} {
