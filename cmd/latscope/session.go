@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -178,6 +179,11 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 			return nil, err
 		}
 		s.aux = append(s.aux, gpu)
+	}
+	if runtime.GOOS == "linux" {
+		// The client host's own CPU pressure: its delays are in every
+		// timing, and the aggregator names them instead of the server.
+		s.aux = append(s.aux, collector.NewHost(collector.HostConfig{}))
 	}
 	if f.otlpListen != "" && spans == nil {
 		spans = collector.NewOTLPReceiver(collector.OTLPConfig{Addr: f.otlpListen})
