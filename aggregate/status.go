@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -40,7 +41,9 @@ func StatusLine(s Snapshot) string {
 	case ProbePaused:
 		self += "  latscope paused: " + s.Verdict.Reason
 	case ProbeHostBusy:
-		self += "  " + s.Verdict.Reason
+		// Its head: the figures follow in the host line.
+		head, _, _ := strings.Cut(s.Verdict.Reason, "; ")
+		self += "  " + head
 	}
 	// The client host's figures, while its latest sample finds it busy.
 	if l := s.Host.Latest; l != nil && hostBusy(l) {
