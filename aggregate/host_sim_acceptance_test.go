@@ -47,8 +47,8 @@ func TestBusyHostNamesTheHostNotTheServer(t *testing.T) {
 	if _, err := os.ReadFile("/proc/pressure/cpu"); err != nil {
 		t.Skipf("no PSI on this kernel: %v", err)
 	}
-	if testing.Short() {
-		t.Skip("real time: not under -short")
+	if testing.Short() || raceEnabled {
+		t.Skip("real time, and latscope's own CPU under half a core: not under -short or -race")
 	}
 	url := startSim(t, sim.Config{Profile: h100(t), Seed: 1}) // 256 slots: no queue
 	busyLoops(t, 4)
