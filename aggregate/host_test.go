@@ -131,3 +131,32 @@ func TestHostBusyAtStart(t *testing.T) {
 		t.Fatalf("host %+v without host samples", h)
 	}
 }
+
+// TestHostPressureReplays: a recording (JSON: wall-clock times only) of a
+// live stream with host samples derives the same host-named pauses and
+// verdict as the live run did.
+func TestHostPressureReplays(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now() // with a monotonic reading, as a live run's times
+	live := withHost(t0, rawStream(t0, true), 0.38, 0.07)
+	var replayed []event.Event
+	for _, ev := range live {
+		b, err := event.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := event.Unmarshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replayed = append(replayed, back)
+	}
+	a, b := judgeAll(live), judgeAll(replayed)
+	am, bm := stallMarkers(a), stallMarkers(b)
+	if len(am) != 1 || len(bm) != 1 || am[0].Message != bm[0].Message || am[0].Cause != event.StallClientHost {
+		t.Fatalf("live %+v, replayed %+v: want one host pause, the same", am, bm)
+	}
+	if a.Verdict.Reason != b.Verdict.Reason || a.Host.Line() != b.Host.Line() {
+		t.Fatalf("live %q / %q, replayed %q / %q", a.Verdict.Reason, a.Host.Line(), b.Verdict.Reason, b.Host.Line())
+	}
+}
