@@ -187,6 +187,9 @@ func (h HostStats) LatestLine() string {
 	return "host: " + hostFigures(h.Latest)
 }
 
+// HostBusyNow reports whether the host's latest sample finds it busy.
+func HostBusyNow(h HostStats) bool { return h.Latest != nil && hostBusy(h.Latest) }
+
 // hostFigures says one sample's figures.
 func hostFigures(s *event.HostSample) string {
 	psi, ok := hostPressure(s)

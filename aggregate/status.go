@@ -46,7 +46,7 @@ func StatusLine(s Snapshot) string {
 		self += "  " + head
 	}
 	// The client host's figures, while its latest sample finds it busy.
-	if l := s.Host.Latest; l != nil && hostBusy(l) {
+	if HostBusyNow(s.Host) {
 		self += "  " + s.Host.LatestLine()
 		if s.Verdict.State != ProbeHostBusy {
 			self += ": the client host is busy, timings include its delays"

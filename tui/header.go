@@ -418,6 +418,9 @@ func warnings(s *aggregate.Snapshot, status []string) []string {
 	if s.Verdict.Held() || s.Verdict.State == aggregate.ProbeHostBusy {
 		out = append(out, s.Verdict.VerdictText())
 	}
+	if aggregate.HostBusyNow(s.Host) {
+		out = append(out, "the client host is busy, timings include its delays: "+s.Host.LatestLine())
+	}
 	if srv := &s.Server; srv.Samples > 0 && (srv.LastStale || srv.LastError != "") {
 		w := "metrics scrape failing"
 		if srv.LastError != "" {
