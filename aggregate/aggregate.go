@@ -105,6 +105,7 @@ type Aggregator struct {
 
 	server  serverState
 	gpu     *event.GPUSample
+	host    hostState // the client host's CPU pressure
 	markers markerState
 	derive  deriver            // SLO breach, error burst and Nagle markers
 	stalls  stallTally         // stall markers by cause, for the insights
@@ -264,6 +265,11 @@ func (a *Aggregator) add(ev event.Event) {
 		a.probeEv.addSample(ev.Probe)
 	case ev.Loss != nil:
 		a.addLoss(ev.Loss)
+	case ev.Host != nil:
+		a.see(ev.Host.Time)
+		if m := a.host.add(ev.Host); m != nil {
+			a.markers.add(m)
+		}
 	}
 	// Spans are joined onto requests before the aggregator; one that reaches
 	// it has nothing to add.

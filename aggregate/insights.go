@@ -276,6 +276,10 @@ func (a *Aggregator) limitInsight(s *Snapshot, add addInsight) {
 		add("the probe paused: "+v.Reason+"; the requests in those pauses include its delay",
 			map[string]float64{"starved_pauses": float64(v.StarvedPauses), "starved_ms": v.StarvedMS, "starved_share": v.StarvedShare})
 		return
+	case ProbeHostBusy:
+		add(v.Reason+"; neither the server nor latscope is named the limit",
+			map[string]float64{"limited_samples": float64(v.LimitedSamples), "starved_pauses": float64(v.StarvedPauses)})
+		return
 	case ProbeUnknown:
 		return
 	}

@@ -33,7 +33,14 @@ type ProbeJudge struct {
 	mode   judgeMode
 	stalls *stall.Detector // made with the first raw sample
 	self   SelfJudge
+	// early holds the client host's pressure sampled before the first
+	// probe sample, for the detector once it is made.
+	early []stall.HostPressure
 }
+
+// maxEarlyHost bounds the host samples kept before the probe's first: a
+// stream of host samples without a probe keeps only its latest few.
+const maxEarlyHost = 8
 
 // SelfJudge judges a probe's raw samples alone (event.ProbeRawV1): its
 // scheduling lag's quantiles over the recent window, and whether it was
@@ -75,7 +82,15 @@ func (j *ProbeJudge) Add(ev event.Event) (judged event.Event, derived []event.Ma
 		if ev.Probe.Raw >= event.ProbeRawV1 {
 			j.mode = judgeRaw
 			j.stalls = stall.New(stall.Config{})
+			for _, p := range j.early {
+				j.stalls.Host(p)
+			}
 		}
+		j.early = nil
+	}
+	if ev.Host != nil {
+		j.host(ev.Host)
+		return ev, nil
 	}
 	if j.mode != judgeRaw {
 		return ev, nil
@@ -92,6 +107,22 @@ func (j *ProbeJudge) Add(ev event.Event) (judged event.Event, derived []event.Ma
 		return ev, markers
 	}
 	return ev, nil
+}
+
+// host gives the client host's pressure to the stall detector: pauses in
+// an interval of a saturated host are the host's (stall.HostPressure).
+func (j *ProbeJudge) host(h *event.HostSample) {
+	p, ok := stall.HostPressureOf(h)
+	switch {
+	case !ok:
+	case j.mode == judgeRaw:
+		j.stalls.Host(p)
+	case j.mode == judgeUnknown:
+		if len(j.early) == maxEarlyHost {
+			j.early = j.early[1:]
+		}
+		j.early = append(j.early, p)
+	}
 }
 
 // Flush returns the stalls still pending: the stream ended.

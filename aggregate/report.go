@@ -40,6 +40,7 @@ func WriteTable(w io.Writer, s Summary) error {
 		writeByLength(tw, s.ByLength)
 	}
 	tw.printf("\nProbe: %s\n", s.Verdict.VerdictText())
+	writeHost(tw, s.Host)
 	writeBreakdown(tw, s.Breakdown)
 	writeServer(tw, s.Server)
 	writeGPU(tw, s.GPU)
@@ -54,6 +55,20 @@ func WriteTable(w io.Writer, s Summary) error {
 		return fmt.Errorf("write the summary: %w", tw.err)
 	}
 	return nil
+}
+
+// writeHost prints the client host's line, and whether the run started on
+// an already busy host.
+func writeHost(w *errWriter, h *HostStats) {
+	if h == nil {
+		return
+	}
+	if l := h.Line(); l != "" {
+		w.printf("%s\n", strings.ToUpper(l[:1])+l[1:])
+	}
+	if h.BusyAtStart {
+		w.printf("The client host was busy when the run started: timings include its delays.\n")
+	}
 }
 
 // writeLost says how many events never reached this summary (an attached

@@ -101,3 +101,14 @@ func (b BreakdownStage) MarshalJSON() ([]byte, error) {
 		Mix        ProvenanceMix      `json:"provenance_count"`
 	}{b.Count, round3(b.Mean), round3(b.Stddev), round3(b.Min), round3(b.P50), round3(b.P90), round3(b.P95), round3(b.P99), round3(b.P999), round3(b.Max), b.Negative, round3(b.Share), provs, b.Mix.Main(), b.Mix})
 }
+
+// MarshalJSON writes the host's shares and cores rounded to three
+// decimals (a mean of shares carries float noise).
+func (h HostStats) MarshalJSON() ([]byte, error) {
+	type plain HostStats
+	p := plain(h)
+	for _, f := range []*float64{&p.PSIMean, &p.PSIMax, &p.BusyPSIMean, &p.StealMean, &p.StealMax, &p.SelfCPUMean} {
+		*f = round3(*f)
+	}
+	return json.Marshal(p)
+}

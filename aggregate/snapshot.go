@@ -49,8 +49,11 @@ type Snapshot struct {
 	Breakdown Breakdown
 	Server    ServerStats
 	GPU       *event.GPUSample // the latest GPU sample, nil before the first
-	Markers   Markers
-	Insights  []event.Marker
+	// Host is the client host's CPU pressure: its latest sample and the
+	// run's figures (Samples 0 and Latest nil without a host collector).
+	Host     HostStats
+	Markers  Markers
+	Insights []event.Marker
 	// Objectives are the objectives the aggregator judges (Config.SLO, or
 	// the session's): what the breach markers and goodput were judged on.
 	// Shared, never modified.
@@ -245,6 +248,7 @@ func (a *Aggregator) Snapshot(now time.Time) Snapshot {
 	for w := Window(0); w < NumWindows; w++ {
 		s.Windows[w] = a.window(w, now)
 	}
+	s.Host = a.host.stats()
 	s.Markers.Stalls = a.stalls.totals()
 	s.Verdict = a.verdict(s.Windows[WinRun], s.Elapsed)
 	s.Insights = a.insights(&s)
@@ -479,8 +483,11 @@ type Summary struct {
 	Breakdown    Breakdown             `json:"breakdown"`
 	Server       ServerStats           `json:"server"`
 	GPU          *event.GPUSample      `json:"gpu"`
-	Markers      Markers               `json:"markers"`
-	Insights     []event.Marker        `json:"insights"`
+	// Host is the client host's CPU pressure over the run (absent without
+	// host samples): see HostStats.
+	Host     *HostStats     `json:"host,omitempty"`
+	Markers  Markers        `json:"markers"`
+	Insights []event.Marker `json:"insights"`
 	// Lost counts events that never reached the aggregator, by consumer.
 	Lost map[string]int64 `json:"lost,omitempty"`
 	// Unrecorded counts events missing from the recording: a live run's
@@ -535,6 +542,10 @@ func (s Snapshot) Summary() Summary {
 	}
 	if !s.Start.IsZero() {
 		out.End = s.Start.Add(s.Requests.Duration)
+	}
+	if s.Host.Latest != nil {
+		h := s.Host
+		out.Host = &h
 	}
 	if s.Reasoning != nil {
 		th := run.Thinking

@@ -91,6 +91,8 @@ var stallAdvice = []struct {
 		"tokenize off the event loop (a tokenizer pool) or run more API server processes (vLLM --api-server-count)"},
 	{event.StallProbeStarved, "latscope's own: its goroutines ran late, so these are not the server's pauses",
 		"give latscope more CPU, or run it on a machine of its own"},
+	{event.StallClientHost, "the client host's: other processes kept the CPUs of the machine latscope runs on busy (PSI cpu pressure or steal), so these are not the server's pauses",
+		"run latscope on a quieter machine, or give it CPUs of its own (taskset, a container's CPU reservation)"},
 	{event.StallUnexplained, "unexplained: nothing latscope saw shows their cause",
 		"per-request server timings (--otlp-listen for the server's spans) can show what ran in them"},
 }

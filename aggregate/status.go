@@ -2,14 +2,16 @@ package aggregate
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
 // StatusLine renders one line for stderr (about once a second in headless
 // runs): elapsed time, requests in flight, request and token rates and TTFT
 // p50/p99 over the last 10 s, the run's errors, and latscope's own CPU and
-// scheduling lag, and the probe's verdict (Snapshot.Verdict) when it was
-// held, so a user sees at a glance whether latscope, not the server, is the
+// scheduling lag, the probe's verdict (Snapshot.Verdict) when it was
+// held, paused or the client host was saturated, and the client host's
+// figures while it is busy, so a user sees at a glance whether latscope, not the server, is the
 // bottleneck.
 func StatusLine(s Snapshot) string {
 	w := s.Windows[Win10s]
@@ -38,6 +40,17 @@ func StatusLine(s Snapshot) string {
 		self += "  LATSCOPE IS THE LIMIT: " + s.Verdict.Reason
 	case ProbePaused:
 		self += "  latscope paused: " + s.Verdict.Reason
+	case ProbeHostBusy:
+		// Its head: the figures follow in the host line.
+		head, _, _ := strings.Cut(s.Verdict.Reason, "; ")
+		self += "  " + head
+	}
+	// The client host's figures, while its latest sample finds it busy.
+	if HostBusyNow(s.Host) {
+		self += "  " + s.Host.LatestLine()
+		if s.Verdict.State != ProbeHostBusy {
+			self += ": the client host is busy, timings include its delays"
+		}
 	}
 	return fmt.Sprintf("%s%s  %.1f req/s  %.0f tok/s  %s (10s)  %s%s",
 		s.Elapsed.Truncate(time.Second), inFlight, w.ReqPerSec, w.TokPerSec, ttft, errs, self)

@@ -26,6 +26,12 @@ const (
 	// ProbeHeld: latscope's own delay is in the figures: it sent late, said
 	// it was the limit, or its pauses took a material share of the run.
 	ProbeHeld ProbeState = "held"
+	// ProbeHostBusy: latscope ran late, or its streams paused, because the
+	// machine it runs on was saturated by other processes (the host
+	// collector's PSI cpu pressure or steal) while latscope itself used
+	// little CPU: the timings include the host's delays, and neither the
+	// server nor latscope is named the limit.
+	ProbeHostBusy ProbeState = "host_busy"
 )
 
 // starvedHeldShare is the share of the run the probe's own pauses must take
@@ -88,6 +94,8 @@ func (v ProbeVerdict) Badge() string {
 		return "LATSCOPE IS THE LIMIT"
 	case ProbePaused:
 		return "latscope paused"
+	case ProbeHostBusy:
+		return "client host saturated"
 	case ProbeKeptPace:
 		return "kept pace"
 	}
@@ -157,17 +165,13 @@ func (a *Aggregator) verdict(run WindowStats, elapsed time.Duration) ProbeVerdic
 		v.LagP99MS, v.LagRequests = run.SchedLag.P99, run.SchedLag.Count
 	}
 
-	var held []string
-	if lagEnough && v.LagP99MS >= limitMS {
-		held = append(held, fmt.Sprintf("it sent requests up to %.2f ms late (scheduling-lag p99 over %d requests, limit %.0f ms)",
-			v.LagP99MS, v.LagRequests, limitMS))
+	held := a.heldReasons(v, starved, limitMS, lagEnough)
+	late := held
+	if v.StarvedStalls > 0 && len(held) == 0 {
+		late = []string{fmt.Sprintf("%s of the streams were latscope's: its goroutines ran late", starved.Text())}
 	}
-	if v.StarvedStalls > 0 && v.StarvedShare >= starvedHeldShare {
-		held = append(held, fmt.Sprintf("%s of the streams were its own, %s of the run: its goroutines ran late",
-			starved.Text(), sharePct(v.StarvedShare)))
-	}
-	if n := v.LimitedSamples + v.LimitMarkers; n > 0 {
-		held = append(held, fmt.Sprintf("it reported itself the limit %s (latest: %s)", count(n, "time", "times"), a.probeEv.lastLimit))
+	if hv, ok := a.hostVerdict(v, a.host.stats(), late); ok {
+		return hv
 	}
 	if len(held) > 0 {
 		v.State, v.Reason = ProbeHeld, strings.Join(held, "; ")
@@ -203,6 +207,24 @@ func (a *Aggregator) verdict(run WindowStats, elapsed time.Duration) ProbeVerdic
 	return v
 }
 
+// heldReasons lists what says the probe was the limit: its sends' lag,
+// its own share of the streams' pauses, its own word.
+func (a *Aggregator) heldReasons(v ProbeVerdict, starved *StallTotal, limitMS float64, lagEnough bool) []string {
+	var held []string
+	if lagEnough && v.LagP99MS >= limitMS {
+		held = append(held, fmt.Sprintf("it sent requests up to %.2f ms late (scheduling-lag p99 over %d requests, limit %.0f ms)",
+			v.LagP99MS, v.LagRequests, limitMS))
+	}
+	if v.StarvedStalls > 0 && v.StarvedShare >= starvedHeldShare {
+		held = append(held, fmt.Sprintf("%s of the streams were its own, %s of the run: its goroutines ran late",
+			starved.Text(), sharePct(v.StarvedShare)))
+	}
+	if n := v.LimitedSamples + v.LimitMarkers; n > 0 {
+		held = append(held, fmt.Sprintf("it reported itself the limit %s (latest: %s)", count(n, "time", "times"), a.probeEv.lastLimit))
+	}
+	return held
+}
+
 // count says n with its noun: "1 time", "3 times"; with empty nouns, n alone.
 func count(n int64, one, many string) string {
 	switch {
@@ -221,6 +243,8 @@ func (v ProbeVerdict) VerdictText() string {
 		return "LATSCOPE IS THE LIMIT: " + v.Reason + ": latencies include latscope's own delay"
 	case ProbePaused:
 		return "latscope paused: " + v.Reason + ": the requests in those pauses include latscope's own delay"
+	case ProbeHostBusy:
+		return v.Reason
 	case ProbeKeptPace:
 		return "latscope kept pace: " + v.Reason
 	}

@@ -1,7 +1,8 @@
 // Package collector holds latscope's server-side sources: each collector
 // watches one thing the client cannot see (the server's Prometheus metrics,
 // its traces, the GPU through NVML or its exporters' pages) and turns it
-// into event records.
+// into event records. One (Host) watches the client's own machine instead,
+// whose delays are in every timing the probe takes.
 //
 // Every collector is a pipeline.Source. Its Run owns the collector's loop:
 // it returns when its context ends, reports its own failures as events (a
@@ -18,4 +19,5 @@ var (
 	_ pipeline.Source = (*GPU)(nil)
 	_ pipeline.Source = (*SimulatedGPU)(nil)
 	_ pipeline.Source = (*GPUExporter)(nil)
+	_ pipeline.Source = (*Host)(nil)
 )

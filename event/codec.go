@@ -50,7 +50,7 @@ func (e Event) Validate() error {
 	}
 	set := 0
 	for _, p := range []bool{e.Request != nil, e.Server != nil, e.GPU != nil, e.Marker != nil,
-		e.Session != nil, e.Probe != nil, e.Span != nil, e.Loss != nil} {
+		e.Session != nil, e.Probe != nil, e.Span != nil, e.Loss != nil, e.Host != nil} {
 		if p {
 			set++
 		}
@@ -76,6 +76,8 @@ func (e Event) Validate() error {
 		ok = e.Span != nil
 	case KindLoss:
 		ok = e.Loss != nil
+	case KindHost:
+		ok = e.Host != nil
 	default:
 		return fmt.Errorf("unknown event kind %q", e.Kind)
 	}

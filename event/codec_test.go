@@ -14,6 +14,7 @@ func sampleEvents() []Event {
 	start := time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.UTC)
 	q := 3.0
 	kv := 0.42
+	runQueue := 9
 	return []Event{
 		NewRequest(&Request{
 			ID: "ls-1-0", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Seq: 7, Dialect: "openai-chat", Model: "m",
@@ -53,6 +54,8 @@ func sampleEvents() []Event {
 		NewSpan(&Span{Time: start, RequestID: "ls-1-0", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
 			Timing: ServerTiming{Source: "otlp", Stages: map[Stage]time.Duration{StageQueue: 5 * time.Millisecond}}}),
 		NewLoss(&Loss{Time: start, Consumer: "dashboard", Events: 17, Reason: "behind"}),
+		NewHost(&HostSample{Time: start, Interval: time.Second, Available: true, PSISome: &kv, PSISomeAvg10: &kv, Steal: &kv, SelfCPU: &kv, RunQueue: &runQueue, Cores: 2}),
+		NewHost(&HostSample{Time: start, Available: false, Reason: "host pressure unavailable: no /proc"}),
 		NewMarker(&Marker{Time: start, Kind: MarkerStall, Source: "stall-detector", Message: "3 streams paused together", Duration: 31 * time.Millisecond, Values: map[string]float64{"streams": 3}, RequestIDs: []string{"a", "b", "c"}}),
 	}
 }

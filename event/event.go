@@ -32,6 +32,7 @@ const (
 	KindProbe   Kind = "probe"   // the probe's own state: in flight, CPU, scheduling lag
 	KindSpan    Kind = "span"    // the server's timing of one request, before it is joined onto the request
 	KindLoss    Kind = "loss"    // events a consumer did not get, and why
+	KindHost    Kind = "host"    // one interval of the client host's own CPU pressure, from the host collector
 )
 
 // Event is the envelope every record travels in. Exactly one payload pointer
@@ -47,6 +48,7 @@ type Event struct {
 	Probe   *ProbeSample  `json:"probe,omitempty"`
 	Span    *Span         `json:"span,omitempty"`
 	Loss    *Loss         `json:"loss,omitempty"`
+	Host    *HostSample   `json:"host,omitempty"`
 }
 
 // Time returns the event's own timestamp: a request's start, a sample's or a
@@ -70,6 +72,8 @@ func (e Event) Time() time.Time {
 		return e.Span.Time
 	case e.Loss != nil:
 		return e.Loss.Time
+	case e.Host != nil:
+		return e.Host.Time
 	}
 	return time.Time{}
 }
@@ -97,3 +101,6 @@ func NewSpan(s *Span) Event { return Event{V: SchemaVersion, Kind: KindSpan, Spa
 
 // NewLoss wraps a loss record in an Event.
 func NewLoss(l *Loss) Event { return Event{V: SchemaVersion, Kind: KindLoss, Loss: l} }
+
+// NewHost wraps a host sample in an Event.
+func NewHost(h *HostSample) Event { return Event{V: SchemaVersion, Kind: KindHost, Host: h} }

@@ -30,6 +30,7 @@ func Safe(e Event) Event {
 	e.Probe = safePayload(e.Probe)
 	e.Span = safePayload(e.Span)
 	e.Loss = safePayload(e.Loss)
+	e.Host = safePayload(e.Host)
 	return e
 }
 

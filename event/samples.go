@@ -148,6 +148,39 @@ type GPUProcess struct {
 	MemUsed uint64 `json:"mem_used"`
 }
 
+// HostSample is one interval of the client host's own CPU pressure: the
+// machine latscope runs on, whose delays are in every timing it takes.
+// Each figure is nil when the host does not give it (no PSI on a kernel
+// built without it, no /proc outside Linux, no delta yet in the first
+// sample).
+type HostSample struct {
+	Time time.Time `json:"time"`
+	// Interval is the time the deltas below cover (zero in a first sample,
+	// whose PSI figure is the kernel's own 10-second average).
+	Interval time.Duration `json:"interval_ns,omitempty"`
+	// Available is false when the host gives none of the figures; Reason
+	// then says why.
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
+
+	// PSISome is the share (0..1) of the interval in which at least one
+	// runnable task waited for a CPU (/proc/pressure/cpu "some"), from
+	// the stall counter's delta; PSISomeAvg10 is the kernel's 10-second
+	// average of it.
+	PSISome      *float64 `json:"psi_cpu_some,omitempty"`
+	PSISomeAvg10 *float64 `json:"psi_cpu_some_avg10,omitempty"`
+	// Steal is the share (0..1) of the CPUs' time the hypervisor gave to
+	// other guests over the interval (/proc/stat).
+	Steal *float64 `json:"steal,omitempty"`
+	// RunQueue is how many tasks were runnable at the sample (procs_running,
+	// latscope's own included), against Cores CPUs.
+	RunQueue *int `json:"run_queue,omitempty"`
+	Cores    int  `json:"cores,omitempty"`
+	// SelfCPU is latscope's own CPU use over the interval, in cores (1 =
+	// one core busy all the time).
+	SelfCPU *float64 `json:"self_cpu,omitempty"`
+}
+
 // MarkerKind classifies a marker.
 type MarkerKind string
 
@@ -193,6 +226,11 @@ const (
 	// StallProbeStarved: latscope's own goroutines were held up over the
 	// pause, so it is the probe's pause, not the server's.
 	StallProbeStarved StallCause = "probe_starved"
+	// StallClientHost: the machine latscope runs on was short of CPU over
+	// the pause (its pressure stall information, or the hypervisor's steal,
+	// from the host collector's samples), so its own delays are in the
+	// gaps: not the server's pause.
+	StallClientHost StallCause = "client_host"
 	// StallUnexplained: the streams paused together and nothing shows why.
 	StallUnexplained StallCause = "unexplained"
 )

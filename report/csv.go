@@ -138,6 +138,7 @@ func writeCSV(w io.Writer, rec *Recording) error {
 	errorRows(&rows, s)
 	serverRows(&rows, s)
 	gpuRows(&rows, s)
+	hostRows(&rows, s.Host)
 	for _, k := range slices.Sorted(maps.Keys(s.Markers.Counts)) {
 		rows.add("marker", string(k), "count", float64(s.Markers.Counts[k]), "markers", "")
 	}
@@ -182,6 +183,29 @@ func serverRows(rows *csvRows, s *aggregate.Summary) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(sv.StageMeans)) {
 		rows.add("server_stage", k, "mean", sv.StageMeans[k], "ms", "server")
+	}
+}
+
+// hostRows are the client host's figures over the run (shares 0..1; a
+// figure the host never gave is left out).
+func hostRows(rows *csvRows, h *aggregate.HostStats) {
+	if h == nil || h.Samples == 0 {
+		return
+	}
+	for _, f := range []struct {
+		name, stat string
+		v          float64
+		unit       string
+	}{
+		{"psi_cpu_some", "mean", h.PSIMean, "fraction"}, {"psi_cpu_some", "max", h.PSIMax, "fraction"},
+		{"steal", "mean", h.StealMean, "fraction"}, {"steal", "max", h.StealMax, "fraction"},
+		{"run_queue", "max", float64(h.RunQueueMax), "tasks"}, {"cores", "count", float64(h.Cores), "cpus"},
+		{"latscope_cpu", "mean", h.SelfCPUMean, "cores"},
+		{"samples", "busy", float64(h.BusySamples), "samples"}, {"samples", "count", float64(h.Samples), "samples"},
+	} {
+		if f.v >= 0 {
+			rows.add("host", f.name, f.stat, f.v, f.unit, "measured")
+		}
 	}
 }
 

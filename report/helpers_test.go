@@ -33,6 +33,9 @@ type synth struct {
 	// estimatedQueue makes the queue an estimate (as the attributor makes it
 	// from the waiting gauge) instead of the server's report.
 	estimatedQueue bool
+	// hostPSI, when over 0, adds the host collector's samples, every
+	// second, with this PSI cpu some.
+	hostPSI float64
 }
 
 func defaultSynth(seed uint64) synth {
@@ -83,6 +86,12 @@ func (s synth) events() []event.Event {
 			recorded{at, event.NewGPU(&event.GPUSample{Time: at, Available: true, Simulated: s.simulated, Devices: []event.GPUDevice{{
 				Name: "Simulated H100", UtilGPU: 90, MemUsed: 20 << 30, MemTotal: 80 << 30, PowerMilliW: 400_000, TempC: 60, SMClockMHz: 1980}}})},
 		)
+	}
+	for sec := time.Duration(0); s.hostPSI > 0 && sec <= s.duration; sec += time.Second {
+		psi, steal, self, rq := s.hostPSI, 0.0, 0.07, 9
+		at := t0.Add(sec)
+		out = append(out, recorded{at, event.NewHost(&event.HostSample{Time: at, Interval: time.Second, Available: true, Cores: 2,
+			PSISome: &psi, PSISomeAvg10: &psi, Steal: &steal, SelfCPU: &self, RunQueue: &rq})})
 	}
 	for _, m := range []event.Marker{
 		{Time: t0.Add(20 * time.Second), Kind: event.MarkerStall, Cause: event.StallFrontEndBlock, Source: "stall-detector", Message: "front-end block: 4 streams paused together, longest gap ~100 ms", Duration: 100 * time.Millisecond},

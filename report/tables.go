@@ -144,6 +144,9 @@ func sections(rec *Recording) []table {
 	out = append(out, errorTables(s)...)
 	out = append(out, serverTables(s)...)
 	out = append(out, gpuTable(s.GPU))
+	if s.Host != nil {
+		out = append(out, hostTable(s.Host))
+	}
 	out = append(out, markerTables(s)...)
 	return out
 }
@@ -364,6 +367,33 @@ func gpuTable(g *event.GPUSample) table {
 			fmt.Sprintf("%.0f W", float64(d.PowerMilliW)/1000), fmt.Sprintf("%d C", d.TempC),
 			fmt.Sprintf("%d MHz", d.SMClockMHz), strings.Join(d.ThrottleReason, ", "),
 		})
+	}
+	return t
+}
+
+// hostTable is the client host's CPU pressure over the run: the machine
+// latscope ran on, whose delays are in every timing.
+func hostTable(h *aggregate.HostStats) table {
+	t := table{Title: "Client host (the machine latscope ran on)"}
+	if h.Samples == 0 {
+		t.Notes = []string{orDash(h.Line())}
+		return t
+	}
+	pct := func(x float64) string {
+		if x < 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f%%", 100*x)
+	}
+	t.Columns = []string{"samples", "busy", "PSI cpu some mean", "PSI cpu some max", "steal mean", "run queue max", "cores", "latscope CPU (of a core)"}
+	t.Rows = [][]string{{strconv.FormatInt(h.Samples, 10), strconv.FormatInt(h.BusySamples, 10), pct(h.PSIMean), pct(h.PSIMax),
+		pct(h.StealMean), strconv.Itoa(h.RunQueueMax), strconv.Itoa(h.Cores), pct(h.SelfCPUMean)}}
+	t.Notes = []string{h.Line()}
+	if h.BusyAtStart {
+		t.Notes = append(t.Notes, "The client host was busy when the run started: timings include its delays.")
+	}
+	if h.Saturated() {
+		t.Notes = append(t.Notes, "The client host was saturated for part of the run: pauses in those stretches are its own, not the server's.")
 	}
 	return t
 }

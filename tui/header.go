@@ -335,14 +335,14 @@ func downRates(st *styles) string {
 }
 
 // probeState is the probe's badge: the aggregator's verdict (✓ kept pace,
-// ! paused briefly, ✗ held, – unknown), then its latest CPU and, where it measured any, its
+// ! paused briefly or the client host saturated, ✗ held, – unknown), then its latest CPU and, where it measured any, its
 // scheduling lag.
 func probeState(st *styles, p *event.ProbeSample, v aggregate.ProbeVerdict) string {
 	mark := st.dim.Render("–")
 	switch v.State {
 	case aggregate.ProbeKeptPace:
 		mark = st.good.Render("✓")
-	case aggregate.ProbePaused:
+	case aggregate.ProbePaused, aggregate.ProbeHostBusy:
 		mark = st.warn.Render("!")
 	case aggregate.ProbeHeld:
 		mark = st.bad.Render("✗")
@@ -415,8 +415,11 @@ func nvmlState(st *styles, g *event.GPUSample) string {
 // warnings lists what is in trouble, with the reason and the figure.
 func warnings(s *aggregate.Snapshot, status []string) []string {
 	var out []string
-	if s.Verdict.Held() {
+	if s.Verdict.Held() || s.Verdict.State == aggregate.ProbeHostBusy {
 		out = append(out, s.Verdict.VerdictText())
+	}
+	if aggregate.HostBusyNow(s.Host) {
+		out = append(out, "the client host is busy, timings include its delays: "+s.Host.LatestLine())
 	}
 	if srv := &s.Server; srv.Samples > 0 && (srv.LastStale || srv.LastError != "") {
 		w := "metrics scrape failing"

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -179,6 +180,7 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 		}
 		s.aux = append(s.aux, gpu)
 	}
+	s.aux = append(s.aux, hostCollectors()...)
 	if f.otlpListen != "" && spans == nil {
 		spans = collector.NewOTLPReceiver(collector.OTLPConfig{Addr: f.otlpListen})
 	}
@@ -196,6 +198,16 @@ func openSession(ctx context.Context, stderr io.Writer, target string, f *loadFl
 		Load:      f.load(),
 	}
 	return s, nil
+}
+
+// hostCollectors is the client host's collector on Linux (none elsewhere:
+// it reads /proc): its CPU pressure is in every timing, and the aggregator
+// names the host's pauses instead of the server.
+func hostCollectors() []pipeline.Source {
+	if runtime.GOOS != "linux" {
+		return nil
+	}
+	return []pipeline.Source{collector.NewHost(collector.HostConfig{})}
 }
 
 // gpuCollector reads the GPUs from the exporters --gpu-metrics-url names,

@@ -96,6 +96,7 @@ func stageEnd(r *event.Request, s event.Stage) (time.Time, bool) {
 // verdict is a stall's cause and what shows it.
 type verdict struct {
 	cause    event.StallCause
+	label    string // the marker's first words when not causeWords' (with a figure)
 	evidence string
 	values   map[string]float64
 	closer   *reqFacts // the request whose first token ended the pause
@@ -107,12 +108,16 @@ type verdict struct {
 // two after the long one, and a slow step may follow.
 const closeWithin = 4
 
-// classify decides one stall's cause, strongest evidence first: the probe
-// itself; the server's front end, when the streams' tokens piled up behind
+// classify decides one stall's cause, strongest evidence first: the
+// client host, short of CPU to others (its delays are the probe's, whatever
+// else the streams show); the probe itself; the server's front end, when the streams' tokens piled up behind
 // the pause (a blocked front end does not stop the engine) and a request's
 // front-end work lies in it, or no request of the probe could have been in
 // prefill; then a prefill ending it.
 func (d *Detector) classify(s *stallGroup) verdict {
+	if v, ok := d.hostOver(s); ok {
+		return v
+	}
 	if v, ok := d.starvedOver(s); ok {
 		return v
 	}
@@ -337,6 +342,7 @@ var causeWords = map[event.StallCause]string{
 	event.StallPrefillInterference: "prefill interference",
 	event.StallFrontEndBlock:       "front-end block",
 	event.StallProbeStarved:        "probe starved",
+	event.StallClientHost:          "client host saturated",
 	event.StallUnexplained:         "unexplained pause",
 }
 
@@ -359,11 +365,15 @@ func stallMarker(part []*stallGroup, v verdict) event.Marker {
 	whole := last.to.Sub(first.from)
 	// The streams' gaps need not line up exactly: the longest gap says how
 	// bad the pause was, the overlap how much of it they shared.
+	words := causeWords[v.cause]
+	if v.label != "" {
+		words = v.label
+	}
 	head := fmt.Sprintf("%s: %d streams paused together for %s (longest gap %s, normal gap %s)",
-		causeWords[v.cause], len(ids), fmtMS(paused), fmtMS(longest), fmtMS(first.itl()))
+		words, len(ids), fmtMS(paused), fmtMS(longest), fmtMS(first.itl()))
 	if len(part) > 1 {
 		head = fmt.Sprintf("%s: %d streams paused %d times in a row over %s (%s of it together, longest gap %s, normal gap %s)",
-			causeWords[v.cause], len(ids), len(part), fmtMS(whole), fmtMS(paused), fmtMS(longest), fmtMS(first.itl()))
+			words, len(ids), len(part), fmtMS(whole), fmtMS(paused), fmtMS(longest), fmtMS(first.itl()))
 	}
 	values := map[string]float64{
 		"streams":        float64(len(ids)),

@@ -135,6 +135,7 @@ type Detector struct {
 	stalls   []*stallGroup // pending and recently emitted stalls
 	requests []reqFacts    // finished requests, the evidence
 	starved  []interval    // moments the probe's goroutines ran late
+	host     []hostWindow  // the client host's CPU pressure, by interval
 	inFlight map[string]time.Time
 	now      time.Time     // the latest time seen
 	free     []*stallGroup // pruned stalls, reused (cleared) by the next
@@ -247,6 +248,7 @@ func New(cfg Config) *Detector {
 		stalls:   make([]*stallGroup, 0, cfg.MaxGaps),
 		requests: make([]reqFacts, 0, cfg.MaxRequests),
 		starved:  make([]interval, 0, cfg.MaxGaps),
+		host:     make([]hostWindow, 0, cfg.MaxGaps),
 		free:     make([]*stallGroup, cfg.MaxGaps),
 	}
 	groups := make([]stallGroup, cfg.MaxGaps)
@@ -674,6 +676,7 @@ func (d *Detector) prune() {
 	if over := len(d.starved) - d.cfg.MaxGaps; over > 0 {
 		d.starved = slices.Delete(d.starved, 0, over)
 	}
+	d.host = slices.DeleteFunc(d.host, func(w hostWindow) bool { return w.to.Before(cutoff) })
 	for id, t := range d.inFlight {
 		if t.Before(d.now.Add(-d.cfg.Window - d.cfg.MaxHold)) {
 			delete(d.inFlight, id) // never reported: stop waiting for it
