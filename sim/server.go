@@ -153,6 +153,28 @@ type Server struct {
 	closeErr   error
 }
 
+// Validate checks the simulator's settings, each named as the sim
+// command's flag that sets it: New refuses a Config that fails it.
+func (c Config) Validate() error {
+	var errs []error
+	for _, v := range []struct {
+		name  string
+		value int
+	}{{"max-num-seqs", c.MaxNumSeqs}, {"max-num-batched-tokens", c.MaxBatchedTokens}, {"tokenizer-pool", c.TokenizerPool},
+		{"prefix-cache-blocks", c.PrefixCacheBlocks}, {"reasoning-tokens", c.Reasoning.Tokens}} {
+		if v.value < 0 {
+			errs = append(errs, fmt.Errorf("%s %d: want 0 or more", v.name, v.value))
+		}
+	}
+	if c.Loading < 0 {
+		errs = append(errs, fmt.Errorf("loading %v: want a duration of 0 or more", c.Loading))
+	}
+	if c.FaultRate < 0 || c.FaultRate > 1 {
+		errs = append(errs, fmt.Errorf("fault-rate %v: want a fraction between 0 and 1", c.FaultRate))
+	}
+	return errors.Join(errs...)
+}
+
 // New validates cfg and starts the server's engine and loop goroutines.
 func New(cfg Config) (*Server, error) {
 	prof := cfg.Profile
@@ -162,8 +184,8 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	if cfg.MaxNumSeqs < 0 || cfg.MaxBatchedTokens < 0 || cfg.TokenizerPool < 0 || cfg.PrefixCacheBlocks < 0 || cfg.Loading < 0 {
-		return nil, errors.New("max num seqs, max batched tokens, tokenizer pool, prefix cache blocks and loading must not be negative")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	headers, err := ParseHeaderTiming(string(cfg.Headers))
 	if err != nil {
@@ -178,9 +200,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	if err := prof.validate(); err != nil {
 		return nil, err
-	}
-	if cfg.FaultRate < 0 || cfg.FaultRate > 1 {
-		return nil, fmt.Errorf("fault rate %v: want a fraction in [0, 1]", cfg.FaultRate)
 	}
 	if cfg.Model == "" {
 		cfg.Model = DefaultModel

@@ -84,23 +84,11 @@ went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 			if err != nil {
 				return err
 			}
-			if maxSeqs < 0 || maxBatched < 0 || tokPool < 0 || modes.PrefixCacheBlocks < 0 {
-				return errors.New("--max-num-seqs, --max-num-batched-tokens, --tokenizer-pool and --prefix-cache-blocks must not be negative")
-			}
-			if modes.Loading < 0 {
-				return fmt.Errorf("--loading %v: want a duration of 0 or more", modes.Loading)
-			}
-			if modes.Reasoning.Tokens < 0 {
-				return fmt.Errorf("--reasoning-tokens %d: want 0 or more", modes.Reasoning.Tokens)
-			}
 			if modes.Reasoning.Field, err = sim.ParseReasoningField(reasoningField); err != nil {
 				return fmt.Errorf("--reasoning-field: %w", err)
 			}
 			if modes.Headers, err = sim.ParseHeaderTiming(headers); err != nil {
 				return fmt.Errorf("--headers: %w", err)
-			}
-			if faultRate < 0 || faultRate > 1 {
-				return fmt.Errorf("--fault-rate %v: want a fraction between 0 and 1", faultRate)
 			}
 			f, err := sim.ParseFault(fault)
 			if err != nil {
@@ -114,8 +102,8 @@ went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 			} else if faultRate == 0 {
 				return errors.New("--fault-rate 0 applies the fault to no request; drop --fault instead")
 			}
-			if deploy.Network.RTT < 0 || deploy.Network.Jitter < 0 {
-				return errors.New("--rtt and --jitter must not be negative")
+			if err := deploy.Network.Validate(); err != nil {
+				return fmt.Errorf("--rtt, --jitter: %w", err)
 			}
 			deploy.Network.Seed = seed
 			deployment := deploy.Describe()
@@ -135,6 +123,9 @@ went out, the prefill steps on the wall clock, and the frames Nagle held.`,
 			cfg.OTLPEndpoint = otlp
 			cfg.Seed = seed
 			cfg.ServerTiming = !noServerTiming
+			if err := cfg.Validate(); err != nil {
+				return fmt.Errorf("sim: %w", err)
+			}
 			srv, err := sim.New(cfg)
 			if err != nil {
 				return err
