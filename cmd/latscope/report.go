@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -59,6 +60,9 @@ FILE (or --compare) "-" reads a recording from standard input.`,
   latscope report session.lsr --format csv -o session.csv`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.EqualFold(format, string(report.RowsJSONL)) && compare == "" {
+				return runExport(cmd, report.RowsJSONL, args[0], output) // one row per request, as export writes it
+			}
 			f, err := reportFormat(format, cmd.Flags().Changed("format"), output)
 			if err != nil {
 				return err
@@ -71,7 +75,7 @@ FILE (or --compare) "-" reads a recording from standard input.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVarP(&format, "format", "f", "", "output format: md, json, csv or html (default from -o's extension, else md)")
+	cmd.Flags().StringVarP(&format, "format", "f", "", "output format: md, json, csv or html (default from -o's extension, else md); jsonl writes one row per request, as latscope export does")
 	cmd.Flags().StringVar(&compare, "compare", "", "a second recording to compare with FILE, which is the base")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output")
 	return cmd
