@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -115,6 +116,27 @@ func (f *lengthFiles) summary() *ByLength {
 	return out
 }
 
+// counts is the buckets with their counts alone: cheap enough for every
+// live snapshot (the dashboard's filter line names them).
+func (f *lengthFiles) counts() *ByLength {
+	out := &ByLength{Prompt: lengthCounts(&f.prompt), Output: lengthCounts(&f.output)}
+	if out.Empty() {
+		return nil
+	}
+	return out
+}
+
+func lengthCounts(cells *[maxLengthBuckets]*lengthCell) []LengthBucket {
+	var out []LengthBucket
+	for k, c := range cells {
+		if c != nil {
+			lo, hi := lengthBounds(k)
+			out = append(out, LengthBucket{Lo: lo, Hi: hi, Count: c.n})
+		}
+	}
+	return out
+}
+
 func lengthStats(cells *[maxLengthBuckets]*lengthCell) []LengthBucket {
 	var out []LengthBucket
 	stats := func(t tally, h *hdr.Histogram) Stats {
@@ -145,6 +167,32 @@ func (b LengthBucket) Label() string {
 		return strconv.Itoa(b.Lo)
 	}
 	return strconv.Itoa(b.Lo) + "-" + strconv.Itoa(b.Hi)
+}
+
+// Contains reports whether n tokens fall in the bucket.
+func (b LengthBucket) Contains(n int) bool { return n >= b.Lo && (b.Hi == 0 || n <= b.Hi) }
+
+// ParseLengthRange reads a bucket's label back ("513-1024", "1025+", "7"),
+// or any range written the same way, as the bucket it names (no counts).
+func ParseLengthRange(s string) (LengthBucket, error) {
+	bad := fmt.Errorf("%q: want a token range such as 513-1024, 1025+ or 7", s)
+	if lo, ok := strings.CutSuffix(s, "+"); ok {
+		n, err := strconv.Atoi(lo)
+		if err != nil || n < 0 {
+			return LengthBucket{}, bad
+		}
+		return LengthBucket{Lo: n}, nil
+	}
+	loText, hiText, ranged := strings.Cut(s, "-")
+	if !ranged {
+		hiText = loText
+	}
+	lo, err1 := strconv.Atoi(loText)
+	hi, err2 := strconv.Atoi(hiText)
+	if err1 != nil || err2 != nil || lo < 0 || hi < lo || hi == 0 {
+		return LengthBucket{}, bad
+	}
+	return LengthBucket{Lo: lo, Hi: hi}, nil
 }
 
 // writeByLength prints the TTFT, TPOT and E2E of each length bucket, for

@@ -16,6 +16,9 @@ type Snapshot struct {
 	// ByLength is the run's results by prompt and output length, in the
 	// final snapshot only (Final): nil in a live one.
 	ByLength *ByLength
+	// LengthCounts is the same buckets with their counts alone, in every
+	// snapshot: which lengths the run has sent so far.
+	LengthCounts *ByLength
 	Now      time.Time     // the window edge the snapshot was taken at
 	Start    time.Time     // first intended send of the run (zero before any request)
 	Elapsed  time.Duration // Now − the session's start (or Start, without a header)
@@ -236,6 +239,7 @@ func (a *Aggregator) Snapshot(now time.Time) Snapshot {
 		p := *a.probe
 		s.Probe = &p
 	}
+	s.LengthCounts = a.lengths.counts()
 	s.Unrecorded = a.unrec
 	s.Unexported = a.unexp
 	if len(a.lost) > 0 {

@@ -6,19 +6,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 )
 
 // requestFilter is what `/` keeps in the requests view: every term must
 // match. Terms: "ok" or "failed"; an outcome or a flag (or a part of its
 // name: "nagle", "429"); "ttft>200" (ms; "ttft>1.5s" too) for a minimum
-// TTFT; "@east" for the requests of one agent.
+// TTFT; "@east" for the requests of one agent; "prompt=513-1024" or
+// "output=1025+" for a length bucket, as the by-length line names them.
 type requestFilter struct {
-	text    string
-	minTTFT time.Duration
-	agent   string
-	ok      *bool
-	words   []string
+	text           string
+	minTTFT        time.Duration
+	agent          string
+	ok             *bool
+	words          []string
+	prompt, output *aggregate.LengthBucket
 }
 
 // parseFilter reads a filter as typed; a term it cannot read is an error
@@ -35,6 +38,17 @@ func parseFilter(text string) (requestFilter, error) {
 			f.ok = &no
 		case strings.HasPrefix(term, "@"), strings.HasPrefix(term, "agent="):
 			f.agent = strings.TrimPrefix(strings.TrimPrefix(term, "@"), "agent=")
+		case strings.HasPrefix(term, "prompt="), strings.HasPrefix(term, "output="):
+			side, val, _ := strings.Cut(term, "=")
+			b, err := aggregate.ParseLengthRange(val)
+			if err != nil {
+				return requestFilter{}, fmt.Errorf("%s: %w", side, err)
+			}
+			if side == "prompt" {
+				f.prompt = &b
+			} else {
+				f.output = &b
+			}
 		case strings.HasPrefix(term, "ttft>"), strings.HasPrefix(term, ">"):
 			v := strings.TrimLeft(strings.TrimPrefix(term, "ttft"), ">=")
 			d, err := parseTTFT(v)
@@ -77,6 +91,9 @@ func (f *requestFilter) keep(r *event.Request, agent string) bool {
 		return false
 	}
 	if f.agent != "" && !strings.Contains(strings.ToLower(agent), f.agent) {
+		return false
+	}
+	if f.prompt != nil && !f.prompt.Contains(r.PromptTokens) || f.output != nil && !f.output.Contains(r.OutputTokens) {
 		return false
 	}
 	for _, w := range f.words {

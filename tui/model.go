@@ -297,7 +297,7 @@ func (m *model) render() string {
 		lines = []string{fit(m.st.title.Render(" latscope")+m.st.dim.Render(" waiting for the first snapshot…"), m.width)}
 	case m.screen == screenRequests:
 		lines = m.renderBody(func(h int) []string {
-			v := requestsView{filter: &m.filter, typing: m.typing, input: m.input, filterErr: m.filterErr}
+			v := requestsView{filter: &m.filter, typing: m.typing, input: m.input, filterErr: m.filterErr, lengths: m.frame.Snapshot.LengthCounts}
 			body, rowAt := renderRequests(m.st, &m.list, m.sel, m.begin(), m.window, v, m.width, h)
 			m.rowAt = append(make([]int, headerLines), rowAt...)
 			for i := range headerLines {

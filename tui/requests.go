@@ -65,6 +65,7 @@ type requestsView struct {
 	typing    bool   // `/` was pressed: the filter line is being edited
 	input     string // what has been typed
 	filterErr string // why the typed filter was not applied
+	lengths   *aggregate.ByLength
 }
 
 // renderRequests draws the requests view: the slowest of the window, then
@@ -77,6 +78,9 @@ func renderRequests(st *styles, l *requestList, sel int, begin time.Time, w aggr
 		filterLine(st, l, v, width),
 	}
 	rowAt = []int{-1, -1}
+	if line, ok := lengthsLine(st, v.lengths, width); ok {
+		lines, rowAt = append(lines, line), append(rowAt, -1)
+	}
 	if len(l.rows) == 0 {
 		msg := " no finished request yet"
 		if l.total > 0 {
@@ -132,15 +136,39 @@ func renderRequests(st *styles, l *requestList, sel int, begin time.Time, w aggr
 func filterLine(st *styles, l *requestList, v requestsView, width int) string {
 	switch {
 	case v.typing:
-		line := " " + st.key.Render("/") + " " + v.input + st.key.Render("▏") + st.dim.Render("   ok failed 429 nagle ttft>200 @agent · enter apply · esc clear")
-		if v.filterErr != "" {
+		line := " " + st.key.Render("/") + " " + v.input + st.key.Render("▏")
+		if v.filterErr != "" { // the error first: the hint may not fit beside it
 			line += "  " + st.bad.Render(v.filterErr)
 		}
-		return fit(line, width)
+		return fit(line+st.dim.Render("   ok failed 429 nagle ttft>200 @agent prompt=513-1024 · enter apply · esc clear"), width)
 	case v.filter != nil && v.filter.active():
 		return fit(" "+st.key.Render("filter: "+v.filter.text)+st.dim.Render(fmt.Sprintf(" · %d of %d rows · / to change", len(l.rows), l.total)), width)
 	}
-	return fit(st.dim.Render(" / to filter by outcome, flag, minimum TTFT or agent"), width)
+	return fit(st.dim.Render(" / to filter by outcome, flag, minimum TTFT, agent or length"), width)
+}
+
+// lengthsLine names the run's length buckets of prompts and of outputs, with
+// their successful requests, when either side has more than one: the
+// buckets a filter such as prompt=513-1024 picks (aggregate files them).
+func lengthsLine(st *styles, b *aggregate.ByLength, width int) (string, bool) {
+	if b.Empty() || len(b.Prompt) < 2 && len(b.Output) < 2 {
+		return "", false
+	}
+	var parts []string
+	for _, side := range []struct {
+		name    string
+		buckets []aggregate.LengthBucket
+	}{{"prompt", b.Prompt}, {"output", b.Output}} {
+		if len(side.buckets) < 2 {
+			continue
+		}
+		cells := make([]string, len(side.buckets))
+		for i, bk := range side.buckets {
+			cells[i] = fmt.Sprintf("%s ×%d", bk.Label(), bk.Count)
+		}
+		parts = append(parts, side.name+"="+strings.Join(cells, "  "))
+	}
+	return fit(st.dim.Render(" by length (tokens, ok requests of the run): "+strings.Join(parts, " · ")), width), true
 }
 
 func requestLine(st *styles, r *event.Request, begin time.Time, selected bool, width int) string {
