@@ -19,9 +19,9 @@ type Snapshot struct {
 	// LengthCounts is the same buckets with their counts alone, in every
 	// snapshot: which lengths the run has sent so far.
 	LengthCounts *ByLength
-	Now      time.Time     // the window edge the snapshot was taken at
-	Start    time.Time     // first intended send of the run (zero before any request)
-	Elapsed  time.Duration // Now − the session's start (or Start, without a header)
+	Now          time.Time     // the window edge the snapshot was taken at
+	Start        time.Time     // first intended send of the run (zero before any request)
+	Elapsed      time.Duration // Now − the session's start (or Start, without a header)
 	// Session is the session's header: target, server, load (nil without one).
 	Session *event.Session
 	// Probe is the probe's latest view of itself: in flight, CPU, scheduling
