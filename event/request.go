@@ -235,6 +235,10 @@ func (r *Request) EndedAt() time.Time {
 // OK reports whether the request succeeded.
 func (r *Request) OK() bool { return r.Outcome == OutcomeOK }
 
+// Failed reports whether the request failed: neither ok nor cancelled by
+// the run (a request the run's end cut short did not fail).
+func (r *Request) Failed() bool { return r.Outcome != OutcomeOK && r.Outcome != OutcomeCancelled }
+
 // HasFlag reports whether f is set.
 func (r *Request) HasFlag(f Flag) bool {
 	for _, g := range r.Flags {
