@@ -87,6 +87,7 @@ type Aggregator struct {
 	limits requestLimits
 
 	reqStart, reqEnd time.Time // first intended send, last completion (non-warm-up requests)
+	cutEnd           time.Time // last cancelled request's end: the run's, when none finished
 	latest           time.Time // latest timestamp of any event
 
 	ttft, itl, tpot, e2e, tokRate, schedLag *metric
@@ -129,7 +130,7 @@ type Aggregator struct {
 // runCounts are whole-run request counters. sent = ok + errors + runEnded.
 type runCounts struct {
 	sent, ok, errors, warmup, tokens, good int64
-	runEnded                               int64 // cancelled by the run's own end (event.Request.RunEnded)
+	runEnded                               int64 // cancelled by the run's end (see cancelledAtEnd)
 	byOutcome                              map[event.Outcome]int64
 	byStatus                               map[int]int64
 	flags                                  map[event.Flag]int64
@@ -328,7 +329,11 @@ func (a *Aggregator) addRequest(r *event.Request) {
 	a.see(end)
 	if cancelledAtEnd(r) {
 		// It never finished: it neither ends the run's span nor counts as
-		// an error, only as sent.
+		// an error, only as sent. Its end is the run's, which is the span's
+		// end only when no request finished (see requests).
+		if end.After(a.cutEnd) {
+			a.cutEnd = end
+		}
 		a.counts.sent++
 		a.counts.runEnded++
 		a.counts.tokens += int64(max(r.OutputTokens, 0))
@@ -353,10 +358,13 @@ func (a *Aggregator) addRequest(r *event.Request) {
 	a.recordBreakdown(r, end)
 }
 
-// cancelledAtEnd reports whether r was cut short by the run's own end (its
-// duration and drain over), rather than failing: see event.Request.RunEnded.
+// cancelledAtEnd reports whether r was cut short by the run's end (its
+// duration and drain over, a signal, a quit), rather than failing: see
+// event.Request.RunEnded. Only the run cancels a request, so a cancelled
+// one without RunEnded (recorded before a signal's cancellations were
+// marked) counts the same: one rule for every surface.
 func cancelledAtEnd(r *event.Request) bool {
-	return r.Outcome == event.OutcomeCancelled && r.RunEnded
+	return r.Outcome == event.OutcomeCancelled
 }
 
 func (a *Aggregator) countRequest(r *event.Request, end time.Time) {

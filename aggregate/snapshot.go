@@ -116,8 +116,9 @@ type Requests struct {
 	OK     int64 `json:"ok"`
 	Errors int64 `json:"errors"`
 	// CancelledAtEnd counts the requests still in flight when the run's
-	// own end (its duration and drain) cancelled them: not errors, and not
-	// in the error rate or the finished rate.
+	// end cancelled them (its duration and drain over, SIGINT, SIGTERM,
+	// SIGHUP, a quit dashboard): not errors, and not in the error rate or
+	// the finished rate.
 	CancelledAtEnd int64 `json:"cancelled_at_end"`
 	// Reconnects counts the requests the probe sent again on a fresh
 	// connection because the server had closed the kept-alive one they went
@@ -135,7 +136,7 @@ type Requests struct {
 	Flags     map[event.Flag]int64    `json:"flags"`
 	// TopErrors are the most frequent ways requests failed, most first.
 	TopErrors []ErrorCount  `json:"top_errors"`
-	Duration  time.Duration `json:"-"`         // first intended send → last completion
+	Duration  time.Duration `json:"-"`         // first intended send → last completion (the cancellations, when none finished)
 	ReqPerSec float64       `json:"req_per_s"` // requests finished (ok or errors) per second
 	OKPerSec  float64       `json:"ok_per_s"`  // successful requests per second: the throughput
 	TokPerSec float64       `json:"tok_per_s"` // output tokens per second over the run
@@ -304,8 +305,14 @@ func (a *Aggregator) requests() Requests {
 	if a.probe != nil {
 		r.Reconnects, r.Backoffs = a.probe.Reconnects, a.probe.Backoffs
 	}
-	if a.reqEnd.After(a.reqStart) && !a.reqStart.IsZero() {
-		r.Duration = a.reqEnd.Sub(a.reqStart)
+	end := a.reqEnd
+	if end.IsZero() {
+		// No request finished: the run lasted until it cancelled them,
+		// not no time at all.
+		end = a.cutEnd
+	}
+	if end.After(a.reqStart) && !a.reqStart.IsZero() {
+		r.Duration = end.Sub(a.reqStart)
 		r.ReqPerSec = float64(r.Finished()) / r.Duration.Seconds()
 		r.OKPerSec = float64(c.ok) / r.Duration.Seconds()
 		r.TokPerSec = float64(c.tokens) / r.Duration.Seconds()

@@ -8,7 +8,8 @@ import (
 
 // StatusLine renders one line for stderr (about once a second in headless
 // runs): elapsed time, requests in flight, request and token rates and TTFT
-// p50/p99 over the last 10 s, the run's errors, and latscope's own CPU and
+// p50/p99 over the last 10 s, the run's errors (and requests the run's end
+// cancelled, apart, once there are any), and latscope's own CPU and
 // scheduling lag, the probe's verdict (Snapshot.Verdict) when it was
 // held, paused or the client host was saturated, and the client host's
 // figures while it is busy, so a user sees at a glance whether latscope, not the server, is the
@@ -23,6 +24,9 @@ func StatusLine(s Snapshot) string {
 	errs := fmt.Sprintf("errors %d", s.Requests.Errors)
 	if rate, ok := s.Requests.ErrorRate(); ok {
 		errs += fmt.Sprintf(" (%.1f%%)", 100*rate)
+	}
+	if n := s.Requests.CancelledAtEnd; n > 0 {
+		errs += fmt.Sprintf("  cancelled %d", n)
 	}
 	inFlight, self := "", ""
 	if p := s.Probe; p != nil {

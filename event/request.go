@@ -105,11 +105,12 @@ type Chunk struct {
 	Batch int32 `json:"b,omitempty"`
 }
 
-// Outcome is how a request ended: OK, or exactly one error kind.
+// Outcome is how a request ended: OK, cancelled by the run, or exactly
+// one error kind.
 type Outcome string
 
 // The outcomes. Every request the probe sends ends in exactly one of these,
-// so sent = ok + errors always holds.
+// so sent = ok + errors + cancelled always holds.
 const (
 	OutcomeOK          Outcome = "ok"
 	OutcomeConnect     Outcome = "connect"      // could not connect (refused, DNS, TLS)
@@ -119,7 +120,7 @@ const (
 	OutcomeMalformed   Outcome = "malformed"    // a chunk that does not parse
 	OutcomeOversized   Outcome = "oversized"    // one event larger than the probe's limit
 	OutcomeServerError Outcome = "server_error" // the server sent an error event mid-stream
-	OutcomeCancelled   Outcome = "cancelled"    // the run was stopped (Ctrl-C, duration and drain over) mid-request; see Request.RunEnded
+	OutcomeCancelled   Outcome = "cancelled"    // the run stopped it mid-request (its duration and drain over, a signal, a quit): not an error; see Request.RunEnded
 )
 
 // Flag marks something noteworthy about one request that is not an error.
@@ -191,9 +192,13 @@ type Request struct {
 	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 
 	Outcome Outcome `json:"outcome"`
-	// RunEnded marks a cancelled request that the run's own end cut short
-	// (its duration and drain were over), not the server nor the user (a
-	// Ctrl-C leaves it unset): it is counted apart from the errors.
+	// RunEnded marks a request the run's end cut short: its duration and
+	// drain over, or its user stopping it (SIGINT, SIGTERM, SIGHUP, a quit
+	// dashboard). The probe sets it on every cancelled request; such a
+	// request is counted apart from the errors, as is a cancelled one
+	// without it (recordings from before it was set on a signal). A request
+	// the server cut, or that its --timeout ended, is an error, never
+	// cancelled.
 	RunEnded bool   `json:"run_ended,omitempty"`
 	Status   int    `json:"status,omitempty"` // HTTP status, when one arrived
 	Error    string `json:"error,omitempty"`
@@ -229,6 +234,10 @@ func (r *Request) EndedAt() time.Time {
 
 // OK reports whether the request succeeded.
 func (r *Request) OK() bool { return r.Outcome == OutcomeOK }
+
+// Failed reports whether the request failed: neither ok nor cancelled by
+// the run (a request the run's end cut short did not fail).
+func (r *Request) Failed() bool { return r.Outcome != OutcomeOK && r.Outcome != OutcomeCancelled }
 
 // HasFlag reports whether f is set.
 func (r *Request) HasFlag(f Flag) bool {

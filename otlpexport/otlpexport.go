@@ -295,8 +295,11 @@ func (e *Exporter) requestSpans(r *event.Request) []sdktrace.ReadOnlySpan {
 		attrs = append(attrs, attribute.Int("http.response.status_code", r.Status))
 	}
 	code, description := codes.Ok, ""
-	if !r.OK() {
+	switch {
+	case r.Failed():
 		code, description = codes.Error, r.Error
+	case !r.OK(): // cancelled by the run's end: not an error (latscope.outcome says)
+		code = codes.Unset
 	}
 	out := []sdktrace.ReadOnlySpan{e.maker.span("llm.request", root, trace.SpanContext{}, trace.SpanKindClient, start, end, attrs, code, description)}
 

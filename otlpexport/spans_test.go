@@ -68,3 +68,26 @@ func TestSpansComeFromTheSDKsTracer(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelledSpanIsNoError: a request the run's end cut short did not
+// fail, so its span's status is unset, not an error a trace backend counts;
+// its latscope.outcome says cancelled.
+func TestCancelledSpanIsNoError(t *testing.T) {
+	e := &Exporter{maker: newSpanMaker(resource.NewSchemaless())}
+	defer e.maker.shutdown(context.Background())
+	r := request()
+	r.Outcome, r.RunEnded, r.Error = event.OutcomeCancelled, true, "cancelled: interrupted by SIGINT"
+	root := e.requestSpans(r)[0]
+	if st := root.Status(); st.Code != codes.Unset {
+		t.Errorf("root status %+v, want unset", st)
+	}
+	var outcome string
+	for _, a := range root.Attributes() {
+		if a.Key == "latscope.outcome" {
+			outcome = a.Value.AsString()
+		}
+	}
+	if outcome != "cancelled" {
+		t.Errorf("latscope.outcome %q, want cancelled", outcome)
+	}
+}

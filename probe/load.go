@@ -91,8 +91,9 @@ type LoadConfig struct {
 // every request sent yields exactly one record.
 type RunStats struct {
 	Sent, OK, Errors int
-	// RunEnded counts the requests the run's own end cancelled (its
-	// Duration and Drain were over): neither ok nor errors.
+	// RunEnded counts the requests the run's end cancelled (its Duration
+	// and Drain over, or its caller cancelling ctx: a Ctrl-C, a quit):
+	// neither ok nor errors.
 	RunEnded     int
 	ByOutcome    map[event.Outcome]int // every request's outcome, RunEnded ones as cancelled
 	WarmupSent   int
@@ -250,12 +251,11 @@ func (r *Runner) Stats() RunStats { return r.stats }
 // up the workers. Run returns when every request has been recorded and every
 // goroutine it started has stopped. A Runner runs once.
 //
-// Cancelling ctx stops the run: requests in flight are cancelled and
-// recorded with outcome cancelled, and Run returns nil (Stats says
-// Interrupted). Cancelling it with pipeline.ErrRunEnded as the cause ends
-// the run as its own end (Duration and Drain over) does, for a run that
-// ends when its user says so (quitting a dashboard): the requests in
-// flight are marked RunEnded, not errors.
+// Cancelling ctx stops the run: requests in flight are cancelled, recorded
+// with outcome cancelled and marked RunEnded, as the run's own end
+// (Duration and Drain over) marks them: whatever the cause (a signal, a
+// quit dashboard, a sweep's step decided), they did not fail, the run
+// stopped them. Run then returns nil, and Stats says Interrupted.
 func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 	if emit == nil {
 		return errors.New("run: no emit function")
@@ -550,10 +550,12 @@ func (r *Runner) spec(seq uint64, worker int, intended time.Time) RequestSpec {
 }
 
 // completeRecord makes a Doer's record whole: the identifiers the spec
-// decided, and outcome cancelled for a request the run stopped (whatever
-// error the cancellation surfaced as), marked RunEnded when the run's own
-// end stopped it, so every request sent has exactly one record with exactly
-// one outcome. ctx is the context the request was sent with.
+// decided, and outcome cancelled, marked RunEnded, for a request the run
+// stopped (whatever error the cancellation surfaced as, and whatever
+// stopped the run: its end, a signal, its caller), so every request sent
+// has exactly one record with exactly one outcome and a request cut short
+// is never an error. ctx is the context the request was sent with: only
+// the run cancels it (a request's own Timeout is the Doer's, a timeout).
 func completeRecord(ctx context.Context, rec *event.Request, spec RequestSpec) *event.Request {
 	cancelled := ctx.Err() != nil
 	if rec == nil {
@@ -588,7 +590,7 @@ func completeRecord(ctx context.Context, rec *event.Request, spec RequestSpec) *
 	switch {
 	case cancelled && rec.Outcome != event.OutcomeOK:
 		rec.Outcome = event.OutcomeCancelled
-		rec.RunEnded = errors.Is(context.Cause(ctx), pipeline.ErrRunEnded)
+		rec.RunEnded = true
 	case rec.Outcome == "":
 		rec.Outcome = event.OutcomeMalformed
 		if rec.Error == "" {

@@ -211,8 +211,8 @@ func TestRunnerWithClientOpenLoopAndCancel(t *testing.T) {
 	c2 := &runCollector{t: t}
 	st2 := runLoadBounded(t, ctx, r2, c2)
 	checkLoadAccounting(t, st2, c2)
-	if !st2.Interrupted || st2.Sent != 4 || st2.ByOutcome[event.OutcomeCancelled] != 4 {
-		t.Fatalf("stats %+v, want 4 requests, all cancelled", st2)
+	if !st2.Interrupted || st2.Sent != 4 || st2.ByOutcome[event.OutcomeCancelled] != 4 || st2.RunEnded != 4 || st2.Errors != 0 {
+		t.Fatalf("stats %+v, want 4 requests, all cancelled, none an error", st2)
 	}
 	client.CloseIdleConnections()
 	slowClient.CloseIdleConnections()

@@ -154,7 +154,7 @@ func (e *emitter) count(rec *event.Request) {
 	}
 	if rec.Warmup {
 		e.stats.WarmupSent++
-		if !rec.OK() {
+		if rec.Failed() {
 			e.stats.WarmupErrors++
 		}
 		return

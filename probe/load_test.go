@@ -460,12 +460,12 @@ func TestCancelMidRun(t *testing.T) {
 			c := &runCollector{t: t}
 			st := runLoadBounded(t, ctx, r, c)
 			checkLoadAccounting(t, st, c)
-			if !st.Interrupted || st.Sent != 5 || st.ByOutcome[event.OutcomeCancelled] != 5 || st.RunEnded != 0 {
-				t.Fatalf("stats %+v: want 5 sent, all cancelled by the interruption, interrupted", st)
+			if !st.Interrupted || st.Sent != 5 || st.ByOutcome[event.OutcomeCancelled] != 5 || st.RunEnded != 5 || st.Errors != 0 {
+				t.Fatalf("stats %+v: want 5 sent, all cancelled by the interruption (not errors), interrupted", st)
 			}
 			for _, rec := range c.reqs {
-				if rec.Outcome != event.OutcomeCancelled || rec.RunEnded {
-					t.Fatalf("seq %d outcome %s (run ended %t), want cancelled by Ctrl-C", rec.Seq, rec.Outcome, rec.RunEnded)
+				if rec.Outcome != event.OutcomeCancelled || !rec.RunEnded {
+					t.Fatalf("seq %d outcome %s (run ended %t), want cancelled by Ctrl-C, marked run ended", rec.Seq, rec.Outcome, rec.RunEnded)
 				}
 			}
 			checkNoLoadLeak(t, before)

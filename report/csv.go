@@ -82,6 +82,7 @@ func writeCSV(w io.Writer, rec *Recording) error {
 		unit string
 	}{
 		{"sent", float64(r.Sent), "requests"}, {"ok", float64(r.OK), "requests"}, {"errors", float64(r.Errors), "requests"},
+		{"cancelled_at_end", float64(r.CancelledAtEnd), "requests"},
 		{"warmup", float64(r.Warmup), "requests"}, {"tokens_out", float64(r.TokensOut), "tokens"},
 		{"duration", r.Duration.Seconds(), "s"}, {"req_per_s", r.ReqPerSec, "req/s"}, {"ok_per_s", r.OKPerSec, "req/s"},
 		{"tok_per_s", r.TokPerSec, "tok/s"}, {"error_rate", errorPercent(r), "%"},
@@ -267,7 +268,7 @@ func writeCSVRows(w io.Writer, header []string, rows [][]string) error {
 }
 
 // errorPercent is the share of finished requests that failed, in percent
-// (requests the run's own end cancelled did not finish).
+// (requests the run's end cancelled did not finish).
 func errorPercent(r aggregate.Requests) float64 {
 	rate, _ := r.ErrorRate()
 	return 100 * rate

@@ -159,9 +159,9 @@ func requestsTable(s *aggregate.Summary) table {
 	}
 	t := table{
 		Title:   "Requests and throughput",
-		Columns: []string{"sent", "ok", "errors", "error rate", "warm-up (excluded)", "req/s finished", "req/s ok", "output tok/s", "output tokens"},
+		Columns: []string{"sent", "ok", "errors", "error rate", "cancelled at the end", "warm-up (excluded)", "req/s finished", "req/s ok", "output tok/s", "output tokens"},
 		Rows: [][]string{{
-			strconv.FormatInt(r.Sent, 10), strconv.FormatInt(r.OK, 10), strconv.FormatInt(r.Errors, 10), errRate,
+			strconv.FormatInt(r.Sent, 10), strconv.FormatInt(r.OK, 10), strconv.FormatInt(r.Errors, 10), errRate, strconv.FormatInt(r.CancelledAtEnd, 10),
 			strconv.FormatInt(r.Warmup, 10), num(r.ReqPerSec, 2), num(r.OKPerSec, 2), num(r.TokPerSec, 2), strconv.FormatInt(r.TokensOut, 10),
 		}},
 	}

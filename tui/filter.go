@@ -11,10 +11,11 @@ import (
 )
 
 // requestFilter is what `/` keeps in the requests view: every term must
-// match. Terms: "ok" or "failed"; an outcome or a flag (or a part of its
-// name: "nagle", "429"); "ttft>200" (ms; "ttft>1.5s" too) for a minimum
-// TTFT; "@east" for the requests of one agent; "prompt=513-1024" or
-// "output=1025+" for a length bucket, as the by-length line names them.
+// match. Terms: "ok" or "failed" (not the cancelled: "cancelled" finds
+// those); an outcome or a flag (or a part of its name: "nagle", "429");
+// "ttft>200" (ms; "ttft>1.5s" too) for a minimum TTFT; "@east" for the
+// requests of one agent; "prompt=513-1024" or "output=1025+" for a length
+// bucket, as the by-length line names them.
 type requestFilter struct {
 	text           string
 	minTTFT        time.Duration
@@ -84,8 +85,8 @@ func (f *requestFilter) active() bool { return f.text != "" }
 
 // keep reports whether r passes; agent names its agent ("" when unknown).
 func (f *requestFilter) keep(r *event.Request, agent string) bool {
-	if f.ok != nil && r.OK() != *f.ok {
-		return false
+	if f.ok != nil && (*f.ok && !r.OK() || !*f.ok && !r.Failed()) {
+		return false // "failed" keeps the failures, not the cancelled
 	}
 	if f.minTTFT > 0 && r.TTFT < f.minTTFT {
 		return false

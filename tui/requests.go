@@ -185,8 +185,11 @@ func requestLine(st *styles, r *event.Request, begin time.Time, selected bool, w
 		e2e = msUnit(durMS(r.E2E))
 	}
 	outcome := string(r.Outcome)
-	if !r.OK() {
+	switch {
+	case r.Failed():
 		outcome = st.bad.Render(failure(r))
+	case !r.OK(): // cut short by the run's end: not a failure
+		outcome = st.dim.Render(outcome)
 	}
 	line := fmt.Sprintf(" %s%-16s %8s %9s %9s %7d  %s", mark, fit(r.ID, 16), clock(r.EndedAt().Sub(begin)), ttft, e2e, r.OutputTokens, outcome)
 	if selected {

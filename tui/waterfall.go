@@ -78,8 +78,11 @@ func renderWaterfall(st *styles, r *event.Request, sum *aggregate.DecodeSummary,
 		row("tokens", ticks(st, r, d.P50, scale, axisW), fmt.Sprintf("%d in %d chunks", r.OutputTokens, d.Chunks))
 		lines = append(lines, fit("   "+decodeNumbers(r, d), width))
 	}
-	if !r.OK() {
+	switch {
+	case r.Failed():
 		lines = append(lines, fit("   "+st.bad.Render("failed: "+failure(r)), width))
+	case !r.OK():
+		lines = append(lines, fit("   "+st.dim.Render("cancelled at the end of the run, not failed"), width))
 	}
 	if len(r.Flags) > 0 {
 		fl := make([]string, len(r.Flags))

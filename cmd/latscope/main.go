@@ -131,9 +131,10 @@ func newRootCmd() *cobra.Command {
 client can see, joins what the server and GPU report, and shows the result.
 
 Exit codes, the same in every command: 0 done, 1 failure, 2 an --slo
-objective missed, 3 every finished request failed, 130 interrupted (SIGINT,
-SIGTERM or SIGHUP: the summary so far is printed; a second signal exits at
-once).`,
+objective missed, 3 no request succeeded (every finished one failed, or none
+finished before the run's end cancelled them), 130 interrupted (SIGINT,
+SIGTERM or SIGHUP: the summary so far is printed, the requests cut short
+counted as cancelled, not errors; a second signal exits at once).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       versionString(),

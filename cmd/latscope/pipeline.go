@@ -18,7 +18,7 @@ import (
 const (
 	exitFailure     = 1   // bad flags, the server (or, attached, every agent) could not be reached or set up, a write failed, a bench target missed
 	exitSLOMissed   = 2   // --slo: at least one objective was missed
-	exitAllFailed   = 3   // requests were sent and none succeeded
+	exitAllFailed   = 3   // requests were sent and none succeeded: every one that finished failed, or none finished (all cancelled at the run's end)
 	exitInterrupted = 130 // SIGINT, SIGTERM or SIGHUP, in any command: the summary so far was printed
 )
 
@@ -100,6 +100,10 @@ func outcome(stderr io.Writer, s aggregate.Summary, objectives []aggregate.Objec
 		// Requests the run's own end cancelled (quitting the dashboard,
 		// --duration and --drain) did not fail; all the others did.
 		return &exitError{code: exitAllFailed, err: allFailed(s)}
+	case s.Requests.CancelledAtEnd > 0 && s.Requests.OK == 0:
+		// None failed, but none succeeded either: the run measured
+		// nothing, which is no success (a queue deeper than the run).
+		return &exitError{code: exitAllFailed, err: noneFinished(s.Requests)}
 	case len(objectives) > 0:
 		return checkSLO(stderr, s, objectives)
 	}
@@ -114,6 +118,12 @@ func allFailed(s aggregate.Summary) error {
 		return fmt.Errorf("all %d finished requests failed%s; %d more were cancelled at the end of the run", r.Errors, topErrorHint(s), r.CancelledAtEnd)
 	}
 	return fmt.Errorf("all %d requests failed%s", r.Errors, topErrorHint(s))
+}
+
+// noneFinished says that no request finished before the run's end
+// cancelled them all, and how to give them time.
+func noneFinished(r aggregate.Requests) error {
+	return fmt.Errorf("no request finished within the run: all %d were cancelled at its end; lengthen --duration or --drain", r.CancelledAtEnd)
 }
 
 // topErrorHint names the most common way requests failed, with its

@@ -192,21 +192,25 @@ func TestRunSeedIsDrawnAndReported(t *testing.T) {
 }
 
 // TestRunEndCancelsAreNotErrors: requests the run's own end cancels are
-// counted apart from the errors, and a run in which only they did not
-// succeed has not failed.
+// counted apart from the errors; a run in which they were all there was
+// measured nothing: not a success (exit 3), and not a failure of the
+// server either (the line says to give the requests time), and its
+// duration is the run's, not 0 s.
 func TestRunEndCancelsAreNotErrors(t *testing.T) {
 	t.Parallel()
 	url := serveTinySim(t)
 	// 2000 tokens take the simulator seconds: none finishes in 300 ms.
 	stdout, stderr, err := execute(t, "run", "--url", url, "--no-tui", "--json", "-c", "2", "-d", "300ms", "--drain", "0s",
 		"--prompt-tokens", "16", "--output-tokens", "2000", "--no-gpu", "--no-metrics")
-	if err != nil {
-		t.Fatalf("err = %v, want none: no request failed\nstderr:\n%s", err, stderr)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitAllFailed || !strings.Contains(err.Error(), "no request finished within the run: all 2 were cancelled at its end; lengthen --duration or --drain") {
+		t.Fatalf("err = %v, want exit %d: nothing finished\nstderr:\n%s", err, exitAllFailed, stderr)
 	}
 	var got struct {
 		Requests struct {
 			Sent, OK, Errors int
-			CancelledAtEnd   int `json:"cancelled_at_end"`
+			CancelledAtEnd   int     `json:"cancelled_at_end"`
+			Duration         float64 `json:"duration_s"`
 		} `json:"requests"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
@@ -214,6 +218,9 @@ func TestRunEndCancelsAreNotErrors(t *testing.T) {
 	}
 	if r := got.Requests; r.Sent != 2 || r.OK != 0 || r.Errors != 0 || r.CancelledAtEnd != 2 {
 		t.Errorf("requests %+v, want 2 sent, both cancelled at the end, no error", r)
+	}
+	if d := got.Requests.Duration; d < 0.3 {
+		t.Errorf("duration %v s, want at least the run's 300 ms", d)
 	}
 }
 
@@ -229,8 +236,17 @@ func TestAllFailed(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", tc.r, got, tc.want)
 		}
 	}
-	if err := outcome(io.Discard, aggregate.Summary{Requests: aggregate.Requests{Sent: 2, CancelledAtEnd: 2}}, nil, false, nil); err != nil {
-		t.Errorf("a run whose requests the run's end all cancelled: %v, want no failure", err)
+	var ee *exitError
+	err := outcome(io.Discard, aggregate.Summary{Requests: aggregate.Requests{Sent: 2, CancelledAtEnd: 2}}, nil, false, nil)
+	if !errors.As(err, &ee) || ee.code != exitAllFailed {
+		t.Errorf("a run whose requests the run's end all cancelled: %v, want exit %d: none succeeded", err, exitAllFailed)
+	}
+	err = outcome(io.Discard, aggregate.Summary{Requests: aggregate.Requests{Sent: 2, CancelledAtEnd: 2}}, nil, true, nil)
+	if !errors.As(err, &ee) || ee.code != exitInterrupted {
+		t.Errorf("the same, interrupted: %v, want exit %d", err, exitInterrupted)
+	}
+	if err := outcome(io.Discard, aggregate.Summary{Requests: aggregate.Requests{Sent: 3, OK: 1, CancelledAtEnd: 2}}, nil, false, nil); err != nil {
+		t.Errorf("a run with one success and two cancelled at its end: %v, want done", err)
 	}
 }
 

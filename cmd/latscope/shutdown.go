@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // shutdown owns the process's signals, in one place: SIGINT, SIGTERM and
@@ -16,7 +17,8 @@ import (
 // (its cause names the signal): the load stops, consumers drain, the
 // terminal is restored and the summary so far is printed, exit 130. The
 // second exits at once, still restoring the terminal through the hooks
-// registered with onForce.
+// registered with onForce. The first signal again within echoWindow is not
+// a second one: see echoWindow.
 //
 // Bubble Tea's own signal handler is off (tui.Run): two handlers of one
 // signal raced, and Bubble Tea's could block forever sending to an event
@@ -30,14 +32,22 @@ type shutdown struct {
 
 	cancel context.CancelCauseFunc
 
-	mu     sync.Mutex
-	first  os.Signal
-	hooks  map[int]func()
-	nextID int
+	mu      sync.Mutex
+	first   os.Signal
+	firstAt time.Time // when the first came, on the watcher's clock
+	hooks   map[int]func()
+	nextID  int
 }
 
 // interruptSignals are the signals that interrupt a command.
 var interruptSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// echoWindow is how soon after the first signal the same one again is the
+// same delivery, twice: timeout(1) and a kill of the process group send it
+// to the process and to its group, microseconds apart, and taken as a
+// second signal it would exit before the summary. A user who means it
+// presses again later, or sends another signal.
+const echoWindow = 500 * time.Millisecond
 
 // interruptedBy is the cause of a context the first signal cancelled.
 type interruptedBy struct{ sig os.Signal }
@@ -68,18 +78,28 @@ func (s *shutdown) watch() {
 		case <-s.done:
 			return
 		case sig := <-s.sigs:
-			s.mu.Lock()
-			first := s.first == nil
-			if first {
-				s.first = sig
-			}
-			s.mu.Unlock()
-			if first {
-				s.cancel(interruptedBy{sig})
-				continue
-			}
-			s.force(sig)
+			s.handle(sig, time.Now())
 		}
+	}
+}
+
+// handle acts on one signal, received at `at`: the first cancels the
+// context, the same one again within echoWindow does nothing, any other
+// forces the exit.
+func (s *shutdown) handle(sig os.Signal, at time.Time) {
+	s.mu.Lock()
+	first := s.first == nil
+	echo := !first && sig == s.first && at.Sub(s.firstAt) < echoWindow
+	if first {
+		s.first, s.firstAt = sig, at
+	}
+	s.mu.Unlock()
+	switch {
+	case first:
+		s.cancel(interruptedBy{sig})
+	case echo: // the first, delivered twice
+	default:
+		s.force(sig)
 	}
 }
 

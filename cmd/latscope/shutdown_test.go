@@ -91,3 +91,51 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestShutdownSameSignalTwiceAtOnce: timeout(1) sends its signal to the
+// process and to its group, so it arrives twice at once; the second copy
+// is not a second signal (which would exit before the summary). The same
+// signal later, or another one at once, still is. Each signal is handled
+// with the time it came, so no clock runs.
+func TestShutdownSameSignalTwiceAtOnce(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 16, 0, 0, 0, time.UTC)
+	for _, sig := range interruptSignals {
+		for _, tc := range []struct {
+			name   string
+			second os.Signal
+			after  time.Duration
+			exits  bool
+		}{
+			{"again at once", sig, time.Millisecond, false},
+			{"again later", sig, echoWindow, true},
+			{"another at once", otherSignal(sig), time.Millisecond, true},
+		} {
+			var stderr syncBuffer
+			exited := make(chan int, 1)
+			sh, ctx := newShutdown(context.Background(), &stderr, func(code int) { exited <- code })
+			sh.handle(sig, t0)
+			if ctx.Err() == nil || sh.signal() != sig {
+				t.Fatalf("%s: the first signal did not cancel the context", signalName(sig))
+			}
+			sh.handle(tc.second, t0.Add(tc.after))
+			select {
+			case code := <-exited:
+				if !tc.exits || code != exitInterrupted {
+					t.Errorf("%s, %s: exit %d, want no exit", signalName(sig), tc.name, code)
+				}
+			default:
+				if tc.exits {
+					t.Errorf("%s, %s: no exit, want 130 at once", signalName(sig), tc.name)
+				}
+			}
+			sh.stop()
+		}
+	}
+}
+
+func otherSignal(sig os.Signal) os.Signal {
+	if sig == syscall.SIGTERM {
+		return os.Interrupt
+	}
+	return syscall.SIGTERM
+}
