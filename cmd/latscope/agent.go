@@ -184,15 +184,15 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 	}
 	defer s.Close()
 	if name != "" {
-		s.header.Name = name
+		s.Header.Name = name
 	}
-	s.header.Region = cfg.Identity.Region
+	s.Header.Region = cfg.Identity.Region
 	if f.shard.Count > 1 {
-		s.header.Shard = cfg.Identity.Shard
+		s.Header.Shard = cfg.Identity.Shard
 	}
 	m := measurement{
-		pipe:      s.pipelineConfig(),
-		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.offered, SLO: objectives, TTFTBasis: basis},
+		pipe:      s.PipelineConfig(),
+		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered, SLO: objectives, TTFTBasis: basis},
 		observers: []func(aggregate.Snapshot){statusLine(stderr)},
 		consumers: []consumer{agentStream{srv}},
 	}

@@ -215,8 +215,8 @@ func driveScaleProbe(ctx context.Context, spec bench.ScaleSpec, runFor time.Dura
 	}
 	defer s.Close()
 	m := measurement{
-		pipe:      s.pipelineConfig(),
-		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.offered},
+		pipe:      s.PipelineConfig(),
+		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered},
 		consumers: []consumer{frameTap{clock: clock, log: log}},
 	}
 	summary, _, err := m.run(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/session"
 )
 
 // maxSetupCall bounds one call before the run (detection, /tokenize) when
@@ -22,21 +23,9 @@ import (
 // list its models is not going to be measured usefully.
 const maxSetupCall = 10 * time.Second
 
-// connection is how every part of a session reaches the server: the
-// target, the credentials every call carries and the TLS settings.
-type connection struct {
-	target  string      // --url as given (it may hold credentials: print event.RedactURL(target))
-	shown   string      // target without credentials
-	apiKey  string      // --api-key or $OPENAI_API_KEY
-	headers http.Header // --header values
-	auth    http.Header // headers plus Authorization: what every call to the target sends
-	tls     *tls.Config // nil: the system's roots
-	timeout time.Duration
-}
-
 // connect checks the target and the credential and TLS flags. --insecure is
 // announced on stderr: it is never silently in effect.
-func (f *loadFlags) connect(stderr io.Writer, target string) (*connection, error) {
+func (f *loadFlags) connect(stderr io.Writer, target string) (*session.Connection, error) {
 	if _, err := probe.ParseBaseURL(target); err != nil {
 		return nil, fmt.Errorf("--url: %w", err)
 	}
@@ -59,9 +48,9 @@ func (f *loadFlags) connect(stderr io.Writer, target string) (*connection, error
 	if f.insecure {
 		fmt.Fprintln(stderr, "latscope: WARNING: --insecure: TLS certificates are NOT verified; anyone on the path can read the prompts and the API key")
 	}
-	return &connection{
-		target: target, shown: event.RedactURL(target), apiKey: apiKey, headers: headers, auth: auth,
-		tls: tlsConfig, timeout: setupCallTimeout(f.timeout),
+	return &session.Connection{
+		Target: target, Shown: event.RedactURL(target), APIKey: apiKey, Headers: headers, Auth: auth,
+		TLS: tlsConfig, Timeout: setupCallTimeout(f.timeout),
 	}, nil
 }
 
@@ -72,11 +61,6 @@ func setupCallTimeout(requestTimeout time.Duration) time.Duration {
 		return maxSetupCall
 	}
 	return min(requestTimeout, maxSetupCall)
-}
-
-// endpoint is how the calls before the run reach the target, on hc.
-func (c *connection) endpoint(hc *http.Client) probe.Endpoint {
-	return probe.Endpoint{BaseURL: c.target, Header: c.auth, HTTPClient: hc, Timeout: c.timeout}
 }
 
 // loadTLS builds the TLS settings of --ca-cert and --insecure; nil means the
@@ -120,24 +104,6 @@ func parseHeaders(raw []string) (http.Header, error) {
 		h.Add(name, value)
 	}
 	return h, nil
-}
-
-// metricsScrape is what the Prometheus collector needs to reach the
-// metrics page: its URL without credentials (the collector prints it) and a
-// client that adds them.
-type metricsScrape struct {
-	url    string
-	client *http.Client
-}
-
-// scrape prepares the scrape of metricsURL, with the target's credentials
-// only where probe.ScrapeClient allows them.
-func (c *connection) scrape(metricsURL string) (metricsScrape, error) {
-	u, hc, err := probe.ScrapeClient(c.target, metricsURL, c.auth, c.tls)
-	if err != nil {
-		return metricsScrape{}, fmt.Errorf("--metrics-url %s: %w", event.RedactURL(metricsURL), err)
-	}
-	return metricsScrape{url: u, client: hc}, nil
 }
 
 // certLimit bounds a certificate or CA file named by flag.

@@ -11,6 +11,7 @@ import (
 	"github.com/latscope/latscope/attribute"
 	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/sim"
 )
 
@@ -130,5 +131,5 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 	label := fmt.Sprintf("latscope demo: SIMULATED %s server on http://%s (%d slots; %s) - numbers describe the simulator, not a real model; GPU is simulated too",
 		prof.Name, ln.Addr(), maxNumSeqs, deploy.Describe())
 	return runSession(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), "http://"+ln.Addr().String(), f,
-		&sessionExtras{collectors: []pipeline.Source{gpu}, spans: recv, label: label, simulated: true})
+		&session.Extras{Collectors: []pipeline.Source{gpu}, Spans: recv, Label: label, Simulated: true})
 }

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/latscope/latscope/internal/textsafe"
+	"github.com/latscope/latscope/session"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -91,7 +92,7 @@ func exitCode(stderr io.Writer, err error, sig os.Signal) int {
 	if sig != nil {
 		var ee *exitError
 		switch rest := withoutCancellation(err); {
-		case errors.As(err, &ee) && ee.code == exitInterrupted, rest == nil && errors.Is(err, errSetupInterrupted):
+		case errors.As(err, &ee) && ee.code == exitInterrupted, rest == nil && errors.Is(err, session.ErrSetupInterrupted):
 			fmt.Fprintf(stderr, "latscope: %v (%s)\n", err, signalName(sig))
 		case rest != nil:
 			fmt.Fprintln(stderr, "latscope:", rest)
@@ -119,7 +120,7 @@ func withoutCancellation(err error) error {
 		if _, joined := e.(interface{ Unwrap() []error }); joined {
 			return false // look into it: a real failure may be joined to a cancellation
 		}
-		return errors.Is(e, context.Canceled) || errors.Is(e, errSetupInterrupted)
+		return errors.Is(e, context.Canceled) || errors.Is(e, session.ErrSetupInterrupted)
 	})
 }
 

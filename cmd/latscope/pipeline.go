@@ -11,6 +11,7 @@ import (
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/recorder"
+	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
 )
 
@@ -25,7 +26,7 @@ const (
 // runSession measures target with f and prints the result: the composition
 // root opens the session, measures it, prints the summary and decides the
 // exit code.
-func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, extra *sessionExtras) error {
+func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, extra *session.Extras) error {
 	basis, err := aggregate.ParseTTFTBasis(f.ttftBasis)
 	if err != nil {
 		return fmt.Errorf("--ttft-basis: %w", err)
@@ -45,7 +46,7 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	}
 	dashboard := useDashboard(stdout, f.noTUI)
 	s, err := openSession(ctx, stderr, target, f, extra)
-	if errors.Is(err, errSetupInterrupted) {
+	if errors.Is(err, session.ErrSetupInterrupted) {
 		return &exitError{code: exitInterrupted, err: err}
 	}
 	if err != nil {
@@ -53,8 +54,8 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	}
 	defer s.Close()
 	m := measurement{
-		pipe: s.pipelineConfig(),
-		agg:  aggregate.Config{Now: time.Now, OfferedRate: s.offered, SLO: objectives, TTFTBasis: basis},
+		pipe: s.PipelineConfig(),
+		agg:  aggregate.Config{Now: time.Now, OfferedRate: s.Offered, SLO: objectives, TTFTBasis: basis},
 	}
 	// While the dashboard runs nothing may print on stderr: notices go to
 	// its header instead.
@@ -146,9 +147,9 @@ func topErrorHint(s aggregate.Summary) string {
 }
 
 // addRecorderAndExport adds the consumers --record and --otlp-export ask for.
-func addRecorderAndExport(ctx context.Context, stderr io.Writer, f *loadFlags, s *session, m *measurement) error {
+func addRecorderAndExport(ctx context.Context, stderr io.Writer, f *loadFlags, s *session.Session, m *measurement) error {
 	if f.record != "" {
-		rec, err := newRecording(f.record, s.header, f.recordOverwrite)
+		rec, err := newRecording(f.record, s.Header, f.recordOverwrite)
 		if err != nil {
 			return err
 		}

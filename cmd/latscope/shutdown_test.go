@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/latscope/latscope/session"
 )
 
 // TestShutdownFirstSignalCancelsSecondExits: the first signal cancels the
@@ -81,7 +83,7 @@ func TestExitCodes(t *testing.T) {
 		{"signal, nothing returned", nil, syscall.SIGTERM, exitInterrupted, "latscope: interrupted (SIGTERM)"},
 		{"signal, context canceled", fmt.Errorf("agent x: %w", context.Canceled), syscall.SIGINT, exitInterrupted, "latscope: interrupted (SIGINT)"},
 		{"signal, summary so far", &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the requests sent until then")}, syscall.SIGHUP, exitInterrupted, "the summary covers the requests sent until then (SIGHUP)"},
-		{"signal, during set-up", fmt.Errorf("%w (while calibrating the prompts)", errSetupInterrupted), syscall.SIGTERM, exitInterrupted, "while calibrating the prompts) (SIGTERM)"},
+		{"signal, during set-up", fmt.Errorf("%w (while calibrating the prompts)", session.ErrSetupInterrupted), syscall.SIGTERM, exitInterrupted, "while calibrating the prompts) (SIGTERM)"},
 		{"signal, and a real failure", errors.Join(context.Canceled, real), syscall.SIGHUP, exitInterrupted, "input/output error\nlatscope: interrupted (SIGHUP)"},
 		{"signal wins over a missed SLO", &exitError{code: exitSLOMissed, err: errors.New("missed")}, syscall.SIGTERM, exitInterrupted, "interrupted (SIGTERM)"},
 	} {

@@ -19,6 +19,7 @@ import (
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
 )
 
@@ -123,7 +124,7 @@ func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []
 	// even before the run began (a slow machine, tiny checkpoints), is no
 	// failure.
 	var exit *exitError
-	if errors.As(runErr, &exit) && exit.code == exitInterrupted || errors.Is(runErr, errSetupInterrupted) {
+	if errors.As(runErr, &exit) && exit.code == exitInterrupted || errors.Is(runErr, session.ErrSetupInterrupted) {
 		runErr = nil
 	}
 	return errors.Join(mErr, encErr, runErr)
@@ -139,8 +140,8 @@ func soakDashboard(ctx context.Context, target string, f *loadFlags) error {
 	}
 	defer s.Close()
 	m := measurement{
-		pipe: s.pipelineConfig(),
-		agg:  aggregate.Config{Now: time.Now, OfferedRate: s.offered},
+		pipe: s.PipelineConfig(),
+		agg:  aggregate.Config{Now: time.Now, OfferedRate: s.Offered},
 	}
 	snaps := pipeline.NewLatest[aggregate.Snapshot]()
 	m.observers = append(m.observers, snaps.Put)
@@ -202,8 +203,8 @@ func soakAgent(ctx context.Context, target string, f *loadFlags) error {
 	}
 	defer s.Close()
 	m := measurement{
-		pipe:      s.pipelineConfig(),
-		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.offered},
+		pipe:      s.PipelineConfig(),
+		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered},
 		consumers: []consumer{agentStream{srv}},
 	}
 	clientCtx, stopClients := context.WithCancel(ctx)

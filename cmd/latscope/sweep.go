@@ -14,6 +14,7 @@ import (
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/sweep"
 	"github.com/latscope/latscope/tui"
 )
@@ -235,16 +236,16 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	f.untilStopped = true
 	dashboard := useDashboard(stdout, f.noTUI)
 	s, err := openSession(ctx, stderr, target, f, nil)
-	if errors.Is(err, errSetupInterrupted) {
+	if errors.Is(err, session.ErrSetupInterrupted) {
 		return &exitError{code: exitInterrupted, err: err}
 	}
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	s.header.Load.Mode, s.header.Load.Concurrency, s.header.Load.Rate = "sweep", 0, 0
+	s.Header.Load.Mode, s.Header.Load.Concurrency, s.Header.Load.Rate = "sweep", 0, 0
 	if plan.Mode == sweep.OpenLoop {
-		s.header.Load.Arrival, s.header.Load.Burstiness = f.arrival, f.burstiness
+		s.Header.Load.Arrival, s.Header.Load.Burstiness = f.arrival, f.burstiness
 	}
 
 	fan := pipeline.NewFanout()
@@ -266,12 +267,12 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	}
 	var feed *tui.SweepFeed
 	if dashboard {
-		feed = tui.NewSweepFeed(progress, s.header)
+		feed = tui.NewSweepFeed(progress, s.Header)
 	}
 	cfg := sweep.Config{
-		Plan: plan, Aux: s.aux, Stage: s.attributor, Header: s.header, Fanout: fan,
+		Plan: plan, Aux: s.Aux, Stage: s.Attributor, Header: s.Header, Fanout: fan,
 		SLO: objectives, Warmup: sf.warmup, Window: sf.window, StepMax: sf.stepMax, StopErrors: stopErrors,
-		Step:     s.sweepStep(f),
+		Step:     sweepStep(s, f),
 		Progress: progress.Put,
 	}
 	if !dashboard {
@@ -332,17 +333,17 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 // sweepStep builds each step's runner: the step's rate or concurrency, and
 // prompts of their own (another nonce on the same calibrated prompts), so a
 // prefix cache cannot make later steps cheaper than earlier ones.
-func (s *session) sweepStep(f *loadFlags) func(sweep.StepSpec) (pipeline.Source, error) {
+func sweepStep(s *session.Session, f *loadFlags) func(sweep.StepSpec) (pipeline.Source, error) {
 	return func(spec sweep.StepSpec) (pipeline.Source, error) {
-		prompts := s.prompts.WithNonce(uint64(spec.Index) + 1)
-		r, err := probe.NewRunner(s.client, probe.LoadConfig{
+		prompts := s.Prompts.WithNonce(uint64(spec.Index) + 1)
+		r, err := probe.NewRunner(s.Client, probe.LoadConfig{
 			Rate: spec.Load.Rate(), Concurrency: spec.Load.Concurrency(),
 			Arrival: f.arrival, Burstiness: f.burstiness, Seed: f.seed.value() + int64(spec.Index),
 		}, prompts)
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", spec.Index, err)
 		}
-		s.current.Store(r)
+		s.SetRunner(r)
 		return r, nil
 	}
 }
