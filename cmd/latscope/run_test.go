@@ -219,8 +219,10 @@ func TestRunEndCancelsAreNotErrors(t *testing.T) {
 	if r := got.Requests; r.Sent != 2 || r.OK != 0 || r.Errors != 0 || r.CancelledAtEnd != 2 {
 		t.Errorf("requests %+v, want 2 sent, both cancelled at the end, no error", r)
 	}
-	if d := got.Requests.Duration; d < 0.3 {
-		t.Errorf("duration %v s, want at least the run's 300 ms", d)
+	// The duration runs from the first request's start (a busy host may
+	// start it late) to the last cancellation, the run's end: not 0 s.
+	if d := got.Requests.Duration; d <= 0 {
+		t.Errorf("duration %v s, want the time from the first request to the run's end", d)
 	}
 }
 
