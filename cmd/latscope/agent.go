@@ -14,6 +14,7 @@ import (
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/session"
 )
 
 func newAgentCmd() *cobra.Command {
@@ -190,16 +191,16 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 	if f.shard.Count > 1 {
 		s.Header.Shard = cfg.Identity.Shard
 	}
-	m := measurement{
-		pipe:      s.PipelineConfig(),
-		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered, SLO: objectives, TTFTBasis: basis},
-		observers: []func(aggregate.Snapshot){statusLine(stderr)},
-		consumers: []consumer{agentStream{srv}},
+	m := session.Measurement{
+		Pipe:      s.PipelineConfig(),
+		Agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered, SLO: objectives, TTFTBasis: basis},
+		Observers: []func(aggregate.Snapshot){session.StatusLine(stderr)},
+		Consumers: []session.Consumer{agentStream{srv}},
 	}
 	if err := addRecorderAndExport(ctx, stderr, f, s, &m); err != nil {
 		return err
 	}
-	summary, interrupted, runErr := m.run(ctx)
+	summary, interrupted, runErr := m.Run(ctx)
 	if err := aggregate.WriteTable(cmd.OutOrStdout(), summary); err != nil {
 		return fmt.Errorf("write the summary: %w", err)
 	}
@@ -222,7 +223,7 @@ const agentDrainTimeout = 2 * time.Second
 // a slow client misses, and tells it.
 type agentStream struct{ srv *agent.Server }
 
-func (a agentStream) start(_ context.Context, fan *pipeline.Fanout) func() error {
+func (a agentStream) Start(_ context.Context, fan *pipeline.Fanout) func() error {
 	sub := fan.Subscribe("agent", 8192, pipeline.Lossless)
 	done := make(chan struct{})
 	go func() {

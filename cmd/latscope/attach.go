@@ -26,6 +26,7 @@ import (
 	"github.com/latscope/latscope/fleet"
 	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
 )
 
@@ -194,16 +195,16 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 		if merged != nil {
 			src = merged.Source(a.client, a.offset)
 		}
-		m := measurement{pipe: pipeline.Config{Primary: []pipeline.Source{src}}}
+		m := session.Measurement{Pipe: pipeline.Config{Primary: []pipeline.Source{src}}}
 		if dashboard {
 			snaps := pipeline.NewLatest[aggregate.Snapshot]()
 			feeds := make(chan *tui.LiveFeed, 1)
-			m.observers = append(m.observers, snaps.Put)
-			m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
+			m.Observers = append(m.Observers, snaps.Put)
+			m.Consumers = append(m.Consumers, dashboardFeed{snaps: snaps, feeds: feeds})
 			feed.agents = append(feed.agents, attachedFeed{client: a.client, feeds: feeds})
 		} else {
-			line := statusLine(a.out)
-			m.observers = append(m.observers, func(s aggregate.Snapshot) {
+			line := session.StatusLine(a.out)
+			m.Observers = append(m.Observers, func(s aggregate.Snapshot) {
 				st := a.client.Status()
 				a.watch.counts(st)
 				// Zeros from an agent never reached would read as an idle one.
@@ -214,15 +215,15 @@ func runAttach(cmd *cobra.Command, urls []string, base agent.ClientConfig, recor
 		}
 		if record != "" {
 			rec := &lateRecording{paths: paths, agent: i}
-			m.consumers = append(m.consumers, rec)
+			m.Consumers = append(m.Consumers, rec)
 			if dashboard {
 				feed.agents[len(feed.agents)-1].rec = rec
 			} else {
-				m.observers = append(m.observers, rec.warnWhenFailing(a.out, time.Now))
+				m.Observers = append(m.Observers, rec.WarnWhenFailing(a.out, time.Now))
 			}
 		}
 		wg.Go(func() {
-			a.summary, _, a.err = m.run(runCtx) // an attached dashboard ends when the user stops it: no interruption
+			a.summary, _, a.err = m.Run(runCtx) // an attached dashboard ends when the user stops it: no interruption
 		})
 	}
 	if dashboard {
@@ -420,10 +421,10 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 type lateRecording struct {
 	paths *recordPaths
 	agent int
-	rec   atomic.Pointer[recording] // the file being written, once created
+	rec   atomic.Pointer[session.Recording] // the file being written, once created
 }
 
-func (l *lateRecording) start(ctx context.Context, fan *pipeline.Fanout) func() error {
+func (l *lateRecording) Start(ctx context.Context, fan *pipeline.Fanout) func() error {
 	sub := fan.Subscribe("recorder", 1<<16, pipeline.Lossless)
 	done := make(chan error, 1)
 	go func() {
@@ -435,7 +436,7 @@ func (l *lateRecording) start(ctx context.Context, fan *pipeline.Fanout) func() 
 		}
 		var errs []error
 		for header != nil {
-			rec, err := newRecording(l.paths.claim(l.agent, header), header, false)
+			rec, err := session.NewRecording(l.paths.claim(l.agent, header), header, false)
 			if err != nil {
 				for range sub.Events() { // a lossless consumer keeps reading
 				}
@@ -443,7 +444,7 @@ func (l *lateRecording) start(ctx context.Context, fan *pipeline.Fanout) func() 
 				break
 			}
 			l.rec.Store(rec)
-			header, err = rec.w.RecordSession(ctx, sub.Events())
+			header, err = rec.RecordSession(ctx, sub.Events())
 			errs = append(errs, err)
 		}
 		done <- errors.Join(errs...)
@@ -453,15 +454,15 @@ func (l *lateRecording) start(ctx context.Context, fan *pipeline.Fanout) func() 
 
 // lateEvents announces the events the agent's recording could not write,
 // undated: the local clock is not the agent's.
-func (l *lateRecording) lateEvents() []event.Event {
+func (l *lateRecording) LateEvents() []event.Event {
 	if rec := l.rec.Load(); rec != nil {
-		return rec.lateEvents()
+		return rec.LateEvents()
 	}
 	return nil
 }
 
-// warnWhenFailing is recording.warnWhenFailing once the file exists.
-func (l *lateRecording) warnWhenFailing(w io.Writer, now func() time.Time) func(aggregate.Snapshot) {
+// WarnWhenFailing is Recording.WarnWhenFailing once the file exists.
+func (l *lateRecording) WarnWhenFailing(w io.Writer, now func() time.Time) func(aggregate.Snapshot) {
 	var warn func(aggregate.Snapshot)
 	return func(s aggregate.Snapshot) {
 		if warn == nil {
@@ -469,17 +470,17 @@ func (l *lateRecording) warnWhenFailing(w io.Writer, now func() time.Time) func(
 			if rec == nil {
 				return
 			}
-			warn = rec.warnWhenFailing(w, now)
+			warn = rec.WarnWhenFailing(w, now)
 		}
 		warn(s)
 	}
 }
 
-// failure says how the recording failed, for the dashboard; "" while it
+// Failure says how the recording failed, for the dashboard; "" while it
 // has not.
-func (l *lateRecording) failure() string {
+func (l *lateRecording) Failure() string {
 	if rec := l.rec.Load(); rec != nil {
-		return rec.failure()
+		return rec.Failure()
 	}
 	return ""
 }
@@ -544,7 +545,7 @@ func (f *attachFeed) Frame() (tui.Frame, uint64) {
 			fr.Status = append(fr.Status, agentStatusLine(st))
 		}
 		if a.rec != nil {
-			if msg := a.rec.failure(); msg != "" {
+			if msg := a.rec.Failure(); msg != "" {
 				fr.Status = append(fr.Status, "agent "+a.client.Name()+": "+msg)
 			}
 		}

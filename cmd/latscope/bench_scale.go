@@ -19,6 +19,7 @@ import (
 	"github.com/latscope/latscope/bench"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/session"
 )
 
 // scaleLauncher is how `bench scale` starts its children; tests replace
@@ -214,12 +215,12 @@ func driveScaleProbe(ctx context.Context, spec bench.ScaleSpec, runFor time.Dura
 		return nil, err
 	}
 	defer s.Close()
-	m := measurement{
-		pipe:      s.PipelineConfig(),
-		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered},
-		consumers: []consumer{frameTap{clock: clock, log: log}},
+	m := session.Measurement{
+		Pipe:      s.PipelineConfig(),
+		Agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered},
+		Consumers: []session.Consumer{frameTap{clock: clock, log: log}},
 	}
-	summary, _, err := m.run(ctx)
+	summary, _, err := m.Run(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +237,7 @@ type frameTap struct {
 	log   *bench.FrameLogWriter
 }
 
-func (t frameTap) start(_ context.Context, fan *pipeline.Fanout) func() error {
+func (t frameTap) Start(_ context.Context, fan *pipeline.Fanout) func() error {
 	sub := fan.Subscribe("scale-frames", 4096, pipeline.Lossless)
 	done := make(chan struct{})
 	go func() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/pipeline"
+	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
 )
 
@@ -30,11 +31,11 @@ func useDashboard(stdout io.Writer, noTUI bool) bool {
 // flight still ends in exactly one outcome. It returns the run's summary,
 // for the caller to print once the terminal is restored, and whether ctx
 // (a signal) interrupted it.
-func runWithDashboard(ctx context.Context, m measurement, notices *tui.NoticeBoard, opts tui.Options) (aggregate.Summary, bool, error) {
+func runWithDashboard(ctx context.Context, m session.Measurement, notices *tui.NoticeBoard, opts tui.Options) (aggregate.Summary, bool, error) {
 	snaps := pipeline.NewLatest[aggregate.Snapshot]()
-	m.observers = append(m.observers, snaps.Put)
+	m.Observers = append(m.Observers, snaps.Put)
 	feeds := make(chan *tui.LiveFeed, 1)
-	m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
+	m.Consumers = append(m.Consumers, dashboardFeed{snaps: snaps, feeds: feeds})
 
 	measureCtx, stopMeasuring := context.WithCancelCause(ctx)
 	defer stopMeasuring(nil)
@@ -45,7 +46,7 @@ func runWithDashboard(ctx context.Context, m measurement, notices *tui.NoticeBoa
 	}
 	done := make(chan result, 1)
 	go func() {
-		s, interrupted, err := m.run(measureCtx)
+		s, interrupted, err := m.Run(measureCtx)
 		done <- result{s, interrupted, err}
 	}()
 	feed := <-feeds // the consumers start before the pipeline does
@@ -71,7 +72,7 @@ type dashboardFeed struct {
 	feeds chan<- *tui.LiveFeed
 }
 
-func (d dashboardFeed) start(context.Context, *pipeline.Fanout) func() error {
+func (d dashboardFeed) Start(context.Context, *pipeline.Fanout) func() error {
 	d.feeds <- tui.NewLiveFeed(d.snaps)
 	return func() error { return nil }
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
 )
 
@@ -25,7 +26,7 @@ func TestQuittingTheDashboardIsNotAnInterruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	m := measurement{pipe: s.PipelineConfig(), agg: aggregate.Config{Now: time.Now}}
+	m := session.Measurement{Pipe: s.PipelineConfig(), Agg: aggregate.Config{Now: time.Now}}
 	summary, interrupted, err := runWithDashboard(ctx, m, &tui.NoticeBoard{}, tui.Options{Input: strings.NewReader("q"), Output: io.Discard})
 	if err != nil || interrupted {
 		t.Fatalf("quitting the dashboard: %v (interrupted %v)", err, interrupted)

@@ -202,3 +202,22 @@ func versionString() string {
 	}
 	return version + " (" + rev + dirty + ")"
 }
+
+// dropErrors returns err without the errors drop matches: err itself, or
+// any of the errors it joins, however deep.
+func dropErrors(err error, drop func(error) bool) error {
+	if err == nil || drop(err) {
+		return nil
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var rest []error
+	for _, e := range joined.Unwrap() {
+		if e = dropErrors(e, drop); e != nil {
+			rest = append(rest, e)
+		}
+	}
+	return errors.Join(rest...)
+}

@@ -53,9 +53,9 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 		return err
 	}
 	defer s.Close()
-	m := measurement{
-		pipe: s.PipelineConfig(),
-		agg:  aggregate.Config{Now: time.Now, OfferedRate: s.Offered, SLO: objectives, TTFTBasis: basis},
+	m := session.Measurement{
+		Pipe: s.PipelineConfig(),
+		Agg:  aggregate.Config{Now: time.Now, OfferedRate: s.Offered, SLO: objectives, TTFTBasis: basis},
 	}
 	// While the dashboard runs nothing may print on stderr: notices go to
 	// its header instead.
@@ -65,7 +65,7 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 		notices = &tui.NoticeBoard{After: stderr}
 		progress = notices
 	} else {
-		m.observers = append(m.observers, statusLine(stderr))
+		m.Observers = append(m.Observers, session.StatusLine(stderr))
 	}
 	if err := addRecorderAndExport(ctx, progress, f, s, &m); err != nil {
 		return err
@@ -76,7 +76,7 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	if dashboard {
 		summary, interrupted, runErr = runWithDashboard(ctx, m, notices, tui.Options{Objectives: objectives, Window: window, NoColor: f.noColor})
 	} else {
-		summary, interrupted, runErr = m.run(ctx)
+		summary, interrupted, runErr = m.Run(ctx)
 	}
 	if f.jsonOut {
 		err = aggregate.WriteJSON(stdout, summary)
@@ -147,26 +147,26 @@ func topErrorHint(s aggregate.Summary) string {
 }
 
 // addRecorderAndExport adds the consumers --record and --otlp-export ask for.
-func addRecorderAndExport(ctx context.Context, stderr io.Writer, f *loadFlags, s *session.Session, m *measurement) error {
+func addRecorderAndExport(ctx context.Context, stderr io.Writer, f *loadFlags, s *session.Session, m *session.Measurement) error {
 	if f.record != "" {
-		rec, err := newRecording(f.record, s.Header, f.recordOverwrite)
+		rec, err := session.NewRecording(f.record, s.Header, f.recordOverwrite)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "latscope: recording to %s\n", f.record)
-		m.consumers = append(m.consumers, rec)
-		m.observers = append(m.observers, rec.warnWhenBehind(stderr), rec.warnWhenFailing(stderr, time.Now))
+		m.Consumers = append(m.Consumers, rec)
+		m.Observers = append(m.Observers, rec.WarnWhenBehind(stderr), rec.WarnWhenFailing(stderr, time.Now))
 		// Clipped: the session's own list of aux sources stays as it is.
-		m.pipe.Aux = append(slices.Clip(m.pipe.Aux), rec.losses(time.Now))
+		m.Pipe.Aux = append(slices.Clip(m.Pipe.Aux), rec.Losses(time.Now))
 	}
 	if f.otlpExport != "" {
-		exp, err := newTraceExport(ctx, stderr, f.otlpExport, f.flushTimeout)
+		exp, err := session.NewTraceExport(ctx, stderr, f.otlpExport, f.flushTimeout)
 		if err != nil {
 			return fmt.Errorf("--otlp-export: %w", err)
 		}
 		fmt.Fprintf(stderr, "latscope: exporting each request as a trace to %s\n", event.RedactURL(f.otlpExport))
-		m.consumers = append(m.consumers, exp)
-		m.pipe.Aux = append(slices.Clip(m.pipe.Aux), exp.losses(time.Now))
+		m.Consumers = append(m.Consumers, exp)
+		m.Pipe.Aux = append(slices.Clip(m.Pipe.Aux), exp.Losses(time.Now))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/recorder"
+	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
 )
 
@@ -81,8 +82,8 @@ then pause and seek work as for a file.`,
 				sp = recorder.MaxSpeed // then the whole file's summary, as --no-tui prints it
 			}
 			replay := recorder.NewReplay(path, recorder.ReplayOptions{Speed: sp, Name: name})
-			m := measurement{pipe: pipeline.Config{Primary: []pipeline.Source{replay}}}
-			summary, interrupted, err := m.run(cmd.Context())
+			m := session.Measurement{Pipe: pipeline.Config{Primary: []pipeline.Source{replay}}}
+			summary, interrupted, err := m.Run(cmd.Context())
 			if n := replay.Duplicates(); n > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "latscope: warning: %s: %s\n", name, aggregate.DuplicatesNote(n))
 				summary.DuplicatesIgnored = n

@@ -7,6 +7,7 @@ import (
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/recorder"
+	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
 )
 
@@ -42,14 +43,14 @@ func startReplayPass(ctx context.Context, path string, speed float64, from time.
 	}
 	snaps := pipeline.NewLatest[aggregate.Snapshot]()
 	feeds := make(chan *tui.LiveFeed, 1)
-	m := measurement{
-		pipe:      pipeline.Config{Primary: []pipeline.Source{run.replay}},
-		observers: []func(aggregate.Snapshot){snaps.Put},
-		consumers: []consumer{dashboardFeed{snaps: snaps, feeds: feeds}},
+	m := session.Measurement{
+		Pipe:      pipeline.Config{Primary: []pipeline.Source{run.replay}},
+		Observers: []func(aggregate.Snapshot){snaps.Put},
+		Consumers: []session.Consumer{dashboardFeed{snaps: snaps, feeds: feeds}},
 	}
 	go func() {
 		defer close(run.done)
-		run.summary, _, _ = m.run(ctx) // a torn tail was reported before the dashboard opened
+		run.summary, _, _ = m.Run(ctx) // a torn tail was reported before the dashboard opened
 	}()
 	run.feed = <-feeds
 	return run

@@ -139,17 +139,17 @@ func soakDashboard(ctx context.Context, target string, f *loadFlags) error {
 		return err
 	}
 	defer s.Close()
-	m := measurement{
-		pipe: s.PipelineConfig(),
-		agg:  aggregate.Config{Now: time.Now, OfferedRate: s.Offered},
+	m := session.Measurement{
+		Pipe: s.PipelineConfig(),
+		Agg:  aggregate.Config{Now: time.Now, OfferedRate: s.Offered},
 	}
 	snaps := pipeline.NewLatest[aggregate.Snapshot]()
-	m.observers = append(m.observers, snaps.Put)
+	m.Observers = append(m.Observers, snaps.Put)
 	feeds := make(chan *tui.LiveFeed, 1)
-	m.consumers = append(m.consumers, dashboardFeed{snaps: snaps, feeds: feeds})
+	m.Consumers = append(m.Consumers, dashboardFeed{snaps: snaps, feeds: feeds})
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := m.run(ctx)
+		_, _, err := m.Run(ctx)
 		done <- err
 	}()
 	screen := tui.NewOffscreen(<-feeds, tui.Options{}, soakScreenW, soakScreenH)
@@ -202,10 +202,10 @@ func soakAgent(ctx context.Context, target string, f *loadFlags) error {
 		return errors.Join(err, <-served)
 	}
 	defer s.Close()
-	m := measurement{
-		pipe:      s.PipelineConfig(),
-		agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered},
-		consumers: []consumer{agentStream{srv}},
+	m := session.Measurement{
+		Pipe:      s.PipelineConfig(),
+		Agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered},
+		Consumers: []session.Consumer{agentStream{srv}},
 	}
 	clientCtx, stopClients := context.WithCancel(ctx)
 	defer stopClients()
@@ -221,7 +221,7 @@ func soakAgent(ctx context.Context, target string, f *loadFlags) error {
 			clientsDone <- c.Run(clientCtx, func(event.Event) { events++ })
 		}()
 	}
-	_, _, runErr := m.run(ctx)
+	_, _, runErr := m.Run(ctx)
 	stopClients()
 	err = errors.Join(runErr, <-clientsDone, <-clientsDone)
 	stopServing()

@@ -256,14 +256,14 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 		notices = &tui.NoticeBoard{After: stderr}
 		out = notices
 	}
-	m := measurement{} // only for its consumers: the sweep runs the pipeline
+	m := session.Measurement{} // only for its Consumers: the sweep runs the pipeline
 	if err := addRecorderAndExport(ctx, out, f, s, &m); err != nil {
 		return err
 	}
 	drainCtx := context.WithoutCancel(ctx)
 	var waits []func() error
-	for _, c := range m.consumers {
-		waits = append(waits, c.start(drainCtx, fan))
+	for _, c := range m.Consumers {
+		waits = append(waits, c.Start(drainCtx, fan))
 	}
 	var feed *tui.SweepFeed
 	if dashboard {

@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/latscope/latscope/pipeline"
 )
 
-// traceExport sends each request to an OpenTelemetry collector as a trace.
+// TraceExport sends each request to an OpenTelemetry collector as a trace.
 // It is a lossy consumer: a slow or absent collector costs dropped spans
 // (counted), never measuring time, and at most the flush deadline at the
 // end.
-type traceExport struct {
+type TraceExport struct {
 	exp    *otlpexport.Exporter
 	sub    *pipeline.Subscription
 	stderr io.Writer
@@ -36,8 +36,8 @@ type traceExport struct {
 // export, and one line a second would bury everything else.
 const failureEvery = 10 * time.Second
 
-func newTraceExport(ctx context.Context, stderr io.Writer, endpoint string, flushTimeout time.Duration) (*traceExport, error) {
-	t := &traceExport{stderr: stderr, stop: ctx, failedc: make(chan struct{}, 1)}
+func NewTraceExport(ctx context.Context, stderr io.Writer, endpoint string, flushTimeout time.Duration) (*TraceExport, error) {
+	t := &TraceExport{stderr: stderr, stop: ctx, failedc: make(chan struct{}, 1)}
 	exp, err := otlpexport.New(ctx, otlpexport.Config{
 		Endpoint: endpoint, FlushTimeout: flushTimeout,
 		OnFailure: t.failed,
@@ -55,7 +55,7 @@ func newTraceExport(ctx context.Context, stderr io.Writer, endpoint string, flus
 
 // failed says an export failed, at most once per failureEvery; the spans
 // of the exports in between are added to the next line.
-func (t *traceExport) failed(err error, spans int) {
+func (t *TraceExport) failed(err error, spans int) {
 	select {
 	case t.failedc <- struct{}{}:
 	default:
@@ -70,7 +70,7 @@ func (t *traceExport) failed(err error, spans int) {
 	}
 }
 
-func (t *traceExport) start(_ context.Context, fan *pipeline.Fanout) func() error {
+func (t *TraceExport) Start(_ context.Context, fan *pipeline.Fanout) func() error {
 	t.sub = fan.Subscribe("otlp export", 1<<14, pipeline.Lossy)
 	done := make(chan error, 1)
 	go func() { done <- t.exp.Run(t.stop, t.sub.Events()) }()
@@ -90,14 +90,14 @@ func (t *traceExport) start(_ context.Context, fan *pipeline.Fanout) func() erro
 // export; a dead collector fails every batch.
 const exportLossEvery = time.Second
 
-// losses is an aux source that announces, in the stream, the spans the
+// Losses is an aux source that announces, in the stream, the spans the
 // collector did not get, as they are lost: a Loss record at the first
 // failure, then at most one every exportLossEvery while the count grows
 // (a full queue drops without a failure, so it is looked at on that beat
 // too). The aggregator counts them live (the dashboard's warning, the
 // summary), a recording keeps them, and an agent publishes them. stamp
 // dates the records.
-func (t *traceExport) losses(stamp func() time.Time) pipeline.Source {
+func (t *TraceExport) Losses(stamp func() time.Time) pipeline.Source {
 	return pipeline.SourceFunc(func(ctx context.Context, emit func(event.Event)) error {
 		tick := time.NewTicker(exportLossEvery)
 		defer tick.Stop()
@@ -120,7 +120,7 @@ func (t *traceExport) losses(stamp func() time.Time) pipeline.Source {
 }
 
 // announce emits a Loss record for the lost spans not yet announced.
-func (t *traceExport) announce(at time.Time, emit func(event.Event)) {
+func (t *TraceExport) announce(at time.Time, emit func(event.Event)) {
 	if ev, ok := t.unannounced(at); ok {
 		emit(ev)
 	}
@@ -128,8 +128,8 @@ func (t *traceExport) announce(at time.Time, emit func(event.Event)) {
 
 // unannounced returns a Loss record for the spans lost since the last
 // record, and counts them as announced. Only the pipeline's aux goroutine
-// and, after the pipeline ended, lateEvents call it.
-func (t *traceExport) unannounced(at time.Time) (event.Event, bool) {
+// and, after the pipeline ended, LateEvents call it.
+func (t *TraceExport) unannounced(at time.Time) (event.Event, bool) {
 	st := t.exp.Stats()
 	lost := st.Failed + st.Dropped
 	if lost <= t.announced {
@@ -144,10 +144,10 @@ func (t *traceExport) unannounced(at time.Time) (event.Event, bool) {
 	return event.NewLoss(&event.Loss{Time: at, Consumer: event.ConsumerExport, Events: int64(n), Reason: reason}), true
 }
 
-// lateEvents gives the aggregator, after the run, the spans lost since the
+// LateEvents gives the aggregator, after the run, the spans lost since the
 // last Loss record (the final flush's), so the summary and --json count
 // every one.
-func (t *traceExport) lateEvents() []event.Event {
+func (t *TraceExport) LateEvents() []event.Event {
 	if ev, ok := t.unannounced(time.Time{}); ok {
 		return []event.Event{ev}
 	}
@@ -156,7 +156,7 @@ func (t *traceExport) lateEvents() []event.Event {
 
 // report says, once the export is over, how much of the run reached the
 // collector.
-func (t *traceExport) report() {
+func (t *TraceExport) report() {
 	st := t.exp.Stats()
 	line := fmt.Sprintf("latscope: OTLP export to %s: %d spans of %d requests sent", t.exp.Endpoint(), st.Spans, st.Requests)
 	if st.Failed > 0 {

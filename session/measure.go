@@ -1,0 +1,95 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/pipeline"
+)
+
+// Consumer is one more reader of the pipeline's fan-out besides the
+// aggregator: the recorder, the dashboard's request feed, the agent's
+// stream. Start subscribes (before the pipeline runs) and starts the
+// consumer; the returned wait blocks until it has taken the last event.
+type Consumer interface {
+	Start(ctx context.Context, fan *pipeline.Fanout) (wait func() error)
+}
+
+// LateReporter is a consumer with events to give the aggregator after the
+// stream ended: what it found out while taking the last events (the
+// recorder's last frame failing).
+type LateReporter interface {
+	LateEvents() []event.Event
+}
+
+// Measurement is one run of a pipeline with the aggregator and its
+// observers (status line, dashboard) and the other consumers.
+type Measurement struct {
+	Pipe pipeline.Config
+	Agg  aggregate.Config
+	// Observers get every snapshot (about 4 Hz) on the aggregator's
+	// goroutine; they must hand it off quickly.
+	Observers []func(aggregate.Snapshot)
+	Consumers []Consumer
+}
+
+// Run runs the pipeline to its end and returns the whole run's summary:
+// every request the sources emitted is in it, Ctrl-C included (then
+// interrupted is set: ctx ended the run before its sources ended, and the
+// summary covers what was measured until then). Consumers are not stopped
+// by ctx either: the fan-out closes their channels after the last event,
+// so they take everything.
+func (m Measurement) Run(ctx context.Context) (summary aggregate.Summary, interrupted bool, err error) {
+	fan := pipeline.NewFanout()
+	drainCtx := context.WithoutCancel(ctx)
+	aggSub := fan.Subscribe("aggregator", 4096, pipeline.Lossless)
+	waits := make([]func() error, 0, len(m.Consumers))
+	for _, c := range m.Consumers {
+		waits = append(waits, c.Start(drainCtx, fan))
+	}
+	agg := aggregate.New(m.Agg)
+	publish := func(s aggregate.Snapshot) {
+		for _, o := range m.Observers {
+			o(s)
+		}
+	}
+	summaryc := make(chan aggregate.Summary, 1)
+	go func() { summaryc <- agg.Run(drainCtx, aggSub.Events(), aggregate.DefaultEvery, publish) }()
+
+	res, err := pipeline.Run(ctx, m.Pipe, fan)
+	summary = <-summaryc
+	for _, wait := range waits {
+		err = errors.Join(err, wait())
+	}
+	// The aggregator's Run has returned: this goroutine owns it now.
+	var late []event.Event
+	for _, c := range m.Consumers {
+		if l, ok := c.(LateReporter); ok {
+			late = append(late, l.LateEvents()...)
+		}
+	}
+	if len(late) > 0 {
+		for _, ev := range late {
+			agg.Add(ev)
+		}
+		summary = agg.Summary()
+	}
+	return summary, res.Interrupted, err
+}
+
+// StatusLine prints a status line to w at most once a second.
+func StatusLine(w io.Writer) func(aggregate.Snapshot) {
+	var last time.Time
+	return func(s aggregate.Snapshot) {
+		if time.Since(last) < time.Second {
+			return
+		}
+		last = time.Now()
+		fmt.Fprintln(w, aggregate.StatusLine(s))
+	}
+}
