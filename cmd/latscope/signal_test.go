@@ -255,11 +255,11 @@ func TestDashboardSignals(t *testing.T) {
 }
 
 // blackholeCollector accepts connections and never answers: an OTLP
-// collector that hangs.
-func blackholeCollector(t *testing.T) string {
+// collector that hangs. accepted is signalled at each connection.
+func blackholeCollector(t *testing.T) (url string, accepted <-chan struct{}) {
 	t.Helper()
-	addr, _ := silentServer(t)
-	return "http://" + addr
+	addr, accepted := silentServer(t)
+	return "http://" + addr, accepted
 }
 
 // TestSecondSignalExitsAtOnce: while the first signal's shutdown waits for
@@ -269,9 +269,17 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts latscope on a pseudo-terminal")
 	}
+	collector, exporting := blackholeCollector(t)
 	r := startOnPTY(t, "demo", "--profile", "tiny", "--duration", "2m", "-c", "2", "--no-gpu",
-		"--otlp-export", blackholeCollector(t), "--flush-timeout", "1m")
+		"--otlp-export", collector, "--flush-timeout", "1m")
 	r.waitFor(enterAltScreen, ptyOpenWait)
+	// Only once an export hangs has the first signal's shutdown something
+	// to wait for: on a busy host no request may have finished yet.
+	select {
+	case <-exporting:
+	case <-time.After(ptyOpenWait):
+		t.Fatalf("no export reached the collector within %s", ptyOpenWait)
+	}
 	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
