@@ -91,39 +91,10 @@ func (t *TraceExport) Start(_ context.Context, fan *pipeline.Fanout) func() erro
 const exportLossEvery = time.Second
 
 // Losses is an aux source that announces, in the stream, the spans the
-// collector did not get, as they are lost: a Loss record at the first
-// failure, then at most one every exportLossEvery while the count grows
-// (a full queue drops without a failure, so it is looked at on that beat
-// too). The aggregator counts them live (the dashboard's warning, the
-// summary), a recording keeps them, and an agent publishes them. stamp
-// dates the records.
+// collector did not get (see lossSource), looking on every beat too: a full
+// queue drops without a failure. stamp dates the records.
 func (t *TraceExport) Losses(stamp func() time.Time) pipeline.Source {
-	return pipeline.SourceFunc(func(ctx context.Context, emit func(event.Event)) error {
-		tick := time.NewTicker(exportLossEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-t.failedc:
-			case <-tick.C:
-			case <-ctx.Done():
-				t.announce(stamp(), emit)
-				return nil
-			}
-			t.announce(stamp(), emit)
-			// At most one record a beat, however often exports fail.
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-			}
-		}
-	})
-}
-
-// announce emits a Loss record for the lost spans not yet announced.
-func (t *TraceExport) announce(at time.Time, emit func(event.Event)) {
-	if ev, ok := t.unannounced(at); ok {
-		emit(ev)
-	}
+	return lossSource(t.failedc, exportLossEvery, true, t.unannounced, stamp)
 }
 
 // unannounced returns a Loss record for the spans lost since the last

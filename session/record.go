@@ -79,37 +79,9 @@ func (r *Recording) WarnWhenBehind(w io.Writer) func(aggregate.Snapshot) {
 const recordLossEvery = time.Second
 
 // Losses is an aux source that announces, in the stream, the events the
-// recording could not write: a Loss record at the first failure, then at
-// most one every recordLossEvery while the count grows. The aggregator
-// counts them for the summary, an agent publishes them on its feed, and a
-// recording that gets room again writes them too. stamp dates the records.
+// recording could not write (see lossSource); stamp dates the records.
 func (r *Recording) Losses(stamp func() time.Time) pipeline.Source {
-	return pipeline.SourceFunc(func(ctx context.Context, emit func(event.Event)) error {
-		for {
-			select {
-			case <-r.w.Failed():
-			case <-ctx.Done():
-				// The pipeline waits for aux sources before it closes, so
-				// what failed until now still goes in.
-				r.announce(stamp(), emit)
-				return nil
-			}
-			r.announce(stamp(), emit)
-			t := time.NewTimer(recordLossEvery)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-			}
-		}
-	})
-}
-
-// announce emits a Loss record for the events not yet announced.
-func (r *Recording) announce(at time.Time, emit func(event.Event)) {
-	if ev, ok := r.unannounced(at); ok {
-		emit(ev)
-	}
+	return lossSource(r.w.Failed(), recordLossEvery, false, r.unannounced, stamp)
 }
 
 // unannounced returns a Loss record for the unrecorded events no record has
