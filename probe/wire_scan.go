@@ -104,40 +104,11 @@ func scanString(data []byte, i int) (v stringValue, ok bool) {
 			v.nonEmpty = i > start
 			return v, true
 		case c == '\\':
-			if i+1 >= len(data) {
+			n, ok := scanEscape(data, i, &v)
+			if !ok {
 				return v, false
 			}
-			switch data[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(data) {
-					return v, false
-				}
-				r, ok := hex4(data[i+2 : i+6])
-				if !ok {
-					return v, false
-				}
-				i += 6
-				switch {
-				case r == utf8.RuneError:
-					v.replacements++
-				case r >= 0xD800 && r < 0xDC00:
-					// A high surrogate needs a low one next, else the decoder
-					// makes it U+FFFD.
-					if i+6 <= len(data) && data[i] == '\\' && data[i+1] == 'u' {
-						if lo, ok := hex4(data[i+2 : i+6]); ok && lo >= 0xDC00 && lo < 0xE000 {
-							i += 6
-							continue
-						}
-					}
-					v.replacements++
-				case r >= 0xDC00 && r < 0xE000:
-					v.replacements++
-				}
-			default:
-				return v, false
-			}
+			i = n
 		case c < 0x20:
 			return v, false
 		case c >= utf8.RuneSelf:
@@ -148,6 +119,51 @@ func scanString(data []byte, i int) (v stringValue, ok bool) {
 		}
 	}
 	return v, false
+}
+
+// scanEscape checks the escape whose backslash is at data[i] and returns
+// the index after it, counting a \ufffd or a lone surrogate (which the
+// decoder turns into U+FFFD) in v. ok is false for a malformed escape.
+// Escapes are rare in streamed text: the plain bytes stay in scanString's
+// loop.
+func scanEscape(data []byte, i int, v *stringValue) (next int, ok bool) {
+	if i+1 >= len(data) {
+		return i, false
+	}
+	switch data[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return i + 2, true
+	case 'u':
+		r, ok := unicodeEscape(data, i)
+		if !ok {
+			return i, false
+		}
+		i += 6
+		switch {
+		case r == utf8.RuneError:
+			v.replacements++
+		case r >= 0xD800 && r < 0xDC00:
+			// A high surrogate needs a low one next, else the decoder
+			// makes it U+FFFD.
+			if lo, ok := unicodeEscape(data, i); ok && lo >= 0xDC00 && lo < 0xE000 {
+				return i + 6, true
+			}
+			v.replacements++
+		case r >= 0xDC00 && r < 0xE000:
+			v.replacements++
+		}
+		return i, true
+	}
+	return i, false
+}
+
+// unicodeEscape reads the \uXXXX escape at data[i]; ok is false when there
+// is none.
+func unicodeEscape(data []byte, i int) (r rune, ok bool) {
+	if i+6 > len(data) || data[i] != '\\' || data[i+1] != 'u' {
+		return 0, false
+	}
+	return hex4(data[i+2 : i+6])
 }
 
 // countReplacements counts U+FFFD runes and invalid UTF-8 bytes in b (what
