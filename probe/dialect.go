@@ -40,6 +40,13 @@ type chunkInfo struct {
 	timing       *event.ServerTiming
 }
 
+// setText records one token of text that the fast path scanned as v.
+func (c *chunkInfo) setText(v stringValue, reasoning bool) {
+	c.tokens = 1
+	c.reasoning = reasoning
+	c.replacements = v.replacements
+}
+
 // dialect knows one server API.
 type dialect interface {
 	name() string

@@ -80,9 +80,7 @@ func (d openAIDialect) parseStream(data []byte, c *chunkInfo, shape *chunkShape)
 	data = bytes.TrimSpace(data)
 	if shape != nil {
 		if v, ok := shape.match(data); ok {
-			c.tokens = 1
-			c.reasoning = shape.reasoning
-			c.replacements = v.replacements
+			c.setText(v, shape.reasoning)
 			return nil
 		}
 	}
@@ -93,34 +91,9 @@ func (d openAIDialect) parseStream(data []byte, c *chunkInfo, shape *chunkShape)
 	if !jsonObject(data) {
 		return malformed(d.name(), data, errNotObject)
 	}
-	contentKey := "text"
-	if d.chat {
-		contentKey = "content"
-	}
-	content, reasoning := -1, -1
-	for i := 0; ; {
-		key, v, next := nextKey(data, i)
-		if next < 0 {
-			break
-		}
-		i = next
-		// Comparisons, not switch string(key): they do not copy the key.
-		switch {
-		case string(key) == contentKey:
-			if content < 0 && stringOrNull(data[v]) {
-				content = v
-			}
-		case string(key) == "reasoning_content" || string(key) == "reasoning":
-			if reasoning < 0 && stringOrNull(data[v]) {
-				reasoning = v
-			}
-		case string(key) == "finish_reason" || string(key) == "usage":
-			if data[v] != 'n' {
-				return d.parseFull(data, c)
-			}
-		case string(key) == "error" || string(key) == "metrics" || string(key) == "timings":
-			return d.parseFull(data, c)
-		}
+	content, reasoning, plain := d.walkKeys(data)
+	if !plain {
+		return d.parseFull(data, c)
 	}
 	v, st := scanAt(data, content)
 	at := content // where the string taken starts
@@ -139,9 +112,7 @@ func (d openAIDialect) parseStream(data []byte, c *chunkInfo, shape *chunkShape)
 		return nil
 	case fieldString:
 		if v.nonEmpty {
-			c.tokens = 1
-			c.reasoning = at == reasoning
-			c.replacements = v.replacements
+			c.setText(v, at == reasoning)
 			if shape != nil {
 				shape.remember(data, at, v.end, c.reasoning)
 			}
@@ -149,6 +120,42 @@ func (d openAIDialect) parseStream(data []byte, c *chunkInfo, shape *chunkShape)
 		return nil
 	}
 	return d.parseFull(data, c)
+}
+
+// walkKeys finds where data's content and reasoning strings start (-1:
+// none, or not a string or null). plain is false when a key asks for the
+// full decode: a finish reason or usage that is not null, an error,
+// metrics or timings.
+func (d openAIDialect) walkKeys(data []byte) (content, reasoning int, plain bool) {
+	contentKey := "text"
+	if d.chat {
+		contentKey = "content"
+	}
+	content, reasoning = -1, -1
+	for i := 0; ; {
+		key, v, next := nextKey(data, i)
+		if next < 0 {
+			return content, reasoning, true
+		}
+		i = next
+		// Comparisons, not switch string(key): they do not copy the key.
+		switch {
+		case string(key) == contentKey:
+			if content < 0 && stringOrNull(data[v]) {
+				content = v
+			}
+		case string(key) == "reasoning_content" || string(key) == "reasoning":
+			if reasoning < 0 && stringOrNull(data[v]) {
+				reasoning = v
+			}
+		case string(key) == "finish_reason" || string(key) == "usage":
+			if data[v] != 'n' {
+				return content, reasoning, false
+			}
+		case string(key) == "error" || string(key) == "metrics" || string(key) == "timings":
+			return content, reasoning, false
+		}
+	}
 }
 
 // chunkShape remembers, for one stream, the bytes around the content
