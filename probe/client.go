@@ -256,15 +256,32 @@ func (x *exchange) fail(out event.Outcome, msg string) {
 	x.rec.Error = msg
 }
 
+// execute sends the request and reads its answer into x.rec; every way it
+// fails goes through fail.
 func (x *exchange) execute(parent, reqCtx context.Context, cancel context.CancelFunc) {
+	resp, ok := x.request(parent, reqCtx)
+	if !ok {
+		return
+	}
+	defer resp.Body.Close()
+	if !x.acceptAnswer(resp) {
+		return
+	}
+	x.readAnswer(parent, reqCtx, cancel, resp)
+}
+
+// request builds the body and sends it, once more on a fresh connection
+// when the first went out on a stale one, and notes the connection's
+// phases. ok is false, with the outcome set, when no answer came.
+func (x *exchange) request(parent, reqCtx context.Context) (resp *http.Response, ok bool) {
 	c := x.c
 	body, err := c.d.body(c.model, x.spec)
 	if err != nil {
 		x.fail(event.OutcomeMalformed, fmt.Sprintf("build request body: %v", err))
-		return
+		return nil, false
 	}
 	x.bodyReady = time.Now()
-	resp, err := x.send(reqCtx, c.hc, body)
+	resp, err = x.send(reqCtx, c.hc, body)
 	if err != nil && x.staleConnection(err, parent, reqCtx) {
 		// The server had closed the idle connection the request went out
 		// on, before reading it: net/http sends again only idempotent
@@ -281,21 +298,33 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 		x.rtt, _ = kernelRTT(x.phases.conn) // while the connection is surely open
 	}
 	if err != nil {
-		if out, msg, ok := contextOutcome(parent, reqCtx); ok {
-			x.fail(out, msg)
-			return
-		}
-		if resp != nil {
-			// Only a refused redirect returns both: the answer was a 3xx.
-			x.rec.Status = resp.StatusCode
-			x.fail(event.OutcomeHTTPStatus, fmt.Sprintf("http %d: %s", resp.StatusCode, describeError(err)))
-			return
-		}
-		out, msg := sendOutcome(err, !x.phases.gotConn.IsZero())
-		x.fail(out, c.secrets.clean(msg))
+		x.sendFailed(parent, reqCtx, resp, err)
+		return nil, false
+	}
+	return resp, true
+}
+
+// sendFailed sets the outcome of a request that got no answer to stream:
+// cancelled, refused, or (a refused redirect, the one case with both a
+// response and an error) a 3xx.
+func (x *exchange) sendFailed(parent, reqCtx context.Context, resp *http.Response, err error) {
+	if out, msg, ok := contextOutcome(parent, reqCtx); ok {
+		x.fail(out, msg)
 		return
 	}
-	defer resp.Body.Close()
+	if resp != nil {
+		x.rec.Status = resp.StatusCode
+		x.fail(event.OutcomeHTTPStatus, fmt.Sprintf("http %d: %s", resp.StatusCode, describeError(err)))
+		return
+	}
+	out, msg := sendOutcome(err, !x.phases.gotConn.IsZero())
+	x.fail(out, x.c.secrets.clean(msg))
+}
+
+// acceptAnswer reads the status and headers: false, with the outcome set,
+// when the answer is an error status or not a stream.
+func (x *exchange) acceptAnswer(resp *http.Response) bool {
+	c := x.c
 	x.rec.Status = resp.StatusCode
 	if st := tgiHeaderTiming(resp.Header); st != nil {
 		x.addTiming(st)
@@ -308,13 +337,19 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 			x.retryAfter = parseRetryAfter(resp.Header, x.headers)
 		}
 		x.fail(event.OutcomeHTTPStatus, c.secrets.clean(statusError(resp)))
-		return
+		return false
 	}
 	if problem := notAStream(resp, c.d.ndjson()); problem != "" {
 		x.fail(event.OutcomeMalformed, c.secrets.clean(problem))
-		return
+		return false
 	}
+	return true
+}
 
+// readAnswer streams the body's events into the record, then drains what
+// follows the end marker and reads the trailers.
+func (x *exchange) readAnswer(parent, reqCtx context.Context, cancel context.CancelFunc, resp *http.Response) {
+	c := x.c
 	br := c.readers.Get().(*bufio.Reader)
 	defer c.readers.Put(br)
 	clock := &readClock{r: resp.Body, conn: x.phases.conn, at: x.headers}
@@ -327,18 +362,7 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 		rd = newSSEReader(br, clock, c.limit)
 	}
 	if err := x.stream(rd); err != nil {
-		if out, msg, ok := contextOutcome(parent, reqCtx); ok {
-			x.fail(out, msg)
-			return
-		}
-		if !x.sawEvent && errors.Is(err, io.EOF) {
-			// An empty body, or one without a single event (a page served
-			// as text/plain): an answer, but not a stream.
-			x.fail(event.OutcomeMalformed, fmt.Sprintf("server answered %d without a single stream event (%d bytes of body)", resp.StatusCode, clock.bytes))
-			return
-		}
-		out, msg := streamOutcome(err, c.d.endMarker())
-		x.fail(out, c.secrets.clean(msg))
+		x.streamFailed(parent, reqCtx, resp.StatusCode, clock.bytes, err)
 		return
 	}
 	x.rec.Outcome = event.OutcomeOK
@@ -353,6 +377,23 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 	if st := serverTimingOf(resp.Trailer); st != nil {
 		x.addTiming(st)
 	}
+}
+
+// streamFailed sets the outcome of a stream that ended with err, after
+// bodyBytes bytes of an answer with the given status.
+func (x *exchange) streamFailed(parent, reqCtx context.Context, status int, bodyBytes int64, err error) {
+	if out, msg, ok := contextOutcome(parent, reqCtx); ok {
+		x.fail(out, msg)
+		return
+	}
+	if !x.sawEvent && errors.Is(err, io.EOF) {
+		// An empty body, or one without a single event (a page served
+		// as text/plain): an answer, but not a stream.
+		x.fail(event.OutcomeMalformed, fmt.Sprintf("server answered %d without a single stream event (%d bytes of body)", status, bodyBytes))
+		return
+	}
+	out, msg := streamOutcome(err, x.c.d.endMarker())
+	x.fail(out, x.c.secrets.clean(msg))
 }
 
 // retryLater reports whether a status asks the client to come back later,
@@ -424,9 +465,7 @@ func (x *exchange) stream(rd eventReader) error {
 		// The arrival time is the read's, the same for all the events of
 		// one read; take it before any parsing.
 		if ev.Read != x.batchRead {
-			x.closeBatch(chunks)
-			x.batchRead, x.batchCount, x.batchFrom = ev.Read, 0, len(chunks)
-			x.batchAt = ev.At.Sub(x.start)
+			x.openBatch(chunks, ev)
 		}
 		at := x.batchAt
 		x.batchCount++
@@ -435,11 +474,7 @@ func (x *exchange) stream(rd eventReader) error {
 		ci := &x.ci // a field, not a local: through the interface call a local would escape
 		perr := x.parse(ev.Data, ci)
 		if !x.sawEvent {
-			x.sawEvent = true
-			x.rec.FirstEvent = x.lag + at
-			if ci.tokens == 0 && !ci.end && perr == nil && ci.serverErr == "" {
-				x.rec.Flags = append(x.rec.Flags, event.FlagRoleOnlyFirst)
-			}
+			x.firstEvent(at, perr)
 		}
 		if perr != nil {
 			return perr
@@ -465,19 +500,7 @@ func (x *exchange) stream(rd eventReader) error {
 			x.rec.ReplacementChars += ci.replacements
 		}
 		if ci.usage {
-			x.usage = true
-			if plausibleTokens(ci.outputTokens, limit) {
-				x.usageOut = ci.outputTokens
-			}
-			if plausibleTokens(ci.promptTokens, maxTokenLength) {
-				x.rec.PromptTokens = ci.promptTokens
-			}
-			if plausibleTokens(ci.cachedTokens, maxTokenLength) {
-				x.usageCache = ci.cachedTokens
-			}
-			if plausibleTokens(ci.reasonTokens, limit) {
-				x.usageReas = ci.reasonTokens
-			}
+			x.takeUsage(ci, limit)
 		}
 		if ci.timing != nil {
 			x.addTiming(ci.timing)
@@ -486,6 +509,44 @@ func (x *exchange) stream(rd eventReader) error {
 			x.endAt = at
 			return nil
 		}
+	}
+}
+
+// openBatch closes the coalesced group before ev and starts ev's: the
+// events of one socket read share its arrival time.
+func (x *exchange) openBatch(chunks []event.Chunk, ev *streamEvent) {
+	x.closeBatch(chunks)
+	x.batchRead, x.batchCount, x.batchFrom = ev.Read, 0, len(chunks)
+	x.batchAt = ev.At.Sub(x.start)
+}
+
+// firstEvent records the stream's first event, which arrived at at and
+// parsed with perr: a first event that carries nothing but the role is
+// flagged.
+func (x *exchange) firstEvent(at time.Duration, perr error) {
+	ci := &x.ci
+	x.sawEvent = true
+	x.rec.FirstEvent = x.lag + at
+	if ci.tokens == 0 && !ci.end && perr == nil && ci.serverErr == "" {
+		x.rec.Flags = append(x.rec.Flags, event.FlagRoleOnlyFirst)
+	}
+}
+
+// takeUsage keeps the plausible counts of a usage chunk; limit bounds the
+// output and reasoning tokens.
+func (x *exchange) takeUsage(ci *chunkInfo, limit int) {
+	x.usage = true
+	if plausibleTokens(ci.outputTokens, limit) {
+		x.usageOut = ci.outputTokens
+	}
+	if plausibleTokens(ci.promptTokens, maxTokenLength) {
+		x.rec.PromptTokens = ci.promptTokens
+	}
+	if plausibleTokens(ci.cachedTokens, maxTokenLength) {
+		x.usageCache = ci.cachedTokens
+	}
+	if plausibleTokens(ci.reasonTokens, limit) {
+		x.usageReas = ci.reasonTokens
 	}
 }
 
