@@ -148,63 +148,14 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 		return nil, errors.New("no doer")
 	case prompts == nil:
 		return nil, errors.New("no prompt source")
-	case cfg.Concurrency < 0:
-		return nil, fmt.Errorf("concurrency %d: want 0 or more", cfg.Concurrency)
-	case !(cfg.Rate >= 0) || math.IsInf(cfg.Rate, 0):
-		return nil, fmt.Errorf("rate %v: want a number of requests per second, or 0 for closed loop", cfg.Rate)
-	case cfg.Requests < 0 || cfg.Warmup < 0:
-		return nil, fmt.Errorf("requests %d, warmup %d: want 0 or more", cfg.Requests, cfg.Warmup)
-	case cfg.Duration < 0 || cfg.Drain < 0:
-		return nil, fmt.Errorf("duration %s, drain %s: want 0 or more", cfg.Duration, cfg.Drain)
-	case cfg.MaxInFlight < 0:
-		return nil, fmt.Errorf("max in flight %d: want 0 or more", cfg.MaxInFlight)
-	case len(cfg.Steps) > 0 && (cfg.Rate > 0 || cfg.Pacer != nil):
-		return nil, errors.New("load steps are for the closed loop: give steps or a rate, not both")
-	case cfg.Trace != nil && (cfg.Rate > 0 || cfg.Pacer != nil || len(cfg.Steps) > 0):
-		return nil, errors.New("a trace is its own schedule: give a trace, or a rate or steps, not both")
 	}
-	r := &Runner{doer: d, cfg: cfg, prompts: prompts, pacer: cfg.Pacer, pause: sleepCtx}
-	for i, st := range cfg.Steps {
-		if st.Concurrency < 1 || st.Duration <= 0 {
-			return nil, fmt.Errorf("load step %d: %d streams for %s: want 1 or more streams for a positive time", i+1, st.Concurrency, st.Duration)
-		}
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	if len(cfg.Steps) > 0 {
-		r.cfg.Concurrency = maxSteps(cfg.Steps)
-	}
-	if r.cfg.Concurrency == 0 {
-		r.cfg.Concurrency = 1
-	}
+	r := &Runner{doer: d, cfg: cfg.withDefaults(), prompts: prompts, pacer: cfg.Pacer, pause: sleepCtx}
 	r.level = newLevel(r.cfg.Concurrency)
-	if r.cfg.MaxInFlight == 0 {
-		r.cfg.MaxInFlight = DefaultMaxInFlight
-	}
-	if r.cfg.SelfInterval <= 0 {
-		r.cfg.SelfInterval = time.Second
-	}
-	if r.cfg.LagSample == 0 {
-		r.cfg.LagSample = 5 * time.Millisecond
-	}
-	if r.cfg.LagClock == nil {
-		r.cfg.LagClock = time.Now
-	}
-	if cfg.Trace != nil {
-		speed := cfg.TraceSpeed
-		if speed == 0 {
-			speed = 1
-		}
-		p, err := NewTracePacer(cfg.Trace, speed)
-		if err != nil {
-			return nil, err
-		}
-		r.pacer = p
-	}
-	if r.pacer == nil && cfg.Rate > 0 {
-		p, err := NewPacer(cfg.Arrival, cfg.Rate, cfg.Burstiness, cfg.Seed)
-		if err != nil {
-			return nil, err
-		}
-		r.pacer = p
+	if err := r.buildPacer(); err != nil {
+		return nil, err
 	}
 	if err := r.applyShard(); err != nil {
 		return nil, err
@@ -219,6 +170,91 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 	r.self = newSelfMonitor()
 	r.gate = newMarkerGate(maxInFlightCooldown)
 	return r, nil
+}
+
+// validate reports the first figure of c out of range, or the first pair
+// of schedules given together.
+func (c LoadConfig) validate() error {
+	switch {
+	case c.Concurrency < 0:
+		return fmt.Errorf("concurrency %d: want 0 or more", c.Concurrency)
+	case !(c.Rate >= 0) || math.IsInf(c.Rate, 0):
+		return fmt.Errorf("rate %v: want a number of requests per second, or 0 for closed loop", c.Rate)
+	case c.Requests < 0 || c.Warmup < 0:
+		return fmt.Errorf("requests %d, warmup %d: want 0 or more", c.Requests, c.Warmup)
+	case c.Duration < 0 || c.Drain < 0:
+		return fmt.Errorf("duration %s, drain %s: want 0 or more", c.Duration, c.Drain)
+	case c.MaxInFlight < 0:
+		return fmt.Errorf("max in flight %d: want 0 or more", c.MaxInFlight)
+	}
+	return c.validateSchedule()
+}
+
+// validateSchedule refuses steps, a trace and a rate given together, and
+// steps that send nothing.
+func (c LoadConfig) validateSchedule() error {
+	openLoop := c.Rate > 0 || c.Pacer != nil
+	switch {
+	case len(c.Steps) > 0 && openLoop:
+		return errors.New("load steps are for the closed loop: give steps or a rate, not both")
+	case c.Trace != nil && (openLoop || len(c.Steps) > 0):
+		return errors.New("a trace is its own schedule: give a trace, or a rate or steps, not both")
+	}
+	for i, st := range c.Steps {
+		if st.Concurrency < 1 || st.Duration <= 0 {
+			return fmt.Errorf("load step %d: %d streams for %s: want 1 or more streams for a positive time", i+1, st.Concurrency, st.Duration)
+		}
+	}
+	return nil
+}
+
+// withDefaults fills in what c leaves zero; stepped load starts as many
+// workers as its largest step needs.
+func (c LoadConfig) withDefaults() LoadConfig {
+	if len(c.Steps) > 0 {
+		c.Concurrency = maxSteps(c.Steps)
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 1
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.SelfInterval <= 0 {
+		c.SelfInterval = time.Second
+	}
+	if c.LagSample == 0 {
+		c.LagSample = 5 * time.Millisecond
+	}
+	if c.LagClock == nil {
+		c.LagClock = time.Now
+	}
+	return c
+}
+
+// buildPacer makes the open loop's schedule: the trace's, else one from
+// Rate and Arrival; a Pacer given in the config stays.
+func (r *Runner) buildPacer() error {
+	cfg := r.cfg
+	if cfg.Trace != nil {
+		speed := cfg.TraceSpeed
+		if speed == 0 {
+			speed = 1
+		}
+		p, err := NewTracePacer(cfg.Trace, speed)
+		if err != nil {
+			return err
+		}
+		r.pacer = p
+	}
+	if r.pacer == nil && cfg.Rate > 0 {
+		p, err := NewPacer(cfg.Arrival, cfg.Rate, cfg.Burstiness, cfg.Seed)
+		if err != nil {
+			return err
+		}
+		r.pacer = p
+	}
+	return nil
 }
 
 // RunID returns the id that prefixes every request id of this run.
