@@ -227,63 +227,88 @@ func (e *endpoint) detectFailure(calls []detectCall) error {
 
 // classifyServer decides from the endpoint bodies, most specific first.
 func classifyServer(bodies map[string][]byte) (Detected, bool) {
-	models, owners := openAIModels(bodies["/v1/models"])
-	has := func(path string, keys ...string) bool {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(bodies[path], &m) != nil {
+	b := serverBodies(bodies)
+	models, owners := openAIModels(b["/v1/models"])
+	server, dialect, ok := b.identify(owners)
+	if !ok {
+		return Detected{}, false
+	}
+	if len(models) == 0 {
+		models = b.ownModels(server)
+	}
+	return Detected{Server: server, Dialect: dialect, Models: models}, true
+}
+
+// serverBodies are the bodies of the endpoints Detect asked, by path.
+type serverBodies map[string][]byte
+
+// has reports whether the body at path is a JSON object with every key.
+func (b serverBodies) has(path string, keys ...string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b[path], &m) != nil {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
 			return false
 		}
-		for _, k := range keys {
-			if _, ok := m[k]; !ok {
-				return false
-			}
-		}
-		return true
 	}
-	str := func(path, key string) string {
-		var m map[string]any
-		_ = json.Unmarshal(bodies[path], &m)
-		s, _ := m[key].(string)
-		return s
-	}
-	d := Detected{Models: models}
+	return true
+}
+
+// str is the string at key in the JSON object at path ("" if none).
+func (b serverBodies) str(path, key string) string {
+	var m map[string]any
+	_ = json.Unmarshal(b[path], &m)
+	s, _ := m[key].(string)
+	return s
+}
+
+// identify names the server and its dialect from the endpoints only it
+// has; owners are the owned_by values of its /v1/models list.
+func (b serverBodies) identify(owners map[string]bool) (server, dialect string, ok bool) {
 	switch {
-	case has("/api/version", "version") || has("/api/tags", "models"):
-		d.Server, d.Dialect = "ollama", DialectOllamaGenerate
-		if len(d.Models) == 0 {
-			d.Models = ollamaTags(bodies["/api/tags"])
-		}
-	case has("/info", "model_id", "router"):
-		d.Server, d.Dialect = "tgi", DialectTGI
-		if len(d.Models) == 0 {
-			d.Models = nonEmpty(str("/info", "model_id"))
-		}
-	case has("/props", "default_generation_settings") || has("/props", "total_slots") || isJSONArray(bodies["/slots"]):
-		d.Server, d.Dialect = "llamacpp", DialectLlamaCpp
-		if p := str("/props", "model_path"); len(d.Models) == 0 && p != "" {
-			d.Models = []string{path.Base(p)}
-		}
-	case has("/get_model_info", "model_path") || has("/get_server_info"):
-		d.Server, d.Dialect = "sglang", DialectOpenAIChat
-		if len(d.Models) == 0 {
-			d.Models = nonEmpty(str("/get_model_info", "model_path"))
-		}
+	case b.has("/api/version", "version") || b.has("/api/tags", "models"):
+		return "ollama", DialectOllamaGenerate, true
+	case b.has("/info", "model_id", "router"):
+		return "tgi", DialectTGI, true
+	case b.has("/props", "default_generation_settings") || b.has("/props", "total_slots") || isJSONArray(b["/slots"]):
+		return "llamacpp", DialectLlamaCpp, true
+	case b.has("/get_model_info", "model_path") || b.has("/get_server_info"):
+		return "sglang", DialectOpenAIChat, true
 	case owners["latscope-sim"]:
 		// latscope's own simulator speaks vLLM's API and metrics, and says
 		// when its headers leave.
-		d.Server, d.Dialect = simServerKind(bodies["/v1/models"]), DialectOpenAIChat
-	case has("/admin/config", "time-to-first-token", "inter-token-latency"):
+		return simServerKind(b["/v1/models"]), DialectOpenAIChat, true
+	case b.has("/admin/config", "time-to-first-token", "inter-token-latency"):
 		// llm-d-inference-sim says owned_by "vllm" but has no /version; its
 		// settings hold the latencies it simulates, which no server has.
-		d.Server, d.Dialect = ServerLlmdSim, DialectOpenAIChat
-	case owners["vllm"] || (has("/version", "version") && bodies["/v1/models"] != nil):
-		d.Server, d.Dialect = "vllm", DialectOpenAIChat
-	case bodies["/v1/models"] != nil:
-		d.Server, d.Dialect = modelListServer(bodies["/v1/models"])
-	default:
-		return Detected{}, false
+		return ServerLlmdSim, DialectOpenAIChat, true
+	case owners["vllm"] || (b.has("/version", "version") && b["/v1/models"] != nil):
+		return "vllm", DialectOpenAIChat, true
+	case b["/v1/models"] != nil:
+		server, dialect = modelListServer(b["/v1/models"])
+		return server, dialect, true
 	}
-	return d, true
+	return "", "", false
+}
+
+// ownModels reads the model a server names on its own endpoints, for one
+// whose /v1/models list named none.
+func (b serverBodies) ownModels(server string) []string {
+	switch server {
+	case "ollama":
+		return ollamaTags(b["/api/tags"])
+	case "tgi":
+		return nonEmpty(b.str("/info", "model_id"))
+	case "llamacpp":
+		if p := b.str("/props", "model_path"); p != "" {
+			return []string{path.Base(p)}
+		}
+	case "sglang":
+		return nonEmpty(b.str("/get_model_info", "model_path"))
+	}
+	return nil
 }
 
 // modelListServer names a server known only by its model list: one in the
