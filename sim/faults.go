@@ -75,68 +75,89 @@ func ParseFault(spec string) (Fault, error) {
 		if item == "" {
 			continue
 		}
-		key, val, hasVal := strings.Cut(item, "=")
-		key = strings.ToLower(strings.TrimSpace(key))
-		val = strings.TrimSpace(val)
-		num := func() (int, error) {
-			if !hasVal {
-				return 0, fmt.Errorf("fault %q needs a value (%s=N)", key, key)
-			}
-			n, err := strconv.Atoi(val)
-			if err != nil || n < 0 {
-				return 0, fmt.Errorf("fault %q: want a non-negative integer, got %q", key, val)
-			}
-			return n, nil
-		}
-		millis := func() (time.Duration, error) {
-			n, err := num()
-			if err != nil {
-				return 0, err
-			}
-			d := time.Duration(n) * time.Millisecond
-			if d > maxFaultDelay {
-				return 0, fmt.Errorf("fault %q: %d ms is over the %v limit", key, n, maxFaultDelay)
-			}
-			return d, nil
-		}
-		var err error
-		switch key {
-		case "status":
-			f.Status, err = num()
-			if err == nil && (f.Status < 400 || f.Status > 599) {
-				err = fmt.Errorf("fault status: want a 4xx or 5xx code, got %d", f.Status)
-			}
-		case "reset-after":
-			f.ResetAfter, err = num()
-			f.Reset = true
-		case "malformed-after":
-			f.MalformedAfter, err = num()
-			f.Malformed = true
-		case "error-after":
-			f.ErrorAfter, err = num()
-			f.Error = true
-		case "stall":
-			f.Stall, err = millis()
-		case "slow-headers":
-			f.SlowHeaders, err = millis()
-		case "oversized":
-			f.Oversized = true
-		case "split-utf8":
-			f.SplitUTF8 = true
-		default:
-			err = fmt.Errorf("unknown fault %q (want status, reset-after, malformed-after, error-after, stall, slow-headers, oversized or split-utf8)", key)
-		}
-		if err != nil {
+		if err := f.apply(parseFaultItem(item)); err != nil {
 			return Fault{}, err
-		}
-		if !hasVal && (key == "oversized" || key == "split-utf8") {
-			continue
-		}
-		if hasVal && (key == "oversized" || key == "split-utf8") {
-			return Fault{}, fmt.Errorf("fault %q takes no value", key)
 		}
 	}
 	return f, nil
+}
+
+// faultItem is one key[=value] of a fault spec.
+type faultItem struct {
+	key, val string
+	hasVal   bool
+}
+
+func parseFaultItem(item string) faultItem {
+	key, val, hasVal := strings.Cut(item, "=")
+	return faultItem{key: strings.ToLower(strings.TrimSpace(key)), val: strings.TrimSpace(val), hasVal: hasVal}
+}
+
+// num reads the item's value as a non-negative count.
+func (it faultItem) num() (int, error) {
+	if !it.hasVal {
+		return 0, fmt.Errorf("fault %q needs a value (%s=N)", it.key, it.key)
+	}
+	n, err := strconv.Atoi(it.val)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("fault %q: want a non-negative integer, got %q", it.key, it.val)
+	}
+	return n, nil
+}
+
+// millis reads the item's value as milliseconds, up to maxFaultDelay.
+func (it faultItem) millis() (time.Duration, error) {
+	n, err := it.num()
+	if err != nil {
+		return 0, err
+	}
+	d := time.Duration(n) * time.Millisecond
+	if d > maxFaultDelay {
+		return 0, fmt.Errorf("fault %q: %d ms is over the %v limit", it.key, n, maxFaultDelay)
+	}
+	return d, nil
+}
+
+// flag checks that a fault that is only a name was given no value.
+func (it faultItem) flag() error {
+	if it.hasVal {
+		return fmt.Errorf("fault %q takes no value", it.key)
+	}
+	return nil
+}
+
+// apply sets the fault the item names.
+func (f *Fault) apply(it faultItem) error {
+	var err error
+	switch it.key {
+	case "status":
+		f.Status, err = it.num()
+		if err == nil && (f.Status < 400 || f.Status > 599) {
+			err = fmt.Errorf("fault status: want a 4xx or 5xx code, got %d", f.Status)
+		}
+	case "reset-after":
+		f.ResetAfter, err = it.num()
+		f.Reset = true
+	case "malformed-after":
+		f.MalformedAfter, err = it.num()
+		f.Malformed = true
+	case "error-after":
+		f.ErrorAfter, err = it.num()
+		f.Error = true
+	case "stall":
+		f.Stall, err = it.millis()
+	case "slow-headers":
+		f.SlowHeaders, err = it.millis()
+	case "oversized":
+		f.Oversized = true
+		err = it.flag()
+	case "split-utf8":
+		f.SplitUTF8 = true
+		err = it.flag()
+	default:
+		err = fmt.Errorf("unknown fault %q (want status, reset-after, malformed-after, error-after, stall, slow-headers, oversized or split-utf8)", it.key)
+	}
+	return err
 }
 
 // merge adds g's faults to f (g wins where both set one).
