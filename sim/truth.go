@@ -135,13 +135,7 @@ type TruthStage struct {
 // not overlap can never sum past the total and other_us is never negative.
 func buildTruth(r *request, et engineTimes) Truth {
 	fe := &r.fe
-	at := func(t time.Time) int64 { return t.Sub(r.arrival).Microseconds() }
-	span := func(a, b time.Time) int64 {
-		if a.IsZero() || b.IsZero() || b.Before(a) {
-			return 0
-		}
-		return at(b) - at(a)
-	}
+	c := sinceArrival(r.arrival)
 	t := Truth{
 		RequestID:     r.id,
 		PromptTokens:  r.promptTokens,
@@ -153,56 +147,87 @@ func buildTruth(r *request, et engineTimes) Truth {
 		ArrivalUnixUs: r.arrival.UnixMicro(),
 		PrefillSteps:  et.prefillSteps,
 		HeldFrames:    slices.Clone(fe.held),
+		ProxyUs:       proxyUs(r),
 	}
 	if r.gen.stream {
-		t.HeadersUs = span(r.arrival, r.headersAt)
+		t.HeadersUs = c.span(r.arrival, r.headersAt)
 	}
 	if r.tokOnLoop && !r.tokStart.IsZero() && r.tokEnd.After(r.tokStart) {
 		t.LoopBlocked = &WallInterval{StartUnixUs: r.tokStart.UnixMicro(), EndUnixUs: r.tokEnd.UnixMicro()}
-	}
-	if d := r.arrival.Sub(r.proxyStart); !r.proxyStart.IsZero() && d >= 0 && d < maxProxyPart {
-		// The forward leg, and the headers' way back through the proxy
-		// where it said when it had them.
-		t.ProxyUs = d.Microseconds()
-		if back := r.proxyHeadersAt.Sub(r.headersAt); !r.proxyHeadersAt.IsZero() && !r.headersAt.IsZero() && back >= 0 && back < maxProxyPart {
-			t.ProxyUs += back.Microseconds()
-		}
 	}
 	firstFrame, lastFrame := fe.firstFlush, fe.lastFlush
 	if !r.gen.stream {
 		firstFrame, lastFrame = fe.firstDetokEnd, fe.lastDetokEnd
 	}
 	if !firstFrame.IsZero() {
-		t.HTTPUs = span(r.arrival, r.bodyRead) + span(r.parseStart, r.httpEnd)
-		t.LoopWaitUs = span(r.bodyRead, r.parseStart) + span(r.tokSubmit, r.tokStart) + span(et.firstToken, fe.firstPick)
-		t.TokenizeUs = span(r.tokStart, r.tokEnd)
-		t.FaultDelayUs = span(r.faultStart, r.faultEnd)
-		t.QueueUs = span(et.queued, et.scheduled)
-		t.PrefillUs = span(et.scheduled, et.prefillEnd)
-		t.FirstDecodeUs = span(et.prefillEnd, et.firstToken)
-		t.DetokenizeUs = span(fe.firstPick, fe.firstDetokEnd)
-		if r.gen.stream {
-			t.FramingUs = span(fe.firstDetokEnd, fe.firstFlush)
-		}
-		t.ArrivalToFirstFrameUs = at(firstFrame)
-		var sum int64
-		for _, s := range t.Stages() {
-			sum += s.Us
-		}
-		t.OtherUs = t.ArrivalToFirstFrameUs - sum
+		t.firstFrameStages(r, et, c.at(firstFrame))
 	}
 	for i := 1; i < len(fe.tokenTimes); i++ {
-		t.DecodeGapsUs = append(t.DecodeGapsUs, span(fe.tokenTimes[i-1], fe.tokenTimes[i]))
+		t.DecodeGapsUs = append(t.DecodeGapsUs, c.span(fe.tokenTimes[i-1], fe.tokenTimes[i]))
 	}
 	if n := len(fe.tokenTimes); n > 0 {
-		t.DecodeUs = span(fe.tokenTimes[0], fe.tokenTimes[n-1])
+		t.DecodeUs = c.span(fe.tokenTimes[0], fe.tokenTimes[n-1])
 	}
 	t.DetokenizeTotalUs = fe.detokTotal.Microseconds()
 	t.FramingTotalUs = fe.framingTotal.Microseconds()
 	if !lastFrame.IsZero() {
-		t.E2EUs = at(lastFrame)
+		t.E2EUs = c.at(lastFrame)
 	}
 	return t
+}
+
+// sinceArrival measures a request's timestamps in whole microseconds since
+// its arrival.
+type sinceArrival time.Time
+
+// at is t's offset from arrival.
+func (c sinceArrival) at(t time.Time) int64 { return t.Sub(time.Time(c)).Microseconds() }
+
+// span is the time from a to b, 0 when either is unset or b comes first.
+func (c sinceArrival) span(a, b time.Time) int64 {
+	if a.IsZero() || b.IsZero() || b.Before(a) {
+		return 0
+	}
+	return c.at(b) - c.at(a)
+}
+
+// firstFrameStages splits the time from arrival to the first frame,
+// firstFrameUs, into its stages; other_us is what none of them covers.
+func (t *Truth) firstFrameStages(r *request, et engineTimes, firstFrameUs int64) {
+	fe := &r.fe
+	c := sinceArrival(r.arrival)
+	t.HTTPUs = c.span(r.arrival, r.bodyRead) + c.span(r.parseStart, r.httpEnd)
+	t.LoopWaitUs = c.span(r.bodyRead, r.parseStart) + c.span(r.tokSubmit, r.tokStart) + c.span(et.firstToken, fe.firstPick)
+	t.TokenizeUs = c.span(r.tokStart, r.tokEnd)
+	t.FaultDelayUs = c.span(r.faultStart, r.faultEnd)
+	t.QueueUs = c.span(et.queued, et.scheduled)
+	t.PrefillUs = c.span(et.scheduled, et.prefillEnd)
+	t.FirstDecodeUs = c.span(et.prefillEnd, et.firstToken)
+	t.DetokenizeUs = c.span(fe.firstPick, fe.firstDetokEnd)
+	if r.gen.stream {
+		t.FramingUs = c.span(fe.firstDetokEnd, fe.firstFlush)
+	}
+	t.ArrivalToFirstFrameUs = firstFrameUs
+	var sum int64
+	for _, s := range t.Stages() {
+		sum += s.Us
+	}
+	t.OtherUs = t.ArrivalToFirstFrameUs - sum
+}
+
+// proxyUs is the time r spent in a proxy in front of the server, as far as
+// the proxy said: the forward leg, and the headers' way back where it said
+// when it had them.
+func proxyUs(r *request) int64 {
+	d := r.arrival.Sub(r.proxyStart)
+	if r.proxyStart.IsZero() || d < 0 || d >= maxProxyPart {
+		return 0
+	}
+	us := d.Microseconds()
+	if back := r.proxyHeadersAt.Sub(r.headersAt); !r.proxyHeadersAt.IsZero() && !r.headersAt.IsZero() && back >= 0 && back < maxProxyPart {
+		us += back.Microseconds()
+	}
+	return us
 }
 
 // truthOf is buildTruth with what the proxy in front said of r.
