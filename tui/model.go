@@ -188,6 +188,9 @@ func (m *model) syncList() {
 	}
 }
 
+// onKey acts on a key press. Quit, help and the help screen come first;
+// every other key is looked up in keyActions. A key that changes nothing
+// leaves the screen as it is (dirty false).
 func (m *model) onKey(msg tea.KeyMsg) tea.Cmd {
 	k := &m.keys
 	m.dirty = true
@@ -196,67 +199,103 @@ func (m *model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return tea.Quit
 	case key.Matches(msg, k.Help):
 		m.showHelp = !m.showHelp
+		return nil
 	case m.showHelp:
 		if key.Matches(msg, k.Back) {
 			m.showHelp = false
 		}
-	case key.Matches(msg, k.Pause):
-		m.paused = !m.paused
-		if !m.paused {
-			m.seen = false // show the newest frame at once
-			m.poll()
-		}
-	case key.Matches(msg, k.Window):
-		m.window = (m.window + 1) % aggregate.NumWindows
-		m.syncList()
-	case key.Matches(msg, k.WindowBack):
-		m.window = (m.window + aggregate.NumWindows - 1) % aggregate.NumWindows
-		m.syncList()
-	case key.Matches(msg, k.Stat):
-		m.stat = (m.stat + 1) % aggregate.NumBands
-	case key.Matches(msg, k.StatBack):
-		m.stat = (m.stat + aggregate.NumBands - 1) % aggregate.NumBands
-	case key.Matches(msg, k.Views):
-		if m.screen == screenMain {
-			m.screen = screenRequests
-		} else {
-			m.screen = screenMain
-		}
-		m.syncList()
-	case key.Matches(msg, k.Up):
-		m.move(-1)
-	case key.Matches(msg, k.Down):
-		m.move(1)
-	case key.Matches(msg, k.Agent):
-		if len(m.full.Agents) == 0 {
-			m.dirty = false
-			break
-		}
-		m.shown = (m.shown + 1) % (len(m.full.Agents) + 1)
-		m.frame = pick(m.full, m.shown)
-		m.syncList()
-	case key.Matches(msg, k.Filter):
-		if m.screen == screenRequests {
-			m.typing, m.input, m.filterErr = true, m.filter.text, ""
-		} else {
-			m.dirty = false
-		}
-	case key.Matches(msg, k.Open):
-		m.openSelected()
-	case key.Matches(msg, k.Back):
-		m.back()
-	case key.Matches(msg, k.SeekBack):
-		m.seek(-seekStep)
-	case key.Matches(msg, k.SeekFwd):
-		m.seek(seekStep)
-	case key.Matches(msg, k.Replay):
-		if p, ok := m.feed.(Pauser); ok {
-			m.playPaused = p.TogglePause()
-		}
-	default:
-		m.dirty = false
+		return nil
 	}
+	for _, a := range m.keyActions() {
+		if key.Matches(msg, a.binding) {
+			a.do(m)
+			return nil
+		}
+	}
+	m.dirty = false
 	return nil
+}
+
+// keyAction is what one key does outside the help screen. An action that
+// turns out to change nothing sets m.dirty false.
+type keyAction struct {
+	binding key.Binding
+	do      func(m *model)
+}
+
+// keyActions lists the keys in the order they are matched.
+func (m *model) keyActions() []keyAction {
+	k := &m.keys
+	return []keyAction{
+		{k.Pause, (*model).togglePause},
+		{k.Window, func(m *model) { m.cycleWindow(1) }},
+		{k.WindowBack, func(m *model) { m.cycleWindow(aggregate.NumWindows - 1) }},
+		{k.Stat, func(m *model) { m.stat = (m.stat + 1) % aggregate.NumBands }},
+		{k.StatBack, func(m *model) { m.stat = (m.stat + aggregate.NumBands - 1) % aggregate.NumBands }},
+		{k.Views, (*model).switchView},
+		{k.Up, func(m *model) { m.move(-1) }},
+		{k.Down, func(m *model) { m.move(1) }},
+		{k.Agent, (*model).nextAgent},
+		{k.Filter, (*model).startFilter},
+		{k.Open, (*model).openSelected},
+		{k.Back, (*model).back},
+		{k.SeekBack, func(m *model) { m.seek(-seekStep) }},
+		{k.SeekFwd, func(m *model) { m.seek(seekStep) }},
+		{k.Replay, (*model).togglePlayback},
+	}
+}
+
+// togglePause freezes the screen, or shows the newest frame at once.
+func (m *model) togglePause() {
+	m.paused = !m.paused
+	if !m.paused {
+		m.seen = false
+		m.poll()
+	}
+}
+
+// cycleWindow moves the statistics window by steps, modulo the windows.
+func (m *model) cycleWindow(steps aggregate.Window) {
+	m.window = (m.window + steps) % aggregate.NumWindows
+	m.syncList()
+}
+
+// switchView goes from the main screen to the requests, and from any
+// other back to the main one.
+func (m *model) switchView() {
+	if m.screen == screenMain {
+		m.screen = screenRequests
+	} else {
+		m.screen = screenMain
+	}
+	m.syncList()
+}
+
+// nextAgent shows the next agent of a fleet, then the whole fleet again.
+func (m *model) nextAgent() {
+	if len(m.full.Agents) == 0 {
+		m.dirty = false
+		return
+	}
+	m.shown = (m.shown + 1) % (len(m.full.Agents) + 1)
+	m.frame = pick(m.full, m.shown)
+	m.syncList()
+}
+
+// startFilter opens the requests' filter prompt with the current filter.
+func (m *model) startFilter() {
+	if m.screen != screenRequests {
+		m.dirty = false
+		return
+	}
+	m.typing, m.input, m.filterErr = true, m.filter.text, ""
+}
+
+// togglePlayback pauses or resumes a replay that can pause.
+func (m *model) togglePlayback() {
+	if p, ok := m.feed.(Pauser); ok {
+		m.playPaused = p.TogglePause()
+	}
 }
 
 func (m *model) move(by int) {
