@@ -626,70 +626,97 @@ func serverStages(st *event.ServerTiming, cached string) []event.StageTiming {
 	if st == nil || len(st.Stages) == 0 {
 		return nil
 	}
-	get := func(s event.Stage) (time.Duration, bool) {
-		d, ok := st.Stages[s]
-		return d, ok && d >= 0
-	}
-	reported := func(s event.Stage, d time.Duration, src string) event.StageTiming {
-		return event.StageTiming{Stage: s, Duration: d, Provenance: event.ServerReported, Source: src}
-	}
-	var out []event.StageTiming
 	switch st.Source {
 	case event.SourceOTLP, sourceVLLMMetrics:
-		// vLLM: queue = scheduled - queued; "prefill" = first token -
-		// scheduled, so it covers prefill and the first decode step; the
-		// frontend TTFT (arrival → first token) minus both is the frontend's
-		// own work. The metrics object's time_to_first_token_ms counts from
-		// scheduling, so it is the prefill figure, not the frontend TTFT.
-		queue, hasQueue := get(event.StageQueue)
-		prefill, hasPrefill := get(event.StagePrefill)
-		ttft, hasTTFT := get(event.StageServerTTFT)
-		if st.Source == sourceVLLMMetrics && !hasPrefill && hasTTFT {
-			prefill, hasPrefill, hasTTFT = ttft, true, false
-		}
-		if hasTTFT && hasQueue && hasPrefill && ttft-queue-prefill >= 0 {
-			out = append(out, reported(event.StageTokenize, ttft-queue-prefill,
-				st.Source+" (frontend: HTTP parsing, templating, tokenization, IPC)"))
-		}
-		if hasQueue {
-			out = append(out, reported(event.StageQueue, queue, st.Source))
-		}
-		if hasPrefill {
-			out = append(out, reported(event.StagePrefill, prefill, withNotes(st.Source, "prefill includes first decode", cached)))
-		}
+		return vllmStages(st, cached)
 	case sourceOllama:
-		// load_duration runs from the handler to a loaded runner: it holds
-		// the scheduler queue and any model load.
-		load, hasLoad := get(stageLoad)
-		if !hasLoad {
-			load, hasLoad = get(event.StageQueue)
-		}
-		if hasLoad {
-			out = append(out, reported(event.StageQueue, load, st.Source+" (load_duration: queue wait and model load)"))
-		}
-		if d, ok := get(event.StagePrefill); ok {
-			out = append(out, reported(event.StagePrefill, d, withNotes(st.Source, "prompt_eval", cached)))
-		}
+		return ollamaStages(st, cached)
 	case SourceServerTiming:
-		out = serverTimingStages(st, cached)
+		return serverTimingStages(st, cached)
 	case event.SourceOTLPTGI, sourceTGIHeaders:
-		if d, ok := get(event.StageTokenize); ok {
-			out = append(out, reported(event.StageTokenize, d, st.Source+" (validation, includes tokenization)"))
-		}
-		if d, ok := get(event.StageQueue); ok {
-			out = append(out, reported(event.StageQueue, d, st.Source))
-		}
-	default:
-		// llama.cpp (prefill only), the simulator's truth and any source that
-		// already speaks in breakdown stages: one to one.
-		for _, s := range serverBreakdownOrder {
-			if d, ok := get(s); ok {
-				src := st.Source
-				if s == event.StagePrefill {
-					src = withNotes(src, cached)
-				}
-				out = append(out, reported(s, d, src))
+		return tgiStages(st)
+	}
+	return breakdownStages(st, cached)
+}
+
+// timingOf is st's figure for stage s, when it has one that is not negative.
+func timingOf(st *event.ServerTiming, s event.Stage) (time.Duration, bool) {
+	d, ok := st.Stages[s]
+	return d, ok && d >= 0
+}
+
+// reportedTiming is a stage the server reported, from src.
+func reportedTiming(s event.Stage, d time.Duration, src string) event.StageTiming {
+	return event.StageTiming{Stage: s, Duration: d, Provenance: event.ServerReported, Source: src}
+}
+
+// vllmStages maps vLLM's timing. queue = scheduled - queued; "prefill" =
+// first token - scheduled, so it covers prefill and the first decode step;
+// the frontend TTFT (arrival → first token) minus both is the frontend's
+// own work. The metrics object's time_to_first_token_ms counts from
+// scheduling, so it is the prefill figure, not the frontend TTFT.
+func vllmStages(st *event.ServerTiming, cached string) []event.StageTiming {
+	var out []event.StageTiming
+	queue, hasQueue := timingOf(st, event.StageQueue)
+	prefill, hasPrefill := timingOf(st, event.StagePrefill)
+	ttft, hasTTFT := timingOf(st, event.StageServerTTFT)
+	if st.Source == sourceVLLMMetrics && !hasPrefill && hasTTFT {
+		prefill, hasPrefill, hasTTFT = ttft, true, false
+	}
+	if hasTTFT && hasQueue && hasPrefill && ttft-queue-prefill >= 0 {
+		out = append(out, reportedTiming(event.StageTokenize, ttft-queue-prefill,
+			st.Source+" (frontend: HTTP parsing, templating, tokenization, IPC)"))
+	}
+	if hasQueue {
+		out = append(out, reportedTiming(event.StageQueue, queue, st.Source))
+	}
+	if hasPrefill {
+		out = append(out, reportedTiming(event.StagePrefill, prefill, withNotes(st.Source, "prefill includes first decode", cached)))
+	}
+	return out
+}
+
+// ollamaStages maps Ollama's final chunk. Its load_duration runs from the
+// handler to a loaded runner: it holds the scheduler queue and any model
+// load.
+func ollamaStages(st *event.ServerTiming, cached string) []event.StageTiming {
+	var out []event.StageTiming
+	load, hasLoad := timingOf(st, stageLoad)
+	if !hasLoad {
+		load, hasLoad = timingOf(st, event.StageQueue)
+	}
+	if hasLoad {
+		out = append(out, reportedTiming(event.StageQueue, load, st.Source+" (load_duration: queue wait and model load)"))
+	}
+	if d, ok := timingOf(st, event.StagePrefill); ok {
+		out = append(out, reportedTiming(event.StagePrefill, d, withNotes(st.Source, "prompt_eval", cached)))
+	}
+	return out
+}
+
+// tgiStages maps TGI's validation (which includes tokenization) and queue.
+func tgiStages(st *event.ServerTiming) []event.StageTiming {
+	var out []event.StageTiming
+	if d, ok := timingOf(st, event.StageTokenize); ok {
+		out = append(out, reportedTiming(event.StageTokenize, d, st.Source+" (validation, includes tokenization)"))
+	}
+	if d, ok := timingOf(st, event.StageQueue); ok {
+		out = append(out, reportedTiming(event.StageQueue, d, st.Source))
+	}
+	return out
+}
+
+// breakdownStages maps llama.cpp (prefill only), the simulator's truth and
+// any source that already speaks in breakdown stages: one to one.
+func breakdownStages(st *event.ServerTiming, cached string) []event.StageTiming {
+	var out []event.StageTiming
+	for _, s := range serverBreakdownOrder {
+		if d, ok := timingOf(st, s); ok {
+			src := st.Source
+			if s == event.StagePrefill {
+				src = withNotes(src, cached)
 			}
+			out = append(out, reportedTiming(s, d, src))
 		}
 	}
 	return out
