@@ -77,14 +77,18 @@ type fastRequest struct {
 func (s FastServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/chat/completions":
+		s.serveChat(w, r)
 	case "/v1/models", "/models":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model","owned_by":"latscope-bench"}]}`, s.model(""))
-		return
 	default:
 		http.NotFound(w, r)
-		return
 	}
+}
+
+// serveChat streams one chat completion: a role chunk, the content
+// writes, then (unless Endless) the finish, usage and [DONE].
+func (s FastServer) serveChat(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST only", http.StatusMethodNotAllowed)
 		return
@@ -94,6 +98,40 @@ func (s FastServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	n := s.outputTokens(req)
+	arrived := time.Now()
+	id := r.Header.Get("X-Request-Id")
+	if id == "" {
+		id = "fast"
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+
+	st := newFastStream(w, `data: {"id":"chatcmpl-`+jsonSafe(id)+`","object":"chat.completion.chunk","created":`+
+		strconv.FormatInt(time.Now().Unix(), 10)+`,"model":"`+jsonSafe(s.model(req.Model))+`","choices":[`)
+	if !st.write([]byte(st.head + `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}` + "\n\n")) {
+		return
+	}
+	flushed, ok := s.sendTokens(r.Context(), st, arrived, n)
+	if !ok {
+		return
+	}
+	if s.OnStream != nil {
+		s.OnStream(id, arrived, flushed)
+	}
+	if s.Endless > 0 {
+		return // cut: no finish, no usage, no [DONE]
+	}
+	tail := st.head + `{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}` + "\n\n" +
+		st.head + `],"usage":{"prompt_tokens":1,"completion_tokens":` + strconv.Itoa(n) + `,"total_tokens":` + strconv.Itoa(n+1) + "}}\n\n" +
+		"data: [DONE]\n\n"
+	st.write([]byte(tail))
+}
+
+// outputTokens is how many tokens to stream for req: what it asks for (16
+// when it asks none), or Endless.
+func (s FastServer) outputTokens(req fastRequest) int {
 	n := req.MaxTokens
 	if req.MaxCompletionTokens > 0 {
 		n = req.MaxCompletionTokens
@@ -104,53 +142,24 @@ func (s FastServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.Endless > 0 {
 		n = s.Endless
 	}
-	arrived := time.Now()
-	id := r.Header.Get("X-Request-Id")
-	if id == "" {
-		id = "fast"
-	}
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
+	return n
+}
 
-	head := `data: {"id":"chatcmpl-` + jsonSafe(id) + `","object":"chat.completion.chunk","created":` +
-		strconv.FormatInt(time.Now().Unix(), 10) + `,"model":"` + jsonSafe(s.model(req.Model)) + `","choices":[`
-	// One block holds every vocabulary token once, as ready-made events, so a
-	// write is a slice of it and costs the server nothing per token.
-	var block []byte
-	ends := make([]int, 0, len(fastVocab))
-	for _, tok := range fastVocab {
-		block = append(block, head...)
-		block = append(block, `{"index":0,"delta":{"content":"`...)
-		block = append(block, tok...)
-		block = append(block, `"},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
-		ends = append(ends, len(block))
-	}
-	write := func(b []byte) bool {
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return true
-	}
-	if !write([]byte(head + `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}` + "\n\n")) {
-		return
-	}
+// sendTokens writes n content tokens, TokensPerWrite to a write, on the
+// pacing schedule when there is one. flushed holds when each write went
+// out, when OnStream wants it; ok is false when the client went away.
+func (s FastServer) sendTokens(ctx context.Context, st *fastStream, arrived time.Time, n int) (flushed []time.Time, ok bool) {
 	per := max(s.TokensPerWrite, 1)
-	var flushed []time.Time
 	if s.OnStream != nil {
 		flushed = make([]time.Time, 0, (n+per-1)/per)
 	}
 	for i, sent := 0, 0; sent < n; i++ {
-		if s.Interval > 0 && !sleepUntil(r.Context(), arrived.Add(s.FirstToken+time.Duration(i)*s.Interval)) {
-			return
+		if s.Interval > 0 && !sleepUntil(ctx, arrived.Add(s.FirstToken+time.Duration(i)*s.Interval)) {
+			return flushed, false
 		}
 		k := min(per, n-sent)
-		if !write(vocabEvents(block, ends, sent, k)) {
-			return
+		if !st.write(vocabEvents(st.block, st.ends, sent, k)) {
+			return flushed, false
 		}
 		if s.OnStream != nil {
 			flushed = append(flushed, time.Now())
@@ -160,16 +169,43 @@ func (s FastServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.Sent.Add(int64(k))
 		}
 	}
-	if s.OnStream != nil {
-		s.OnStream(id, arrived, flushed)
+	return flushed, true
+}
+
+// fastStream writes one response's events, flushing after each write.
+type fastStream struct {
+	w       http.ResponseWriter
+	flusher http.Flusher // nil when w cannot flush
+	head    string       // every chunk up to its choices
+	// block holds every vocabulary token once, as ready-made events, so a
+	// write is a slice of it and costs the server nothing per token; ends
+	// are where each token's event ends in it.
+	block []byte
+	ends  []int
+}
+
+func newFastStream(w http.ResponseWriter, head string) *fastStream {
+	st := &fastStream{w: w, head: head, ends: make([]int, 0, len(fastVocab))}
+	st.flusher, _ = w.(http.Flusher)
+	for _, tok := range fastVocab {
+		st.block = append(st.block, head...)
+		st.block = append(st.block, `{"index":0,"delta":{"content":"`...)
+		st.block = append(st.block, tok...)
+		st.block = append(st.block, `"},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+		st.ends = append(st.ends, len(st.block))
 	}
-	if s.Endless > 0 {
-		return // cut: no finish, no usage, no [DONE]
+	return st
+}
+
+// write sends b and flushes it; false when the client went away.
+func (st *fastStream) write(b []byte) bool {
+	if _, err := st.w.Write(b); err != nil {
+		return false
 	}
-	tail := head + `{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}` + "\n\n" +
-		head + `],"usage":{"prompt_tokens":1,"completion_tokens":` + strconv.Itoa(n) + `,"total_tokens":` + strconv.Itoa(n+1) + "}}\n\n" +
-		"data: [DONE]\n\n"
-	write([]byte(tail))
+	if st.flusher != nil {
+		st.flusher.Flush()
+	}
+	return true
 }
 
 // sleepUntil waits until due, or returns false when ctx (the request's:
