@@ -71,18 +71,8 @@ type ScaleConfig struct {
 
 // Validate reports the first problem with c, as a message fit for the user.
 func (c ScaleConfig) Validate() error {
-	if len(c.Streams) == 0 {
-		return errors.New("streams: need at least one count")
-	}
-	for _, n := range c.Streams {
-		if n < 1 || n > maxScaleStreams {
-			return fmt.Errorf("streams must be between 1 and %d, got %d", maxScaleStreams, n)
-		}
-	}
-	for _, l := range c.Loads {
-		if l != ScaleClosed && l != ScaleOpen {
-			return fmt.Errorf("load %q: want %s or %s", l, ScaleClosed, ScaleOpen)
-		}
+	if err := c.validatePhases(); err != nil {
+		return err
 	}
 	switch {
 	case c.Duration < 100*time.Millisecond || c.Duration > time.Hour:
@@ -99,6 +89,25 @@ func (c ScaleConfig) Validate() error {
 		return fmt.Errorf("output tokens must be between 2 and 100000 (ITL needs two frames), got %d", c.OutputTokens)
 	case c.StartServer == nil || c.RunClient == nil:
 		return errors.New("no server or client to run")
+	}
+	return nil
+}
+
+// validatePhases checks the stream counts and load models, which make
+// the phases.
+func (c ScaleConfig) validatePhases() error {
+	if len(c.Streams) == 0 {
+		return errors.New("streams: need at least one count")
+	}
+	for _, n := range c.Streams {
+		if n < 1 || n > maxScaleStreams {
+			return fmt.Errorf("streams must be between 1 and %d, got %d", maxScaleStreams, n)
+		}
+	}
+	for _, l := range c.Loads {
+		if l != ScaleClosed && l != ScaleOpen {
+			return fmt.Errorf("load %q: want %s or %s", l, ScaleClosed, ScaleOpen)
+		}
 	}
 	return nil
 }
@@ -337,66 +346,13 @@ func runScalePhase(ctx context.Context, cfg ScaleConfig, dir string, round int, 
 // frame arrived in the window, each ITL error when the gap's closing frame
 // did, so a window shorter than a request still sees steady streams.
 func (t *scaleTally) score(run ScaleRun, truthPath, logPath string) error {
-	truth := map[string]FrameLog{}
-	if err := readFrameLogFile(truthPath, func(l FrameLog) error {
-		truth[l.ID] = l
-		return nil
-	}); err != nil {
+	truth, err := readTruth(truthPath)
+	if err != nil {
 		return fmt.Errorf("server truth: %w", err)
 	}
-	in := func(at int64) bool { return at >= run.WindowStart && at < run.WindowEnd }
-	out := &t.row
-	err := readFrameLogFile(logPath, func(l FrameLog) error {
-		for _, f := range l.Frames {
-			if in(f) {
-				t.events++
-			}
-		}
-		server, known := truth[l.ID]
-		if !l.OK || !known {
-			// A failure counts when the request was under way in the window.
-			last := l.Start
-			if len(l.Frames) > 0 {
-				last = l.Frames[len(l.Frames)-1]
-			}
-			switch {
-			case l.Start >= run.WindowEnd || last < run.WindowStart:
-			case l.Cut:
-				out.Cut++
-			default:
-				out.Failed++
-			}
-			return nil
-		}
-		if len(l.Frames) == 0 || l.Frames[len(l.Frames)-1] < run.WindowStart || l.Frames[0] >= run.WindowEnd {
-			return nil // wholly in the warm-up or the drain
-		}
-		out.Requests++
-		if len(server.Frames) != len(l.Frames) {
-			out.Mismatched++
-		}
-		arrivals := make([]time.Duration, len(l.Frames))
-		for i, f := range l.Frames {
-			arrivals[i] = time.Duration(f - l.Start)
-		}
-		flushed := make([]time.Time, len(server.Frames))
-		for i, f := range server.Frames {
-			flushed[i] = time.Unix(0, f)
-		}
-		first, gaps, ok := FrameErrors(time.Unix(0, l.Start), arrivals, flushed)
-		if !ok {
-			return nil
-		}
-		// Each error counts where it was seen: the first token's, and each
-		// gap's at its closing frame, when they arrived in the window.
-		if in(l.Frames[0]) {
-			t.ttft = append(t.ttft, first)
-		}
-		for i, g := range gaps {
-			if in(l.Frames[i+1]) {
-				t.itl = append(t.itl, g)
-			}
-		}
+	w := scoreWindow{start: run.WindowStart, end: run.WindowEnd}
+	err = readFrameLogFile(logPath, func(l FrameLog) error {
+		t.scoreRequest(w, l, truth)
 		return nil
 	})
 	if err != nil {
@@ -406,6 +362,87 @@ func (t *scaleTally) score(run ScaleRun, truthPath, logPath string) error {
 	t.cpu += run.CPU
 	t.cpuOK = t.cpuOK && run.CPU > 0
 	return nil
+}
+
+// scoreWindow is the stretch of a phase that is scored, in Unix
+// nanoseconds: [start, end).
+type scoreWindow struct{ start, end int64 }
+
+func (w scoreWindow) in(at int64) bool { return at >= w.start && at < w.end }
+
+// readTruth reads the server's frame logs by request id.
+func readTruth(path string) (map[string]FrameLog, error) {
+	truth := map[string]FrameLog{}
+	err := readFrameLogFile(path, func(l FrameLog) error {
+		truth[l.ID] = l
+		return nil
+	})
+	return truth, err
+}
+
+// scoreRequest tallies one client request against the server's truth.
+func (t *scaleTally) scoreRequest(w scoreWindow, l FrameLog, truth map[string]FrameLog) {
+	for _, f := range l.Frames {
+		if w.in(f) {
+			t.events++
+		}
+	}
+	server, known := truth[l.ID]
+	if !l.OK || !known {
+		t.countFailure(w, l)
+		return
+	}
+	if len(l.Frames) == 0 || l.Frames[len(l.Frames)-1] < w.start || l.Frames[0] >= w.end {
+		return // wholly in the warm-up or the drain
+	}
+	t.row.Requests++
+	if len(server.Frames) != len(l.Frames) {
+		t.row.Mismatched++
+	}
+	first, gaps, ok := frameErrorsOf(l, server)
+	if !ok {
+		return
+	}
+	// Each error counts where it was seen: the first token's, and each
+	// gap's at its closing frame, when they arrived in the window.
+	if w.in(l.Frames[0]) {
+		t.ttft = append(t.ttft, first)
+	}
+	for i, g := range gaps {
+		if w.in(l.Frames[i+1]) {
+			t.itl = append(t.itl, g)
+		}
+	}
+}
+
+// countFailure counts a failed (or unknown) request as cut or failed when
+// it was under way in the window.
+func (t *scaleTally) countFailure(w scoreWindow, l FrameLog) {
+	last := l.Start
+	if len(l.Frames) > 0 {
+		last = l.Frames[len(l.Frames)-1]
+	}
+	switch {
+	case l.Start >= w.end || last < w.start:
+	case l.Cut:
+		t.row.Cut++
+	default:
+		t.row.Failed++
+	}
+}
+
+// frameErrorsOf is FrameErrors for a client's frame log against the
+// server's.
+func frameErrorsOf(client, server FrameLog) (ttft time.Duration, itl []time.Duration, ok bool) {
+	arrivals := make([]time.Duration, len(client.Frames))
+	for i, f := range client.Frames {
+		arrivals[i] = time.Duration(f - client.Start)
+	}
+	flushed := make([]time.Time, len(server.Frames))
+	for i, f := range server.Frames {
+		flushed[i] = time.Unix(0, f)
+	}
+	return FrameErrors(time.Unix(0, client.Start), arrivals, flushed)
 }
 
 func readFrameLogFile(path string, fn func(FrameLog) error) error {
