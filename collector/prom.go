@@ -88,37 +88,11 @@ type Prom struct {
 
 // NewProm checks cfg and fills in its defaults.
 func NewProm(cfg PromConfig) (*Prom, error) {
-	u, err := url.Parse(cfg.URL)
+	u, err := cfg.check()
 	if err != nil {
-		return nil, fmt.Errorf("metrics url %s: %w", event.RedactURL(cfg.URL), withoutURL(err))
+		return nil, err
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("metrics url %q: want http(s)://host[:port]/path", event.RedactURL(cfg.URL))
-	}
-	if cfg.Interval < 0 || cfg.Timeout < 0 || cfg.MaxBodyBytes < 0 || cfg.MaxLines < 0 {
-		return nil, errors.New("metrics scrape interval, timeout and page limits must not be negative")
-	}
-	for name, values := range cfg.Header {
-		if err := checkHeader(name, values); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Interval == 0 {
-		cfg.Interval = DefaultScrapeInterval
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = cfg.Interval
-	}
-	if cfg.MaxBodyBytes == 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.MaxLines == 0 {
-		cfg.MaxLines = DefaultMaxLines
-	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = http.DefaultClient
-	}
-	cfg.Header = cfg.Header.Clone()
+	cfg = cfg.withDefaults()
 	p := &Prom{cfg: cfg, shownURL: event.RedactURL(cfg.URL), client: cfg.HTTPClient, now: time.Now}
 	if len(cfg.Header) > 0 || u.User != nil {
 		p.client = refuseLeakingRedirects(cfg.HTTPClient)
@@ -131,6 +105,49 @@ func NewProm(cfg PromConfig) (*Prom, error) {
 		p.dialect = &d
 	}
 	return p, nil
+}
+
+// check reports the first problem with c: its URL (returned parsed), a
+// negative limit, or a header that cannot be sent.
+func (c PromConfig) check() (*url.URL, error) {
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return nil, fmt.Errorf("metrics url %s: %w", event.RedactURL(c.URL), withoutURL(err))
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("metrics url %q: want http(s)://host[:port]/path", event.RedactURL(c.URL))
+	}
+	if c.Interval < 0 || c.Timeout < 0 || c.MaxBodyBytes < 0 || c.MaxLines < 0 {
+		return nil, errors.New("metrics scrape interval, timeout and page limits must not be negative")
+	}
+	for name, values := range c.Header {
+		if err := checkHeader(name, values); err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
+}
+
+// withDefaults fills in what c leaves zero, and copies its header so that
+// the caller's map stays the caller's.
+func (c PromConfig) withDefaults() PromConfig {
+	if c.Interval == 0 {
+		c.Interval = DefaultScrapeInterval
+	}
+	if c.Timeout == 0 {
+		c.Timeout = c.Interval
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxLines == 0 {
+		c.MaxLines = DefaultMaxLines
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = http.DefaultClient
+	}
+	c.Header = c.Header.Clone()
+	return c
 }
 
 // checkHeader refuses a header that cannot be sent as one line, naming the
