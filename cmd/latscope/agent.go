@@ -17,6 +17,23 @@ import (
 	"github.com/latscope/latscope/session"
 )
 
+// agentLong is `latscope agent --help`'s text.
+const agentLong = `agent runs the probe and the collectors beside an inference server (where
+NVML and the metrics endpoint are) and serves what it measures:
+
+  /events   the event stream as server-sent events, resumable with Last-Event-ID
+            from a bounded replay ring; a client that missed more than the ring
+            holds gets a record of exactly how many events it missed
+  /metrics  latscope's own statistics for Prometheus (stage, TTFT, ITL, E2E
+            histograms, requests by outcome), so a fleet can be watched in Grafana
+  /healthz  liveness, open without a token; its counters only with the token
+
+It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
+--token (or LATSCOPE_TOKEN), or --insecure-no-auth on purpose. With neither
+--duration nor --requests it measures until stopped.
+
+`
+
 func newAgentCmd() *cobra.Command {
 	var (
 		f          loadFlags
@@ -36,21 +53,7 @@ func newAgentCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent --url URL",
 		Short: "Measure headless beside the server and stream the events to remote dashboards (latscope attach)",
-		Long: `agent runs the probe and the collectors beside an inference server (where
-NVML and the metrics endpoint are) and serves what it measures:
-
-  /events   the event stream as server-sent events, resumable with Last-Event-ID
-            from a bounded replay ring; a client that missed more than the ring
-            holds gets a record of exactly how many events it missed
-  /metrics  latscope's own statistics for Prometheus (stage, TTFT, ITL, E2E
-            histograms, requests by outcome), so a fleet can be watched in Grafana
-  /healthz  liveness, open without a token; its counters only with the token
-
-It listens on 127.0.0.1:7070 unless told otherwise; any other address needs
---token (or LATSCOPE_TOKEN), or --insecure-no-auth on purpose. With neither
---duration nor --requests it measures until stopped.
-
-` + metricDefinitions,
+		Long:  agentLong,
 		Example: `  latscope agent --url http://127.0.0.1:8000 -c 8 --name us-east-1
   LATSCOPE_TOKEN=$(openssl rand -hex 16) latscope agent --url http://vllm:8000 --listen 0.0.0.0:7070 --rate 5
   latscope agent --url http://vllm:8000 --listen 0.0.0.0:7070 --tls-cert agent.crt --tls-key agent.key --token "$T"`,

@@ -16,17 +16,8 @@ import (
 	"github.com/latscope/latscope/tui"
 )
 
-func newReplayCmd() *cobra.Command {
-	var (
-		speed   string
-		noTUI   bool
-		noColor bool
-		jsonOut bool
-	)
-	cmd := &cobra.Command{
-		Use:   "replay FILE",
-		Short: "Play a recorded session back: the same summary, aggregated on the recording's own times",
-		Long: `replay reads a session recorded with --record and aggregates its events on
+// replayLong is `latscope replay --help`'s text.
+const replayLong = `replay reads a session recorded with --record and aggregates its events on
 their own timestamps, exactly as the live run did, so --no-tui prints the same
 summary (counts and percentiles) the recorded run printed.
 
@@ -42,7 +33,19 @@ were ignored.
 
 FILE "-" reads the recording from standard input (a pipe): it is copied to a
 temporary file as it arrives, and playback starts once the pipe is closed;
-then pause and seek work as for a file.`,
+then pause and seek work as for a file.`
+
+func newReplayCmd() *cobra.Command {
+	var (
+		speed   string
+		noTUI   bool
+		noColor bool
+		jsonOut bool
+	)
+	cmd := &cobra.Command{
+		Use:   "replay FILE",
+		Short: "Play a recorded session back: the same summary, aggregated on the recording's own times",
+		Long:  replayLong,
 		Example: `  latscope replay session.lsr --no-tui
   latscope replay session.lsr --no-tui --json > summary.json
   latscope replay session.lsr --speed 10

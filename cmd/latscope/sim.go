@@ -12,22 +12,8 @@ import (
 	"github.com/latscope/latscope/sim"
 )
 
-// newSimCmd runs the built-in simulated LLM server.
-func newSimCmd() *cobra.Command {
-	var (
-		listen, profile, model, fault, otlp string
-		maxSeqs, maxBatched, tokPool        int
-		faultRate                           float64
-		seed                                int64
-		modes                               sim.Config // the behaviours of other servers
-		headers, reasoningField             string
-		deploy                              sim.Deployment
-		noServerTiming                      bool
-	)
-	cmd := &cobra.Command{
-		Use:   "sim",
-		Short: "Run the built-in simulated LLM server",
-		Long: `sim serves an OpenAI-compatible API (/v1/chat/completions, /v1/completions,
+// simLong is `latscope sim --help`'s text.
+const simLong = `sim serves an OpenAI-compatible API (/v1/chat/completions, /v1/completions,
 /v1/responses, /tokenize, /v1/models, /health) and vLLM-named Prometheus metrics on /metrics,
 from a simulated serving stack: a shared front-end loop, a continuous-batching
 scheduler with chunked prefill, and an engine whose steps slow down as the
@@ -77,93 +63,116 @@ response.reasoning_text.delta events; then comes the answer. They count within
 max_tokens and in the usage's reasoning_tokens.
 
 The ground truth (X-Latscope-Truth: 1) reports cached tokens, when the headers
-went out, the prefill steps on the wall clock, and the frames Nagle held.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			prof, err := sim.ProfileByName(profile)
-			if err != nil {
-				return err
-			}
-			if modes.Reasoning.Field, err = sim.ParseReasoningField(reasoningField); err != nil {
-				return fmt.Errorf("--reasoning-field: %w", err)
-			}
-			if modes.Headers, err = sim.ParseHeaderTiming(headers); err != nil {
-				return fmt.Errorf("--headers: %w", err)
-			}
-			f, err := sim.ParseFault(fault)
-			if err != nil {
-				return fmt.Errorf("--fault: %w", err)
-			}
-			if f.IsZero() && cmd.Flags().Changed("fault-rate") {
-				return errors.New("--fault-rate needs --fault")
-			}
-			if f.IsZero() {
-				faultRate = 0
-			} else if faultRate == 0 {
-				return errors.New("--fault-rate 0 applies the fault to no request; drop --fault instead")
-			}
-			if err := deploy.Network.Validate(); err != nil {
-				return fmt.Errorf("--rtt, --jitter: %w", err)
-			}
-			deploy.Network.Seed = seed
-			deployment := deploy.Describe()
-			if !deploy.NoProxy && (modes.CloseAfterStream || modes.Nagle) {
-				// Both live in the server's own connection to its client.
-				deploy.NoProxy = true
-				deployment = deploy.Describe() + "; no proxy in front: --close-after-stream and --nagle act on the client's connection"
-			}
-			cfg := modes
-			cfg.Profile = prof
-			cfg.MaxNumSeqs = maxSeqs
-			cfg.MaxBatchedTokens = maxBatched
-			cfg.TokenizerPool = tokPool
-			cfg.Model = model
-			cfg.Fault = f
-			cfg.FaultRate = faultRate
-			cfg.OTLPEndpoint = otlp
-			cfg.Seed = seed
-			cfg.ServerTiming = !noServerTiming
-			if err := cfg.Validate(); err != nil {
-				return fmt.Errorf("sim: %w", err)
-			}
-			srv, err := sim.New(cfg)
-			if err != nil {
-				return err
-			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				_ = srv.Close()
-				return fmt.Errorf("listen on %s: %w", listen, err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "latscope sim: simulated %s server on http://%s (not a real model); %s\n", prof.Name, ln.Addr(), deployment)
-			serveErr := deploy.Serve(cmd.Context(), srv, ln)
-			closeErr := srv.Close()
-			return errors.Join(serveErr, closeErr)
-		},
+went out, the prefill steps on the wall clock, and the frames Nagle held.`
+
+// newSimCmd runs the built-in simulated LLM server.
+func newSimCmd() *cobra.Command {
+	var sf simFlags
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Run the built-in simulated LLM server",
+		Long:  simLong,
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return sf.run(cmd) },
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&listen, "listen", "127.0.0.1:8000", "address to listen on")
-	fl.StringVar(&profile, "profile", "h100-7b", "cost profile: "+strings.Join(sim.ProfileNames(), ", "))
-	fl.StringVar(&model, "model", sim.DefaultModel, "served model name")
-	fl.IntVar(&maxSeqs, "max-num-seqs", 0, "batch slots (0: the profile's)")
-	fl.IntVar(&maxBatched, "max-num-batched-tokens", 0, "token budget per engine step, for chunked prefill (0: the profile's)")
-	fl.IntVar(&tokPool, "tokenizer-pool", 0, "tokenizer workers; 0 tokenizes on the shared loop, stalling every stream")
-	fl.StringVar(&fault, "fault", "", "fault spec applied to --fault-rate of requests, e.g. stall=200,reset-after=5")
-	fl.Float64Var(&faultRate, "fault-rate", 1, "fraction of requests that get --fault")
-	fl.StringVar(&otlp, "otlp-traces-endpoint", "", "send one llm_request span per request to this OTLP/HTTP URL, e.g. http://127.0.0.1:4318/v1/traces")
-	fl.Int64Var(&seed, "seed", 1, "seed for the generated text, EOS points and fault draws")
-	fl.StringVar(&headers, "headers", string(sim.HeadersAtOnce), "when a stream's headers are sent: at-once (vLLM), slotted (llama-server) or first-token (llm-d sim)")
-	fl.BoolVar(&modes.CloseAfterStream, "close-after-stream", false, "leave a connection dead after a streamed response, without Connection: close (llama-server)")
-	fl.IntVar(&modes.PrefixCacheBlocks, "prefix-cache-blocks", 0, "cross-request prefix cache of this many 16-token blocks, LRU (0: off)")
-	fl.BoolVar(&modes.KeepAbandoned, "keep-abandoned", false, "keep generating for clients that went away instead of aborting")
-	fl.BoolVar(&modes.NoChunkedPrefill, "no-chunked-prefill", false, "prefill each prompt whole in a step that decoding streams wait for")
-	fl.DurationVar(&modes.Loading, "loading", 0, "answer 503 \"Loading model\" for this long after start (0: ready at once)")
-	fl.IntVar(&modes.Reasoning.Tokens, "reasoning-tokens", 0, "a reasoning model: the first N deltas of a chat or Responses stream are thinking (0: none)")
-	fl.StringVar(&reasoningField, "reasoning-field", sim.ReasoningField, "the chat delta field the thinking streams in: reasoning (newer vLLM) or reasoning_content (older vLLM, SGLang, DeepSeek, llama.cpp)")
-	fl.BoolVar(&modes.Nagle, "nagle", false, "Nagle's algorithm on, SSE events in two writes, delayed-ACK stalls emulated")
-	registerDeployFlags(fl, &deploy)
-	fl.BoolVar(&noServerTiming, "no-server-timing", false, "report no stage in Server-Timing (as vLLM): only the proxy's, and the metrics, say where the time went")
+	sf.register(cmd.Flags())
 	return cmd
+}
+
+// simFlags are sim's flags: most go straight into the simulator's Config.
+type simFlags struct {
+	listen, profile, fault, headers, reasoningField string
+	cfg                                             sim.Config
+	deploy                                          sim.Deployment
+	noServerTiming                                  bool
+}
+
+func (sf *simFlags) register(fl *pflag.FlagSet) {
+	c := &sf.cfg
+	fl.StringVar(&sf.listen, "listen", "127.0.0.1:8000", "address to listen on")
+	fl.StringVar(&sf.profile, "profile", "h100-7b", "cost profile: "+strings.Join(sim.ProfileNames(), ", "))
+	fl.StringVar(&c.Model, "model", sim.DefaultModel, "served model name")
+	fl.IntVar(&c.MaxNumSeqs, "max-num-seqs", 0, "batch slots (0: the profile's)")
+	fl.IntVar(&c.MaxBatchedTokens, "max-num-batched-tokens", 0, "token budget per engine step, for chunked prefill (0: the profile's)")
+	fl.IntVar(&c.TokenizerPool, "tokenizer-pool", 0, "tokenizer workers; 0 tokenizes on the shared loop, stalling every stream")
+	fl.StringVar(&sf.fault, "fault", "", "fault spec applied to --fault-rate of requests, e.g. stall=200,reset-after=5")
+	fl.Float64Var(&c.FaultRate, "fault-rate", 1, "fraction of requests that get --fault")
+	fl.StringVar(&c.OTLPEndpoint, "otlp-traces-endpoint", "", "send one llm_request span per request to this OTLP/HTTP URL, e.g. http://127.0.0.1:4318/v1/traces")
+	fl.Int64Var(&c.Seed, "seed", 1, "seed for the generated text, EOS points and fault draws")
+	fl.StringVar(&sf.headers, "headers", string(sim.HeadersAtOnce), "when a stream's headers are sent: at-once (vLLM), slotted (llama-server) or first-token (llm-d sim)")
+	fl.BoolVar(&c.CloseAfterStream, "close-after-stream", false, "leave a connection dead after a streamed response, without Connection: close (llama-server)")
+	fl.IntVar(&c.PrefixCacheBlocks, "prefix-cache-blocks", 0, "cross-request prefix cache of this many 16-token blocks, LRU (0: off)")
+	fl.BoolVar(&c.KeepAbandoned, "keep-abandoned", false, "keep generating for clients that went away instead of aborting")
+	fl.BoolVar(&c.NoChunkedPrefill, "no-chunked-prefill", false, "prefill each prompt whole in a step that decoding streams wait for")
+	fl.DurationVar(&c.Loading, "loading", 0, "answer 503 \"Loading model\" for this long after start (0: ready at once)")
+	fl.IntVar(&c.Reasoning.Tokens, "reasoning-tokens", 0, "a reasoning model: the first N deltas of a chat or Responses stream are thinking (0: none)")
+	fl.StringVar(&sf.reasoningField, "reasoning-field", sim.ReasoningField, "the chat delta field the thinking streams in: reasoning (newer vLLM) or reasoning_content (older vLLM, SGLang, DeepSeek, llama.cpp)")
+	fl.BoolVar(&c.Nagle, "nagle", false, "Nagle's algorithm on, SSE events in two writes, delayed-ACK stalls emulated")
+	registerDeployFlags(fl, &sf.deploy)
+	fl.BoolVar(&sf.noServerTiming, "no-server-timing", false, "report no stage in Server-Timing (as vLLM): only the proxy's, and the metrics, say where the time went")
+}
+
+// config reads the flags that need reading into the simulator's Config,
+// and describes the deployment; faultRateGiven says --fault-rate was set.
+func (sf *simFlags) config(faultRateGiven bool) (sim.Config, string, error) {
+	cfg := sf.cfg
+	var err error
+	if cfg.Profile, err = sim.ProfileByName(sf.profile); err != nil {
+		return cfg, "", err
+	}
+	if cfg.Reasoning.Field, err = sim.ParseReasoningField(sf.reasoningField); err != nil {
+		return cfg, "", fmt.Errorf("--reasoning-field: %w", err)
+	}
+	if cfg.Headers, err = sim.ParseHeaderTiming(sf.headers); err != nil {
+		return cfg, "", fmt.Errorf("--headers: %w", err)
+	}
+	if cfg.Fault, err = sim.ParseFault(sf.fault); err != nil {
+		return cfg, "", fmt.Errorf("--fault: %w", err)
+	}
+	switch {
+	case cfg.Fault.IsZero() && faultRateGiven:
+		return cfg, "", errors.New("--fault-rate needs --fault")
+	case cfg.Fault.IsZero():
+		cfg.FaultRate = 0
+	case cfg.FaultRate == 0:
+		return cfg, "", errors.New("--fault-rate 0 applies the fault to no request; drop --fault instead")
+	}
+	if err := sf.deploy.Network.Validate(); err != nil {
+		return cfg, "", fmt.Errorf("--rtt, --jitter: %w", err)
+	}
+	sf.deploy.Network.Seed = cfg.Seed
+	deployment := sf.deploy.Describe()
+	if !sf.deploy.NoProxy && (cfg.CloseAfterStream || cfg.Nagle) {
+		// Both live in the server's own connection to its client.
+		sf.deploy.NoProxy = true
+		deployment = sf.deploy.Describe() + "; no proxy in front: --close-after-stream and --nagle act on the client's connection"
+	}
+	cfg.ServerTiming = !sf.noServerTiming
+	if err := cfg.Validate(); err != nil {
+		return cfg, "", fmt.Errorf("sim: %w", err)
+	}
+	return cfg, deployment, nil
+}
+
+// run serves the simulator until the command's context ends.
+func (sf *simFlags) run(cmd *cobra.Command) error {
+	cfg, deployment, err := sf.config(cmd.Flags().Changed("fault-rate"))
+	if err != nil {
+		return err
+	}
+	srv, err := sim.New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", sf.listen)
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("listen on %s: %w", sf.listen, err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "latscope sim: simulated %s server on http://%s (not a real model); %s\n", cfg.Profile.Name, ln.Addr(), deployment)
+	serveErr := sf.deploy.Serve(cmd.Context(), srv, ln)
+	closeErr := srv.Close()
+	return errors.Join(serveErr, closeErr)
 }
 
 // registerDeployFlags adds the simulated deployment's flags (sim, demo).

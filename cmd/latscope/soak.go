@@ -53,27 +53,11 @@ func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []
 		return err
 	}
 	defer srv.Close()
-	f := &loadFlags{
-		dialect: "openai-chat", model: benchModel, concurrency: 4,
-		promptTokens: "16", outputTokens: fmt.Sprint(bench.SoakOutputTokens),
-		arrival: "poisson", burstiness: 1, timeout: 5 * time.Minute, drain: time.Second,
-		maxEventBytes: probe.DefaultMaxEventBytes, noTUI: true, window: "10s", untilStopped: true,
-		noMetrics: true, noGPU: true,
-	}
-	if err := f.seed.Set("1"); err != nil {
+	f, cleanup, err := soakFlags(name)
+	if err != nil {
 		return err
 	}
-	if name == bench.SoakEndless {
-		f.concurrency = 2
-	}
-	if name == bench.SoakRecord {
-		dir, err := os.MkdirTemp("", "latscope-soak-")
-		if err != nil {
-			return fmt.Errorf("soak: temp dir for the recording: %w", err)
-		}
-		defer os.RemoveAll(dir)
-		f.record = filepath.Join(dir, "soak.lsr")
-	}
+	defer cleanup()
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -88,20 +72,8 @@ func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []
 				encErr = fmt.Errorf("soak: write checkpoint: %w", err)
 			}
 			n++
-			if profile == "" {
-				return
-			}
-			// One profile per checkpoint (CASE@CP.heap), so that what grew
-			// between two of them shows with pprof -diff_base; the last is
-			// also CASE.heap.
-			at := strings.TrimSuffix(profile, ".heap") + "@" + checkpoints[n-1].String() + ".heap"
-			if err := writeHeapProfile(at); err != nil && encErr == nil {
+			if err := checkpointProfile(profile, checkpoints, n); err != nil && encErr == nil {
 				encErr = err
-			}
-			if n == len(checkpoints) {
-				if err := writeHeapProfile(profile); err != nil && encErr == nil {
-					encErr = err
-				}
 			}
 		})
 	}()
@@ -128,6 +100,53 @@ func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []
 		runErr = nil
 	}
 	return errors.Join(mErr, encErr, runErr)
+}
+
+// soakFlags is the load of soak case name: a few streams of long answers,
+// headless, until stopped; the record case records to a temporary file,
+// which cleanup removes.
+func soakFlags(name string) (f *loadFlags, cleanup func(), err error) {
+	f = &loadFlags{
+		dialect: "openai-chat", model: benchModel, concurrency: 4,
+		promptTokens: "16", outputTokens: fmt.Sprint(bench.SoakOutputTokens),
+		arrival: "poisson", burstiness: 1, timeout: 5 * time.Minute, drain: time.Second,
+		maxEventBytes: probe.DefaultMaxEventBytes, noTUI: true, window: "10s", untilStopped: true,
+		noMetrics: true, noGPU: true,
+	}
+	if err := f.seed.Set("1"); err != nil {
+		return nil, nil, err
+	}
+	cleanup = func() {}
+	switch name {
+	case bench.SoakEndless:
+		f.concurrency = 2
+	case bench.SoakRecord:
+		dir, err := os.MkdirTemp("", "latscope-soak-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("soak: temp dir for the recording: %w", err)
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+		f.record = filepath.Join(dir, "soak.lsr")
+	}
+	return f, cleanup, nil
+}
+
+// checkpointProfile writes a heap profile at checkpoint n (1-based) when
+// profile names one: one per checkpoint (CASE@CP.heap), so that what grew
+// between two of them shows with pprof -diff_base; the last is also
+// CASE.heap.
+func checkpointProfile(profile string, checkpoints []time.Duration, n int) error {
+	if profile == "" {
+		return nil
+	}
+	at := strings.TrimSuffix(profile, ".heap") + "@" + checkpoints[n-1].String() + ".heap"
+	if err := writeHeapProfile(at); err != nil {
+		return err
+	}
+	if n == len(checkpoints) {
+		return writeHeapProfile(profile)
+	}
+	return nil
 }
 
 // soakDashboard runs the session as the dashboard does, with the model

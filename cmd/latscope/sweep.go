@@ -279,6 +279,24 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 		cfg.Progress = sweepProgressLines(stderr, progress.Put)
 	}
 
+	res, err := runSweepSteps(ctx, cfg, waits, feed, notices, tui.Options{Objectives: objectives, NoColor: f.noColor})
+	if err != nil {
+		return err
+	}
+	if f.jsonOut {
+		err = sweep.WriteJSON(stdout, res)
+	} else {
+		err = sweep.WriteTable(stdout, res)
+	}
+	if err != nil {
+		return fmt.Errorf("write the sweep: %w", err)
+	}
+	return sweepOutcome(res, objectives, dashboard)
+}
+
+// runSweepSteps runs the sweep, on the dashboard when feed is set (quitting
+// it stops the sweep), and waits for the consumers to take the last event.
+func runSweepSteps(ctx context.Context, cfg sweep.Config, waits []func() error, feed *tui.SweepFeed, notices *tui.NoticeBoard, opts tui.Options) (sweep.Result, error) {
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
 	type result struct {
@@ -291,8 +309,8 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 		done <- result{res, err}
 	}()
 	var uiErr error
-	if dashboard {
-		uiErr = showDashboard(ctx, feed, tui.Options{Objectives: objectives, NoColor: f.noColor})
+	if feed != nil {
+		uiErr = showDashboard(ctx, feed, opts)
 		notices.Detach()
 		stopSweep()
 	}
@@ -300,31 +318,22 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	for _, wait := range waits {
 		r.err = errors.Join(r.err, wait())
 	}
-	if r.err != nil {
-		return r.err
-	}
-	if uiErr != nil {
-		return uiErr
-	}
-	if f.jsonOut {
-		err = sweep.WriteJSON(stdout, r.res)
-	} else {
-		err = sweep.WriteTable(stdout, r.res)
-	}
-	if err != nil {
-		return fmt.Errorf("write the sweep: %w", err)
-	}
+	return r.res, errors.Join(r.err, uiErr)
+}
+
+// sweepOutcome maps a finished sweep to its exit, as outcome does a run's.
+func sweepOutcome(res sweep.Result, objectives []aggregate.Objective, dashboard bool) error {
 	switch {
-	case r.res.Interrupted && !dashboard:
+	case res.Interrupted && !dashboard:
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the table covers the steps run until then")}
-	case r.res.Failure != "" && r.res.NoneSucceeded():
+	case res.Failure != "" && res.NoneSucceeded():
 		// Every request of every step failed: exit 3, as a run's.
-		return &exitError{code: exitAllFailed, err: errors.New("sweep failed: " + r.res.Failure)}
-	case r.res.Failure != "":
+		return &exitError{code: exitAllFailed, err: errors.New("sweep failed: " + res.Failure)}
+	case res.Failure != "":
 		// A step measured nothing of the server: the sweep did not find
 		// its capacity, whatever it printed about the steps before.
-		return &exitError{code: exitFailure, err: errors.New("sweep failed: " + r.res.Failure)}
-	case len(objectives) > 0 && r.res.MaxLoad == nil:
+		return &exitError{code: exitFailure, err: errors.New("sweep failed: " + res.Failure)}
+	case len(objectives) > 0 && res.MaxLoad == nil:
 		return &exitError{code: exitSLOMissed, err: errors.New("no load met the objectives")}
 	}
 	return nil
