@@ -106,7 +106,8 @@ func xyPlot(id, title, xLabel, yLabel string, simulated bool, series []xySeries,
 	}
 	var xValues, yValues []float64
 	xValues, c.xTop = niceTicks(hiX*1.05, 10)
-	yValues, c.yTop = niceTicks(hiY*1.05, 6)
+	// Headroom above the highest point keeps it clear of the marks' labels.
+	yValues, c.yTop = niceTicks(hiY*1.15, 6)
 	for _, v := range xValues {
 		c.XTicks = append(c.XTicks, tick{Pos: c.px(v), Label: tickLabel(v)})
 	}
