@@ -311,8 +311,14 @@ type lineSpec struct {
 }
 
 func timeChart(id, title, yLabel string, simulated bool, specs []lineSpec) lineChart {
+	return sizedTimeChart(300, id, title, yLabel, simulated, specs)
+}
+
+// sizedTimeChart is timeChart of the given height: every time chart has
+// the same horizontal geometry, so charts of one run line up.
+func sizedTimeChart(height float64, id, title, yLabel string, simulated bool, specs []lineSpec) lineChart {
 	c := lineChart{ID: id, Title: title, YLabel: yLabel, XLabel: "seconds since the session started", Simulated: simulated,
-		Width: chartWidth, Height: 300, Left: 70, Right: chartWidth - 130, Top: 50, Bottom: 250}
+		Width: chartWidth, Height: height, Left: 70, Right: chartWidth - 130, Top: 50, Bottom: height - 50}
 	c.MidX, c.MidY = (c.Left+c.Right)/2, (c.Top+c.Bottom)/2
 	var hiY, hiX float64
 	seen := false

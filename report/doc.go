@@ -36,10 +36,16 @@
 //     value escaped by html/template. Inline SVG charts: the TTFT breakdown
 //     as stacked bars for the mean and the slowest 1% of requests (each
 //     band's stages add up to its TTFT; estimated stages are hatched and
-//     labelled), TTFT and ITL p50/p99 over time, and queue depth over time
-//     (the server's waiting and running requests, the probe's in flight).
-//     Colours are the Okabe-Ito palette; segments and lines are also
-//     labelled and dashed, so the charts read without colour. Simulated
+//     labelled), TTFT and ITL p50/p99 over time, the completed requests per
+//     second on the same time axis, queue depth over time (the server's
+//     waiting and running requests, the probe's in flight), and TTFT
+//     p50/p99 against throughput, one point per window of the series, no
+//     two overlapping. A sweep's page opens with its curve: TTFT p50/p99
+//     and ITL p99 against achieved throughput, one point per step, the max
+//     load and knee sweep found marked at their steps (<g class="max-load">,
+//     <g class="knee">). Colours are the Okabe-Ito palette; segments, lines
+//     and markers also differ in labels, dashes and shapes, so the charts
+//     read without colour. Simulated
 //     sessions and GPUs are labelled SIMULATED on the page and in every
 //     chart.
 //

@@ -44,7 +44,9 @@ type page struct {
 	Overview  [][2]string
 	Intro     []table // before the charts: the comparison's tables
 	Breakdown barChart
+	Sweep     *xyChart    // a sweep's curve, first: it is the sweep's answer
 	Charts    []lineChart // over time
+	Scatter   *xyChart    // a run's latency against its throughput
 	Tables    []table     // after the charts
 	File      string
 }
@@ -60,6 +62,12 @@ func writeHTML(w io.Writer, rec *Recording) error {
 		Charts: timeCharts("run", rec),
 		Tables: sections(rec),
 		File:   rec.Path,
+	}
+	scatter := latencyThroughputChart("run-latency-throughput", rec)
+	p.Scatter = &scatter
+	if rec.Sweep != nil {
+		curve := sweepCurveChart(rec.Sweep, rec.Simulated())
+		p.Sweep = &curve
 	}
 	p.Simulated = simulatedBanners(rec)
 	return pageTemplate.Execute(w, p)
@@ -126,10 +134,15 @@ const (
 	dotted     = "2 3"
 )
 
-// timeCharts are a run's charts over time: TTFT, ITL and the queue.
+// timeCharts are a run's charts over time: TTFT and ITL, the load they
+// were measured under (a small chart on the same time axis, right below
+// them) and the queue.
 func timeCharts(id string, rec *Recording) []lineChart {
 	sim, pts := rec.Simulated(), rec.Series.Points
 	over := "each point: the " + windowWords(rec.Series.Window) + " before it"
+	load := sizedTimeChart(180, id+"-load", "Load over time, on the same time axis: completed requests per second ("+over+")", "req/s", sim, []lineSpec{
+		{"completed (ok/s)", green, "", pts, func(p Point) float64 { return p.OKPerSec }},
+	})
 	return []lineChart{
 		timeChart(id+"-ttft", "TTFT over time, p50 and p99 (ms; "+over+")", "TTFT (ms)", sim, []lineSpec{
 			{"p50", blue, "", pts, ttftP50}, {"p99", vermillion, dashed, pts, ttftP99},
@@ -137,6 +150,7 @@ func timeCharts(id string, rec *Recording) []lineChart {
 		timeChart(id+"-itl", "Inter-token latency over time, p50 and p99 (ms; "+over+")", "ITL (ms)", sim, []lineSpec{
 			{"p50", blue, "", pts, itlP50}, {"p99", vermillion, dashed, pts, itlP99},
 		}),
+		load,
 		timeChart(id+"-queue", "Queue depth over time (requests; latest reading at each point)", "requests", sim, []lineSpec{
 			{"waiting (server)", orange, "", pts, waiting},
 			{"running (server)", blue, dashed, pts, func(p Point) float64 { return p.Running }},

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/latscope/latscope/sweep"
@@ -101,4 +103,66 @@ func loadUnit(l sweep.Load) string {
 		return "streams"
 	}
 	return "req/s"
+}
+
+// sweepCurveChart is the sweep's curve: latency against achieved
+// throughput, one point per step by load (sweep's Curve), with the max
+// load and the knee marked where sweep found them.
+func sweepCurveChart(r *sweep.Result, simulated bool) xyChart {
+	curve := r.Curve()
+	anyTokens := false
+	for _, p := range curve {
+		anyTokens = anyTokens || p.TokPerSec > 0
+	}
+	xLabel, unit, tokens := throughputAxis(anyTokens)
+	xOf := func(okPerSec, tokPerSec float64) float64 {
+		if tokens {
+			return tokPerSec
+		}
+		return okPerSec
+	}
+	points := make([]xyPoint, 0, len(curve))
+	for _, p := range curve {
+		x := xOf(p.Throughput, p.TokPerSec)
+		points = append(points, xyPoint{x: x, ys: []float64{orNaN(p.TTFTP50), orNaN(p.TTFTP99), orNaN(p.ITLP99)}, class: "step",
+			step: strconv.Itoa(p.Step), title: fmt.Sprintf("step %d (%s): %s %s, %s ok/s; TTFT p50 %s ms, p99 %s ms; ITL p99 %s ms; %s",
+				p.Step, p.Load, num(x, 1), unit, num(p.Throughput, 2), num(orNaN(p.TTFTP50), 1), num(orNaN(p.TTFTP99), 1),
+				num(orNaN(p.ITLP99), 2), verdictOf(r, p.Step))})
+	}
+	c := xyPlot("sweep-curve", "Latency against throughput: TTFT p50 and p99, ITL p99, one point per step of the sweep (ms)", xLabel,
+		"latency (ms)", simulated, []xySeries{ttftP50Series, ttftP99Series, itlP99Series}, points, true)
+	c.Note = "Each step is one point, joined in order of load. The solid vertical line marks the max load, the dashed one the knee, as the sweep found them; the table below says why."
+	for _, f := range []struct {
+		class, name, dash string
+		f                 *sweep.Finding
+	}{{"max-load", "max load", "", r.MaxLoad}, {"knee", "knee", "6 4", r.Knee}} {
+		if f.f == nil {
+			c.Note += " The sweep found no " + f.name + "."
+			continue
+		}
+		ring := math.NaN()
+		if s := r.Step(f.f.Step); s != nil && s.TTFT.Count > 0 {
+			ring = s.TTFT.P99
+		}
+		x := xOf(f.f.Throughput, f.f.TokPerSec)
+		c.mark(f.class, strconv.Itoa(f.f.Step), fmt.Sprintf("%s: %s (step %d)", f.name, f.f.Load, f.f.Step),
+			fmt.Sprintf("%s: step %d, %s, %s %s: %s", f.name, f.f.Step, f.f.Load, num(x, 1), unit, f.f.Why), f.dash, x, ring)
+	}
+	return c
+}
+
+func orNaN(v *float64) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return *v
+}
+
+// verdictOf is the step's verdict in sweep's words (its table's result
+// column).
+func verdictOf(r *sweep.Result, index int) string {
+	if s := r.Step(index); s != nil {
+		return "result: " + s.Verdict()
+	}
+	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"html"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -189,6 +190,17 @@ func TestSweepRecordingReport(t *testing.T) {
 				t.Errorf("html report lacks the row %q", row)
 			}
 		}
+	}
+
+	// The HTML's curve marks the knee and the max load the live sweep found.
+	curve := chartNode(t, checkOffline(t, renderHTML(t, rec)), "sweep-curve")
+	for class, step := range map[string]int{"knee": live.Knee.Step, "max-load": live.MaxLoad.Step} {
+		if marks := groups(curve, class); len(marks) != 1 || attr(marks[0], "data-step") != strconv.Itoa(step) {
+			t.Errorf("the curve's %s marks %d groups, want one at step %d", class, len(marks), step)
+		}
+	}
+	if n := len(groups(curve, "step")); n != len(live.Curve()) {
+		t.Errorf("the curve has %d steps, want %d", n, len(live.Curve()))
 	}
 
 	var buf bytes.Buffer
