@@ -281,28 +281,58 @@ func (d *Detector) frontEndOver(s *stallGroup) (v verdict, server, ok bool) {
 		values: map[string]float64{"covered_share": share, "front_end_ms": ms(bestOv)}}, bestServer, true
 }
 
-// prefillClosed: another request's first token ended the pause (within
-// closeWithin normal gaps of its end).
+// prefillClosed: another request's first token ended the pause: it came
+// within closeWithin normal gaps of its end, or, for a request that was
+// waiting for it through the pause, it was the next thing the server sent
+// the probe after the pause (a long step after it, such as other queued
+// prompts prefilled together, delays the first token of the prompt
+// prefilled in the pause past those gaps, and nothing else came between).
 func (d *Detector) prefillClosed(s *stallGroup) (verdict, bool) {
 	p := s.span()
 	limit := p.to.Add(closeWithin * s.itl())
-	var closer *reqFacts
+	var closer, late *reqFacts
 	for i := range d.requests {
 		f := &d.requests[i]
-		if s.has(f.id) || f.first.IsZero() || !f.first.After(p.from) || f.first.After(limit) {
+		if s.has(f.id) || f.first.IsZero() || !f.first.After(p.from) {
 			continue
 		}
-		if closer == nil || f.first.Before(closer.first) {
-			closer = f
+		switch {
+		case !f.first.After(limit):
+			if closer == nil || f.first.Before(closer.first) {
+				closer = f
+			}
+		case waitedThrough(f, s) && (late == nil || f.first.Before(late.first)):
+			late = f
 		}
+	}
+	how := "its prefill ran in the pause"
+	if closer == nil && late != nil && d.quietBetween(p.to.Add(s.itl()/2), late.first) {
+		closer = late
+		how = "the first content the server sent after it, nothing between, so its prefill ran in the pause"
 	}
 	if closer == nil {
 		return verdict{}, false
 	}
 	after := closer.first.Sub(p.to)
 	return verdict{cause: event.StallPrefillInterference, closer: closer,
-		evidence: fmt.Sprintf("request %s's first token came %s: its prefill ran in the pause", closer.id, relative(after, "after it", "before the streams resumed")),
+		evidence: fmt.Sprintf("request %s's first token came %s: %s", closer.id, relative(after, "after it", "before the streams resumed"), how),
 		values:   map[string]float64{"first_token_after_ms": ms(after)}}, true
+}
+
+// quietBetween reports whether no request of the probe got content
+// between from and to: none was streaming then, nor had its first token.
+func (d *Detector) quietBetween(from, to time.Time) bool {
+	w := interval{from, to}
+	if w.dur() <= 0 {
+		return true
+	}
+	for i := range d.requests {
+		f := &d.requests[i]
+		if w.overlap(f.streamed) > 0 || f.first.After(from) && f.first.Before(to) {
+			return false
+		}
+	}
+	return true
 }
 
 // prefillTimed: the server's timing puts a request's prefill over at least

@@ -89,3 +89,30 @@ func TestStallCausesNeedTheServersEvidence(t *testing.T) {
 		})
 	}
 }
+
+// A prompt prefilled in the pause whose first token a long step after it
+// delays (other queued prompts prefilled together) still ended the pause
+// when it was the first content the server sent after it; while the
+// streams kept streaming in between, a late first token shows nothing.
+func TestStallLateFirstTokenWithNothingBetween(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	streams := func(n int) []*event.Request {
+		var out []*event.Request
+		for i := range 4 {
+			out = append(out, stallStreamRec(string(rune('a'+i)), time.Duration(i)*ms, n, 10*ms, 200*ms, 30*ms))
+		}
+		return out
+	}
+	// Waiting for its first token since 101 ms; it came 80 ms after the
+	// pause, eight normal gaps.
+	waiter := func() *event.Request { return oneRequest("queued", 100*ms, 101*ms, 315*ms, 3) }
+	got := detectOn(t, vllmLike, append(streams(21), waiter()))
+	if len(got) != 1 || got[0].Cause != event.StallPrefillInterference || !strings.Contains(got[0].Message, "request queued's first token came") {
+		t.Fatalf("streams that ended with the pause: markers %+v, want prefill interference closed by request queued", got)
+	}
+	got = detectOn(t, vllmLike, append(streams(40), waiter()))
+	if len(got) != 1 || got[0].Cause != event.StallUnexplained {
+		t.Fatalf("streams that kept streaming: markers %+v, want one unexplained pause", got)
+	}
+}
