@@ -21,10 +21,10 @@ import (
 // 128 tokens out, as `latscope demo --prompt-tokens 30000` sends) against
 // the default profile, with what the truth says of it.
 type longPromptRun struct {
-	res       runResult
-	blocks    []window // the truth's loop-blocked stretches
-	steps     []window // the truth's prefill steps
-	watch     *busyWatch
+	res    runResult
+	blocks []window // the truth's loop-blocked stretches
+	steps  []window // the truth's prefill steps
+	watch  *busyWatch
 }
 
 func longPromptScenario(t *testing.T, pool int) longPromptRun {
