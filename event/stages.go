@@ -70,7 +70,7 @@ func StageTable() []StageMeta {
 		{StageSSEFraming, 'e', "sse frame", "181", "#e8b3d3", "framing, writing and flushing the first SSE event"},
 		{StageNetworkReturn, 'r', "net back", "44", "#9ad0f0", "the first frame's trip back"},
 		{StageUnattributed, 'u', "unattrib", "242", "#d9d9d9", "what no source accounts for (negative: the sources disagree)"},
-		{StageServerOwn, 'S', "server:", "146", "#c2b8a3", "a stage the server reported (Server-Timing) under its own name, which latscope does not know: shown as reported, where it fits the server's time"},
+		{StageServerOwn, 'S', "server: NAME", "146", "#c2b8a3", "a stage the server reported (Server-Timing) under its own name, which latscope does not know: shown as reported, where it fits the server's time"},
 		{StageOther, 'o', "other", "244", "#bbbbbb", "stages with names of their own beyond the few kept apart, summed per request"},
 	}
 }
@@ -125,5 +125,12 @@ func OrderStages(canonical []Stage, sets ...iter.Seq[Stage]) []Stage {
 			delete(seen, s)
 		}
 	}
-	return append(out, slices.Sorted(maps.Keys(seen))...)
+	// StageOther sums what has no place of its own: it goes last.
+	other := seen[StageOther]
+	delete(seen, StageOther)
+	out = append(out, slices.Sorted(maps.Keys(seen))...)
+	if other {
+		out = append(out, StageOther)
+	}
+	return out
 }

@@ -53,10 +53,10 @@ func TestStageOrders(t *testing.T) {
 
 func TestOrderStages(t *testing.T) {
 	t.Parallel()
-	a := map[Stage]int{"st:z": 1, StageQueue: 1, StageThinking: 1}
+	a := map[Stage]int{ServerTimingPrefix + "z": 1, StageQueue: 1, StageThinking: 1, "a-newer-stage": 1}
 	b := map[Stage]bool{StagePrefill: true, StageOther: true, StageQueue: true}
 	got := OrderStages(BreakdownOrder(), maps.Keys(a), maps.Keys(b))
-	want := []Stage{StageQueue, StagePrefill, StageThinking, StageOther, "st:z"}
+	want := []Stage{StageQueue, StagePrefill, StageThinking, "a-newer-stage", ServerTimingPrefix + "z", StageOther}
 	if !slices.Equal(got, want) {
 		t.Errorf("OrderStages = %v, want %v", got, want)
 	}
