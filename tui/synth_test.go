@@ -29,11 +29,11 @@ type synth struct {
 	simulated bool
 	gpuSim    bool
 	noGPU     bool
-	reasoning int                   // thinking chunks per request (0: the model does not reason)
+	reasoning int // thinking chunks per request (0: the model does not reason)
 	// serverStages: each request's breakdown holds two stages the server named itself.
 	serverStages bool
-	emit      func(event.Event)     // where events go (default: the aggregator)
-	load      func(sec int) float64 // queue pressure 0..1 at a second
+	emit         func(event.Event)     // where events go (default: the aggregator)
+	load         func(sec int) float64 // queue pressure 0..1 at a second
 }
 
 type synthOpts struct {
