@@ -94,6 +94,7 @@ type Aggregator struct {
 	stages                                  map[event.Stage]*metric
 	breakdown                               map[event.Stage]*bdStage
 	bands                                   *bandTracker
+	slots                                   *stageSlots // the breakdown's stage names, the bands' too
 	bdRequests                              int64
 	bdTTFT                                  int64 // µs, summed over requests with a breakdown
 	reasoning                               reasoningState
@@ -170,6 +171,7 @@ func New(cfg Config) *Aggregator {
 		sample = newRequestSampler(cfg.SampleKeep)
 	}
 	resetCounts := func(c *counts) { *c = counts{} }
+	slots := &stageSlots{}
 	return &Aggregator{
 		judge:     NewProbeJudge(),
 		sample:    sample,
@@ -184,7 +186,8 @@ func New(cfg Config) *Aggregator {
 		schedLag:  newMetric(),
 		stages:    make(map[event.Stage]*metric),
 		breakdown: make(map[event.Stage]*bdStage),
-		bands:     newBandTracker(cfg.TTFTBasis),
+		bands:     newBandTracker(cfg.TTFTBasis, slots),
+		slots:     slots,
 		reasoning: newReasoningState(),
 		counts: runCounts{
 			byOutcome: make(map[event.Outcome]int64),
@@ -472,21 +475,41 @@ func (a *Aggregator) recordBreakdown(r *event.Request, end time.Time) {
 	a.bdRequests++
 	a.bdTTFT += int64(r.TTFT / time.Microsecond)
 	a.bands.add(end, r)
+	// Stages past the named ones are one value per request, "other", as
+	// the bands sum them (stageSlots).
+	var other time.Duration
+	var otherProv event.Provenance
 	for _, st := range r.Breakdown {
-		b := a.breakdown[st.Stage]
-		if b == nil {
-			if len(a.breakdown) >= maxStageKeys {
-				a.droppedStage++
-				continue
+		name := a.slots.nameOf(st.Stage)
+		if name == stageOther {
+			other += st.Duration
+			if otherProv == "" {
+				otherProv = st.Provenance
 			}
-			b = &bdStage{m: newMetric(), prov: make(map[event.Provenance]int64), windows: newProvTracker()}
-			a.breakdown[st.Stage] = b
+			continue
 		}
-		a.recordDur(b.m, end, st.Duration)
-		bump(b.prov, st.Provenance, "other")
-		b.mix.add(st.Provenance)
-		b.windows.add(end, st.Provenance)
+		a.recordBreakdownStage(name, end, st.Duration, st.Provenance)
 	}
+	if otherProv != "" {
+		a.recordBreakdownStage(stageOther, end, other, otherProv)
+	}
+}
+
+// recordBreakdownStage records one request's value of breakdown stage name.
+func (a *Aggregator) recordBreakdownStage(name event.Stage, end time.Time, d time.Duration, p event.Provenance) {
+	b := a.breakdown[name]
+	if b == nil {
+		if len(a.breakdown) >= maxStageKeys {
+			a.droppedStage++
+			return
+		}
+		b = &bdStage{m: newMetric(), prov: make(map[event.Provenance]int64), windows: newProvTracker()}
+		a.breakdown[name] = b
+	}
+	a.recordDur(b.m, end, d)
+	bump(b.prov, p, "other")
+	b.mix.add(p)
+	b.windows.add(end, p)
 }
 
 // maxErrorText bounds an error message kept for the summary.

@@ -84,11 +84,63 @@ const (
 	bandRatio   = 1.1
 )
 
-// bandStages are the stages kept per bucket, in breakdown order; any other
-// stage name is summed under the last index and shown as "other".
+// bandStages are the breakdown's own stages, kept per bucket in
+// breakdown order; stageSlots adds the others.
 var bandStages = append(event.BreakdownStages(), event.StageThinking)
 
-const stageOther event.Stage = "other"
+const stageOther = event.StageOther
+
+// namedExtra is how many stages outside bandStages (a server's own
+// Server-Timing stages: the simulator reports two) keep their own names.
+const namedExtra = 4
+
+// slotWidth is the stages a bucket sums: bandStages, the named extras,
+// and stageOther last.
+var slotWidth = len(bandStages) + namedExtra + 1
+
+// stageSlots names the breakdown's stages, the one derivation of what
+// every surface shows: the breakdown's own, then up to namedExtra others
+// in the order they first came, each under its own name; any further one
+// is summed per request as stageOther. The bands and the breakdown's
+// statistics both take their names from it, so "other" is one amount
+// with one number everywhere, and absent while no stage overflows.
+type stageSlots struct {
+	extra []event.Stage
+}
+
+// index is where stage s is summed, giving it a named slot while there
+// is room.
+func (s *stageSlots) index(st event.Stage) int {
+	for i, b := range bandStages {
+		if b == st {
+			return i
+		}
+	}
+	for i, e := range s.extra {
+		if e == st {
+			return len(bandStages) + i
+		}
+	}
+	if st != stageOther && len(s.extra) < namedExtra {
+		s.extra = append(s.extra, st)
+		return len(bandStages) + len(s.extra) - 1
+	}
+	return slotWidth - 1
+}
+
+// name is the stage slot j sums.
+func (s *stageSlots) name(j int) event.Stage {
+	switch {
+	case j < len(bandStages):
+		return bandStages[j]
+	case j-len(bandStages) < len(s.extra):
+		return s.extra[j-len(bandStages)]
+	}
+	return stageOther
+}
+
+// nameOf is the name stage st is shown and summed under.
+func (s *stageSlots) nameOf(st event.Stage) event.Stage { return s.name(s.index(st)) }
 
 // bandCell sums the requests of one TTFT bucket.
 type bandCell struct {
@@ -107,7 +159,7 @@ type bandSet struct {
 // the five minutes the coarse ring takes to fill, and a long run's heap
 // should be as large after one minute as it will ever be.
 func newBandSets(n int) []bandSet {
-	width := len(bandStages) + 1
+	width := slotWidth
 	cells := make([]bandCell, n*bandBuckets)
 	stages := make([]int64, n*bandBuckets*width)
 	for i := range cells {
@@ -145,16 +197,7 @@ func bucketEdges(k int) (lo, hi time.Duration) {
 	return lo, hi
 }
 
-func stageIndex(s event.Stage) int {
-	for i, t := range bandStages {
-		if t == s {
-			return i
-		}
-	}
-	return len(bandStages)
-}
-
-func (b *bandSet) add(r *event.Request, basis TTFTBasis) {
+func (b *bandSet) add(r *event.Request, basis TTFTBasis, slots *stageSlots) {
 	// On the answer basis a reasoning request's bar runs on to its first
 	// answer token, its thinking the last segment.
 	ttft, thinking := r.TTFT, time.Duration(0)
@@ -164,11 +207,11 @@ func (b *bandSet) add(r *event.Request, basis TTFTBasis) {
 	c := &b.cells[bucketOf(ttft)]
 	c.n++
 	c.ttft += int64(ttft)
-	c.stages[stageIndex(event.StageThinking)] += int64(thinking)
+	c.stages[slots.index(event.StageThinking)] += int64(thinking)
 	c.decode += int64(max(r.E2E-ttft, 0))
 	c.tokens += int64(max(r.OutputTokens, 0))
 	for _, st := range r.Breakdown {
-		c.stages[stageIndex(st.Stage)] += int64(st.Duration)
+		c.stages[slots.index(st.Stage)] += int64(st.Duration)
 	}
 }
 
@@ -181,7 +224,7 @@ func (b *bandSet) mergeInto(dst []bandCell) {
 		}
 		d := &dst[i]
 		if d.stages == nil {
-			d.stages = make([]int64, len(bandStages)+1)
+			d.stages = make([]int64, slotWidth)
 		}
 		d.n += c.n
 		d.tokens += c.tokens
@@ -199,12 +242,14 @@ type bandTracker struct {
 	run          bandSet
 	fine, coarse *ring[bandSet]
 	scratch      []bandCell
+	slots        *stageSlots // the aggregator's: the stages' names
 }
 
-func newBandTracker(basis TTFTBasis) *bandTracker {
+func newBandTracker(basis TTFTBasis, slots *stageSlots) *bandTracker {
 	sets := newBandSets(2 + fineSlots + coarseSlots)
 	t := &bandTracker{
 		basis:   basis,
+		slots:   slots,
 		run:     sets[0],
 		fine:    newRing(fineWidth, fineSlots, resetBandSet),
 		coarse:  newRing(coarseWidth, coarseSlots, resetBandSet),
@@ -216,12 +261,12 @@ func newBandTracker(basis TTFTBasis) *bandTracker {
 }
 
 func (t *bandTracker) add(end time.Time, r *event.Request) {
-	t.run.add(r, t.basis)
+	t.run.add(r, t.basis, t.slots)
 	if s := t.fine.slot(end); s != nil {
-		s.add(r, t.basis)
+		s.add(r, t.basis, t.slots)
 	}
 	if s := t.coarse.slot(end); s != nil {
-		s.add(r, t.basis)
+		s.add(r, t.basis, t.slots)
 	}
 }
 
@@ -245,14 +290,14 @@ func (t *bandTracker) bands(w Window, now time.Time) [NumBands]Band {
 	}
 	var out [NumBands]Band
 	for b := BandMean; b < NumBands; b++ {
-		out[b] = bandOf(b, cells)
+		out[b] = bandOf(b, cells, t.slots)
 	}
 	return out
 }
 
 // bandOf sums the requests of band b's percentile range: the buckets
 // inside it whole, the ones across its edges in part.
-func bandOf(b BandStat, cells []bandCell) Band {
+func bandOf(b BandStat, cells []bandCell, slots *stageSlots) Band {
 	band := Band{Stat: b, FromPct: bandRange[b][0], ToPct: bandRange[b][1]}
 	var total int64
 	for i := range cells {
@@ -266,7 +311,7 @@ func bandOf(b BandStat, cells []bandCell) Band {
 	lo := math.Floor(band.FromPct / 100 * float64(total))
 	hi := math.Max(math.Ceil(band.ToPct/100*float64(total)), lo+1)
 	var n, tokens, ttft, decode float64
-	stages := make([]float64, len(bandStages)+1)
+	stages := make([]float64, slotWidth)
 	first, last := -1, -1
 	var seen float64
 	for i := range cells {
@@ -305,11 +350,7 @@ func bandOf(b BandStat, cells []bandCell) Band {
 		if v == 0 {
 			continue
 		}
-		name := stageOther
-		if j < len(bandStages) {
-			name = bandStages[j]
-		}
-		band.Stages[name] = nsToMS(v / n)
+		band.Stages[slots.name(j)] = nsToMS(v / n)
 	}
 	return band
 }

@@ -78,7 +78,7 @@ func loopBlockScenario(t *testing.T, pool, longPrompts int) loopBlockRun {
 	// The detector is told of each request as it goes out, as the Runner
 	// tells it: a stall waits for the records of the requests then in
 	// flight, which may hold its evidence.
-	det := stall.New(stall.Config{})
+	det := stall.New(stall.Config{Server: simServer})
 	decoding := make(chan *event.Request, decodeStreams)
 	for i := range decodeStreams {
 		det.Sent(decodeID(i), time.Now())

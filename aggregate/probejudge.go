@@ -36,6 +36,9 @@ type ProbeJudge struct {
 	// early holds the client host's pressure sampled before the first
 	// probe sample, for the detector once it is made.
 	early []stall.HostPressure
+	// server is the session's server, as far as its design is known: it
+	// decides which signatures are evidence of a stall's cause.
+	server stall.Server
 }
 
 // maxEarlyHost bounds the host samples kept before the probe's first: a
@@ -77,11 +80,17 @@ func NewProbeJudge() *ProbeJudge {
 // Add takes the stream's next event. It returns the event as judged (a
 // copy where the judgement changed it) and the markers derived now.
 func (j *ProbeJudge) Add(ev event.Event) (judged event.Event, derived []event.Marker) {
+	if ev.Session != nil {
+		j.server = designOf(ev.Session.Server).stallServer()
+		if j.stalls != nil {
+			j.stalls.SetServer(j.server)
+		}
+	}
 	if ev.Probe != nil && j.mode == judgeUnknown {
 		j.mode = judgeNone
 		if ev.Probe.Raw >= event.ProbeRawV1 {
 			j.mode = judgeRaw
-			j.stalls = stall.New(stall.Config{})
+			j.stalls = stall.New(stall.Config{Server: j.server})
 			for _, p := range j.early {
 				j.stalls.Host(p)
 			}

@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -278,5 +279,42 @@ func TestJudgePassesStreamsItNeedNotJudge(t *testing.T) {
 	}
 	if ms := j.Flush(); len(ms) != 0 {
 		t.Fatalf("flush of an unjudged stream: %v", ms)
+	}
+}
+
+// The session's detected server decides what counts as evidence of a
+// stall's cause: another request's first token ending the streams' pause
+// is prefill interference on vLLM, and only what was seen on a plain
+// OpenAI-compatible server (a fake that sleeps prefills nothing).
+func TestStallCauseFollowsTheDetectedServer(t *testing.T) {
+	t.Parallel()
+	t0 := base()
+	closer := func() *event.Request {
+		r := readsStream("new", t0.Add(150*time.Millisecond), []int{118, 128, 138}, nil)
+		r.Stages = []event.StageTiming{
+			{Stage: event.StageWrite, Duration: time.Millisecond, Provenance: event.Measured},
+			{Stage: event.StageWaitHeaders, Duration: time.Millisecond, Provenance: event.Measured},
+			{Stage: event.StageFirstToken, Duration: 116 * time.Millisecond, Provenance: event.Measured},
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		server string
+		want   event.StallCause
+		said   string
+	}{
+		{"vllm", event.StallPrefillInterference, "request new's first token came"},
+		{"openai", event.StallUnexplained, "the server (openai) is not known to prefill in the steps that decode"},
+		{"", event.StallUnexplained, "a server of unknown kind is not known to prefill"},
+	} {
+		a := New(Config{})
+		a.Add(event.NewSession(&event.Session{Time: t0, Server: tc.server}))
+		for _, ev := range rawStream(t0, false, closer()) {
+			a.Add(ev)
+		}
+		ms := stallMarkers(a.Final())
+		if len(ms) != 1 || ms[0].Cause != tc.want || !strings.Contains(ms[0].Message, tc.said) {
+			t.Errorf("server %q: stall markers %+v, want one %s saying %q", tc.server, ms, tc.want, tc.said)
+		}
 	}
 }

@@ -225,6 +225,8 @@ func runLoad(t testing.TB, d probe.Doer, cfg probe.LoadConfig, prompts *probe.Pr
 	}
 	var out runResult
 	judge := aggregate.NewProbeJudge()
+	// The session's header, as latscope sends it: the simulator detected.
+	judge.Add(event.NewSession(&event.Session{Time: time.Now(), Server: "latscope-sim"}))
 	err = r.Run(t.Context(), func(ev event.Event) {
 		ev, derived := judge.Add(ev)
 		switch {
@@ -368,6 +370,11 @@ func (c heldConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
+// simServer is the simulator's design as the aggregator knows it from the
+// detected server kind: it batches prefills with decoding and tokenizes on
+// its loop unless it has a tokenizer pool.
+var simServer = stall.Server{Kind: "latscope-sim", BatchesPrefill: true, TokenizesOnLoop: true}
+
 // Detector defaults the stall tests reason with (stall.Config's zero
 // value): a gap counts above stallFactor × the stream's median gap and
 // above stallMinGap, and stallMinStreams streams must share the pause.
@@ -488,7 +495,7 @@ func stallScenario(t *testing.T, tokenizerPool int) stallRun {
 		p, pt, ot := long.Next(0)
 		longDone <- client.Do(longCtx, probe.RequestSpec{ID: run.longID, Prompt: p, PromptTokens: pt, OutputTokens: ot})
 	}()
-	det := stall.New(stall.Config{})
+	det := stall.New(stall.Config{Server: simServer})
 	for range decodeStreams {
 		r := <-decoding
 		if !r.OK() {

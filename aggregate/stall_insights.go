@@ -79,33 +79,48 @@ func (t stallTally) totals() map[event.StallCause]StallTotal {
 	return out
 }
 
-// stallAdvice is what a cause's insight says and what to do about it.
+// stallAdvice is what a cause's insight says and what to do about it. A
+// server's own flag is named only where that server was detected (its
+// design, serverDesigns, has one); any other server gets the advice alone.
 var stallAdvice = []struct {
 	cause event.StallCause
 	what  string
 	todo  string
+	flag  func(serverDesign) string
 }{
 	{event.StallPrefillInterference, "prefill interference: the decoding streams waited while another request's prompt was prefilled",
-		"chunk long prompts with chunked prefill and a smaller per-step token budget (vLLM --max-num-batched-tokens), or prefill on other instances (disaggregated prefill)"},
+		"chunk long prompts with chunked prefill and a smaller per-step token budget, or prefill on other instances (disaggregated prefill)",
+		func(d serverDesign) string { return d.prefillFlag }},
 	{event.StallFrontEndBlock, "a front-end block: tokenization or the server's event loop held every stream's frames",
-		"tokenize off the event loop (a tokenizer pool) or run more API server processes (vLLM --api-server-count)"},
+		"tokenize off the event loop (a tokenizer pool) or run more API server processes",
+		func(d serverDesign) string { return d.frontEndFlag }},
 	{event.StallProbeStarved, "latscope's own: its goroutines ran late, so these are not the server's pauses",
-		"give latscope more CPU, or run it on a machine of its own"},
+		"give latscope more CPU, or run it on a machine of its own", nil},
 	{event.StallClientHost, "the client host's: other processes kept the CPUs of the machine latscope runs on busy (PSI cpu pressure or steal), so these are not the server's pauses",
-		"run latscope on a quieter machine, or give it CPUs of its own (taskset, a container's CPU reservation)"},
+		"run latscope on a quieter machine, or give it CPUs of its own (taskset, a container's CPU reservation)", nil},
 	{event.StallUnexplained, "unexplained: nothing latscope saw shows their cause",
-		"per-request server timings (--otlp-listen for the server's spans) can show what ran in them"},
+		"per-request server timings (--otlp-listen for the server's spans) can show what ran in them", nil},
 }
 
 // stallInsights says, for each cause the stall markers name often enough,
 // how often the streams paused for it and what to do about it.
 func (a *Aggregator) stallInsights(s *Snapshot, add addInsight) {
+	var design serverDesign
+	if s.Session != nil {
+		design = designOf(s.Session.Server)
+	}
 	for _, adv := range stallAdvice {
 		c, ok := s.Markers.Stalls[adv.cause]
 		if !ok || c.Markers < stallCauseMin {
 			continue
 		}
-		add(fmt.Sprintf("%s of the streams were %s: %s", c.Text(), adv.what, adv.todo),
+		todo := adv.todo
+		if adv.flag != nil {
+			if f := adv.flag(design); f != "" {
+				todo += " (" + f + ")"
+			}
+		}
+		add(fmt.Sprintf("%s of the streams were %s: %s", c.Text(), adv.what, todo),
 			map[string]float64{
 				"pauses": float64(c.Pauses), "markers": float64(c.Markers),
 				"paused_ms": c.PausedMS, "longest_gap_ms": c.LongestGapMS,

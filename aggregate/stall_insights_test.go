@@ -72,3 +72,50 @@ func TestNagleInsight(t *testing.T) {
 		}
 	}
 }
+
+// The advice names a server's flag only where that server was detected:
+// a plain OpenAI-compatible server, or none named, gets the advice alone.
+func TestStallAdviceNamesTheDetectedServersFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		server   string
+		want     []string
+		mustNot  []string
+		withHead bool
+	}{
+		{server: "vllm", withHead: true, want: []string{"(vLLM --max-num-batched-tokens)", "(vLLM --api-server-count)"}},
+		{server: "openai", withHead: true, mustNot: []string{"vLLM", "--"}},
+		{server: "sglang", withHead: true, want: []string{"(SGLang --chunked-prefill-size)"}, mustNot: []string{"vLLM"}},
+		{mustNot: []string{"vLLM", "--"}},
+	} {
+		a := New(Config{})
+		if tc.withHead {
+			a.Add(event.NewSession(&event.Session{Time: base(), Server: tc.server}))
+		}
+		addAll(a, okReq(base(), 100*time.Millisecond, 0, 1))
+		for range 2 {
+			a.Add(event.NewMarker(stallMarker(event.StallPrefillInterference, 1, 20, 28)))
+			a.Add(event.NewMarker(stallMarker(event.StallFrontEndBlock, 1, 20, 28)))
+		}
+		var said []string
+		for _, m := range a.Summary().Insights {
+			if strings.Contains(m.Message, "prefill interference") || strings.Contains(m.Message, "front-end block") {
+				said = append(said, m.Message)
+			}
+		}
+		all := strings.Join(said, "\n")
+		if len(said) != 2 {
+			t.Fatalf("server %q: insights %q, want one per cause", tc.server, all)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(all, w) {
+				t.Errorf("server %q: advice %q lacks %q", tc.server, all, w)
+			}
+		}
+		for _, w := range tc.mustNot {
+			if strings.Contains(all, w) {
+				t.Errorf("server %q: advice %q names %q", tc.server, all, w)
+			}
+		}
+	}
+}

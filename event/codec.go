@@ -38,6 +38,9 @@ func Unmarshal(data []byte) (Event, error) {
 	if err := e.Validate(); err != nil {
 		return Event{}, err
 	}
+	if e.Request != nil {
+		canonicalStages(e.Request)
+	}
 	// What was decoded came from a file or over the network: its text is
 	// made safe to show here, once, for every reader.
 	return Safe(e), nil

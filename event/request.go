@@ -1,6 +1,9 @@
 package event
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Provenance says where a number came from. latscope never presents an
 // estimate as a measurement: every stage carries one of these.
@@ -366,5 +369,44 @@ const (
 )
 
 // ServerTimingPrefix begins the key of a Server-Timing metric whose name
-// latscope does not know: it is kept, and shown, under its own name.
-const ServerTimingPrefix = "st:"
+// latscope does not know: it is kept under its own name and shown on every
+// surface as "server: NAME", the name with who reported it.
+const ServerTimingPrefix = "server: "
+
+// legacyServerTimingPrefix is what recordings made before called such a
+// stage ("st:NAME"): decoding renames it (CanonicalStage).
+const legacyServerTimingPrefix = "st:"
+
+// CanonicalStage is stage s under its current name: a recording's
+// "st:NAME" is "server: NAME"; any other name is itself.
+func CanonicalStage(s Stage) Stage {
+	if name, ok := strings.CutPrefix(string(s), legacyServerTimingPrefix); ok {
+		return Stage(ServerTimingPrefix + name)
+	}
+	return s
+}
+
+// ServerOwnStage reports whether s is a stage the server reported under
+// a name of its own (ServerTimingPrefix), and that name.
+func ServerOwnStage(s Stage) (name string, ok bool) {
+	return strings.CutPrefix(string(s), ServerTimingPrefix)
+}
+
+// canonicalStages renames a decoded request's stages of a name retired
+// since its recording was made (CanonicalStage), in place.
+func canonicalStages(r *Request) {
+	for i := range r.Stages {
+		r.Stages[i].Stage = CanonicalStage(r.Stages[i].Stage)
+	}
+	for i := range r.Breakdown {
+		r.Breakdown[i].Stage = CanonicalStage(r.Breakdown[i].Stage)
+	}
+	if st := r.Server; st != nil {
+		for k, v := range st.Stages {
+			if c := CanonicalStage(k); c != k {
+				delete(st.Stages, k)
+				st.Stages[c] = v
+			}
+		}
+	}
+}

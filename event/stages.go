@@ -20,10 +20,16 @@ type StageMeta struct {
 	Meaning string
 }
 
-// StageOther is what the aggregator's bands call the stages no table names
-// (a server's own Server-Timing stages, a newer recording's): the surfaces
-// show their sum as one segment.
+// StageOther is what the aggregator calls the stages past the few it keeps
+// under their own names that no table names (a server's own Server-Timing
+// stages beyond them, a newer recording's): every surface shows their sum
+// per request as one stage.
 const StageOther Stage = "other"
+
+// StageServerOwn stands, in the stage table, for every stage a server
+// reported under a name of its own (ServerTimingPrefix + NAME): they are
+// shown as "server: NAME" with this entry's letter and colours.
+const StageServerOwn Stage = ServerTimingPrefix + "NAME"
 
 // The reports' colours from the Okabe–Ito palette, which stays distinct
 // under the common colour-vision deficiencies. The stage table's fills and
@@ -64,8 +70,32 @@ func StageTable() []StageMeta {
 		{StageSSEFraming, 'e', "sse frame", "181", "#e8b3d3", "framing, writing and flushing the first SSE event"},
 		{StageNetworkReturn, 'r', "net back", "44", "#9ad0f0", "the first frame's trip back"},
 		{StageUnattributed, 'u', "unattrib", "242", "#d9d9d9", "what no source accounts for (negative: the sources disagree)"},
-		{StageOther, 'o', "other", "244", "#bbbbbb", "the stages this table does not name, summed"},
+		{StageServerOwn, 'S', "server: NAME", "146", "#c2b8a3", "a stage the server reported (Server-Timing) under its own name, which latscope does not know: shown as reported, where it fits the server's time"},
+		{StageOther, 'o', "other", "244", "#bbbbbb", "stages with names of their own beyond the few kept apart, summed per request"},
 	}
+}
+
+// MetaOf is how stage s is shown: its entry in the stage table; for a
+// stage the server named itself, StageServerOwn's under s's own name; for
+// any other, StageOther's under s's own name.
+func MetaOf(s Stage) StageMeta {
+	table := StageTable()
+	for _, m := range table {
+		if m.Stage == s {
+			return m
+		}
+	}
+	want := StageOther
+	if _, ok := ServerOwnStage(s); ok {
+		want = StageServerOwn
+	}
+	for _, m := range table {
+		if m.Stage == want {
+			m.Stage, m.Short = s, string(s)
+			return m
+		}
+	}
+	return StageMeta{Stage: s, Short: string(s)}
 }
 
 // ClientOrder is the order of the client stages on every surface: the
@@ -95,5 +125,12 @@ func OrderStages(canonical []Stage, sets ...iter.Seq[Stage]) []Stage {
 			delete(seen, s)
 		}
 	}
-	return append(out, slices.Sorted(maps.Keys(seen))...)
+	// StageOther sums what has no place of its own: it goes last.
+	other := seen[StageOther]
+	delete(seen, StageOther)
+	out = append(out, slices.Sorted(maps.Keys(seen))...)
+	if other {
+		out = append(out, StageOther)
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package event
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -52,14 +53,42 @@ func TestStageOrders(t *testing.T) {
 
 func TestOrderStages(t *testing.T) {
 	t.Parallel()
-	a := map[Stage]int{"st:z": 1, StageQueue: 1, StageThinking: 1}
+	a := map[Stage]int{ServerTimingPrefix + "z": 1, StageQueue: 1, StageThinking: 1, "a-newer-stage": 1}
 	b := map[Stage]bool{StagePrefill: true, StageOther: true, StageQueue: true}
 	got := OrderStages(BreakdownOrder(), maps.Keys(a), maps.Keys(b))
-	want := []Stage{StageQueue, StagePrefill, StageThinking, StageOther, "st:z"}
+	want := []Stage{StageQueue, StagePrefill, StageThinking, "a-newer-stage", ServerTimingPrefix + "z", StageOther}
 	if !slices.Equal(got, want) {
 		t.Errorf("OrderStages = %v, want %v", got, want)
 	}
 	if got := OrderStages(ClientOrder()); len(got) != 0 {
 		t.Errorf("no sets: %v, want none", got)
+	}
+}
+
+// A recording made when a server's own stage was called "st:NAME" reads
+// back with it as "server: NAME", in every place a request holds stages.
+func TestLegacyServerStageRenamedOnDecode(t *testing.T) {
+	t.Parallel()
+	line := `{"v":` + strconv.Itoa(SchemaVersion) + `,"kind":"request","request":{"id":"r","outcome":"ok",` +
+		`"stages":[{"stage":"st:a","ns":1,"prov":"server"}],` +
+		`"breakdown":[{"stage":"st:loop_wait","ns":2,"prov":"server"},{"stage":"prefill","ns":3,"prov":"server"}],` +
+		`"server_timing":{"source":"server-timing","stages":{"st:loop_wait":2}}}}`
+	e, err := Unmarshal([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.Request
+	want := Stage(ServerTimingPrefix + "loop_wait")
+	if r.Stages[0].Stage != ServerTimingPrefix+"a" || r.Breakdown[0].Stage != want || r.Breakdown[1].Stage != StagePrefill {
+		t.Errorf("stages %v, breakdown %v: want server: names", r.Stages, r.Breakdown)
+	}
+	if _, ok := r.Server.Stages[want]; !ok || len(r.Server.Stages) != 1 {
+		t.Errorf("server stages %v, want %s alone", r.Server.Stages, want)
+	}
+	if name, ok := ServerOwnStage(want); !ok || name != "loop_wait" {
+		t.Errorf("ServerOwnStage(%s) = %q, %v", want, name, ok)
+	}
+	if m := MetaOf(want); m.Letter != 'S' || m.Short != string(want) {
+		t.Errorf("MetaOf(%s) = %+v, want the server's own stages' letter under its name", want, m)
 	}
 }

@@ -36,6 +36,9 @@ type synth struct {
 	// hostPSI, when over 0, adds the host collector's samples, every
 	// second, with this PSI cpu some.
 	hostPSI float64
+	// legacyServerStages adds two stages the server named itself, keyed as
+	// recordings made before had them ("st:loop_wait", "st:other").
+	legacyServerStages bool
 }
 
 func defaultSynth(seed uint64) synth {
@@ -133,6 +136,10 @@ func (s synth) request(rng *rand.Rand, i int, at time.Time) *event.Request {
 		stage(event.StageNetworkOut, netOut, event.Estimated), stage(event.StageTokenize, tok, event.ServerReported),
 		stage(event.StageQueue, queue, queueProv), stage(event.StagePrefill, prefill, event.ServerReported),
 		stage(event.StageNetworkReturn, netOut, event.Estimated), stage(event.StageUnattributed, unattr, event.Estimated),
+	}
+	if s.legacyServerStages {
+		r.Breakdown = append(r.Breakdown, stage("st:loop_wait", uniform(2*time.Millisecond, 3*time.Millisecond), event.ServerReported),
+			stage("st:other", uniform(20*time.Millisecond, 30*time.Millisecond), event.ServerReported))
 	}
 	for _, st := range r.Breakdown {
 		r.TTFT += st.Duration

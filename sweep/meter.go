@@ -60,13 +60,19 @@ type meter struct {
 
 func newMeter(set *settings, spec StepSpec, start time.Time) *meter {
 	from := start.Add(set.Warmup)
-	return &meter{
+	m := &meter{
 		set: set, spec: spec, start: start, from: from,
 		clock: start, nextCheck: from.Add(set.Window),
 		judge:  aggregate.NewProbeJudge(),
 		agg:    aggregate.New(aggregate.Config{SLO: set.SLO}),
 		expect: -1,
 	}
+	if set.Header != nil {
+		// The session's server decides which signatures are evidence of
+		// a stall's cause: each step's judge is told, as the stream was.
+		m.judge.Add(event.NewSession(set.Header))
+	}
+	return m
 }
 
 // add takes one event of the step. It returns true when this event decided

@@ -31,7 +31,7 @@ type stageInfo struct {
 // after init.
 var stageInfos = func() map[event.Stage]stageInfo {
 	m := map[event.Stage]stageInfo{
-		stageTTFT:   {'T', "TTFT"},
+		stageTTFT:   {'#', "TTFT"}, // not T: thinking's
 		stageDecode: {'-', "decode"},
 	}
 	for _, s := range event.StageTable() {
@@ -40,16 +40,15 @@ var stageInfos = func() map[event.Stage]stageInfo {
 	return m
 }()
 
-// infoOf returns how to show stage s; an unknown stage gets its first letter.
+// infoOf returns how to show stage s: a stage the table does not name
+// gets its entry's letter (event.MetaOf: the server's own stages 'S', any
+// other other's 'o') under its own name.
 func infoOf(s event.Stage) stageInfo {
 	if in, ok := stageInfos[s]; ok {
 		return in
 	}
-	in := stageInfo{letter: 'o', short: string(s)}
-	if len(s) > 0 {
-		in.letter = s[0]
-	}
-	return in
+	m := event.MetaOf(s)
+	return stageInfo{letter: m.Letter, short: m.Short}
 }
 
 // estimated reports whether any of a stage's numbers were estimated rather

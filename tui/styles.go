@@ -93,10 +93,15 @@ func newStyles(r *lipgloss.Renderer, noColor bool) *styles {
 	return s
 }
 
-// stageStyle returns the style of stage st; an unknown stage is dim.
+// stageStyle returns the style of stage st: a stage the server named
+// itself takes their entry's (event.MetaOf), any other unknown one
+// other's.
 func (s *styles) stageStyle(st event.Stage) lipgloss.Style {
 	if x, ok := s.stage[st]; ok {
 		return x
+	}
+	if _, own := event.ServerOwnStage(st); own {
+		return s.stage[event.StageServerOwn]
 	}
 	return s.stage[stageOther]
 }

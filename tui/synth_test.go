@@ -29,9 +29,11 @@ type synth struct {
 	simulated bool
 	gpuSim    bool
 	noGPU     bool
-	reasoning int                   // thinking chunks per request (0: the model does not reason)
-	emit      func(event.Event)     // where events go (default: the aggregator)
-	load      func(sec int) float64 // queue pressure 0..1 at a second
+	reasoning int // thinking chunks per request (0: the model does not reason)
+	// serverStages: each request's breakdown holds two stages the server named itself.
+	serverStages bool
+	emit         func(event.Event)     // where events go (default: the aggregator)
+	load         func(sec int) float64 // queue pressure 0..1 at a second
 }
 
 type synthOpts struct {
@@ -41,6 +43,9 @@ type synthOpts struct {
 	name              string
 	slo               string // the session's objectives, which the aggregator judges
 	reasoning         int    // a reasoning model: the first chunks of each answer are thinking
+	// serverStages: the server reports stages of its own names
+	// (loop_wait and other, as the simulator does).
+	serverStages bool
 }
 
 func newSynth(o synthOpts) *synth {
@@ -54,6 +59,7 @@ func newSynth(o synthOpts) *synth {
 		agg: aggregate.New(aggregate.Config{}),
 		rng: rand.New(rand.NewPCG(1, 2)), perSec: o.perSec, tokens: o.tokens,
 		simulated: o.simulated, gpuSim: o.gpuSim, noGPU: o.noGPU, load: wave, reasoning: o.reasoning,
+		serverStages: o.serverStages,
 	}
 	s.emit = s.add
 	s.emit(event.NewSession(&event.Session{
@@ -150,6 +156,11 @@ func (s *synth) request(intended time.Time, pressure float64) *event.Request {
 		{Stage: event.StageFirstDecode, Duration: ms(j(6)), Provenance: event.ServerReported, Source: "otlp"},
 		{Stage: event.StageNetworkReturn, Duration: ms(0.5), Provenance: event.Estimated, Source: "connect_rtt"},
 		{Stage: event.StageUnattributed, Duration: ms(j(1.5)), Provenance: event.Estimated, Source: "residual"},
+	}
+	if s.serverStages {
+		bd = append(bd,
+			event.StageTiming{Stage: event.ServerTimingPrefix + "loop_wait", Duration: ms(j(60)), Provenance: event.ServerReported, Source: "server-timing"},
+			event.StageTiming{Stage: event.ServerTimingPrefix + "other", Duration: ms(j(30)), Provenance: event.ServerReported, Source: "server-timing"})
 	}
 	var ttft time.Duration
 	for _, st := range bd {

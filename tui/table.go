@@ -11,7 +11,7 @@ import (
 
 // Stage table geometry: name, provenance, count, then five statistics.
 const (
-	tableNameW  = 15
+	tableNameW  = 18 // "server: loop_wait", a server's own stage, whole
 	tableProvW  = 10
 	tableCountW = 7
 	tableStatW  = 7

@@ -2,6 +2,7 @@ package stall
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/latscope/latscope/event"
@@ -108,12 +109,47 @@ type verdict struct {
 // two after the long one, and a slow step may follow.
 const closeWithin = 4
 
+// Server is what is known of the server's design: which of the probe's
+// signatures are evidence of a cause on it. The zero value, a server of
+// unknown design (a plain OpenAI-compatible one, a gateway), takes only
+// the server's own timing (Server-Timing stages, spans) as evidence: on
+// it, a burst of tokens or another request's first token at a pause's end
+// is what was seen, not what caused it.
+type Server struct {
+	// Kind is the server kind detected ("vllm", "openai"; empty when
+	// unknown), named in the evidence.
+	Kind string
+	// BatchesPrefill: the server prefills new prompts in the engine steps
+	// that decode the running streams (continuous batching), so another
+	// request's first token ending a pause marks its prefill in it.
+	BatchesPrefill bool
+	// TokenizesOnLoop: the server can tokenize on the loop that writes the
+	// streams' frames, so the streams' tokens piling up behind a pause
+	// (the engine kept decoding) mark its front end blocked.
+	TokenizesOnLoop bool
+}
+
+// name says which server the evidence speaks of.
+func (s Server) name() string {
+	if s.Kind == "" {
+		return "a server of unknown kind"
+	}
+	return "the server (" + s.Kind + ")"
+}
+
+// SetServer tells the detector what is known of the server's design (the
+// session's detected server kind): stalls decided from then on take its
+// signatures as evidence.
+func (d *Detector) SetServer(s Server) { d.cfg.Server = s }
+
 // classify decides one stall's cause, strongest evidence first: the
 // client host, short of CPU to others (its delays are the probe's, whatever
 // else the streams show); the probe itself; the server's front end, when the streams' tokens piled up behind
 // the pause (a blocked front end does not stop the engine) and a request's
 // front-end work lies in it, or no request of the probe could have been in
-// prefill; then a prefill ending it.
+// prefill; then a prefill ending it. A signature counts only where the
+// server's design makes it evidence (Server); otherwise the pause is
+// unexplained, and its message says what was seen.
 func (d *Detector) classify(s *stallGroup) verdict {
 	if v, ok := d.hostOver(s); ok {
 		return v
@@ -121,25 +157,52 @@ func (d *Detector) classify(s *stallGroup) verdict {
 	if v, ok := d.starvedOver(s); ok {
 		return v
 	}
+	srv := d.cfg.Server
 	burst, of := s.burstAfter()
 	held := 2*burst >= of
-	if v, ok := d.frontEndOver(s); ok && held {
+	var seen []string
+	if v, server, ok := d.frontEndOver(s); ok && held {
 		v.evidence += fmt.Sprintf(", and the tokens of %d of %d streams came in a burst when it ended", burst, of)
-		v.values["burst_streams"] = float64(burst)
+		if server || srv.TokenizesOnLoop {
+			v.values["burst_streams"] = float64(burst)
+			return v
+		}
+		seen = append(seen, fmt.Sprintf("%s (%s is not known to tokenize on the loop that writes its frames)", v.evidence, srv.name()))
+	}
+	closed, closedOK := d.prefillClosed(s)
+	if closedOK && srv.BatchesPrefill {
+		return closed
+	}
+	if v, ok := d.prefillTimed(s); ok {
 		return v
 	}
-	if v, ok := d.prefillOver(s); ok {
-		return v
+	if closedOK {
+		seen = append(seen, fmt.Sprintf("request %s's first token came %s (%s is not known to prefill in the steps that decode, so that is no sign of a prefill in it)",
+			closed.closer.id, relative(closed.closer.first.Sub(s.to), "after it", "before the streams resumed"), srv.name()))
 	}
 	possible, inFlight := d.prefillsPossible(s)
-	switch {
-	case possible == 0 && held:
+	if possible == 0 && held && srv.TokenizesOnLoop {
 		return verdict{cause: event.StallFrontEndBlock,
 			evidence: fmt.Sprintf("no prefill ran in it (no request of the probe was between its response headers and its first token), and the tokens of %d of %d streams piled up and came in a burst when it ended: the engine kept decoding while the front end held the frames", burst, of),
 			values:   map[string]float64{"burst_streams": float64(burst)}}
-	case possible == 0:
+	}
+	v := unexplained(possible, inFlight, burst, of)
+	if len(seen) > 0 {
+		v.evidence += "; seen: " + strings.Join(seen, "; ")
+	}
+	return v
+}
+
+// unexplained is the verdict on a pause nothing explains, saying what the
+// requests then in flight allow.
+func unexplained(possible, inFlight, burst, of int) verdict {
+	if possible == 0 {
+		held := "no burst of held tokens ended it"
+		if 2*burst >= of {
+			held = "the tokens of the streams came in a burst when it ended"
+		}
 		return verdict{cause: event.StallUnexplained,
-			evidence: fmt.Sprintf("no prefill of the probe's ran in it, but no burst of held tokens ended it (%d of %d streams): the engine itself paused, or the server's host was starved", burst, of),
+			evidence: fmt.Sprintf("no prefill of the probe's ran in it, and %s (%d of %d streams): the engine itself paused, or the server's host was starved", held, burst, of),
 			values:   map[string]float64{"burst_streams": float64(burst)}}
 	}
 	return verdict{cause: event.StallUnexplained,
@@ -186,7 +249,9 @@ func (d *Detector) starvedOver(s *stallGroup) (verdict, bool) {
 // gap. A window much longer than the pause (headers sent only with a batch
 // slot, so the queue is in it) is no evidence, nor is a short one that
 // explains little of it.
-func (d *Detector) frontEndOver(s *stallGroup) (verdict, bool) {
+//
+// server says the window is the server's own timing of its front end.
+func (d *Detector) frontEndOver(s *stallGroup) (v verdict, server, ok bool) {
 	p := s.span()
 	excess := max(p.dur()-s.itl(), p.dur()/4)
 	var best *reqFacts
@@ -204,7 +269,7 @@ func (d *Detector) frontEndOver(s *stallGroup) (verdict, bool) {
 		}
 	}
 	if best == nil {
-		return verdict{}, false
+		return verdict{}, false, false
 	}
 	share := bestOv.Seconds() / p.dur().Seconds()
 	what := fmt.Sprintf("request %s was written %s and got its response headers %s: its front-end work (parsing, tokenization) covers %.0f%% of the pause",
@@ -213,30 +278,67 @@ func (d *Detector) frontEndOver(s *stallGroup) (verdict, bool) {
 		what = fmt.Sprintf("the server's tokenization of request %s (%s) covers %.0f%% of it", best.id, fmtMS(best.frontEnd.dur()), 100*share)
 	}
 	return verdict{cause: event.StallFrontEndBlock, evidence: what,
-		values: map[string]float64{"covered_share": share, "front_end_ms": ms(bestOv)}}, true
+		values: map[string]float64{"covered_share": share, "front_end_ms": ms(bestOv)}}, bestServer, true
 }
 
-// prefillOver: another request's first token ended the pause, or the
-// server's timing puts a request's prefill over at least half of it.
-func (d *Detector) prefillOver(s *stallGroup) (verdict, bool) {
+// prefillClosed: another request's first token ended the pause: it came
+// within closeWithin normal gaps of its end, or, for a request that was
+// waiting for it through the pause, it was the next thing the server sent
+// the probe after the pause (a long step after it, such as other queued
+// prompts prefilled together, delays the first token of the prompt
+// prefilled in the pause past those gaps, and nothing else came between).
+func (d *Detector) prefillClosed(s *stallGroup) (verdict, bool) {
 	p := s.span()
 	limit := p.to.Add(closeWithin * s.itl())
-	var closer *reqFacts
+	var closer, late *reqFacts
 	for i := range d.requests {
 		f := &d.requests[i]
-		if s.has(f.id) || f.first.IsZero() || !f.first.After(p.from) || f.first.After(limit) {
+		if s.has(f.id) || f.first.IsZero() || !f.first.After(p.from) {
 			continue
 		}
-		if closer == nil || f.first.Before(closer.first) {
-			closer = f
+		switch {
+		case !f.first.After(limit):
+			if closer == nil || f.first.Before(closer.first) {
+				closer = f
+			}
+		case waitedThrough(f, s) && (late == nil || f.first.Before(late.first)):
+			late = f
 		}
 	}
-	if closer != nil {
-		after := closer.first.Sub(p.to)
-		return verdict{cause: event.StallPrefillInterference, closer: closer,
-			evidence: fmt.Sprintf("request %s's first token came %s: its prefill ran in the pause", closer.id, relative(after, "after it", "before the streams resumed")),
-			values:   map[string]float64{"first_token_after_ms": ms(after)}}, true
+	how := "its prefill ran in the pause"
+	if closer == nil && late != nil && d.quietBetween(p.to.Add(s.itl()/2), late.first) {
+		closer = late
+		how = "the first content the server sent after it, nothing between, so its prefill ran in the pause"
 	}
+	if closer == nil {
+		return verdict{}, false
+	}
+	after := closer.first.Sub(p.to)
+	return verdict{cause: event.StallPrefillInterference, closer: closer,
+		evidence: fmt.Sprintf("request %s's first token came %s: %s", closer.id, relative(after, "after it", "before the streams resumed"), how),
+		values:   map[string]float64{"first_token_after_ms": ms(after)}}, true
+}
+
+// quietBetween reports whether no request of the probe got content
+// between from and to: none was streaming then, nor had its first token.
+func (d *Detector) quietBetween(from, to time.Time) bool {
+	w := interval{from, to}
+	if w.dur() <= 0 {
+		return true
+	}
+	for i := range d.requests {
+		f := &d.requests[i]
+		if w.overlap(f.streamed) > 0 || f.first.After(from) && f.first.Before(to) {
+			return false
+		}
+	}
+	return true
+}
+
+// prefillTimed: the server's timing puts a request's prefill over at least
+// half of the pause.
+func (d *Detector) prefillTimed(s *stallGroup) (verdict, bool) {
+	p := s.span()
 	for i := range d.requests {
 		f := &d.requests[i]
 		if ov := p.overlap(f.prefill); ov > 0 && 2*ov >= p.dur() {

@@ -9,10 +9,11 @@ import (
 )
 
 // detectWithHost feeds recs, the probe's late moments and the host's
-// pressure to a detector and returns every marker.
+// pressure to a detector (of a server whose design makes the signatures
+// evidence, as vLLM's) and returns every marker.
 func detectWithHost(t *testing.T, recs []*event.Request, host []HostPressure, starved ...interval) []event.Marker {
 	t.Helper()
-	d := New(Config{})
+	d := New(Config{Server: vllmLike})
 	for _, s := range starved {
 		d.Starved(s.from, s.to)
 	}

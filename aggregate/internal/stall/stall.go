@@ -44,6 +44,9 @@ type Config struct {
 	// concurrency, or its open-loop cap): no count a marker states of the
 	// probe's requests exceeds it (0: no cap but the requests seen).
 	MaxInFlight int
+	// Server is what is known of the server's design (see Server): the
+	// zero value takes only the server's own timing as evidence of a cause.
+	Server Server
 	// Hold is how long after a stall ends the detector waits for more
 	// streams to report it before emitting its marker (default 5 s).
 	// Streams that report it later join silently: never a second marker.

@@ -350,7 +350,17 @@ func withSlowBurst(recs []*event.Request) []*event.Request {
 // returns every marker.
 func detect(t *testing.T, recs []*event.Request, starved ...interval) []event.Marker {
 	t.Helper()
-	d := New(Config{})
+	return detectOn(t, vllmLike, recs, starved...)
+}
+
+// vllmLike is a server that batches prefills with decoding and tokenizes
+// on the loop that writes its frames, as vLLM does.
+var vllmLike = Server{Kind: "vllm", BatchesPrefill: true, TokenizesOnLoop: true}
+
+// detectOn is detect against a server of the given design.
+func detectOn(t *testing.T, srv Server, recs []*event.Request, starved ...interval) []event.Marker {
+	t.Helper()
+	d := New(Config{Server: srv})
 	for _, s := range starved {
 		d.Starved(s.from, s.to)
 	}
@@ -515,7 +525,7 @@ func TestStallRunOfChunkedPrefill(t *testing.T) {
 func TestStallWaitsForRequestsInFlight(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
-	d := New(Config{Hold: time.Second, MaxHold: time.Minute})
+	d := New(Config{Hold: time.Second, MaxHold: time.Minute, Server: vllmLike})
 	d.Sent("new", stallT0.Add(150*ms))
 	var got []event.Marker
 	for _, r := range fourPausing(30 * ms) {
