@@ -64,10 +64,7 @@ func CompareRepeated(base, other []RepeatedQuantity) []RepeatedChange {
 		return m
 	}
 	bm, om := byName(base), byName(other)
-	var names []RepeatedQuantity // the quantities' names, labels and units, in order
-	for _, q := range base {
-		names = append(names, q)
-	}
+	names := append([]RepeatedQuantity(nil), base...) // the quantities' names, labels and units, in order
 	for _, q := range other {
 		if _, ok := bm[q.Name]; !ok {
 			names = append(names, q)
