@@ -104,3 +104,22 @@ func TestWriteRepeatedComparison(t *testing.T) {
 		t.Errorf("moved runs:\n%s", out)
 	}
 }
+
+func TestCompareRepeatedHostileValues(t *testing.T) {
+	t.Parallel()
+	doc := `{"repeated":{"headline":[{"name":"huge","values":[1e308,1e308,-1e308]},{"name":"empty","values":[]},{"name":"tiny","values":[5e-324,0]}]}}`
+	qs, err := ReadRepeated(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := CompareRepeated(qs, qs)
+	var b bytes.Buffer
+	if err := WriteRepeatedComparison(&b, changes); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range changes {
+		if c.Significant {
+			t.Errorf("%s compared with itself: significant (p=%g)", c.Name, c.P)
+		}
+	}
+}
