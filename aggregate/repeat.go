@@ -20,7 +20,7 @@ const RepeatAlpha = 0.05
 // RepeatRule says, in the output, how a comparison of repeated runs
 // decides what is significant.
 const RepeatRule = "Welch's t-test (two-sided) on each quantity's per-run values; " +
-	"significant when p stays below 0.05 after Holm-Bonferroni correction over every quantity tested"
+	"significant when p stays at or below 0.05 after Holm-Bonferroni correction over every quantity tested (the p shown)"
 
 // HeadlineValue is one headline figure of one run. OK is false when the
 // run has none (no request succeeded, so no TTFT; no --slo, so no goodput).

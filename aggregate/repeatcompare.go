@@ -22,7 +22,11 @@ type RepeatedChange struct {
 	Delta, DeltaPct float64
 	// P is Welch's p-value over the two sets' per-run values, NaN when the
 	// test could not run (see Untested).
-	P           float64
+	P float64
+	// PHolm is P adjusted for the number of quantities tested
+	// (Holm-Bonferroni): the change is significant when it is at most
+	// RepeatAlpha.
+	PHolm       float64
 	Significant bool
 }
 
@@ -46,9 +50,9 @@ func (c RepeatedChange) Verdict() string {
 	case !c.Tested():
 		return "not tested: " + c.Untested()
 	case c.Significant:
-		return fmt.Sprintf("significant change (p=%.2g)", c.P)
+		return fmt.Sprintf("significant change (p=%.2g after Holm)", c.PHolm)
 	}
-	return fmt.Sprintf("no significant change (p=%.2g)", c.P)
+	return fmt.Sprintf("no significant change (p=%.2g after Holm)", c.PHolm)
 }
 
 // CompareRepeated compares other's runs with base's, quantity by quantity
@@ -89,8 +93,9 @@ func CompareRepeated(base, other []RepeatedQuantity) []RepeatedChange {
 		ps = append(ps, ch.P)
 		out = append(out, ch)
 	}
+	adjusted := stats.HolmAdjusted(ps)
 	for i, sig := range stats.Holm(ps, RepeatAlpha) {
-		out[i].Significant = sig
+		out[i].PHolm, out[i].Significant = adjusted[i], sig
 	}
 	return out
 }

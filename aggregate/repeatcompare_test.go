@@ -39,6 +39,11 @@ func TestCompareRepeatedDecides(t *testing.T) {
 	if c := got["same"]; !c.Tested() || c.Significant || !strings.HasPrefix(c.Verdict(), "no significant change") {
 		t.Errorf("same distribution: %+v %s", c, c.Verdict())
 	}
+	for _, c := range got {
+		if c.Tested() && !(c.PHolm >= c.P && c.PHolm <= 1) || c.Tested() && !strings.Contains(c.Verdict(), "after Holm") {
+			t.Errorf("%s: p %g, after Holm %g: %s", c.Name, c.P, c.PHolm, c.Verdict())
+		}
+	}
 	if c := got["slower"]; !c.Significant || math.Abs(c.DeltaPct-30) > 0.5 || !strings.HasPrefix(c.Verdict(), "significant change") {
 		t.Errorf("30%% slower: %+v %s", c, c.Verdict())
 	}

@@ -163,3 +163,28 @@ func Holm(ps []float64, alpha float64) []bool {
 	}
 	return out
 }
+
+// HolmAdjusted is each p-value adjusted for Holm–Bonferroni: sorted
+// ascending, the k-th smallest (from 0) times m−k, made non-decreasing and
+// capped at 1. An adjusted p at most alpha is exactly what Holm marks
+// significant at alpha, so it can be read against alpha directly. NaN
+// p-values are not tested and stay NaN.
+func HolmAdjusted(ps []float64) []float64 {
+	idx := make([]int, 0, len(ps))
+	for i, p := range ps {
+		if !math.IsNaN(p) {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return ps[idx[a]] < ps[idx[b]] })
+	out := make([]float64, len(ps))
+	for i := range out {
+		out[i] = math.NaN()
+	}
+	m, running := len(idx), 0.0
+	for k, i := range idx {
+		running = math.Max(running, math.Min(1, ps[i]*float64(m-k)))
+		out[i] = running
+	}
+	return out
+}

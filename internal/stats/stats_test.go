@@ -2,6 +2,7 @@ package stats
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -81,6 +82,31 @@ func TestTCriticalInvertsStudentTwoSided(t *testing.T) {
 			tc := TCritical(df, alpha)
 			if p := StudentTwoSided(tc, df); math.Abs(p-alpha) > 1e-9 {
 				t.Errorf("df=%g alpha=%g: t=%g gives p=%g", df, alpha, tc, p)
+			}
+		}
+	}
+}
+
+func TestHolmAdjustedAgreesWithHolm(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(9, 10))
+	for range 2000 {
+		ps := make([]float64, 1+rng.IntN(10))
+		for i := range ps {
+			switch rng.IntN(6) {
+			case 0:
+				ps[i] = math.NaN()
+			case 1:
+				ps[i] = 0.01 // ties
+			default:
+				ps[i] = math.Pow(rng.Float64(), 3)
+			}
+		}
+		alpha := []float64{0.01, 0.05, 0.1}[rng.IntN(3)]
+		adj, sig := HolmAdjusted(ps), Holm(ps, alpha)
+		for i := range ps {
+			if math.IsNaN(ps[i]) != math.IsNaN(adj[i]) || (adj[i] <= alpha) != sig[i] || adj[i] > 1 || adj[i] < ps[i] {
+				t.Fatalf("ps %v alpha %g: adjusted %v, Holm %v", ps, alpha, adj, sig)
 			}
 		}
 	}
