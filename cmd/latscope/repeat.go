@@ -139,14 +139,16 @@ func (r *repeater) add(raw []byte) error {
 	return nil
 }
 
-// write prints the runs and their statistics, as a table or as JSON.
+// write prints the runs and their statistics, as a table or as JSON;
+// nothing when no run printed a summary (the first failed to start), as a
+// single run prints none.
 func (r *repeater) write(w io.Writer) error {
+	if len(r.summaries) == 0 {
+		return nil
+	}
 	rep := aggregate.Repeat(r.summaries)
 	if r.jsonOut {
 		return aggregate.WriteRepeatedJSON(w, r.raws, rep)
-	}
-	if len(r.summaries) == 0 {
-		return nil
 	}
 	return aggregate.WriteRepeatedTable(w, rep)
 }

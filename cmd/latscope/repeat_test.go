@@ -191,6 +191,11 @@ func TestRepeatRecordPathsCheckedFirst(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "run 2 of 3") {
 		t.Errorf("an existing a-2.lsr: %v, want refused before any run", err)
 	}
+	// A run that cannot start prints no summary, and no empty statistics.
+	stdout, _, err := execute(t, "run", "--url", "http://127.0.0.1:1", "--no-tui", "--repeat", "3", "--json", "--timeout", "1s")
+	if err == nil || !strings.Contains(err.Error(), "run 1 of 3") || stdout != "" {
+		t.Errorf("an unreachable server: %v, stdout %q", err, stdout)
+	}
 }
 
 func TestRunRepeatAgainstSimulator(t *testing.T) {
