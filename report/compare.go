@@ -9,6 +9,7 @@ import (
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/stats"
 )
 
 // Alpha is the family-wise error rate of a comparison: the chance that any
@@ -105,11 +106,11 @@ func CompareContext(ctx context.Context, base, other *Recording) (*Comparison, e
 		}
 		xs, ys := perWindow(wa, q.window), perWindow(wb, q.window)
 		ch.Windows = [2]int{len(xs), len(ys)}
-		ch.P, _ = welch(xs, ys)
+		ch.P, _ = stats.Welch(xs, ys)
 		ps[i] = ch.P
 		cmp.Changes = append(cmp.Changes, ch)
 	}
-	for i, sig := range holm(ps, Alpha) {
+	for i, sig := range stats.Holm(ps, Alpha) {
 		cmp.Changes[i].Significant = sig
 	}
 	return cmp, nil

@@ -151,6 +151,7 @@ counted as cancelled, not errors; a second signal exits at once).`,
 		newAttachCmd(),
 		newReplayCmd(),
 		newReportCmd(),
+		newCompareCmd(),
 		newExportCmd(),
 		newSweepCmd(),
 	)

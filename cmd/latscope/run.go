@@ -279,6 +279,7 @@ func newRunCmd() *cobra.Command {
 	var (
 		f      loadFlags
 		target string
+		repeat int
 	)
 	cmd := &cobra.Command{
 		Use:   "run --url URL",
@@ -297,12 +298,15 @@ time went.
 			if target == "" {
 				return errors.New("--url is required, e.g. --url http://127.0.0.1:8000 (or try `latscope demo`)")
 			}
-			return runSession(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), target, &f, nil)
+			return repeatable(cmd, &f, repeat, func() error {
+				return runSession(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), target, &f, nil)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&target, "url", "", "the server's base URL, e.g. http://127.0.0.1:8000")
 	f.register(cmd.Flags())
 	f.registerView(cmd.Flags())
+	addRepeatFlag(cmd.Flags(), &repeat)
 	return cmd
 }
 

@@ -1,20 +1,23 @@
-package report
+// Package stats holds the small statistics latscope's comparisons and
+// repeated runs share: Student's t distribution, Welch's t-test and the
+// Holm-Bonferroni correction. Pure functions, no state.
+package stats
 
 import (
 	"math"
 	"sort"
 )
 
-// welch is Welch's two-sided t-test for a difference between the means of
+// Welch is Welch's two-sided t-test for a difference between the means of
 // xs and ys, which need not have equal variances. It returns the p-value,
 // and false when either sample has fewer than two values (no spread to
 // judge a difference by).
-func welch(xs, ys []float64) (p float64, ok bool) {
+func Welch(xs, ys []float64) (p float64, ok bool) {
 	if len(xs) < 2 || len(ys) < 2 {
 		return math.NaN(), false
 	}
-	mx, vx := meanVar(xs)
-	my, vy := meanVar(ys)
+	mx, vx := MeanVar(xs)
+	my, vy := MeanVar(ys)
 	nx, ny := float64(len(xs)), float64(len(ys))
 	sx, sy := vx/nx, vy/ny
 	se2 := sx + sy
@@ -30,10 +33,12 @@ func welch(xs, ys []float64) (p float64, ok bool) {
 	}
 	t := (mx - my) / math.Sqrt(se2)
 	df := se2 * se2 / (sx*sx/(nx-1) + sy*sy/(ny-1))
-	return studentTwoSided(t, df), true
+	return StudentTwoSided(t, df), true
 }
 
-func meanVar(xs []float64) (mean, variance float64) {
+// MeanVar is the mean of xs and its sample variance (n−1 denominator);
+// xs must hold at least two values.
+func MeanVar(xs []float64) (mean, variance float64) {
 	for _, x := range xs {
 		mean += x
 	}
@@ -44,13 +49,42 @@ func meanVar(xs []float64) (mean, variance float64) {
 	return mean, variance / float64(len(xs)-1)
 }
 
-// studentTwoSided is P(|T| ≥ |t|) for Student's t with df degrees of
+// StudentTwoSided is P(|T| ≥ |t|) for Student's t with df degrees of
 // freedom: the regularized incomplete beta I_{df/(df+t²)}(df/2, 1/2).
-func studentTwoSided(t, df float64) float64 {
+func StudentTwoSided(t, df float64) float64 {
 	if math.IsInf(t, 0) {
 		return 0
 	}
 	return regIncBeta(df/2, 0.5, df/(df+t*t))
+}
+
+// TCritical is the two-sided critical value of Student's t with df degrees
+// of freedom at level alpha: the t with P(|T| ≥ t) = alpha (2.776 for df 4
+// and alpha 0.05). It is found by bisection on StudentTwoSided, which falls
+// as t grows; NaN for df or alpha out of range.
+func TCritical(df, alpha float64) float64 {
+	if !(df > 0) || !(alpha > 0 && alpha < 1) {
+		return math.NaN()
+	}
+	lo, hi := 0.0, 1.0
+	for StudentTwoSided(hi, df) > alpha {
+		lo, hi = hi, hi*2
+		if hi > 1e12 {
+			return math.Inf(1)
+		}
+	}
+	for range 200 {
+		mid := (lo + hi) / 2
+		if StudentTwoSided(mid, df) > alpha {
+			lo = mid
+		} else {
+			hi = mid
+		}
+		if hi-lo < 1e-12*hi {
+			break
+		}
+	}
+	return (lo + hi) / 2
 }
 
 // regIncBeta is the regularized incomplete beta function I_x(a, b),
@@ -107,11 +141,11 @@ func betaFraction(a, b, x float64) float64 {
 	return h
 }
 
-// holm marks which of the p-values are significant at a family-wise error
+// Holm marks which of the p-values are significant at a family-wise error
 // rate alpha (Holm–Bonferroni): sorted ascending, the k-th smallest (from 0)
 // must be at most alpha/(m−k), and the first that is not ends the rejections.
 // NaN p-values are not tested and never significant.
-func holm(ps []float64, alpha float64) []bool {
+func Holm(ps []float64, alpha float64) []bool {
 	idx := make([]int, 0, len(ps))
 	for i, p := range ps {
 		if !math.IsNaN(p) {
@@ -126,6 +160,31 @@ func holm(ps []float64, alpha float64) []bool {
 			break
 		}
 		out[i] = true
+	}
+	return out
+}
+
+// HolmAdjusted is each p-value adjusted for Holm–Bonferroni: sorted
+// ascending, the k-th smallest (from 0) times m−k, made non-decreasing and
+// capped at 1. An adjusted p at most alpha is exactly what Holm marks
+// significant at alpha, so it can be read against alpha directly. NaN
+// p-values are not tested and stay NaN.
+func HolmAdjusted(ps []float64) []float64 {
+	idx := make([]int, 0, len(ps))
+	for i, p := range ps {
+		if !math.IsNaN(p) {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return ps[idx[a]] < ps[idx[b]] })
+	out := make([]float64, len(ps))
+	for i := range out {
+		out[i] = math.NaN()
+	}
+	m, running := len(idx), 0.0
+	for k, i := range idx {
+		running = math.Max(running, math.Min(1, ps[i]*float64(m-k)))
+		out[i] = running
 	}
 	return out
 }
