@@ -164,8 +164,13 @@ func (c *xyChart) mark(class, step, label, title, dash string, x, ringY float64)
 	m := xyMark{Class: class, Step: step, Title: title, X: c.px(x), Dash: dash, Label: label,
 		LabelY: c.Top + 12 + 15*float64(len(c.Marks)), Anchor: "start", MarkerStroke: "#1a1a1a"}
 	m.LabelX = m.X + 5
-	if m.X+5+float64(len(label))*charWidth > c.Width {
+	if m.X+5+float64(len(label))*charWidth > c.Width || len(c.Marks) > 0 && c.Marks[0].Anchor == "end" {
 		m.LabelX, m.Anchor = m.X-5, "end"
+		// Every label on one side of its line: a label that starts at one
+		// line and one that ends at another would read as the other's.
+		for i := range c.Marks {
+			c.Marks[i].LabelX, c.Marks[i].Anchor = c.Marks[i].X-5, "end"
+		}
 	}
 	if usable(ringY) {
 		m.MarkerD = markerPath("ring", m.X, c.py(ringY))
