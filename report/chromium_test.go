@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"image"
 	"image/png"
 	"os"
 	"os/exec"
@@ -37,19 +38,8 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)
 	}
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v", err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("screenshot does not decode: %v", err)
-	}
+	img := readScreenshot(t, shot, 1200, 1600)
 	b := img.Bounds()
-	if b.Dx() != 1200 || b.Dy() != 1600 {
-		t.Errorf("screenshot %dx%d, want 1200x1600", b.Dx(), b.Dy())
-	}
 	var inked, coloured, total int
 	for y := b.Min.Y; y < b.Max.Y; y += 2 {
 		for x := b.Min.X; x < b.Max.X; x += 2 {
@@ -71,4 +61,22 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		t.Errorf("only %d of %d sampled pixels have colour: no charts drawn", coloured, total)
 	}
 	t.Logf("%d%% of the screenshot inked, %d%% in colour", 100*inked/total, 100*coloured/total)
+}
+
+// readScreenshot decodes Chromium's screenshot at path and checks its size.
+func readScreenshot(t *testing.T, path string, width, height int) image.Image {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot does not decode: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() != width || b.Dy() != height {
+		t.Errorf("screenshot %dx%d, want %dx%d", b.Dx(), b.Dy(), width, height)
+	}
+	return img
 }
