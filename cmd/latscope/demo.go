@@ -22,7 +22,7 @@ func newDemoCmd() *cobra.Command {
 		maxNumSeqs int
 		pool       int
 		deploy     sim.Deployment
-		repeat     int
+		repeat     repeatFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -55,7 +55,7 @@ the queue drains. Headless it runs 12 streams for 20 s and prints the summary.
 	cmd.Flags().IntVar(&pool, "tokenizer-pool", 0, "simulated tokenizer workers (0: tokenize on the server's event loop)")
 	f.register(cmd.Flags())
 	f.registerView(cmd.Flags())
-	addRepeatFlag(cmd.Flags(), &repeat)
+	addRepeatFlags(cmd.Flags(), &repeat)
 	// Demo defaults: enough load to queue behind 8 slots; headless, short
 	// enough to wait for (the dashboard runs until quit).
 	// (through the flag's own value, so the flag does not count as given).

@@ -22,22 +22,42 @@ import (
 // maxRepeat bounds --repeat: more runs than this is a typo, not a plan.
 const maxRepeat = 1000
 
-// addRepeatFlag registers --repeat, shared by run and demo.
-func addRepeatFlag(fl *pflag.FlagSet, n *int) {
-	fl.IntVar(n, "repeat", 1, "run the same benchmark this many times, headless (a fresh seed each unless --seed is given), "+
+// repeatFlags are --repeat and --compare, shared by run and demo.
+type repeatFlags struct {
+	n       int
+	compare string // an earlier --repeat --json output to compare with
+}
+
+// addRepeatFlags registers --repeat and --compare.
+func addRepeatFlags(fl *pflag.FlagSet, rf *repeatFlags) {
+	fl.IntVar(&rf.n, "repeat", 1, "run the same benchmark this many times, headless (a fresh seed each unless --seed is given), "+
 		"and report each run and, per headline figure, the mean and its 95% confidence interval; "+
-		"with --record FILE.lsr each run records to FILE-1.lsr, FILE-2.lsr, ...; compare two --json outputs with latscope compare")
+		"with --record FILE.lsr each run records to FILE-1.lsr, FILE-2.lsr, ...")
+	fl.StringVar(&rf.compare, "compare", "", "with --repeat: compare the runs' figures with an earlier --repeat --json output (BASE.json) "+
+		"and say what changed beyond the runs' spread, as latscope compare does")
 }
 
 // repeatable runs once, the command's single measurement, or --repeat
 // times. once writes its summary to the command's stdout and returns the
-// run's outcome, as runSession does.
-func repeatable(cmd *cobra.Command, f *loadFlags, n int, once func() error) error {
+// run's outcome, as runSession does. With --compare, the runs' figures are
+// then tested against the earlier ones: on stdout after the table, or on
+// stderr when stdout is --json.
+func repeatable(cmd *cobra.Command, f *loadFlags, rf repeatFlags, once func() error) error {
+	n := rf.n
 	switch {
 	case n < 1 || n > maxRepeat:
 		return fmt.Errorf("--repeat %d: want 1 to %d runs", n, maxRepeat)
+	case rf.compare != "" && n < 2:
+		return errors.New("--compare needs --repeat 2 or more: a comparison tests the difference against the runs' spread")
 	case n == 1:
 		return once()
+	}
+	var base []aggregate.RepeatedQuantity
+	if rf.compare != "" { // read first: a wrong file costs no run
+		var err error
+		if base, err = readRepeated(rf.compare); err != nil {
+			return fmt.Errorf("--compare: %w", err)
+		}
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	defer cmd.SetOut(stdout)
@@ -51,6 +71,16 @@ func repeatable(cmd *cobra.Command, f *loadFlags, n int, once func() error) erro
 	})
 	if err := r.write(stdout); err != nil {
 		return errors.Join(runErr, err)
+	}
+	if base != nil && len(r.summaries) > 0 {
+		out := stdout
+		if r.jsonOut {
+			out = stderr
+		}
+		cmp := aggregate.CompareRepeated(base, aggregate.Repeat(r.summaries).Quantities)
+		if err := aggregate.WriteRepeatedComparison(out, cmp); err != nil {
+			return errors.Join(runErr, err)
+		}
 	}
 	return runErr
 }

@@ -244,6 +244,15 @@ func TestRunRepeatAgainstSimulator(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Result: no significant change.") {
 		t.Errorf("compare with itself: %v\n%s\n%s", err, out, stderr)
 	}
+
+	// --compare runs the benchmark again and tests it against a.json.
+	out, stderr, err = execute(t, append(args, "--compare", a)...)
+	if err != nil || !strings.Contains(out, "base mean (runs)") || !strings.Contains(out, "Result: ") {
+		t.Errorf("--repeat 3 --compare a.json: %v\n%s\n%s", err, out, stderr)
+	}
+	if _, _, err := execute(t, "run", "--url", url, "--no-tui", "--compare", a); err == nil || !strings.Contains(err.Error(), "--compare needs --repeat") {
+		t.Errorf("--compare without --repeat: %v", err)
+	}
 }
 
 func TestCompareRefusesASingleRun(t *testing.T) {

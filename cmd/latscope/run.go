@@ -279,7 +279,7 @@ func newRunCmd() *cobra.Command {
 	var (
 		f      loadFlags
 		target string
-		repeat int
+		repeat repeatFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run --url URL",
@@ -306,7 +306,7 @@ time went.
 	cmd.Flags().StringVar(&target, "url", "", "the server's base URL, e.g. http://127.0.0.1:8000")
 	f.register(cmd.Flags())
 	f.registerView(cmd.Flags())
-	addRepeatFlag(cmd.Flags(), &repeat)
+	addRepeatFlags(cmd.Flags(), &repeat)
 	return cmd
 }
 
