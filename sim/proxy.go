@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -119,6 +121,19 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	// A client-sent start is not the proxy's.
 	r.Header.Del(ProxyStartHeader)
+	// The request body is read whole before it is forwarded, as nginx
+	// buffers it by default. Streamed through instead, the upstream
+	// transport reads it once more for its end after the upstream already
+	// answered; by then the response's first write has closed it for
+	// HTTP/1, the read fails, and the transport drops the upstream
+	// connection mid-stream: a 200 with no body reached the client.
+	body, apiErr := readBody(w, r)
+	if apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
 	pauseFrom(start, p.cost)
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), proxyStartKey{}, start)))
 }
