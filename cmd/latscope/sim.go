@@ -20,7 +20,7 @@ scheduler with chunked prefill, and an engine whose steps slow down as the
 batch grows. No model runs; the text is filler.
 
 It is deployed as servers typically are: behind an nginx-like proxy hop (its
-own accept, parsing and upstream connection), which adds a Server-Timing
+own accept, parsing, request-body buffering and upstream connection), which adds a Server-Timing
 metric (proxy); --no-proxy drops it. Clients are --rtt away (default 1 ms, the
 same region), with --jitter on each one-way trip: every request's bytes and
 every frame are delayed (frames pipeline on one connection); the TCP
