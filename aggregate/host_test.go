@@ -139,18 +139,7 @@ func TestHostPressureReplays(t *testing.T) {
 	t.Parallel()
 	t0 := time.Now() // with a monotonic reading, as a live run's times
 	live := withHost(t0, rawStream(t0, true), 0.38, 0.07)
-	var replayed []event.Event
-	for _, ev := range live {
-		b, err := event.Marshal(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := event.Unmarshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		replayed = append(replayed, back)
-	}
+	replayed := throughCodec(t, live)
 	a, b := judgeAll(live), judgeAll(replayed)
 	am, bm := stallMarkers(a), stallMarkers(b)
 	if len(am) != 1 || len(bm) != 1 || am[0].Message != bm[0].Message || am[0].Cause != event.StallClientHost {

@@ -121,18 +121,7 @@ func TestStallsLiveReplayedAndHandedOnAgree(t *testing.T) {
 		}
 		return stallMarkers(a.Final())
 	}
-	var replayed []event.Event
-	for _, ev := range live {
-		b, err := event.Marshal(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := event.Unmarshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		replayed = append(replayed, back)
-	}
+	replayed := throughCodec(t, live)
 	var handed []event.Event
 	j := NewProbeJudge()
 	for _, ev := range live {
@@ -317,4 +306,23 @@ func TestStallCauseFollowsTheDetectedServer(t *testing.T) {
 			t.Errorf("server %q: stall markers %+v, want one %s saying %q", tc.server, ms, tc.want, tc.said)
 		}
 	}
+}
+
+// throughCodec is evs encoded and decoded again, as a recording or an
+// agent's feed gives them back.
+func throughCodec(t *testing.T, evs []event.Event) []event.Event {
+	t.Helper()
+	out := make([]event.Event, 0, len(evs))
+	for _, ev := range evs {
+		b, err := event.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := event.Unmarshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, back)
+	}
+	return out
 }
