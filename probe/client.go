@@ -293,7 +293,10 @@ func (x *exchange) request(parent, reqCtx context.Context) (resp *http.Response,
 	x.phases = x.trace.snapshot()
 	// When the headers' bytes reached the host: the latest read of the
 	// connection brought them.
-	x.headers = arrivalOf(x.phases.conn, time.Now())
+	now := time.Now()
+	var stamped bool
+	x.headers, stamped = kernelArrival(x.phases.conn, now)
+	x.spec.lag.read(x.headers, now, stamped)
 	if !x.phases.reused && x.phases.conn != nil {
 		x.rtt, _ = kernelRTT(x.phases.conn) // while the connection is surely open
 	}
@@ -352,7 +355,7 @@ func (x *exchange) readAnswer(parent, reqCtx context.Context, cancel context.Can
 	c := x.c
 	br := c.readers.Get().(*bufio.Reader)
 	defer c.readers.Put(br)
-	clock := &readClock{r: resp.Body, conn: x.phases.conn, at: x.headers}
+	clock := &readClock{r: resp.Body, conn: x.phases.conn, at: x.headers, lag: x.spec.lag}
 	br.Reset(clock)
 	defer br.Reset(nil)
 	var rd eventReader

@@ -127,7 +127,8 @@ type Runner struct {
 	runID   string
 	self    *selfMonitor
 	gate    *markerGate
-	level   *level // the closed loop's current concurrency (stepped load changes it)
+	level   *level    // the closed loop's current concurrency (stepped load changes it)
+	lag     *lagWatch // the scheduling-lag watch's news from the requests (nil: no watch)
 
 	// pause waits between a worker's requests (sleepCtx; tests replace it).
 	pause func(ctx context.Context, d time.Duration) bool
@@ -169,6 +170,9 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 	}
 	r.self = newSelfMonitor()
 	r.gate = newMarkerGate(maxInFlightCooldown)
+	if r.cfg.LagSample > 0 {
+		r.lag = newLagWatch()
+	}
 	return r, nil
 }
 
@@ -546,11 +550,13 @@ func (r *Runner) sendSpec(ctx context.Context, spec RequestSpec, out chan<- emit
 	}
 	var rec *event.Request
 	var noted notes
+	spec.lag = r.lag.begin()
 	if nd, ok := r.doer.(notingDoer); ok {
 		rec, noted = nd.doNoted(ctx, spec)
 	} else {
 		rec = r.doer.Do(ctx, spec)
 	}
+	spec.lag.end()
 	if noted.reconnected {
 		r.reconnects.Add(1)
 	}
@@ -674,20 +680,48 @@ func (r *Runner) monitor(ctx context.Context, out chan<- emitItem) {
 }
 
 // watchLag reports, until ctx ends, each stretch in which the probe's own
-// goroutines ran late (see WatchSchedulingLag), for the next sample.
+// goroutines ran late, for the next sample: those its requests' stamped
+// reads saw, and those its timed checks find (see WatchSchedulingLag),
+// which run only while a request is in flight unstamped (lagwatch.go).
 func (r *Runner) watchLag(ctx context.Context, out chan<- emitItem) {
-	every := r.cfg.LagSample
-	if every <= 0 {
+	every, w := r.cfg.LagSample, r.lag
+	if every <= 0 || w == nil {
 		return
 	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	watchLag(ctx, tick.C, r.cfg.LagClock, every, func(from, to time.Time) {
+	report := func(s event.Stretch) {
 		select {
-		case out <- emitItem{late: &event.Stretch{From: from, To: to}}:
+		case out <- emitItem{late: &s}:
 		case <-ctx.Done():
 		}
-	})
+	}
+	tick := time.NewTicker(every)
+	tick.Stop()
+	defer tick.Stop()
+	var ticks <-chan time.Time // nil while no check is due
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s := <-w.stretches:
+			report(s)
+		case <-w.changed:
+			switch timed := w.unstamped.Load() > 0; {
+			case timed && ticks == nil:
+				last, ticks = r.cfg.LagClock(), tick.C
+				tick.Reset(every)
+			case !timed && ticks != nil:
+				tick.Stop()
+				ticks = nil
+			}
+		case <-ticks:
+			t := r.cfg.LagClock()
+			if t.Sub(last) > every+lateBy {
+				report(event.Stretch{From: last, To: t})
+			}
+			last = t
+		}
+	}
 }
 
 // probeSample is the probe's state at now for the event stream; the

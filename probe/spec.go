@@ -35,6 +35,10 @@ type RequestSpec struct {
 	// the pacer's schedule; latency counts from it (no coordinated omission).
 	// Zero means "now".
 	Intended time.Time
+
+	// lag is the run's scheduling-lag watch for this request (nil: none),
+	// told of its reads by the probe's own Client.
+	lag *lagRequest
 }
 
 // Doer executes one request and returns its record. Implementations never
