@@ -66,6 +66,7 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 		progress = notices
 	} else {
 		m.Observers = append(m.Observers, session.StatusLine(stderr))
+		m.Every = session.StatusEvery
 	}
 	if err := addRecorderAndExport(ctx, progress, f, s, &m); err != nil {
 		return err
