@@ -199,7 +199,6 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 		Agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered, SLO: objectives, TTFTBasis: basis},
 		Observers: []func(aggregate.Snapshot){session.StatusLine(stderr)},
 		Consumers: []session.Consumer{agentStream{srv}},
-		Every:     session.StatusEvery,
 	}
 	if err := addRecorderAndExport(ctx, stderr, f, s, &m); err != nil {
 		return err
