@@ -73,6 +73,10 @@ type Config struct {
 	// lists the held frames. Needs Serve.
 	Nagle bool
 
+	// Background is traffic the simulator sends itself (its "users");
+	// off at its zero value.
+	Background Background
+
 	// ServerTiming reports each stream's stages in a W3C Server-Timing
 	// header (those done when the headers leave) and trailer (every stage
 	// of the first frame), as a server instrumented for it does; vLLM does
@@ -142,6 +146,11 @@ type Server struct {
 	// proxyReceipts are the simulator's proxy's receipts of response
 	// headers, for the truth (Deployment).
 	proxyReceipts proxyReceipts
+	// phases sums the finished requests' engine phases (BackgroundTruth).
+	phases phaseTruth
+	// stopBackground ends the background traffic and waits for its
+	// requests; a no-op without it.
+	stopBackground func()
 
 	cancel     context.CancelFunc
 	engineDone chan struct{}
@@ -169,6 +178,7 @@ func (c Config) Validate() error {
 	if c.Loading < 0 {
 		errs = append(errs, fmt.Errorf("loading %v: want a duration of 0 or more", c.Loading))
 	}
+	errs = append(errs, c.Background.validate()...)
 	if c.FaultRate < 0 || c.FaultRate > 1 {
 		errs = append(errs, fmt.Errorf("fault-rate %v: want a fraction between 0 and 1", c.FaultRate))
 	}
@@ -242,6 +252,19 @@ func New(cfg Config) (*Server, error) {
 		s.eng.run(ctx)
 	}()
 	s.handler = s.routes()
+	s.stopBackground = func() {}
+	if cfg.Background.Rate > 0 {
+		bctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.runBackground(bctx)
+		}()
+		s.stopBackground = func() {
+			stop()
+			<-done
+		}
+	}
 	return s, nil
 }
 
@@ -317,6 +340,7 @@ func (s *Server) drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 // pending spans. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.stopBackground()
 		s.drain()
 		if s.loadTimer != nil {
 			s.loadTimer.Stop()
