@@ -197,7 +197,7 @@ func (s *Server) handleGenerate(api apiKind) http.HandlerFunc {
 				return
 			}
 		}
-		s.eng.add(r)
+		s.submit(r)
 		if !s.await(hr.Context(), r) {
 			return // the server keeps generating for the gone client
 		}
