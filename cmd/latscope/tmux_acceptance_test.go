@@ -166,3 +166,22 @@ func lineWith(s string, words ...string) bool {
 	}
 	return false
 }
+
+// attach's dashboard, under tmux, shows the GPUs a running agent reads
+// from a dcgm-exporter's and an AMD device-metrics-exporter's pages
+// (served over HTTP), each with the exporter and node it came from.
+func TestAttachDashboardShowsExporterGPUsUnderTmux(t *testing.T) {
+	dcgm, _ := gpuExporterPage(t, "dcgm_default.prom")
+	amd, _ := gpuExporterPage(t, "amd_mi300x.prom")
+	agent := startAgent(t, "--url", serveTinySim(t), "--rate", "2", "--prompt-tokens", "16", "--output-tokens", "4",
+		"--gpu-metrics-url", dcgm, "--gpu-metrics-url", amd, "--quiet")
+	p := startTmux(t, "attach", "http://"+agent.addr, "--no-color")
+	screen, took := p.waitFor("the exporters' GPUs", 30*time.Second, func(s string) bool {
+		return strings.Count(s, "dcgm gpu-node-a") == 2 && strings.Count(s, "amd mi300-node-1") == 2
+	})
+	t.Logf("the four GPUs shown %v after attach started", took.Round(time.Millisecond))
+	if !strings.Contains(screen, "H100") || !strings.Contains(screen, "MI300X") {
+		t.Errorf("the GPUs' names are not on the screen:\n%s", screen)
+	}
+	p.quit()
+}
