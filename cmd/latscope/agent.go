@@ -49,6 +49,7 @@ func newAgentCmd() *cobra.Command {
 		linger     time.Duration
 		maxClients int
 		quietLogs  bool
+		ssh        sshFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "agent --url URL",
@@ -96,7 +97,7 @@ func newAgentCmd() *cobra.Command {
 				Identity:   agent.Identity{Name: name, Region: region, Shard: sh.String(), SLO: f.slo},
 				Good:       aggregate.GoodRequest(objectives, basis),
 				MaxClients: maxClients,
-			}, name, linger)
+			}, name, linger, &ssh)
 		},
 	}
 	fl := cmd.Flags()
@@ -116,6 +117,7 @@ func newAgentCmd() *cobra.Command {
 	fl.IntVar(&maxClients, "max-clients", agent.DefaultMaxClients, "most event-stream clients served at once; one more gets 503")
 	fl.DurationVar(&linger, "linger", time.Minute, "after the session ends, keep serving this long so dashboards can fetch the rest")
 	fl.BoolVar(&quietLogs, "quiet", false, "do not log the agent's connections on stderr")
+	ssh.register(fl)
 	f.register(fl)
 	// The agent runs until stopped unless told otherwise.
 	d := fl.Lookup("duration")
@@ -131,7 +133,7 @@ func agentLogger(stderr io.Writer, quiet bool) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
-func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config, name string, linger time.Duration) error {
+func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config, name string, linger time.Duration, ssh *sshFlags) error {
 	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
 	// The listener first: a refused address or a missing token fails before
 	// anything is sent to the server.
@@ -182,6 +184,11 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 	if err != nil {
 		return fmt.Errorf("--ttft-basis: %w", err)
 	}
+	dash, err := ssh.start(ctx, stderr, cfg.Logger, "latscope agent", objectives, f.noColor)
+	if err != nil {
+		return err
+	}
+	defer dash.stop()
 	s, err := openSession(ctx, stderr, target, f, nil)
 	if err != nil {
 		return err
@@ -197,7 +204,7 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 	m := session.Measurement{
 		Pipe:      s.PipelineConfig(),
 		Agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered, SLO: objectives, TTFTBasis: basis},
-		Observers: []func(aggregate.Snapshot){session.StatusLine(stderr)},
+		Observers: []func(aggregate.Snapshot){session.StatusLine(stderr), dash.observe},
 		Consumers: []session.Consumer{agentStream{srv}},
 	}
 	if err := addRecorderAndExport(ctx, stderr, f, s, &m); err != nil {

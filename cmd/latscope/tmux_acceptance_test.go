@@ -27,14 +27,20 @@ type tmuxPane struct {
 // window name are set to "before" first, or skips where tmux is missing.
 func startTmux(t *testing.T, args ...string) *tmuxPane {
 	t.Helper()
+	return startTmuxScript(t, "export LATSCOPE_TEST_MAIN='"+strings.Join(args, "\x1f")+"'\nexec '"+os.Args[0]+"'")
+}
+
+// startTmuxScript runs the shell script body in a new tmux pane, as
+// startTmux runs latscope.
+func startTmuxScript(t *testing.T, body string) *tmuxPane {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (apt-get install tmux): the dashboard's terminal test needs it")
 	}
 	dir := t.TempDir()
 	p := &tmuxPane{t: t, socket: filepath.Join(dir, "tmux.sock")}
 	script := filepath.Join(dir, "latscope.sh")
-	body := "#!/bin/sh\nexport LATSCOPE_TEST_MAIN='" + strings.Join(args, "\x1f") + "'\nexec '" + os.Args[0] + "'\n"
-	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"+body+"\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	// The pane starts idle, so that its title and name are set before
