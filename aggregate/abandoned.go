@@ -50,7 +50,7 @@ func (s *abandonState) add(r *event.Request) {
 		s.rules, s.sources, s.unmeasured = map[string]int64{}, map[string]bool{}, map[string]int64{}
 	}
 	bump(s.rules, a.Rule, "other")
-	if a.Release <= 0 {
+	if a.Release <= 0 && a.ReleaseSource == "" {
 		note := a.ReleaseNote
 		if note == "" {
 			note = "not watched"

@@ -57,8 +57,11 @@ func TestConversationTurnsGrowAndHitThePrefixCache(t *testing.T) {
 	for _, r := range recs {
 		bySession[r.Session] = append(bySession[r.Session], r)
 	}
-	if len(bySession) != sessions {
-		t.Fatalf("%d sessions, want %d", len(bySession), sessions)
+	// The workers share one count of requests: a fast one may begin a
+	// new session while the other has turns left, so there are at least
+	// as many sessions as workers, each with its turns in order.
+	if len(bySession) < sessions {
+		t.Fatalf("%d sessions, want at least %d", len(bySession), sessions)
 	}
 	for id, rs := range bySession {
 		slices.SortFunc(rs, func(a, b *event.Request) int { return a.Turn - b.Turn })

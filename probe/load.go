@@ -67,6 +67,11 @@ type LoadConfig struct {
 	// CancelPolicy); their records end abandoned.
 	Cancel CancelPolicy
 
+	// SlotWatch, when set, measures for each abandoned request how long
+	// the server took to free its batch slot (collector.SlotWatch); the
+	// record waits for it.
+	SlotWatch SlotWatcher
+
 	// MaxInFlight bounds open-loop requests in flight (default 10000).
 	MaxInFlight int
 	Seed        int64  // the schedule's seed (prompts have their own)
@@ -91,6 +96,14 @@ type LoadConfig struct {
 	// the probe up by making it block, as a starved machine holds up every
 	// goroutine.
 	LagClock func() time.Time
+}
+
+// SlotWatcher measures the release of an abandoned request's batch slot:
+// Run scrapes until its context ends; Watch waits for the release of the
+// slot of the request whose stream closed at closed.
+type SlotWatcher interface {
+	Run(ctx context.Context)
+	Watch(ctx context.Context, closed time.Time) (after time.Duration, source, note string)
 }
 
 // RunStats sums up a run. Warmup requests are counted apart; for the rest
@@ -147,6 +160,8 @@ type Runner struct {
 	peak       atomic.Int64
 	backoffs   atomic.Int64
 	sessions   atomic.Int64 // conversation sessions begun
+	runCtx     context.Context
+	releases   sync.WaitGroup // abandoned requests awaiting their slot's release
 	reconnects atomic.Int64
 	stats      RunStats // set when Run returns
 }
@@ -352,12 +367,16 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 		em.loop(out, emit)
 	}()
 	stopWatching := r.watchSelf(out)
+	r.runCtx = ctx
+	stopSlots := r.watchSlots()
 
 	if r.pacer != nil {
 		r.openLoop(sendCtx, reqCtx, began, out)
 	} else {
 		r.closedLoop(sendCtx, reqCtx, out)
 	}
+	r.releases.Wait() // the abandoned requests' records
+	stopSlots()
 	// Every worker has returned and sent its last record. A last probe
 	// sample carries the run's final counts (reconnects, back-offs).
 	stopWatching()
@@ -611,8 +630,33 @@ func (r *Runner) sendSpec(ctx context.Context, spec RequestSpec, out chan<- emit
 	r.inFlight.Add(-1)
 	rec = completeRecord(ctx, rec, spec)
 	res := sendResult{outcome: rec.Outcome, retryAfter: noted.retryAfter, outputTokens: rec.OutputTokens, answer: noted.answer}
+	if w := r.cfg.SlotWatch; w != nil && rec.Abandoned() && rec.Abandon != nil {
+		// The record waits for the slot's release; the worker goes on.
+		r.releases.Go(func() {
+			a := rec.Abandon
+			a.Release, a.ReleaseSource, a.ReleaseNote = w.Watch(r.runCtx, rec.SentAt().Add(a.At))
+			out <- emitItem{rec: rec, target: spec.PromptTokens}
+		})
+		return res
+	}
 	out <- emitItem{rec: rec, target: spec.PromptTokens}
 	return res
+}
+
+// watchSlots starts the slot watch, when there is one, until the returned
+// stop, which waits for it.
+func (r *Runner) watchSlots() (stop func()) {
+	w := r.cfg.SlotWatch
+	if w == nil || !r.cfg.Cancel.Active() {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(r.runCtx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(ctx)
+	}()
+	return func() { cancel(); <-done }
 }
 
 // spec builds the request for seq: ids, trace context and prompt.

@@ -159,7 +159,9 @@ func (e *engine) dropAborted() {
 	for _, s := range e.waiting {
 		if !s.req.aborted.Load() {
 			keep = append(keep, s)
+			continue
 		}
+		e.released(s.req, time.Now(), false)
 	}
 	clear(e.waiting[len(keep):])
 	e.waiting = keep
@@ -167,6 +169,7 @@ func (e *engine) dropAborted() {
 	for _, s := range e.running {
 		if s.req.aborted.Load() {
 			e.kvUsed -= s.kvHeld
+			e.released(s.req, time.Now(), false)
 			continue
 		}
 		run = append(run, s)
@@ -221,6 +224,7 @@ func (e *engine) apply(p *stepPlan, end time.Time) []tokenEvent {
 		for _, s := range e.running {
 			if s.generated >= s.req.target && s.generated > 0 {
 				e.kvUsed -= s.kvHeld
+				e.released(s.req, end, true)
 				continue
 			}
 			run = append(run, s)
