@@ -53,6 +53,12 @@ Modes make it behave like servers other than vLLM; all are off by default:
                              decoding stream waits for;
   --loading 30s              answer 503 "Loading model" (and /health not ready) for this
                              long after start; /metrics still answers;
+  --disagg                   disaggregated prefill and decode: --prefill-workers N (default 1)
+                             prefill one prompt each at a time; the KV cache then crosses a
+                             link (--kv-latency + --kv-bytes-per-token × prompt tokens /
+                             --kv-bandwidth, bytes per second); the least busy of
+                             --decode-workers N engines decodes. The trailer's stages become
+                             prefill_queue, prefill, kv_transfer, decode_queue, first_decode;
   --nagle                    Nagle's algorithm on and each SSE event written in two pieces.
                              The ~40 ms delayed-ACK stall is EMULATED (loopback does not
                              produce it): a write while an earlier one is unacknowledged is
@@ -112,6 +118,7 @@ func (sf *simFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&c.Reasoning.Tokens, "reasoning-tokens", 0, "a reasoning model: the first N deltas of a chat or Responses stream are thinking (0: none)")
 	fl.StringVar(&sf.reasoningField, "reasoning-field", sim.ReasoningField, "the chat delta field the thinking streams in: reasoning (newer vLLM) or reasoning_content (older vLLM, SGLang, DeepSeek, llama.cpp)")
 	fl.BoolVar(&c.Nagle, "nagle", false, "Nagle's algorithm on, SSE events in two writes, delayed-ACK stalls emulated")
+	registerDisaggFlags(fl, &c.Disagg)
 	registerDeployFlags(fl, &sf.deploy)
 	fl.BoolVar(&sf.noServerTiming, "no-server-timing", false, "report no stage in Server-Timing (as vLLM): only the proxy's, and the metrics, say where the time went")
 }
@@ -167,6 +174,12 @@ func (sf *simFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if err := disaggFlagsNeedDisagg(cmd.Flags(), cfg.Disagg); err != nil {
+		return err
+	}
+	if cfg.Disagg.Enabled {
+		deployment += "; " + describeDisagg(cfg.Disagg)
+	}
 	srv, err := sim.New(cfg)
 	if err != nil {
 		return err
@@ -201,4 +214,35 @@ func prefixCacheBlocks(blocks, tokens int) (int, error) {
 		return (tokens + sim.PrefixBlockTokens - 1) / sim.PrefixBlockTokens, nil
 	}
 	return blocks, nil
+}
+
+// registerDisaggFlags adds the disaggregated deployment's flags.
+func registerDisaggFlags(fl *pflag.FlagSet, d *sim.Disagg) {
+	fl.BoolVar(&d.Enabled, "disagg", false, "disaggregated prefill and decode: a prefill pool, a KV-cache link and a decode pool")
+	fl.IntVar(&d.PrefillWorkers, "prefill-workers", 1, "--disagg: prefill workers, one prompt each at a time")
+	fl.IntVar(&d.DecodeWorkers, "decode-workers", 1, "--disagg: decode workers, each a continuous-batching engine")
+	fl.Int64Var(&d.KVBytesPerToken, "kv-bytes-per-token", sim.DefaultKVBytesPerToken, "--disagg: bytes of KV cache per prompt token on the link")
+	fl.Float64Var(&d.KVBandwidth, "kv-bandwidth", sim.DefaultKVBandwidth, "--disagg: the KV link's bandwidth, bytes per second")
+	fl.DurationVar(&d.KVLatency, "kv-latency", 0, "--disagg: the fixed cost of one KV transfer")
+}
+
+// disaggFlagsNeedDisagg refuses the link's and the pools' flags without
+// --disagg, where they would do nothing.
+func disaggFlagsNeedDisagg(fl *pflag.FlagSet, d sim.Disagg) error {
+	if d.Enabled {
+		return nil
+	}
+	for _, name := range []string{"prefill-workers", "decode-workers", "kv-bytes-per-token", "kv-bandwidth", "kv-latency"} {
+		if fl.Changed(name) {
+			return fmt.Errorf("--%s needs --disagg", name)
+		}
+	}
+	return nil
+}
+
+// describeDisagg says what the disaggregated deployment is, for the
+// start-up line.
+func describeDisagg(d sim.Disagg) string {
+	return fmt.Sprintf("disaggregated: %d prefill and %d decode workers, KV link %d B/token at %.3g B/s + %v (%v for 512 tokens)",
+		max(d.PrefillWorkers, 1), max(d.DecodeWorkers, 1), d.KVBytesPerToken, d.KVBandwidth, d.KVLatency, d.TransferTime(512))
 }
