@@ -107,3 +107,20 @@ func AbandonedLines(a *Abandoned) []string {
 	}
 	return out
 }
+
+// abandonedInsight says how many requests the probe abandoned and how long
+// their slots took to be freed.
+func abandonedInsight(s *Snapshot, add addInsight) {
+	a := s.Abandoned
+	if a == nil {
+		return
+	}
+	msg := fmt.Sprintf("%d requests abandoned by the probe (not errors)", a.Count)
+	values := map[string]float64{"abandoned": float64(a.Count)}
+	if a.Measured() > 0 {
+		msg += fmt.Sprintf("; slot release p50 %.1f ms, p99 %.1f ms after the stream closed (%d measured, from %s, assuming latscope is the only client)",
+			a.Release.P50, a.Release.P99, a.Measured(), strings.Join(a.ReleaseSources, ", "))
+		values["release_p50_ms"], values["release_p99_ms"] = a.Release.P50, a.Release.P99
+	}
+	add(msg, values)
+}

@@ -3,6 +3,7 @@ package aggregate
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -254,4 +255,26 @@ func TurnLines(t *Turns) []string {
 		line += fmt.Sprintf("  %s: %.0f / %.1f", r.Label, r.CachedTokens, r.TTFT.P50)
 	}
 	return []string{line}
+}
+
+// turnsInsight says, once a conversation has two turns, how the cached
+// tokens and the TTFT went with the turn: the dashboard's markers panel
+// shows it, as the reports do.
+func turnsInsight(s *Snapshot, add addInsight) {
+	t := s.Turns
+	if t == nil || len(t.ByTurn) < 2 {
+		return
+	}
+	rows := t.ByTurn[:min(len(t.ByTurn), 8)]
+	var cached, ttft, per []string
+	for _, r := range rows {
+		cached = append(cached, fmt.Sprintf("%.0f", r.CachedTokens))
+		ttft = append(ttft, fmt.Sprintf("%.0f", r.TTFT.P50))
+		per = append(per, fmt.Sprintf("%.2f", r.TTFTPerUncached))
+	}
+	first, last := rows[0], rows[len(rows)-1]
+	add(fmt.Sprintf("by conversation turn 1-%s: cached tokens %s; TTFT p50 %s ms; TTFT per uncached token %s ms (cached tokens as the server reported them)",
+		last.Label, strings.Join(cached, "/"), strings.Join(ttft, "/"), strings.Join(per, "/")),
+		map[string]float64{"turns": float64(len(t.ByTurn)), "cached_first": first.CachedTokens, "cached_last": last.CachedTokens,
+			"ttft_p50_first_ms": first.TTFT.P50, "ttft_p50_last_ms": last.TTFT.P50})
 }
