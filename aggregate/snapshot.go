@@ -110,6 +110,10 @@ type WindowStats struct {
 	// bar draws, since their stages add up to the band's TTFT.
 	Bands [NumBands]Band
 
+	// Traffic is what the server's metrics say of all the requests it
+	// served in the window, latscope's own among them if it sent any.
+	Traffic Traffic
+
 	ServerStageMeans map[string]float64 // ms, count-weighted over the window
 	QueueDepthMean   float64            // plain mean of the queue-depth readings in the window
 	HasQueueDepth    bool
@@ -437,6 +441,7 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 			ws.Span = now.Sub(a.reqStart)
 		}
 		ws.ServerStageMeans = stageMeansMS(a.server.stages)
+		ws.Traffic = a.server.traffic.stats()
 		if q := a.server.waiting; q.n > 0 {
 			ws.QueueDepthMean, ws.HasQueueDepth = q.sum/float64(q.n), true
 		}
@@ -460,6 +465,7 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 			ws.Span = now.Sub(start)
 		}
 		ws.ServerStageMeans, ws.QueueDepthMean, ws.HasQueueDepth = windowServer(sr, from, to)
+		ws.Traffic = windowTraffic(sr, from, to)
 	}
 	if ws.Span > 0 {
 		ws.ReqPerSec = float64(ws.Sent) / ws.Span.Seconds()
@@ -506,7 +512,10 @@ type Summary struct {
 	Stages       map[event.Stage]Stats `json:"stages"`                // client stages
 	Breakdown    Breakdown             `json:"breakdown"`
 	Server       ServerStats           `json:"server"`
-	GPU          *event.GPUSample      `json:"gpu"`
+	// Traffic is the whole run's view of the server's own traffic, in a
+	// session that watches it (latscope watch); nil otherwise.
+	Traffic *Traffic         `json:"traffic,omitempty"`
+	GPU     *event.GPUSample `json:"gpu"`
 	// Host is the client host's CPU pressure over the run (absent without
 	// host samples): see HostStats.
 	Host     *HostStats     `json:"host,omitempty"`
@@ -568,6 +577,10 @@ func (s Snapshot) Summary() Summary {
 	}
 	if !s.Start.IsZero() {
 		out.End = s.Start.Add(s.Requests.Duration)
+	}
+	if s.Session != nil && s.Session.Load.Watches() {
+		tr := run.Traffic
+		out.Traffic = &tr
 	}
 	if s.Host.Latest != nil {
 		h := s.Host

@@ -152,6 +152,9 @@ const (
 	// from its prompt (prefix) cache (ServerTiming.CachedTokens), so the
 	// request's prefill is not a cold prefill.
 	FlagPromptCached Flag = "prompt_cached"
+	// FlagCanary: the request is latscope's canary beside a server's own
+	// traffic (latscope watch --canary-rate), not one of its users'.
+	FlagCanary Flag = "canary"
 )
 
 // Request is the complete record of one probe request, written once when the

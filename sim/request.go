@@ -18,7 +18,9 @@ type request struct {
 	gen       *generation
 	fault     Fault
 	wantTruth bool
-	arrival   time.Time
+	// background: sent by the simulator itself (Config.Background).
+	background bool
+	arrival    time.Time
 	// proxyStart is when the simulator's proxy took the request
 	// (ProxyStartHeader); zero without it.
 	proxyStart time.Time

@@ -70,6 +70,12 @@ stream are thinking, in delta.reasoning (or delta.reasoning_content with
 response.reasoning_text.delta events; then comes the answer. They count within
 max_tokens and in the usage's reasoning_tokens.
 
+--background-rate R sends the simulator's own mixed "user" traffic (Poisson
+arrivals, lengths within ±50% of --background-prompt-tokens and
+--background-output-tokens) through the same front end, queue and engine, so
+latscope watch has real traffic to show; GET /latscope/truth/background gives the
+true queue, prefill, decode and end-to-end seconds summed over it.
+
 The ground truth (X-Latscope-Truth: 1) reports cached tokens, when the headers
 went out, the prefill steps on the wall clock, and the frames Nagle held.`
 
@@ -117,6 +123,9 @@ func (sf *simFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&c.Loading, "loading", 0, "answer 503 \"Loading model\" for this long after start (0: ready at once)")
 	fl.IntVar(&c.Reasoning.Tokens, "reasoning-tokens", 0, "a reasoning model: the first N deltas of a chat or Responses stream are thinking (0: none)")
 	fl.StringVar(&sf.reasoningField, "reasoning-field", sim.ReasoningField, "the chat delta field the thinking streams in: reasoning (newer vLLM) or reasoning_content (older vLLM, SGLang, DeepSeek, llama.cpp)")
+	fl.Float64Var(&c.Background.Rate, "background-rate", 0, "send the simulator's own \"user\" traffic at this many requests/s (Poisson), seen in /metrics and its traces, truth at "+sim.BackgroundTruthPath+" (0: none)")
+	fl.IntVar(&c.Background.PromptTokens, "background-prompt-tokens", 256, "mean prompt tokens of the background traffic (each request within ±50%)")
+	fl.IntVar(&c.Background.OutputTokens, "background-output-tokens", 128, "mean output tokens of the background traffic (each request within ±50%)")
 	fl.BoolVar(&c.Nagle, "nagle", false, "Nagle's algorithm on, SSE events in two writes, delayed-ACK stalls emulated")
 	registerDisaggFlags(fl, &c.Disagg)
 	registerDeployFlags(fl, &sf.deploy)
