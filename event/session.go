@@ -62,6 +62,10 @@ type Load struct {
 	// was given); --seed with it repeats the run's prompts.
 	Seed      int64 `json:"seed"`
 	SeedDrawn bool  `json:"seed_drawn,omitempty"`
+	// Conversation and CancelAfter are --conversation and --cancel-after
+	// as given ("" without).
+	Conversation string `json:"conversation,omitempty"`
+	CancelAfter  string `json:"cancel_after,omitempty"`
 }
 
 // The load modes of a session that watches a server's own traffic

@@ -230,6 +230,7 @@ func (s *Server) await(ctx context.Context, r *request) bool {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
+		r.goneAt.Store(time.Now().UnixNano())
 		if s.cfg.KeepAbandoned {
 			s.detach(r)
 			return false

@@ -60,6 +60,9 @@ type request struct {
 
 	// aborted tells the engine to drop the sequence (client gone, reset).
 	aborted atomic.Bool
+	// goneAt is when the handler saw its client go (Unix ns; 0: never),
+	// for the slot-release truth.
+	goneAt atomic.Int64
 
 	// Owned by the front-end loop.
 	fe frontState

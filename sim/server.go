@@ -353,6 +353,11 @@ func (s *Server) Profile() Profile { return s.prof }
 // Stats returns a snapshot of the engine.
 func (s *Server) Stats() Stats { return s.eng.stats(time.Now()) }
 
+// AbandonTruths returns the truth of the latest requests (up to 4,096)
+// whose client went away while they held a batch slot: when the client
+// went and when the slot was freed, oldest first.
+func (s *Server) AbandonTruths() []AbandonTruth { return s.eng.abandonTruths() }
+
 // shutdownGrace bounds how long Serve waits for connections to finish.
 const shutdownGrace = 5 * time.Second
 
