@@ -214,7 +214,7 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 		case <-ctx.Done():
 		}
 	}
-	return outcome(stderr, summary, objectives, interrupted, runErr)
+	return session.Outcome(stderr, summary, objectives, interrupted, runErr)
 }
 
 // agentDrainTimeout bounds the wait for dashboards to take the end of the
