@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,7 +23,14 @@ type engine struct {
 	// onSlot, if set, is told of each request given a batch slot, before any
 	// of its tokens are emitted; it must not block.
 	onSlot func(*request)
-	wake   chan struct{}
+	// publish, if set, publishes the scheduler gauges in its place (a
+	// disaggregated deployment sums its workers'); it must not block.
+	publish func()
+	wake    chan struct{}
+	// The counts publishGauges last saw, for a publish that sums them.
+	nWaiting, nRunning, nKV atomic.Int64
+	// load is the requests handed to the engine and not yet finished.
+	load atomic.Int64
 
 	mu sync.Mutex
 	// inbox holds the requests handed over while a step ran: as vLLM's
@@ -34,7 +42,42 @@ type engine struct {
 	running   []*seq
 	kvUsed    int
 	lastBatch int
-	recent    []stepRecord // steps that ended in the last second
+	recent    []stepRecord   // steps that ended in the last second
+	releases  []AbandonTruth // the latest abandoned requests' slot releases, oldest first
+}
+
+// AbandonTruth is the truth of one request whose client went away while
+// it held a batch slot: when the handler saw the client go, and when the
+// engine gave the slot up (its gauges published at once), having aborted
+// it or, with Config.KeepAbandoned, decoded it to the end for nobody.
+type AbandonTruth struct {
+	RequestID        string `json:"request_id"`
+	GoneUnixNs       int64  `json:"gone_unix_ns"`
+	ReleasedUnixNs   int64  `json:"released_unix_ns"`
+	DecodedForNobody bool   `json:"decoded_for_nobody"`
+}
+
+// maxAbandonTruths bounds the releases kept.
+const maxAbandonTruths = 4096
+
+// released notes that r, whose client went away, gave its slot up at at.
+// Caller holds e.mu.
+func (e *engine) released(r *request, at time.Time, finished bool) {
+	gone := r.goneAt.Load()
+	if gone == 0 {
+		return // finished with its client there, or reset by a fault
+	}
+	if len(e.releases) >= maxAbandonTruths {
+		e.releases = append(e.releases[:0], e.releases[1:]...)
+	}
+	e.releases = append(e.releases, AbandonTruth{RequestID: r.id, GoneUnixNs: gone, ReleasedUnixNs: at.UnixNano(), DecodedForNobody: finished})
+}
+
+// abandonTruths returns a copy of the releases kept.
+func (e *engine) abandonTruths() []AbandonTruth {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.releases)
 }
 
 type stepRecord struct{ start, end time.Time }
@@ -56,11 +99,23 @@ func (e *engine) add(r *request) {
 	e.kick()
 }
 
+// addPrefilled hands the engine a request whose prompt another worker
+// prefilled (its KV cache has arrived): it needs a batch slot, then decodes.
+func (e *engine) addPrefilled(r *request) {
+	e.load.Add(1)
+	e.mu.Lock()
+	e.inbox = append(e.inbox, &seq{req: r, prefilled: true})
+	e.mu.Unlock()
+	e.kick()
+}
+
 // takeInbox moves the requests handed over since the last plan to the
 // waiting queue, stamped queued at now. Caller holds e.mu.
 func (e *engine) takeInbox(now time.Time) {
 	for _, s := range e.inbox {
-		s.req.eng.queued = now
+		if !s.prefilled {
+			s.req.eng.queued = now
+		}
 		e.waiting = append(e.waiting, s)
 	}
 	clear(e.inbox)
@@ -147,6 +202,13 @@ func (e *engine) trimSteps(now time.Time) {
 
 // publishGauges sets the scheduler gauges. Caller holds e.mu.
 func (e *engine) publishGauges() {
+	e.nWaiting.Store(int64(len(e.waiting)))
+	e.nRunning.Store(int64(len(e.running)))
+	e.nKV.Store(int64(e.kvUsed))
+	if e.publish != nil {
+		e.publish()
+		return
+	}
 	e.m.waiting.Set(float64(len(e.waiting)))
 	e.m.running.Set(float64(len(e.running)))
 	e.m.kvUsage.Set(e.kvUsageLocked())

@@ -18,7 +18,9 @@ type request struct {
 	gen       *generation
 	fault     Fault
 	wantTruth bool
-	arrival   time.Time
+	// background: sent by the simulator itself (Config.Background).
+	background bool
+	arrival    time.Time
 	// proxyStart is when the simulator's proxy took the request
 	// (ProxyStartHeader); zero without it.
 	proxyStart time.Time
@@ -58,6 +60,9 @@ type request struct {
 
 	// aborted tells the engine to drop the sequence (client gone, reset).
 	aborted atomic.Bool
+	// goneAt is when the handler saw its client go (Unix ns; 0: never),
+	// for the slot-release truth.
+	goneAt atomic.Int64
 
 	// Owned by the front-end loop.
 	fe frontState
@@ -72,6 +77,13 @@ type engineTimes struct {
 	prefillEnd time.Time // end of the step that finished its prompt
 	firstToken time.Time // end of its first decode step
 	lastToken  time.Time
+
+	// In a disaggregated deployment (Config.Disagg) queued, scheduled and
+	// prefillEnd are the prefill pool's; these are the rest.
+	disagg          bool
+	kvDone          time.Time // the link delivered its KV cache
+	decodeQueued    time.Time // handed to a decode worker
+	decodeScheduled time.Time // the decode worker gave it a batch slot
 
 	cachedTokens int           // prompt tokens found in the prefix cache
 	prefillSteps []PrefillStep // the steps that computed its prompt

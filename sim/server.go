@@ -73,6 +73,14 @@ type Config struct {
 	// lists the held frames. Needs Serve.
 	Nagle bool
 
+	// Background is traffic the simulator sends itself (its "users");
+	// off at its zero value.
+	Background Background
+
+	// Disagg serves with disaggregated prefill and decode: a prefill pool,
+	// a KV-cache link and a decode pool (see Disagg). Off at its zero value.
+	Disagg Disagg
+
 	// ServerTiming reports each stream's stages in a W3C Server-Timing
 	// header (those done when the headers leave) and trailer (every stage
 	// of the first frame), as a server instrumented for it does; vLLM does
@@ -129,10 +137,11 @@ type Server struct {
 	prof     Profile
 	log      *slog.Logger
 	m        *metrics
-	tr       *tracing // nil without an OTLP endpoint
-	front    *workers // the shared loop
-	tokPool  *workers // nil: tokenize on the shared loop
-	eng      *engine
+	tr       *tracing    // nil without an OTLP endpoint
+	front    *workers    // the shared loop
+	tokPool  *workers    // nil: tokenize on the shared loop
+	eng      *engine     // the engine; with Config.Disagg, the first decode worker
+	pd       *disaggPool // nil unless Config.Disagg
 	handler  http.Handler
 	idPrefix string
 	seq      atomic.Uint64
@@ -142,6 +151,11 @@ type Server struct {
 	// proxyReceipts are the simulator's proxy's receipts of response
 	// headers, for the truth (Deployment).
 	proxyReceipts proxyReceipts
+	// phases sums the finished requests' engine phases (BackgroundTruth).
+	phases phaseTruth
+	// stopBackground ends the background traffic and waits for its
+	// requests; a no-op without it.
+	stopBackground func()
 
 	cancel     context.CancelFunc
 	engineDone chan struct{}
@@ -168,6 +182,15 @@ func (c Config) Validate() error {
 	}
 	if c.Loading < 0 {
 		errs = append(errs, fmt.Errorf("loading %v: want a duration of 0 or more", c.Loading))
+	}
+	errs = append(errs, c.Background.validate()...)
+	if c.Disagg.Enabled {
+		if err := c.Disagg.validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if c.PrefixCacheBlocks > 0 {
+			errs = append(errs, errors.New("disagg with prefix-cache-blocks: the disaggregated deployment has no prefix cache"))
+		}
 	}
 	if c.FaultRate < 0 || c.FaultRate > 1 {
 		errs = append(errs, fmt.Errorf("fault-rate %v: want a fraction between 0 and 1", c.FaultRate))
@@ -230,6 +253,13 @@ func New(cfg Config) (*Server, error) {
 		s.tokPool = newWorkers(cfg.TokenizerPool)
 	}
 	s.eng = s.newEngine()
+	if cfg.Disagg.Enabled {
+		decode := []*engine{s.eng}
+		for len(decode) < cfg.Disagg.withDefaults().DecodeWorkers {
+			decode = append(decode, s.newEngine())
+		}
+		s.pd = newDisaggPool(cfg.Disagg, prof, s.m, decode)
+	}
 	if cfg.Loading > 0 {
 		s.loadTimer = time.AfterFunc(cfg.Loading, func() { close(s.loaded) })
 	} else {
@@ -239,9 +269,26 @@ func New(cfg Config) (*Server, error) {
 	s.cancel = cancel
 	go func() {
 		defer close(s.engineDone)
+		if s.pd != nil {
+			s.pd.run(ctx)
+			return
+		}
 		s.eng.run(ctx)
 	}()
 	s.handler = s.routes()
+	s.stopBackground = func() {}
+	if cfg.Background.Rate > 0 {
+		bctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.runBackground(bctx)
+		}()
+		s.stopBackground = func() {
+			stop()
+			<-done
+		}
+	}
 	return s, nil
 }
 
@@ -262,6 +309,33 @@ func (s *Server) newEngine() *engine {
 	return e
 }
 
+// submit hands a tokenized request to the engine, or with Config.Disagg
+// to the prefill pool.
+func (s *Server) submit(r *request) {
+	if s.pd != nil {
+		s.pd.add(r)
+		return
+	}
+	s.eng.add(r)
+}
+
+// times returns a copy of r's engine timestamps.
+func (s *Server) times(r *request) engineTimes {
+	if s.pd != nil {
+		return s.pd.timesOf(r)
+	}
+	return s.eng.times(r)
+}
+
+// kick wakes the engines, so that one drops a request aborted.
+func (s *Server) kick() {
+	if s.pd != nil {
+		s.pd.kickAll()
+		return
+	}
+	s.eng.kick()
+}
+
 // Ready returns a channel that is closed once the model has "loaded"
 // (Config.Loading after New); until then API requests get 503.
 func (s *Server) Ready() <-chan struct{} { return s.loaded }
@@ -278,6 +352,11 @@ func (s *Server) Profile() Profile { return s.prof }
 
 // Stats returns a snapshot of the engine.
 func (s *Server) Stats() Stats { return s.eng.stats(time.Now()) }
+
+// AbandonTruths returns the truth of the latest requests (up to 4,096)
+// whose client went away while they held a batch slot: when the client
+// went and when the slot was freed, oldest first.
+func (s *Server) AbandonTruths() []AbandonTruth { return s.eng.abandonTruths() }
 
 // shutdownGrace bounds how long Serve waits for connections to finish.
 const shutdownGrace = 5 * time.Second
@@ -317,6 +396,7 @@ func (s *Server) drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 // pending spans. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.stopBackground()
 		s.drain()
 		if s.loadTimer != nil {
 			s.loadTimer.Stop()
