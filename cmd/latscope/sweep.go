@@ -257,7 +257,7 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 		out = notices
 	}
 	m := session.Measurement{} // only for its Consumers: the sweep runs the pipeline
-	if err := addRecorderAndExport(ctx, out, f, s, &m); err != nil {
+	if err := f.outputs().Add(ctx, out, s, &m); err != nil {
 		return err
 	}
 	drainCtx := context.WithoutCancel(ctx)
