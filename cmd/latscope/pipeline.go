@@ -5,16 +5,17 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/latscope/latscope/internal/shutdown"
 	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
 )
 
 // Exit codes, documented in the README and in `latscope --help`.
 const (
-	exitFailure     = 1   // bad flags, the server (or, attached, every agent) could not be reached or set up, a write failed, a bench target missed
-	exitSLOMissed   = 2   // --slo: at least one objective was missed
-	exitAllFailed   = 3   // requests were sent and none succeeded: every one that finished failed, or none finished (all cancelled at the run's end)
-	exitInterrupted = 130 // SIGINT, SIGTERM or SIGHUP, in any command: the summary so far was printed
+	exitFailure     = 1                 // bad flags, the server (or, attached, every agent) could not be reached or set up, a write failed, a bench target missed
+	exitSLOMissed   = 2                 // --slo: at least one objective was missed
+	exitAllFailed   = 3                 // requests were sent and none succeeded: every one that finished failed, or none finished (all cancelled at the run's end)
+	exitInterrupted = shutdown.ExitCode // SIGINT, SIGTERM or SIGHUP, in any command: the summary so far was printed
 )
 
 // runSession measures target with f and prints the result (session.Run).
