@@ -188,7 +188,7 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 		case <-ctx.Done():
 		}
 	}
-	return outcome(stderr, summary, objectives, interrupted, runErr)
+	return session.Outcome(stderr, summary, objectives, interrupted, runErr)
 }
 
 // startAgentServer serves the agent's event stream, /metrics and /healthz.

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/latscope/latscope/bench"
 	"github.com/spf13/cobra"
+
+	"github.com/latscope/latscope/bench"
+	"github.com/latscope/latscope/session"
 )
 
 // benchModel is the model name the benches send; the servers accept any.
@@ -132,7 +134,7 @@ func missedUnless(err error, met bool, what string) error {
 	if err != nil || met {
 		return err
 	}
-	return &exitError{code: exitFailure, err: errors.New(what + ": a target was missed (see MISSED above)")}
+	return session.Exit(session.Failed, errors.New(what+": a target was missed (see MISSED above)"))
 }
 
 // serveArgs returns the arguments that run `bench serve` in a copy of this
@@ -242,7 +244,7 @@ over the first, and PASS or MISSED against the targets (heap last/first <=
 				return err
 			}
 			if !res.Met {
-				return &exitError{code: exitFailure, err: errors.New("bench soak: a target was missed")}
+				return session.Exit(session.Failed, errors.New("bench soak: a target was missed"))
 			}
 			return nil
 		},

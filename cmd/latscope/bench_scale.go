@@ -226,7 +226,7 @@ func driveScaleProbe(ctx context.Context, spec bench.ScaleSpec, runFor time.Dura
 	}
 	health := &bench.ProbeHealth{State: string(summary.Verdict.State), Reason: summary.Verdict.Reason}
 	if summary.Requests.OK == 0 {
-		return health, errors.Join(allFailed(summary), ctx.Err())
+		return health, errors.Join(session.AllRequestsFailed(summary), ctx.Err())
 	}
 	return health, ctx.Err()
 }

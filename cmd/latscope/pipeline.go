@@ -47,7 +47,7 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	dashboard := useDashboard(stdout, f.noTUI)
 	s, err := openSession(ctx, stderr, target, f, extra)
 	if errors.Is(err, session.ErrSetupInterrupted) {
-		return &exitError{code: exitInterrupted, err: err}
+		return session.Exit(session.Interrupted, err)
 	}
 	if err != nil {
 		return err
@@ -77,7 +77,7 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	var interrupted bool
 	var runErr error
 	if dashboard {
-		summary, interrupted, runErr = runWithDashboard(ctx, m, notices, tui.Options{Objectives: objectives, Window: window, NoColor: f.noColor})
+		summary, interrupted, runErr = session.RunWithDashboard(ctx, m, showDashboard, notices, tui.Options{Objectives: objectives, Window: window, NoColor: f.noColor})
 	} else {
 		summary, interrupted, runErr = m.Run(ctx)
 	}
@@ -89,64 +89,7 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 	if err != nil {
 		return fmt.Errorf("write the summary: %w", err)
 	}
-	return outcome(stderr, summary, objectives, interrupted, runErr)
-}
-
-// outcome maps a finished run to its exit: an interruption, an error of the
-// run itself, no request succeeding, or a missed objective, in that order.
-func outcome(stderr io.Writer, s aggregate.Summary, objectives []aggregate.Objective, interrupted bool, runErr error) error {
-	switch {
-	case interrupted:
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the requests sent until then")}
-	case runErr != nil:
-		return runErr
-	case s.Requests.Errors > 0 && s.Requests.OK == 0:
-		// Requests the run's own end cancelled (quitting the dashboard,
-		// --duration and --drain) did not fail; all the others did.
-		return &exitError{code: exitAllFailed, err: allFailed(s)}
-	case s.Requests.CancelledAtEnd > 0 && s.Requests.OK == 0:
-		// None failed, but none succeeded either: the run measured
-		// nothing, which is no success (a queue deeper than the run).
-		return &exitError{code: exitAllFailed, err: noneFinished(s.Requests)}
-	case len(objectives) > 0:
-		return checkSLO(stderr, s, objectives)
-	}
-	return nil
-}
-
-// allFailed says that every request that finished failed, and how most
-// did; those the run's end cancelled are named apart.
-func allFailed(s aggregate.Summary) error {
-	r := s.Requests
-	if r.CancelledAtEnd > 0 {
-		return fmt.Errorf("all %d finished requests failed%s; %d more were cancelled at the end of the run", r.Errors, topErrorHint(s), r.CancelledAtEnd)
-	}
-	return fmt.Errorf("all %d requests failed%s", r.Errors, topErrorHint(s))
-}
-
-// noneFinished says that no request finished before the run's end
-// cancelled them all, and how to give them time.
-func noneFinished(r aggregate.Requests) error {
-	return fmt.Errorf("no request finished within the run: all %d were cancelled at its end; lengthen --duration or --drain", r.CancelledAtEnd)
-}
-
-// topErrorHint names the most common way requests failed, with its
-// message, for the one line a user reads when nothing worked.
-func topErrorHint(s aggregate.Summary) string {
-	if errs := s.Requests.TopErrors; len(errs) > 0 && errs[0].Message != "" {
-		return fmt.Sprintf(" (most as %s: %s)", errs[0].Outcome, errs[0].Message)
-	}
-	var top string
-	var n int64
-	for outcome, c := range s.Requests.ByOutcome {
-		if c > n || c == n && string(outcome) < top {
-			top, n = string(outcome), c
-		}
-	}
-	if top == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (most as %s)", top)
+	return session.Outcome(stderr, summary, objectives, interrupted, runErr)
 }
 
 // addRecorderAndExport adds the consumers --record and --otlp-export ask for.
@@ -172,19 +115,4 @@ func addRecorderAndExport(ctx context.Context, stderr io.Writer, f *loadFlags, s
 		m.Pipe.Aux = append(slices.Clip(m.Pipe.Aux), exp.Losses(time.Now))
 	}
 	return nil
-}
-
-// recordedOutcome is outcome for a recording read back (replay, report):
-// the same exit code the run that made it gave, its objectives (the
-// session's --slo) judged again.
-func recordedOutcome(stderr io.Writer, s aggregate.Summary) error {
-	var objectives []aggregate.Objective
-	if s.Session != nil && s.Session.Load.SLO != "" {
-		objs, err := aggregate.ParseSLO(s.Session.Load.SLO)
-		if err != nil {
-			fmt.Fprintf(stderr, "latscope: warning: the recording's objectives %q are not judged: %v\n", s.Session.Load.SLO, err)
-		}
-		objectives = objs
-	}
-	return outcome(stderr, s, objectives, false, nil)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/recorder"
+	"github.com/latscope/latscope/session"
 )
 
 // maxRepeat bounds --repeat: more runs than this is a typo, not a plan.
@@ -125,7 +126,7 @@ func (r *repeater) runAll(ctx context.Context, stderr io.Writer, once func(io.Wr
 	var sloMissed error
 	for i := 1; i <= r.n; i++ {
 		if ctx.Err() != nil {
-			return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted before run %d of %d", i, r.n)}
+			return session.Exit(session.Interrupted, fmt.Errorf("interrupted before run %d of %d", i, r.n))
 		}
 		if !r.seedGiven {
 			r.f.seed = seedFlag{} // a fresh seed each run: no prompt cache shared between them
@@ -137,8 +138,7 @@ func (r *repeater) runAll(ctx context.Context, stderr io.Writer, once func(io.Wr
 		fmt.Fprintf(stderr, "latscope: run %d of %d\n", i, r.n)
 		var out bytes.Buffer
 		err := once(&out)
-		var ee *exitError
-		if errors.As(err, &ee) && ee.code == exitInterrupted {
+		if session.ReasonOf(err) == session.Interrupted {
 			fmt.Fprintf(stderr, "latscope: run %d of %d was interrupted; it is left out of the statistics\n", i, r.n)
 			return err
 		}
@@ -148,7 +148,7 @@ func (r *repeater) runAll(ctx context.Context, stderr io.Writer, once func(io.Wr
 			}
 		}
 		switch {
-		case errors.As(err, &ee) && ee.code == exitSLOMissed:
+		case session.ReasonOf(err) == session.SLOMissed:
 			sloMissed = err
 		case err != nil:
 			return fmt.Errorf("run %d of %d: %w", i, r.n, err)

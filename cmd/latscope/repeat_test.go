@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/session"
 )
 
 func TestRecordPath(t *testing.T) {
@@ -132,7 +133,7 @@ func TestRepeaterKeepsAGivenSeed(t *testing.T) {
 
 func TestRepeaterOutcomes(t *testing.T) {
 	t.Parallel()
-	slo := &exitError{code: exitSLOMissed, err: errors.New("1 of 1 objectives missed")}
+	slo := session.Exit(session.SLOMissed, errors.New("1 of 1 objectives missed"))
 	for _, tc := range []struct {
 		name     string
 		outcomes []error
@@ -141,8 +142,8 @@ func TestRepeaterOutcomes(t *testing.T) {
 		code     int // exit code, 0 for none
 	}{
 		{"an objective missed: the runs go on, exit 2", []error{nil, slo, nil}, 3, 3, exitSLOMissed},
-		{"interrupted: stop, that run left out", []error{nil, &exitError{code: exitInterrupted, err: errors.New("interrupted")}}, 2, 1, exitInterrupted},
-		{"all failed: stop, that run kept", []error{&exitError{code: exitAllFailed, err: errors.New("all 5 requests failed")}}, 1, 1, exitAllFailed},
+		{"interrupted: stop, that run left out", []error{nil, session.Exit(session.Interrupted, errors.New("interrupted"))}, 2, 1, exitInterrupted},
+		{"all failed: stop, that run kept", []error{session.Exit(session.AllFailed, errors.New("all 5 requests failed"))}, 1, 1, exitAllFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -151,9 +152,8 @@ func TestRepeaterOutcomes(t *testing.T) {
 			r := repeater{f: f, n: 3}
 			err := r.runAll(context.Background(), io.Discard, fr.once)
 			code := 0
-			var ee *exitError
-			if errors.As(err, &ee) {
-				code = ee.code
+			if err != nil {
+				code = codeOf(err)
 			}
 			if fr.calls != tc.calls || len(r.summaries) != tc.kept || code != tc.code {
 				t.Errorf("calls %d, kept %d, code %d (%v); want %d, %d, %d", fr.calls, len(r.summaries), code, err, tc.calls, tc.kept, tc.code)
@@ -166,8 +166,7 @@ func TestRepeaterOutcomes(t *testing.T) {
 	f := &loadFlags{}
 	fr := &fakeRuns{f: f}
 	r := repeater{f: f, n: 3}
-	var ee *exitError
-	if err := r.runAll(ctx, io.Discard, fr.once); !errors.As(err, &ee) || ee.code != exitInterrupted || fr.calls != 0 {
+	if err := r.runAll(ctx, io.Discard, fr.once); codeOf(err) != exitInterrupted || fr.calls != 0 {
 		t.Errorf("cancelled: %v after %d runs", err, fr.calls)
 	}
 }

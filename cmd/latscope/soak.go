@@ -95,8 +95,7 @@ func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []
 	// The cancelled context is how the run ends here: being interrupted,
 	// even before the run began (a slow machine, tiny checkpoints), is no
 	// failure.
-	var exit *exitError
-	if errors.As(runErr, &exit) && exit.code == exitInterrupted || errors.Is(runErr, session.ErrSetupInterrupted) {
+	if session.ReasonOf(runErr) == session.Interrupted || errors.Is(runErr, session.ErrSetupInterrupted) {
 		runErr = nil
 	}
 	return errors.Join(mErr, encErr, runErr)
@@ -165,7 +164,7 @@ func soakDashboard(ctx context.Context, target string, f *loadFlags) error {
 	snaps := pipeline.NewLatest[aggregate.Snapshot]()
 	m.Observers = append(m.Observers, snaps.Put)
 	feeds := make(chan *tui.LiveFeed, 1)
-	m.Consumers = append(m.Consumers, dashboardFeed{snaps: snaps, feeds: feeds})
+	m.Consumers = append(m.Consumers, session.DashboardFeed{Snaps: snaps, Feeds: feeds})
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := m.Run(ctx)

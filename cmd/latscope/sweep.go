@@ -237,7 +237,7 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	dashboard := useDashboard(stdout, f.noTUI)
 	s, err := openSession(ctx, stderr, target, f, nil)
 	if errors.Is(err, session.ErrSetupInterrupted) {
-		return &exitError{code: exitInterrupted, err: err}
+		return session.Exit(session.Interrupted, err)
 	}
 	if err != nil {
 		return err
@@ -325,16 +325,16 @@ func runSweepSteps(ctx context.Context, cfg sweep.Config, waits []func() error, 
 func sweepOutcome(res sweep.Result, objectives []aggregate.Objective, dashboard bool) error {
 	switch {
 	case res.Interrupted && !dashboard:
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the table covers the steps run until then")}
+		return session.Exit(session.Interrupted, errors.New("interrupted: the table covers the steps run until then"))
 	case res.Failure != "" && res.NoneSucceeded():
 		// Every request of every step failed: exit 3, as a run's.
-		return &exitError{code: exitAllFailed, err: errors.New("sweep failed: " + res.Failure)}
+		return session.Exit(session.AllFailed, errors.New("sweep failed: "+res.Failure))
 	case res.Failure != "":
 		// A step measured nothing of the server: the sweep did not find
 		// its capacity, whatever it printed about the steps before.
-		return &exitError{code: exitFailure, err: errors.New("sweep failed: " + res.Failure)}
+		return session.Exit(session.Failed, errors.New("sweep failed: "+res.Failure))
 	case len(objectives) > 0 && res.MaxLoad == nil:
-		return &exitError{code: exitSLOMissed, err: errors.New("no load met the objectives")}
+		return session.Exit(session.SLOMissed, errors.New("no load met the objectives"))
 	}
 	return nil
 }

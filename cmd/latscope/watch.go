@@ -109,7 +109,7 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 	f.rate, f.arrival, f.drain = canaryRate, probe.ArrivalConstant, 5*time.Second
 	s, err := openWatch(ctx, stderr, target, f, canaryRate > 0)
 	if errors.Is(err, session.ErrSetupInterrupted) {
-		return &exitError{code: exitInterrupted, err: err}
+		return session.Exit(session.Interrupted, err)
 	}
 	if err != nil {
 		return err
@@ -131,7 +131,7 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 	var summary aggregate.Summary
 	var interrupted bool
 	if dashboard {
-		summary, interrupted, err = runWithDashboard(ctx, m, notices, tui.Options{Window: window, NoColor: f.noColor})
+		summary, interrupted, err = session.RunWithDashboard(ctx, m, showDashboard, notices, tui.Options{Window: window, NoColor: f.noColor})
 	} else {
 		summary, interrupted, err = m.Run(ctx)
 	}
@@ -144,7 +144,7 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 		return err
 	}
 	if interrupted {
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the time watched until then")}
+		return session.Exit(session.Interrupted, errors.New("interrupted: the summary covers the time watched until then"))
 	}
 	return nil
 }
