@@ -477,6 +477,7 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 		ws.ServerStageMeans, ws.QueueDepthMean, ws.HasQueueDepth = windowServer(sr, from, to)
 		ws.Traffic = windowTraffic(sr, from, to)
 	}
+	ws.Traffic.Spans = a.userSpans(w, now)
 	if ws.PromptTokens > 0 {
 		ws.CacheHitRate = float64(ws.CachedTokens) / float64(ws.PromptTokens)
 	}
@@ -619,7 +620,7 @@ func (a *Aggregator) MemoryBytes() int {
 	for _, b := range a.breakdown {
 		n += b.m.memory()
 	}
-	return n
+	return n + a.users.memory()
 }
 
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {

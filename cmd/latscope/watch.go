@@ -13,7 +13,6 @@ import (
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/probe"
-	"github.com/latscope/latscope/recorder"
 	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
 )
@@ -101,10 +100,8 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 	if err != nil {
 		return fmt.Errorf("--window: %w", err)
 	}
-	if f.record != "" {
-		if err := recorder.CheckPath(f.record, recorder.Options{Overwrite: f.recordOverwrite}); err != nil {
-			return fmt.Errorf("--record: %w", err)
-		}
+	if err := f.outputs().Check(); err != nil {
+		return err
 	}
 	f.rate, f.arrival, f.drain = canaryRate, probe.ArrivalConstant, 5*time.Second
 	s, err := openWatch(ctx, stderr, target, f, canaryRate > 0)
@@ -125,7 +122,7 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 	} else {
 		m.Observers = append(m.Observers, watchStatusLine(stderr))
 	}
-	if err := addRecorderAndExport(ctx, progress, f, s, &m); err != nil {
+	if err := f.outputs().Add(ctx, progress, s, &m); err != nil {
 		return err
 	}
 	var summary aggregate.Summary
@@ -159,12 +156,7 @@ func openWatch(ctx context.Context, stderr io.Writer, target string, f *loadFlag
 	if !canary {
 		return session.OpenWatch(ctx, stderr, o, f.duration)
 	}
-	s, err := session.Open(ctx, stderr, o)
-	if err != nil {
-		return nil, err
-	}
-	s.MarkCanary()
-	return s, nil
+	return session.OpenCanary(ctx, stderr, o)
 }
 
 // watchStatusLine prints the watch status line to w at most once a second.
