@@ -15,9 +15,6 @@ import (
 	"github.com/latscope/latscope/session"
 )
 
-// benchModel is the model name the benches send; the servers accept any.
-const benchModel = "latscope-bench"
-
 // newBenchCmd builds `latscope bench`: measurements of latscope's own probe
 // against a bare client, run side by side. Each prints its report, marking a
 // missed target MISSED, and then exits 1 (errTargetMissed) so a script or
@@ -52,8 +49,8 @@ timestamped there; each client's arrival times are compared with those, and the
 mean and p99 |error| of TTFT and ITL are printed with the ratio probe/bare.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.Clients = bench.DefaultClients(benchModel)
-			cfg.StartServer = bench.SimServer(cfg.Profile, benchModel, slices.Max(append([]int{1}, cfg.Concurrency...)))
+			cfg.Clients = bench.DefaultClients(bench.Model)
+			cfg.StartServer = bench.SimServer(cfg.Profile, bench.Model, slices.Max(append([]int{1}, cfg.Concurrency...)))
 			res, err := bench.RunAccuracy(cmd.Context(), cfg)
 			if err != nil {
 				return fmt.Errorf("bench accuracy: %w", err)
@@ -102,7 +99,7 @@ probe/bare beside their targets.`,
 			if err != nil {
 				return fmt.Errorf("bench throughput: find own binary for the server child: %w", err)
 			}
-			cfg.Clients = bench.DefaultClients(benchModel)
+			cfg.Clients = bench.DefaultClients(bench.Model)
 			cfg.StartServer = bench.ChildServer(bench.ExecLauncher(exe, serveArgs(cmd)...), cmd.ErrOrStderr())
 			res, err := bench.RunThroughput(cmd.Context(), cfg)
 			if err != nil {
@@ -282,7 +279,7 @@ func newBenchSoakCaseCmd() *cobra.Command {
 			if profileDir != "" {
 				profile = filepath.Join(profileDir, name+".heap")
 			}
-			return runSoakCase(cmd.Context(), cmd.OutOrStdout(), name, checkpoints, bench.SoakHeapReadings, profile)
+			return bench.RunSoakCase(cmd.Context(), cmd.OutOrStdout(), name, checkpoints, bench.SoakHeapReadings, profile)
 		},
 	}
 	cmd.Flags().StringVar(&name, "case", "", "the case to run")

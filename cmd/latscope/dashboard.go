@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
+	"github.com/latscope/latscope/internal/shutdown"
 	"github.com/latscope/latscope/tui"
 )
 
@@ -28,7 +29,7 @@ func useDashboard(stdout io.Writer, noTUI bool) bool {
 // without waiting for Bubble Tea, still leaves it usable.
 func showDashboard(ctx context.Context, feed tui.Feed, opts tui.Options) error {
 	if opts.Input == nil && opts.Output == nil { // the terminal's, not a test's
-		defer shutdownFrom(ctx).onForce(saveTerminal(os.Stdin, os.Stdout))()
+		defer shutdown.From(ctx).OnForce(saveTerminal(os.Stdin, os.Stdout))()
 	}
 	return tui.Run(ctx, feed, opts)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel"
 
+	"github.com/latscope/latscope/internal/shutdown"
 	"github.com/latscope/latscope/internal/textsafe"
 	"github.com/latscope/latscope/session"
 )
@@ -50,13 +51,13 @@ func main() {
 	// dashboard writes to the terminal itself; its text is made safe
 	// where it enters, in event.Safe.)
 	stdout, stderr := newSafeStream(os.Stdout), newSafeStream(os.Stderr)
-	sh, ctx := newShutdown(context.Background(), stderr, os.Exit)
+	sh, ctx := shutdown.New(context.Background(), stderr, os.Exit)
 	root := newRootCmd()
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	sh.stop()
-	code := exitCode(stderr, err, sh.signal())
+	sh.Stop()
+	code := exitCode(stderr, err, sh.Signal())
 	_, _ = stdout.Flush(), stderr.Flush()
 	os.Exit(code)
 }
@@ -92,12 +93,12 @@ func exitCode(stderr io.Writer, err error, sig os.Signal) int {
 	if sig != nil {
 		switch rest := withoutCancellation(err); {
 		case codeOf(err) == exitInterrupted, rest == nil && errors.Is(err, session.ErrSetupInterrupted):
-			fmt.Fprintf(stderr, "latscope: %v (%s)\n", err, signalName(sig))
+			fmt.Fprintf(stderr, "latscope: %v (%s)\n", err, shutdown.SignalName(sig))
 		case rest != nil:
 			fmt.Fprintln(stderr, "latscope:", rest)
 			fallthrough
 		default:
-			fmt.Fprintf(stderr, "latscope: interrupted (%s)\n", signalName(sig))
+			fmt.Fprintf(stderr, "latscope: interrupted (%s)\n", shutdown.SignalName(sig))
 		}
 		return exitInterrupted
 	}

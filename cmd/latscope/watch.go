@@ -13,7 +13,6 @@ import (
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/probe"
-	"github.com/latscope/latscope/recorder"
 	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
 )
@@ -142,10 +141,8 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 	if err != nil {
 		return fmt.Errorf("--window: %w", err)
 	}
-	if f.record != "" {
-		if err := recorder.CheckPath(f.record, recorder.Options{Overwrite: f.recordOverwrite}); err != nil {
-			return fmt.Errorf("--record: %w", err)
-		}
+	if err := f.outputs().Check(); err != nil {
+		return err
 	}
 	f.rate, f.arrival, f.drain = canaryRate, probe.ArrivalConstant, 5*time.Second
 	s, err := openWatch(ctx, stderr, target, f, canaryRate > 0)
@@ -166,7 +163,7 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 	} else {
 		m.Observers = append(m.Observers, watchStatusLine(stderr))
 	}
-	if err := addRecorderAndExport(ctx, progress, f, s, &m); err != nil {
+	if err := f.outputs().Add(ctx, progress, s, &m); err != nil {
 		return err
 	}
 	var summary aggregate.Summary
