@@ -25,6 +25,9 @@ type Traffic struct {
 	// end-to-end histogram's, else its queue histogram's, observations).
 	Requests  float64 `json:"requests"`
 	ReqPerSec float64 `json:"req_per_s"`
+	// HasRequests says whether the server counts its requests (an
+	// end-to-end or queue histogram); llama.cpp does not.
+	HasRequests bool `json:"has_requests"`
 	// PromptTokPerSec and GenTokPerSec are the server's token counters'
 	// rates; HasTokens says whether it has them.
 	PromptTokPerSec float64 `json:"prompt_tok_per_s"`
@@ -285,9 +288,9 @@ func (t *trafficAcc) stats() Traffic {
 		out.PrefixHitRate, out.PrefixFrom = t.hitRate/float64(t.hitRateN), "gauge"
 	}
 	if e2e := t.stages["e2e"]; e2e != nil {
-		out.Requests = e2e.count
+		out.Requests, out.HasRequests = e2e.count, true
 	} else if q := t.stages["queue"]; q != nil {
-		out.Requests = q.count
+		out.Requests, out.HasRequests = q.count, true
 	}
 	if t.span > 0 {
 		out.ReqPerSec = out.Requests / t.span

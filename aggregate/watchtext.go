@@ -27,7 +27,10 @@ func trafficLine(t Traffic) string {
 	if !t.Seen {
 		return "no metrics interval yet"
 	}
-	parts := []string{fmt.Sprintf("%.1f req/s", t.ReqPerSec)}
+	parts := []string{"req/s not given"}
+	if t.HasRequests {
+		parts[0] = fmt.Sprintf("%.1f req/s", t.ReqPerSec)
+	}
 	if len(t.Phases) > 0 {
 		parts = append(parts, PhaseShares(t))
 	}
@@ -206,7 +209,11 @@ func writeTraffic(b *strings.Builder, t Traffic) {
 		return
 	}
 	fmt.Fprintf(b, "all traffic, as the server's %s metrics report it, over %s (a canary's requests are in it too):\n", t.Dialect, t.Span.Round(time.Second))
-	fmt.Fprintf(b, "  requests %.0f (%.2f/s)", t.Requests, t.ReqPerSec)
+	if t.HasRequests {
+		fmt.Fprintf(b, "  requests %.0f (%.2f/s)", t.Requests, t.ReqPerSec)
+	} else {
+		b.WriteString("  requests: not counted by the server")
+	}
 	if t.HasTokens {
 		fmt.Fprintf(b, "  prompt tokens %.0f/s  output tokens %.0f/s", t.PromptTokPerSec, t.GenTokPerSec)
 	}
