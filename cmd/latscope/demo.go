@@ -115,7 +115,7 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 	if modes.prefixTokens == 0 && f.conversation != "" {
 		modes.prefixTokens = demoPrefixCacheTokens
 	}
-	blocks, err := prefixCacheBlocks(0, modes.prefixTokens)
+	blocks, err := sim.PrefixCacheBlocks(0, modes.prefixTokens)
 	if err != nil {
 		return err
 	}
