@@ -91,7 +91,7 @@ func (s *safeStream) Flush() error {
 // up terminal, a context cancelled under a request).
 func exitCode(stderr io.Writer, err error, sig os.Signal) int {
 	if sig != nil {
-		switch rest := withoutCancellation(err); {
+		switch rest := session.WithoutCancellation(err); {
 		case codeOf(err) == exitInterrupted, rest == nil && errors.Is(err, session.ErrSetupInterrupted):
 			fmt.Fprintf(stderr, "latscope: %v (%s)\n", err, shutdown.SignalName(sig))
 		case rest != nil:
@@ -144,17 +144,6 @@ func withExitCodes(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		withExitCodes(sub)
 	}
-}
-
-// withoutCancellation removes what an interruption leaves among a command's
-// errors (cancelled contexts), keeping real failures.
-func withoutCancellation(err error) error {
-	return dropErrors(err, func(e error) bool {
-		if _, joined := e.(interface{ Unwrap() []error }); joined {
-			return false // look into it: a real failure may be joined to a cancellation
-		}
-		return errors.Is(e, context.Canceled) || errors.Is(e, session.ErrSetupInterrupted)
-	})
 }
 
 func newRootCmd() *cobra.Command {
@@ -237,23 +226,4 @@ func versionString() string {
 		return version
 	}
 	return version + " (" + rev + dirty + ")"
-}
-
-// dropErrors returns err without the errors drop matches: err itself, or
-// any of the errors it joins, however deep.
-func dropErrors(err error, drop func(error) bool) error {
-	if err == nil || drop(err) {
-		return nil
-	}
-	joined, ok := err.(interface{ Unwrap() []error })
-	if !ok {
-		return err
-	}
-	var rest []error
-	for _, e := range joined.Unwrap() {
-		if e = dropErrors(e, drop); e != nil {
-			rest = append(rest, e)
-		}
-	}
-	return errors.Join(rest...)
 }
