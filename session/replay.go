@@ -15,9 +15,9 @@ import (
 
 // ReplayConfig is one replay of a recording.
 type ReplayConfig struct {
-	// Path is the recording's file; Name is what messages call it (the
-	// argument given: "-" was copied to Path).
-	Path, Name string
+	// Arg is the recording as given: a path, or "-" for Stdin.
+	Arg   string
+	Stdin io.Reader
 	// Speed is the playback's factor (recorder.MaxSpeed: as fast as read).
 	Speed float64
 	JSON  bool
@@ -32,18 +32,23 @@ type ReplayConfig struct {
 // the recorded run gave (or Interrupted): the whole of `latscope replay`
 // after its flags.
 func Replay(ctx context.Context, stdout, stderr io.Writer, c ReplayConfig) error {
+	path, name, cleanup, err := recordingArg(ctx, c.Stdin, c.Arg)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	// Open once up front: a file that is not a recording, or from
 	// another version, fails here with a clear message.
-	rd, err := recorder.Open(c.Path)
+	rd, err := recorder.Open(path)
 	if err != nil {
-		if c.Name != c.Path {
-			return fmt.Errorf("%s: %w", c.Name, err)
+		if name != path {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		return err
 	}
 	rd.Close()
 	if c.Screen != nil {
-		feed := newReplayFeed(ctx, c.Path, c.Speed)
+		feed := newReplayFeed(ctx, path, c.Speed)
 		err := c.Screen(ctx, feed, c.View)
 		soFar := feed.Close()
 		if err != nil {
@@ -55,16 +60,16 @@ func Replay(ctx context.Context, stdout, stderr io.Writer, c ReplayConfig) error
 		}
 		c.Speed = recorder.MaxSpeed // then the whole file's summary, as --no-tui prints it
 	}
-	replay := recorder.NewReplay(c.Path, recorder.ReplayOptions{Speed: c.Speed, Name: c.Name})
+	replay := recorder.NewReplay(path, recorder.ReplayOptions{Speed: c.Speed, Name: name})
 	m := Measurement{Pipe: pipeline.Config{Primary: []pipeline.Source{replay}}}
 	summary, interrupted, err := m.Run(ctx)
 	if n := replay.Duplicates(); n > 0 {
-		fmt.Fprintf(stderr, "latscope: warning: %s: %s\n", c.Name, aggregate.DuplicatesNote(n))
+		fmt.Fprintf(stderr, "latscope: warning: %s: %s\n", name, aggregate.DuplicatesNote(n))
 		summary.DuplicatesIgnored = n
 	}
 	var torn *recorder.TornTailError
 	if errors.As(err, &torn) {
-		fmt.Fprintf(stderr, "latscope: warning: %s: %v; the summary covers everything before it\n", c.Name, torn)
+		fmt.Fprintf(stderr, "latscope: warning: %s: %v; the summary covers everything before it\n", name, torn)
 		err = withoutTorn(err)
 	}
 	interrupted = interrupted || ctx.Err() != nil

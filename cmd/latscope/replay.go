@@ -52,12 +52,7 @@ func newReplayCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			path, name, cleanup, err := recordingArg(cmd.Context(), cmd.InOrStdin(), args[0])
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			c := session.ReplayConfig{Path: path, Name: name, Speed: sp, JSON: jsonOut, View: tui.Options{NoColor: noColor}}
+			c := session.ReplayConfig{Arg: args[0], Stdin: cmd.InOrStdin(), Speed: sp, JSON: jsonOut, View: tui.Options{NoColor: noColor}}
 			if useDashboard(cmd.OutOrStdout(), noTUI) {
 				c.Screen = showDashboard
 			}
