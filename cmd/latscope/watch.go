@@ -156,12 +156,7 @@ func openWatch(ctx context.Context, stderr io.Writer, target string, f *loadFlag
 	if !canary {
 		return session.OpenWatch(ctx, stderr, o, f.duration)
 	}
-	s, err := session.Open(ctx, stderr, o)
-	if err != nil {
-		return nil, err
-	}
-	s.MarkCanary()
-	return s, nil
+	return session.OpenCanary(ctx, stderr, o)
 }
 
 // watchStatusLine prints the watch status line to w at most once a second.
