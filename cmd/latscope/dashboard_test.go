@@ -21,7 +21,11 @@ func TestQuittingTheDashboardIsNotAnInterruption(t *testing.T) {
 		timeout: time.Minute, maxEventBytes: 1 << 20, noGPU: true, noMetrics: true, arrival: "poisson", burstiness: 1,
 		stepDuration: time.Second, seed: seedFlag{n: 1, given: true}}
 	ctx := context.Background()
-	s, err := openSession(ctx, io.Discard, url, f, nil)
+	o, err := f.sessionOptions(io.Discard, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := session.Open(ctx, io.Discard, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"net"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/latscope/latscope/attribute"
-	"github.com/latscope/latscope/collector"
-	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/sim"
 )
@@ -98,61 +93,20 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 	if f.untilStopped && !fixedLoad {
 		f.steps, f.repeatSteps = demoSteps, true
 	}
-	prof, err := sim.ProfileByName(profileName)
-	if err != nil {
-		return fmt.Errorf("--profile: %w", err)
-	}
-	// The span receiver's port first, so the simulator can be told where to
-	// send; the receiver runs as one of the session's sources.
-	serveCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-	otlpLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("listen for spans: %w", err)
-	}
-	recv := collector.NewOTLPReceiver(collector.OTLPConfig{Listener: otlpLn})
-
 	if modes.prefixTokens == 0 && f.conversation != "" {
 		modes.prefixTokens = demoPrefixCacheTokens
 	}
-	blocks, err := sim.PrefixCacheBlocks(0, modes.prefixTokens)
-	if err != nil {
-		return err
-	}
-	srv, err := sim.New(sim.Config{
-		Profile: prof, MaxNumSeqs: maxNumSeqs, TokenizerPool: pool, Seed: f.seed.value(), ServerTiming: true,
-		OTLPEndpoint:      "http://" + otlpLn.Addr().String() + "/v1/traces",
-		PrefixCacheBlocks: blocks, KeepAbandoned: modes.keepAbandoned,
-	})
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("listen for the simulator: %w", err)
-	}
-	deploy.Network.Seed = f.seed.value()
-	if err := deploy.Network.Validate(); err != nil {
-		return fmt.Errorf("--rtt, --jitter: %w", err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = deploy.Serve(serveCtx, srv, ln)
-	}()
-	defer func() { stop(); <-served }()
-
-	gpu := collector.NewSimulatedGPU(collector.GPUConfig{Interval: f.gpuInterval}, func() collector.SimLoad {
-		st := srv.Stats()
-		return collector.SimLoad{BusyFraction: st.Busy, BatchSize: st.BatchSize, KVUsage: st.KVUsage}
-	})
 	if f.joinWait == attribute.DefaultJoinWait {
 		// The simulator exports spans every few tens of ms; no need to wait long.
 		f.joinWait = 500 * time.Millisecond
 	}
-	label := fmt.Sprintf("latscope demo: SIMULATED %s server on http://%s (%d slots; %s) - numbers describe the simulator, not a real model; GPU is simulated too",
-		prof.Name, ln.Addr(), maxNumSeqs, deploy.Describe())
-	return runSession(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), "http://"+ln.Addr().String(), f,
-		&session.Extras{Collectors: []pipeline.Source{gpu}, Spans: recv, Label: label, Simulated: true})
+	target, extras, stop, err := session.DemoServer{
+		Profile: profileName, MaxNumSeqs: maxNumSeqs, TokenizerPool: pool, Seed: f.seed.value(), Deploy: deploy,
+		PrefixCacheTokens: modes.prefixTokens, KeepAbandoned: modes.keepAbandoned, GPUInterval: f.gpuInterval,
+	}.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	return runSession(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), target, f, extras)
 }

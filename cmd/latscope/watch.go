@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
@@ -91,7 +90,8 @@ func newWatchCmd() *cobra.Command {
 	return cmd
 }
 
-// runWatch watches target's own traffic, with a canary at canaryRate.
+// runWatch watches target's own traffic, with a canary at canaryRate
+// (session.Watch).
 func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, canaryRate float64) error {
 	if math.IsNaN(canaryRate) || canaryRate < 0 || canaryRate > 1000 {
 		return fmt.Errorf("--canary-rate %g: want 0 (no canary) to 1000 requests per second", canaryRate)
@@ -104,69 +104,16 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 		return err
 	}
 	f.rate, f.arrival, f.drain = canaryRate, probe.ArrivalConstant, 5*time.Second
-	s, err := openWatch(ctx, stderr, target, f, canaryRate > 0)
-	if errors.Is(err, session.ErrSetupInterrupted) {
-		return session.Exit(session.Interrupted, err)
-	}
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	m := session.Measurement{Pipe: s.PipelineConfig(), Agg: aggregate.Config{Now: time.Now, OfferedRate: s.Offered}}
-	dashboard := useDashboard(stdout, f.noTUI)
-	var notices *tui.NoticeBoard
-	progress := stderr
-	if dashboard {
-		notices = &tui.NoticeBoard{After: stderr}
-		progress = notices
-	} else {
-		m.Observers = append(m.Observers, watchStatusLine(stderr))
-	}
-	if err := f.outputs().Add(ctx, progress, s, &m); err != nil {
-		return err
-	}
-	var summary aggregate.Summary
-	var interrupted bool
-	if dashboard {
-		summary, interrupted, err = session.RunWithDashboard(ctx, m, showDashboard, notices, tui.Options{Window: window, NoColor: f.noColor})
-	} else {
-		summary, interrupted, err = m.Run(ctx)
-	}
-	if f.jsonOut {
-		err = errors.Join(err, aggregate.WriteJSON(stdout, summary))
-	} else {
-		err = errors.Join(err, aggregate.WriteWatchTable(stdout, summary))
-	}
-	if err != nil {
-		return err
-	}
-	if interrupted {
-		return session.Exit(session.Interrupted, errors.New("interrupted: the summary covers the time watched until then"))
-	}
-	return nil
-}
-
-// openWatch opens the watch session: the collectors alone, or with the
-// canary's load as well.
-func openWatch(ctx context.Context, stderr io.Writer, target string, f *loadFlags, canary bool) (*session.Session, error) {
 	o, err := f.sessionOptions(stderr, target)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if !canary {
-		return session.OpenWatch(ctx, stderr, o, f.duration)
+	c := session.WatchConfig{
+		Session: o, Outputs: f.outputs(), Canary: canaryRate > 0, Duration: f.duration, JSON: f.jsonOut,
+		View: tui.Options{Window: window, NoColor: f.noColor},
 	}
-	return session.OpenCanary(ctx, stderr, o)
-}
-
-// watchStatusLine prints the watch status line to w at most once a second.
-func watchStatusLine(w io.Writer) func(aggregate.Snapshot) {
-	var last time.Time
-	return func(s aggregate.Snapshot) {
-		if time.Since(last) < time.Second {
-			return
-		}
-		last = time.Now()
-		fmt.Fprintln(w, aggregate.WatchStatusLine(s))
+	if useDashboard(stdout, f.noTUI) {
+		c.Screen = showDashboard
 	}
+	return session.Watch(ctx, stdout, stderr, c)
 }

@@ -1,0 +1,94 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/tui"
+)
+
+// WatchConfig is one watch of a server's own traffic.
+type WatchConfig struct {
+	Session Options
+	Outputs Outputs
+	// Canary sends the session's load (a steady canary) beside the
+	// server's traffic; without it no load is sent, for Duration (0: until
+	// stopped).
+	Canary   bool
+	Duration time.Duration
+	JSON     bool
+	// Screen, when set, shows the watch view; nil runs headless with a
+	// status line a second on stderr.
+	Screen Screen
+	View   tui.Options
+}
+
+// Watch opens the watch session, runs it to its end and prints its
+// summary on stdout: the whole of `latscope watch` after its flags.
+func Watch(ctx context.Context, stdout, stderr io.Writer, c WatchConfig) error {
+	s, err := c.open(ctx, stderr)
+	if errors.Is(err, ErrSetupInterrupted) {
+		return Exit(Interrupted, err)
+	}
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	m := Measurement{Pipe: s.PipelineConfig(), Agg: aggregate.Config{Now: time.Now, OfferedRate: s.Offered}}
+	dashboard := c.Screen != nil
+	var notices *tui.NoticeBoard
+	progress := stderr
+	if dashboard {
+		notices = &tui.NoticeBoard{After: stderr}
+		progress = notices
+	} else {
+		m.Observers = append(m.Observers, watchStatusLine(stderr))
+	}
+	if err := c.Outputs.Add(ctx, progress, s, &m); err != nil {
+		return err
+	}
+	var summary aggregate.Summary
+	var interrupted bool
+	if dashboard {
+		summary, interrupted, err = RunWithDashboard(ctx, m, c.Screen, notices, c.View)
+	} else {
+		summary, interrupted, err = m.Run(ctx)
+	}
+	if c.JSON {
+		err = errors.Join(err, aggregate.WriteJSON(stdout, summary))
+	} else {
+		err = errors.Join(err, aggregate.WriteWatchTable(stdout, summary))
+	}
+	if err != nil {
+		return err
+	}
+	if interrupted {
+		return Exit(Interrupted, errors.New("interrupted: the summary covers the time watched until then"))
+	}
+	return nil
+}
+
+// open opens the watch session: the collectors alone, or with the
+// canary's load as well.
+func (c WatchConfig) open(ctx context.Context, stderr io.Writer) (*Session, error) {
+	if !c.Canary {
+		return OpenWatch(ctx, stderr, c.Session, c.Duration)
+	}
+	return OpenCanary(ctx, stderr, c.Session)
+}
+
+// watchStatusLine prints the watch status line to w at most once a second.
+func watchStatusLine(w io.Writer) func(aggregate.Snapshot) {
+	var last time.Time
+	return func(s aggregate.Snapshot) {
+		if time.Since(last) < time.Second {
+			return
+		}
+		last = time.Now()
+		fmt.Fprintln(w, aggregate.WatchStatusLine(s))
+	}
+}
