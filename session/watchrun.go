@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
@@ -15,12 +16,12 @@ import (
 type WatchConfig struct {
 	Session Options
 	Outputs Outputs
-	// Canary sends the session's load (a steady canary) beside the
-	// server's traffic; without it no load is sent, for Duration (0: until
-	// stopped).
-	Canary   bool
-	Duration time.Duration
-	JSON     bool
+	// CanaryRate, when above 0, sends the session's load (a steady canary
+	// at this many requests/s) beside the server's traffic; without it no
+	// load is sent, for Duration (0: until stopped).
+	CanaryRate float64
+	Duration   time.Duration
+	JSON       bool
 	// Screen, when set, shows the watch view; nil runs headless with a
 	// status line a second on stderr.
 	Screen Screen
@@ -30,6 +31,9 @@ type WatchConfig struct {
 // Watch opens the watch session, runs it to its end and prints its
 // summary on stdout: the whole of `latscope watch` after its flags.
 func Watch(ctx context.Context, stdout, stderr io.Writer, c WatchConfig) error {
+	if math.IsNaN(c.CanaryRate) || c.CanaryRate < 0 || c.CanaryRate > 1000 {
+		return fmt.Errorf("--canary-rate %g: want 0 (no canary) to 1000 requests per second", c.CanaryRate)
+	}
 	s, err := c.open(ctx, stderr)
 	if errors.Is(err, ErrSetupInterrupted) {
 		return Exit(Interrupted, err)
@@ -75,7 +79,7 @@ func Watch(ctx context.Context, stdout, stderr io.Writer, c WatchConfig) error {
 // open opens the watch session: the collectors alone, or with the
 // canary's load as well.
 func (c WatchConfig) open(ctx context.Context, stderr io.Writer) (*Session, error) {
-	if !c.Canary {
+	if c.CanaryRate <= 0 {
 		return OpenWatch(ctx, stderr, c.Session, c.Duration)
 	}
 	return OpenCanary(ctx, stderr, c.Session)

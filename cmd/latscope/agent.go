@@ -69,7 +69,7 @@ func newAgentCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--shard: %w", err)
 			}
-			if sh.Count > 1 && !f.seed.given {
+			if sh.Count > 1 && !f.seed.Given() {
 				return fmt.Errorf("--shard %s: give every agent of the fleet the same --seed, so that their shares make one schedule", sh)
 			}
 			f.shard = sh

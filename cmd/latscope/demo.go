@@ -101,7 +101,7 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 		f.joinWait = 500 * time.Millisecond
 	}
 	target, extras, stop, err := session.DemoServer{
-		Profile: profileName, MaxNumSeqs: maxNumSeqs, TokenizerPool: pool, Seed: f.seed.value(), Deploy: deploy,
+		Profile: profileName, MaxNumSeqs: maxNumSeqs, TokenizerPool: pool, Seed: f.seed.Value(), Deploy: deploy,
 		PrefixCacheTokens: modes.prefixTokens, KeepAbandoned: modes.keepAbandoned, GPUInterval: f.gpuInterval,
 	}.Start(ctx)
 	if err != nil {

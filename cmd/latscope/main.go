@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -50,7 +49,7 @@ func main() {
 	// message is shown escaped, never acted on by the terminal. (The
 	// dashboard writes to the terminal itself; its text is made safe
 	// where it enters, in event.Safe.)
-	stdout, stderr := newSafeStream(os.Stdout), newSafeStream(os.Stderr)
+	stdout, stderr := textsafe.NewShared(os.Stdout), textsafe.NewShared(os.Stderr)
 	sh, ctx := shutdown.New(context.Background(), stderr, os.Exit)
 	root := newRootCmd()
 	root.SetOut(stdout)
@@ -60,29 +59,6 @@ func main() {
 	code := exitCode(stderr, err, sh.Signal())
 	_, _ = stdout.Flush(), stderr.Flush()
 	os.Exit(code)
-}
-
-// safeStream is a textsafe.Writer shared by the goroutines that write to
-// one stream (status lines, warnings, the summary).
-type safeStream struct {
-	mu  sync.Mutex
-	w   *textsafe.Writer
-	out io.Writer // what w writes to
-}
-
-func newSafeStream(w io.Writer) *safeStream { return &safeStream{w: textsafe.NewWriter(w), out: w} }
-
-func (s *safeStream) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-// Flush writes a character cut short at the end, escaped.
-func (s *safeStream) Flush() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Flush()
 }
 
 // exitCode prints err and returns the process's exit code, from the one

@@ -2,9 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"math/rand/v2"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/otlpexport"
 	"github.com/latscope/latscope/probe"
+	"github.com/latscope/latscope/session"
 )
 
 // metricDefinitions is printed in --help and the README: tools disagree on
@@ -50,7 +48,7 @@ type loadFlags struct {
 	cancelAfter            string
 	timeout                time.Duration
 	maxEventBytes          int
-	seed                   seedFlag
+	seed                   session.Seed
 	shard                  probe.Shard // an agent's share of a fleet's load (agent --shard)
 	startAt                time.Time   // agent --start-at: when a fleet's shards begin together
 	caCert                 string
@@ -140,46 +138,6 @@ func (f *loadFlags) registerView(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.noColor, "no-color", false, "dashboard without colour: stages told apart by letters (also NO_COLOR=1)")
 	fl.StringVar(&f.window, "window", "10s", "the dashboard's window at start: 10s, 1m, 5m or run (w cycles)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the final summary as one JSON object on stdout instead of the table")
-}
-
-// seedFlag is --seed: the seed of a run's prompts and arrivals, given or,
-// by default, drawn for the run. The same seed sends the same prompts, so a
-// seed that never changed would let a server's prompt cache serve every run
-// after the first; the session header says which seed a run used.
-type seedFlag struct {
-	n     int64
-	given bool // set with --seed
-	drawn bool // drawn at random for this run
-}
-
-// maxDrawnSeed bounds drawn seeds, so they stay short enough to type.
-const maxDrawnSeed = 1_000_000_000
-
-func (s *seedFlag) Set(v string) error {
-	n, err := strconv.ParseInt(v, 0, 64)
-	if err != nil {
-		return fmt.Errorf("want an integer: %w", err)
-	}
-	s.n, s.given, s.drawn = n, true, false
-	return nil
-}
-
-func (s *seedFlag) String() string {
-	if !s.given && !s.drawn {
-		return "random"
-	}
-	return strconv.FormatInt(s.n, 10)
-}
-
-func (s *seedFlag) Type() string { return "int" }
-
-// value is the run's seed: the given one, else one drawn the first time
-// it is asked for.
-func (s *seedFlag) value() int64 {
-	if !s.given && !s.drawn {
-		s.n, s.drawn = rand.Int64N(maxDrawnSeed)+1, true
-	}
-	return s.n
 }
 
 func newRunCmd() *cobra.Command {

@@ -15,7 +15,7 @@ func (f *loadFlags) sessionOptions(stderr io.Writer, target string) (session.Opt
 		Duration: f.duration, Requests: f.requests, Warmup: f.warmup, Drain: f.drain, UntilStopped: f.untilStopped,
 		PromptTokens: f.promptTokens, OutputTokens: f.outputTokens, PromptFile: f.promptFile, SharedPrefix: f.sharedPrefix,
 		Conversation: f.conversation, CancelAfter: f.cancelAfter, Timeout: f.timeout, MaxEventBytes: f.maxEventBytes,
-		Seed: f.seed.value(), SeedDrawn: f.seed.drawn, Shard: f.shard, StartAt: f.startAt,
+		Seed: f.seed.Value(), SeedDrawn: f.seed.Drawn(), Shard: f.shard, StartAt: f.startAt,
 		Steps: f.steps, StepDuration: f.stepDuration, RepeatSteps: f.repeatSteps, Trace: f.trace, TraceSpeed: f.traceSpeed,
 		SLO: f.slo, TTFTBasis: f.ttftBasis, FlushTimeout: f.flushTimeout,
 		MetricsURL: f.metricsURL, NoMetrics: f.noMetrics, ScrapeInterval: f.scrapeInterval, OTLPListen: f.otlpListen, JoinWait: f.joinWait,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,9 +92,6 @@ func newWatchCmd() *cobra.Command {
 // runWatch watches target's own traffic, with a canary at canaryRate
 // (session.Watch).
 func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, canaryRate float64) error {
-	if math.IsNaN(canaryRate) || canaryRate < 0 || canaryRate > 1000 {
-		return fmt.Errorf("--canary-rate %g: want 0 (no canary) to 1000 requests per second", canaryRate)
-	}
 	window, err := tui.ParseWindow(f.window)
 	if err != nil {
 		return fmt.Errorf("--window: %w", err)
@@ -109,7 +105,7 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 		return err
 	}
 	c := session.WatchConfig{
-		Session: o, Outputs: f.outputs(), Canary: canaryRate > 0, Duration: f.duration, JSON: f.jsonOut,
+		Session: o, Outputs: f.outputs(), CanaryRate: canaryRate, Duration: f.duration, JSON: f.jsonOut,
 		View: tui.Options{Window: window, NoColor: f.noColor},
 	}
 	if useDashboard(stdout, f.noTUI) {
