@@ -58,6 +58,10 @@ type Traffic struct {
 	// its hit-rate gauge ("gauge").
 	PrefixHitRate float64 `json:"prefix_hit_rate"`
 	PrefixFrom    string  `json:"prefix_from,omitempty"`
+
+	// Spans are the users' requests as the server's own spans give them
+	// (--otlp-listen), each request's times exact; nil without any.
+	Spans *UserSpans `json:"spans,omitempty"`
 }
 
 // The phases of Traffic, in order.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/latscope/latscope/agent"
 	"github.com/latscope/latscope/aggregate"
-	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/session"
 )
@@ -172,9 +171,9 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 		Pipe:      s.PipelineConfig(),
 		Agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered, SLO: objectives, TTFTBasis: basis},
 		Observers: []func(aggregate.Snapshot){session.StatusLine(stderr), dash.observe},
-		Consumers: []session.Consumer{agentStream{srv}},
+		Consumers: []session.Consumer{session.AgentStream{Server: srv}},
 	}
-	if err := addRecorderAndExport(ctx, stderr, f, s, &m); err != nil {
+	if err := f.outputs().Add(ctx, stderr, s, &m); err != nil {
 		return err
 	}
 	summary, interrupted, runErr := m.Run(ctx)
@@ -188,7 +187,7 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 		case <-ctx.Done():
 		}
 	}
-	return outcome(stderr, summary, objectives, interrupted, runErr)
+	return session.Outcome(stderr, summary, objectives, interrupted, runErr)
 }
 
 // startAgentServer serves the agent's event stream, /metrics and /healthz.
@@ -237,18 +236,3 @@ func startAgentServer(ctx context.Context, stderr io.Writer, cfg agent.Config) (
 // agentDrainTimeout bounds the wait for dashboards to take the end of the
 // stream when the agent stops.
 const agentDrainTimeout = 2 * time.Second
-
-// agentStream feeds the agent's replay ring. Publishing never waits on a
-// client, so the subscription can be lossless: the ring itself decides what
-// a slow client misses, and tells it.
-type agentStream struct{ srv *agent.Server }
-
-func (a agentStream) Start(_ context.Context, fan *pipeline.Fanout) func() error {
-	sub := fan.Subscribe("agent", 8192, pipeline.Lossless)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.srv.Consume(sub.Events())
-	}()
-	return func() error { <-done; return nil }
-}

@@ -9,12 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/latscope/latscope/bench"
 	"github.com/spf13/cobra"
-)
 
-// benchModel is the model name the benches send; the servers accept any.
-const benchModel = "latscope-bench"
+	"github.com/latscope/latscope/bench"
+	"github.com/latscope/latscope/session"
+)
 
 // newBenchCmd builds `latscope bench`: measurements of latscope's own probe
 // against a bare client, run side by side. Each prints its report, marking a
@@ -50,8 +49,8 @@ timestamped there; each client's arrival times are compared with those, and the
 mean and p99 |error| of TTFT and ITL are printed with the ratio probe/bare.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.Clients = bench.DefaultClients(benchModel)
-			cfg.StartServer = bench.SimServer(cfg.Profile, benchModel, slices.Max(append([]int{1}, cfg.Concurrency...)))
+			cfg.Clients = bench.DefaultClients(bench.Model)
+			cfg.StartServer = bench.SimServer(cfg.Profile, bench.Model, slices.Max(append([]int{1}, cfg.Concurrency...)))
 			res, err := bench.RunAccuracy(cmd.Context(), cfg)
 			if err != nil {
 				return fmt.Errorf("bench accuracy: %w", err)
@@ -100,7 +99,7 @@ probe/bare beside their targets.`,
 			if err != nil {
 				return fmt.Errorf("bench throughput: find own binary for the server child: %w", err)
 			}
-			cfg.Clients = bench.DefaultClients(benchModel)
+			cfg.Clients = bench.DefaultClients(bench.Model)
 			cfg.StartServer = bench.ChildServer(bench.ExecLauncher(exe, serveArgs(cmd)...), cmd.ErrOrStderr())
 			res, err := bench.RunThroughput(cmd.Context(), cfg)
 			if err != nil {
@@ -132,7 +131,7 @@ func missedUnless(err error, met bool, what string) error {
 	if err != nil || met {
 		return err
 	}
-	return &exitError{code: exitFailure, err: errors.New(what + ": a target was missed (see MISSED above)")}
+	return session.Exit(session.Failed, errors.New(what+": a target was missed (see MISSED above)"))
 }
 
 // serveArgs returns the arguments that run `bench serve` in a copy of this
@@ -242,7 +241,7 @@ over the first, and PASS or MISSED against the targets (heap last/first <=
 				return err
 			}
 			if !res.Met {
-				return &exitError{code: exitFailure, err: errors.New("bench soak: a target was missed")}
+				return session.Exit(session.Failed, errors.New("bench soak: a target was missed"))
 			}
 			return nil
 		},
@@ -280,7 +279,7 @@ func newBenchSoakCaseCmd() *cobra.Command {
 			if profileDir != "" {
 				profile = filepath.Join(profileDir, name+".heap")
 			}
-			return runSoakCase(cmd.Context(), cmd.OutOrStdout(), name, checkpoints, bench.SoakHeapReadings, profile)
+			return bench.RunSoakCase(cmd.Context(), cmd.OutOrStdout(), name, checkpoints, bench.SoakHeapReadings, profile)
 		},
 	}
 	cmd.Flags().StringVar(&name, "case", "", "the case to run")

@@ -27,7 +27,7 @@ func TestQuittingTheDashboardIsNotAnInterruption(t *testing.T) {
 	}
 	defer s.Close()
 	m := session.Measurement{Pipe: s.PipelineConfig(), Agg: aggregate.Config{Now: time.Now}}
-	summary, interrupted, err := runWithDashboard(ctx, m, &tui.NoticeBoard{}, tui.Options{Input: strings.NewReader("q"), Output: io.Discard})
+	summary, interrupted, err := session.RunWithDashboard(ctx, m, showDashboard, &tui.NoticeBoard{}, tui.Options{Input: strings.NewReader("q"), Output: io.Discard})
 	if err != nil || interrupted {
 		t.Fatalf("quitting the dashboard: %v (interrupted %v)", err, interrupted)
 	}
@@ -37,7 +37,7 @@ func TestQuittingTheDashboardIsNotAnInterruption(t *testing.T) {
 	if r := summary.Requests; r.OK == 0 && r.Sent > 0 {
 		want = exitAllFailed
 	}
-	if got := exitCode(io.Discard, outcome(io.Discard, summary, nil, interrupted, err), nil); got != want {
+	if got := exitCode(io.Discard, session.Outcome(io.Discard, summary, nil, interrupted, err), nil); got != want {
 		t.Fatalf("exit %d after q with %d ok, want %d", got, summary.Requests.OK, want)
 	}
 	if r := summary.Requests; r.Sent != r.OK+r.Errors+r.CancelledAtEnd {

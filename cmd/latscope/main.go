@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel"
 
+	"github.com/latscope/latscope/internal/shutdown"
 	"github.com/latscope/latscope/internal/textsafe"
 	"github.com/latscope/latscope/session"
 )
@@ -50,13 +51,13 @@ func main() {
 	// dashboard writes to the terminal itself; its text is made safe
 	// where it enters, in event.Safe.)
 	stdout, stderr := newSafeStream(os.Stdout), newSafeStream(os.Stderr)
-	sh, ctx := newShutdown(context.Background(), stderr, os.Exit)
+	sh, ctx := shutdown.New(context.Background(), stderr, os.Exit)
 	root := newRootCmd()
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	sh.stop()
-	code := exitCode(stderr, err, sh.signal())
+	sh.Stop()
+	code := exitCode(stderr, err, sh.Signal())
 	_, _ = stdout.Flush(), stderr.Flush()
 	os.Exit(code)
 }
@@ -90,15 +91,14 @@ func (s *safeStream) Flush() error {
 // up terminal, a context cancelled under a request).
 func exitCode(stderr io.Writer, err error, sig os.Signal) int {
 	if sig != nil {
-		var ee *exitError
 		switch rest := withoutCancellation(err); {
-		case errors.As(err, &ee) && ee.code == exitInterrupted, rest == nil && errors.Is(err, session.ErrSetupInterrupted):
-			fmt.Fprintf(stderr, "latscope: %v (%s)\n", err, signalName(sig))
+		case codeOf(err) == exitInterrupted, rest == nil && errors.Is(err, session.ErrSetupInterrupted):
+			fmt.Fprintf(stderr, "latscope: %v (%s)\n", err, shutdown.SignalName(sig))
 		case rest != nil:
 			fmt.Fprintln(stderr, "latscope:", rest)
 			fallthrough
 		default:
-			fmt.Fprintf(stderr, "latscope: interrupted (%s)\n", signalName(sig))
+			fmt.Fprintf(stderr, "latscope: interrupted (%s)\n", shutdown.SignalName(sig))
 		}
 		return exitInterrupted
 	}
@@ -106,11 +106,44 @@ func exitCode(stderr io.Writer, err error, sig os.Signal) int {
 		return 0
 	}
 	fmt.Fprintln(stderr, "latscope:", err)
+	return codeOf(err)
+}
+
+// exitCodes is the exit code of each reason a run can end for.
+var exitCodes = map[session.Reason]int{
+	session.Failed:      exitFailure,
+	session.SLOMissed:   exitSLOMissed,
+	session.AllFailed:   exitAllFailed,
+	session.Interrupted: exitInterrupted,
+}
+
+// codeOf is the exit code a failed command's error asks for.
+func codeOf(err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
+	if code, ok := exitCodes[session.ReasonOf(err)]; ok {
+		return code
+	}
 	return exitFailure
+}
+
+// withExitCodes makes every command's error that says why its run ended
+// (session.ExitError) carry the exit code for it.
+func withExitCodes(c *cobra.Command) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			err := run(cmd, args)
+			if err == nil || session.ReasonOf(err) == 0 {
+				return err
+			}
+			return &exitError{code: codeOf(err), err: err}
+		}
+	}
+	for _, sub := range c.Commands() {
+		withExitCodes(sub)
+	}
 }
 
 // withoutCancellation removes what an interruption leaves among a command's
@@ -156,6 +189,7 @@ counted as cancelled, not errors; a second signal exits at once).`,
 		newExportCmd(),
 		newSweepCmd(),
 	)
+	withExitCodes(root)
 	return root
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/recorder"
+	"github.com/latscope/latscope/session"
 )
 
 // stdinName is what messages and reports call a recording read from
@@ -89,7 +90,7 @@ func copyRecording(ctx context.Context, out io.Writer, in io.Reader) error {
 	}
 	switch {
 	case ctx.Err() != nil:
-		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted while reading the recording from %s", stdinName)}
+		return session.Exit(session.Interrupted, fmt.Errorf("interrupted while reading the recording from %s", stdinName))
 	case err != nil:
 		return fmt.Errorf("%s: %w", stdinName, err)
 	}

@@ -80,7 +80,7 @@ func newReplayCmd() *cobra.Command {
 				}
 				if cmd.Context().Err() != nil { // a signal: the summary up to the playhead
 					return errors.Join(writeSummary(cmd.OutOrStdout(), soFar, jsonOut),
-						&exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the recording up to the playhead")})
+						session.Exit(session.Interrupted, errors.New("interrupted: the summary covers the recording up to the playhead")))
 				}
 				sp = recorder.MaxSpeed // then the whole file's summary, as --no-tui prints it
 			}
@@ -107,9 +107,9 @@ func newReplayCmd() *cobra.Command {
 			switch {
 			case err != nil:
 			case interrupted:
-				err = &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the recording up to there")}
+				err = session.Exit(session.Interrupted, errors.New("interrupted: the summary covers the recording up to there"))
 			default: // the exit code the recorded run gave
-				err = recordedOutcome(cmd.ErrOrStderr(), summary)
+				err = session.RecordedOutcome(cmd.ErrOrStderr(), summary)
 			}
 			return err
 		},

@@ -46,7 +46,7 @@ func startReplayPass(ctx context.Context, path string, speed float64, from time.
 	m := session.Measurement{
 		Pipe:      pipeline.Config{Primary: []pipeline.Source{run.replay}},
 		Observers: []func(aggregate.Snapshot){snaps.Put},
-		Consumers: []session.Consumer{dashboardFeed{snaps: snaps, feeds: feeds}},
+		Consumers: []session.Consumer{session.DashboardFeed{Snaps: snaps, Feeds: feeds}},
 	}
 	go func() {
 		defer close(run.done)

@@ -14,6 +14,7 @@ import (
 	"github.com/latscope/latscope/internal/atomicfile"
 	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/report"
+	"github.com/latscope/latscope/session"
 )
 
 func newReportCmd() *cobra.Command {
@@ -70,7 +71,7 @@ FILE (or --compare) "-" reads a recording from standard input.`,
 			err = runReport(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args[0], compare, output)
 			var ee *exitError
 			if err != nil && cmd.Context().Err() != nil && !errors.As(err, &ee) {
-				err = &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: %w", err)}
+				err = session.Exit(session.Interrupted, fmt.Errorf("interrupted: %w", err))
 			}
 			return err
 		},
@@ -159,7 +160,7 @@ func runReport(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f
 	if comparePath != "" {
 		return nil // a comparison judges no one run
 	}
-	return recordedOutcome(stderr, base.Summary) // the exit code the recorded run gave
+	return session.RecordedOutcome(stderr, base.Summary) // the exit code the recorded run gave
 }
 
 func sameFile(a, b string) bool {

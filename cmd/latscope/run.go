@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -339,24 +338,6 @@ time went.
 	f.registerView(cmd.Flags())
 	addRepeatFlags(cmd.Flags(), &repeat)
 	return cmd
-}
-
-// checkSLO prints each objective's result and fails with exit code 2 when
-// any is missed, for CI users.
-func checkSLO(w io.Writer, s aggregate.Summary, objectives []aggregate.Objective) error {
-	failed := 0
-	for _, r := range aggregate.Evaluate(s, objectives) {
-		mark := "ok  "
-		if !r.Pass {
-			mark = "FAIL"
-			failed++
-		}
-		fmt.Fprintf(w, "slo %s %s%s (got %s)\n", mark, r.Metric, r.Want, r.GotText)
-	}
-	if failed > 0 {
-		return &exitError{code: exitSLOMissed, err: fmt.Errorf("%d of %d objectives missed", failed, len(objectives))}
-	}
-	return nil
 }
 
 func parseIndices(s string) ([]int, error) {

@@ -1,18 +1,14 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/latscope/latscope/aggregate"
-	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/sweep"
@@ -219,7 +215,6 @@ func (sf *sweepFlags) validate() error {
 }
 
 func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) error {
-	ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 	plan, err := sf.plan() // checked with the other flags by validate, in PreRunE
 	if err != nil {
 		return err
@@ -228,156 +223,20 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 	if err != nil {
 		return fmt.Errorf("--stop-errors: %w", err)
 	}
-	objectives, err := aggregate.ParseSLO(f.slo)
-	if err != nil {
-		return err
-	}
 	// The steps set the load; the session's own runner is never run.
 	f.untilStopped = true
-	dashboard := useDashboard(stdout, f.noTUI)
-	s, err := openSession(ctx, stderr, target, f, nil)
-	if errors.Is(err, session.ErrSetupInterrupted) {
-		return &exitError{code: exitInterrupted, err: err}
-	}
+	o, err := f.sessionOptions(cmd.ErrOrStderr(), target)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	s.Header.Load.Mode, s.Header.Load.Concurrency, s.Header.Load.Rate = "sweep", 0, 0
-	if plan.Mode == sweep.OpenLoop {
-		s.Header.Load.Arrival, s.Header.Load.Burstiness = f.arrival, f.burstiness
+	c := session.SweepConfig{
+		Session: o, Outputs: f.outputs(), Plan: plan, SLO: f.slo,
+		Arrival: f.arrival, Burstiness: f.burstiness, Seed: f.seed.value(),
+		Warmup: sf.warmup, Window: sf.window, StepMax: sf.stepMax, StopErrors: stopErrors,
+		JSON: f.jsonOut, View: tui.Options{NoColor: f.noColor},
 	}
-
-	fan := pipeline.NewFanout()
-	progress := pipeline.NewLatest[sweep.Progress]()
-	var notices *tui.NoticeBoard
-	out := stderr
-	if dashboard {
-		notices = &tui.NoticeBoard{After: stderr}
-		out = notices
+	if useDashboard(cmd.OutOrStdout(), f.noTUI) {
+		c.Screen = showDashboard
 	}
-	m := session.Measurement{} // only for its Consumers: the sweep runs the pipeline
-	if err := addRecorderAndExport(ctx, out, f, s, &m); err != nil {
-		return err
-	}
-	drainCtx := context.WithoutCancel(ctx)
-	var waits []func() error
-	for _, c := range m.Consumers {
-		waits = append(waits, c.Start(drainCtx, fan))
-	}
-	var feed *tui.SweepFeed
-	if dashboard {
-		feed = tui.NewSweepFeed(progress, s.Header)
-	}
-	cfg := sweep.Config{
-		Plan: plan, Aux: s.Aux, Stage: s.Attributor, Header: s.Header, Fanout: fan,
-		SLO: objectives, Warmup: sf.warmup, Window: sf.window, StepMax: sf.stepMax, StopErrors: stopErrors,
-		Step:     sweepStep(s, f),
-		Progress: progress.Put,
-	}
-	if !dashboard {
-		cfg.Progress = sweepProgressLines(stderr, progress.Put)
-	}
-
-	res, err := runSweepSteps(ctx, cfg, waits, feed, notices, tui.Options{Objectives: objectives, NoColor: f.noColor})
-	if err != nil {
-		return err
-	}
-	if f.jsonOut {
-		err = sweep.WriteJSON(stdout, res)
-	} else {
-		err = sweep.WriteTable(stdout, res)
-	}
-	if err != nil {
-		return fmt.Errorf("write the sweep: %w", err)
-	}
-	return sweepOutcome(res, objectives, dashboard)
-}
-
-// runSweepSteps runs the sweep, on the dashboard when feed is set (quitting
-// it stops the sweep), and waits for the consumers to take the last event.
-func runSweepSteps(ctx context.Context, cfg sweep.Config, waits []func() error, feed *tui.SweepFeed, notices *tui.NoticeBoard, opts tui.Options) (sweep.Result, error) {
-	sweepCtx, stopSweep := context.WithCancel(ctx)
-	defer stopSweep()
-	type result struct {
-		res sweep.Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := sweep.Run(sweepCtx, cfg)
-		done <- result{res, err}
-	}()
-	var uiErr error
-	if feed != nil {
-		uiErr = showDashboard(ctx, feed, opts)
-		notices.Detach()
-		stopSweep()
-	}
-	r := <-done
-	for _, wait := range waits {
-		r.err = errors.Join(r.err, wait())
-	}
-	return r.res, errors.Join(r.err, uiErr)
-}
-
-// sweepOutcome maps a finished sweep to its exit, as outcome does a run's.
-func sweepOutcome(res sweep.Result, objectives []aggregate.Objective, dashboard bool) error {
-	switch {
-	case res.Interrupted && !dashboard:
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the table covers the steps run until then")}
-	case res.Failure != "" && res.NoneSucceeded():
-		// Every request of every step failed: exit 3, as a run's.
-		return &exitError{code: exitAllFailed, err: errors.New("sweep failed: " + res.Failure)}
-	case res.Failure != "":
-		// A step measured nothing of the server: the sweep did not find
-		// its capacity, whatever it printed about the steps before.
-		return &exitError{code: exitFailure, err: errors.New("sweep failed: " + res.Failure)}
-	case len(objectives) > 0 && res.MaxLoad == nil:
-		return &exitError{code: exitSLOMissed, err: errors.New("no load met the objectives")}
-	}
-	return nil
-}
-
-// sweepStep builds each step's runner: the step's rate or concurrency, and
-// prompts of their own (another nonce on the same calibrated prompts), so a
-// prefix cache cannot make later steps cheaper than earlier ones.
-func sweepStep(s *session.Session, f *loadFlags) func(sweep.StepSpec) (pipeline.Source, error) {
-	return func(spec sweep.StepSpec) (pipeline.Source, error) {
-		prompts := s.Prompts.WithNonce(uint64(spec.Index) + 1)
-		r, err := probe.NewRunner(s.Client, probe.LoadConfig{
-			Rate: spec.Load.Rate(), Concurrency: spec.Load.Concurrency(),
-			Arrival: f.arrival, Burstiness: f.burstiness, Seed: f.seed.value() + int64(spec.Index),
-		}, prompts)
-		if err != nil {
-			return nil, fmt.Errorf("step %d: %w", spec.Index, err)
-		}
-		s.SetRunner(r)
-		return r, nil
-	}
-}
-
-// sweepProgressLines prints a line per finished step on w, headless.
-func sweepProgressLines(w io.Writer, next func(sweep.Progress)) func(sweep.Progress) {
-	printed := 0
-	return func(p sweep.Progress) {
-		for ; printed < len(p.Result.Steps); printed++ {
-			st := p.Result.Steps[printed]
-			fmt.Fprintf(w, "latscope sweep: step %d  %s  %s\n", st.Index, st.Load, stepLine(&st))
-		}
-		next(p)
-	}
-}
-
-// stepLine is one step in a few words.
-func stepLine(st *sweep.Step) string {
-	ttft := "-" // no successful request: nothing measured
-	if st.TTFT.Count > 0 {
-		ttft = fmt.Sprintf("%.1f ms", st.TTFT.P99)
-	}
-	line := fmt.Sprintf("%.2f ok/s  TTFT p99 %s  %s", st.Throughput, ttft, st.Verdict())
-	if st.Failed != "" {
-		line += ": " + st.Failed
-	}
-	return line
+	return session.Sweep(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c)
 }

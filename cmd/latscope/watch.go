@@ -13,7 +13,6 @@ import (
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/probe"
-	"github.com/latscope/latscope/recorder"
 	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
 )
@@ -101,15 +100,13 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 	if err != nil {
 		return fmt.Errorf("--window: %w", err)
 	}
-	if f.record != "" {
-		if err := recorder.CheckPath(f.record, recorder.Options{Overwrite: f.recordOverwrite}); err != nil {
-			return fmt.Errorf("--record: %w", err)
-		}
+	if err := f.outputs().Check(); err != nil {
+		return err
 	}
 	f.rate, f.arrival, f.drain = canaryRate, probe.ArrivalConstant, 5*time.Second
 	s, err := openWatch(ctx, stderr, target, f, canaryRate > 0)
 	if errors.Is(err, session.ErrSetupInterrupted) {
-		return &exitError{code: exitInterrupted, err: err}
+		return session.Exit(session.Interrupted, err)
 	}
 	if err != nil {
 		return err
@@ -125,13 +122,13 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 	} else {
 		m.Observers = append(m.Observers, watchStatusLine(stderr))
 	}
-	if err := addRecorderAndExport(ctx, progress, f, s, &m); err != nil {
+	if err := f.outputs().Add(ctx, progress, s, &m); err != nil {
 		return err
 	}
 	var summary aggregate.Summary
 	var interrupted bool
 	if dashboard {
-		summary, interrupted, err = runWithDashboard(ctx, m, notices, tui.Options{Window: window, NoColor: f.noColor})
+		summary, interrupted, err = session.RunWithDashboard(ctx, m, showDashboard, notices, tui.Options{Window: window, NoColor: f.noColor})
 	} else {
 		summary, interrupted, err = m.Run(ctx)
 	}
@@ -144,7 +141,7 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 		return err
 	}
 	if interrupted {
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the time watched until then")}
+		return session.Exit(session.Interrupted, errors.New("interrupted: the summary covers the time watched until then"))
 	}
 	return nil
 }
@@ -159,12 +156,7 @@ func openWatch(ctx context.Context, stderr io.Writer, target string, f *loadFlag
 	if !canary {
 		return session.OpenWatch(ctx, stderr, o, f.duration)
 	}
-	s, err := session.Open(ctx, stderr, o)
-	if err != nil {
-		return nil, err
-	}
-	s.MarkCanary()
-	return s, nil
+	return session.OpenCanary(ctx, stderr, o)
 }
 
 // watchStatusLine prints the watch status line to w at most once a second.
