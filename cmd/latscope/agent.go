@@ -49,6 +49,7 @@ func newAgentCmd() *cobra.Command {
 		maxClients int
 		quietLogs  bool
 		ssh        sshFlags
+		watch      watchFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "agent --url URL",
@@ -96,7 +97,7 @@ func newAgentCmd() *cobra.Command {
 				Identity:   agent.Identity{Name: name, Region: region, Shard: sh.String(), SLO: f.slo},
 				Good:       aggregate.GoodRequest(objectives, basis),
 				MaxClients: maxClients,
-			}, name, linger, &ssh)
+			}, name, linger, &ssh, &watch)
 		},
 	}
 	fl := cmd.Flags()
@@ -117,6 +118,7 @@ func newAgentCmd() *cobra.Command {
 	fl.DurationVar(&linger, "linger", time.Minute, "after the session ends, keep serving this long so dashboards can fetch the rest")
 	fl.BoolVar(&quietLogs, "quiet", false, "do not log the agent's connections on stderr")
 	ssh.register(fl)
+	watch.register(fl)
 	f.register(fl)
 	// The agent runs until stopped unless told otherwise.
 	d := fl.Lookup("duration")
@@ -132,7 +134,7 @@ func agentLogger(stderr io.Writer, quiet bool) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
-func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config, name string, linger time.Duration, ssh *sshFlags) error {
+func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config, name string, linger time.Duration, ssh *sshFlags, watch *watchFlags) error {
 	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
 	// The listener first: a refused address or a missing token fails before
 	// anything is sent to the server.
@@ -155,7 +157,7 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 		return err
 	}
 	defer dash.stop()
-	s, err := openSession(ctx, stderr, target, f, nil)
+	s, err := watch.open(ctx, stderr, target, f)
 	if err != nil {
 		return err
 	}
@@ -170,7 +172,7 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 	m := session.Measurement{
 		Pipe:      s.PipelineConfig(),
 		Agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered, SLO: objectives, TTFTBasis: basis},
-		Observers: []func(aggregate.Snapshot){session.StatusLine(stderr), dash.observe},
+		Observers: []func(aggregate.Snapshot){watch.statusLine(stderr), dash.observe},
 		Consumers: []session.Consumer{session.AgentStream{Server: srv}},
 	}
 	if err := f.outputs().Add(ctx, stderr, s, &m); err != nil {

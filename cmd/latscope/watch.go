@@ -91,10 +91,51 @@ func newWatchCmd() *cobra.Command {
 	return cmd
 }
 
+// watchFlags are agent's --watch and --canary-rate.
+type watchFlags struct {
+	on         bool
+	canaryRate float64
+}
+
+func (w *watchFlags) register(fl *pflag.FlagSet) {
+	fl.BoolVar(&w.on, "watch", false, "watch the server's own traffic, as latscope watch does, instead of sending a load (attach shows the watch view)")
+	fl.Float64Var(&w.canaryRate, "canary-rate", 0, "with --watch: send a steady canary of this many requests/s beside the server's own traffic (0: none)")
+}
+
+// open opens the agent's session: a watch (with its canary) or a load.
+func (w *watchFlags) open(ctx context.Context, stderr io.Writer, target string, f *loadFlags) (*session.Session, error) {
+	if !w.on {
+		if w.canaryRate != 0 {
+			return nil, errors.New("--canary-rate goes with --watch")
+		}
+		return openSession(ctx, stderr, target, f, nil)
+	}
+	if err := checkCanaryRate(w.canaryRate); err != nil {
+		return nil, err
+	}
+	f.rate, f.arrival, f.drain = w.canaryRate, probe.ArrivalConstant, 5*time.Second
+	return openWatch(ctx, stderr, target, f, w.canaryRate > 0)
+}
+
+// statusLine is the agent's status line: the watch's, or the run's.
+func (w *watchFlags) statusLine(stderr io.Writer) func(aggregate.Snapshot) {
+	if w.on {
+		return watchStatusLine(stderr)
+	}
+	return session.StatusLine(stderr)
+}
+
+func checkCanaryRate(r float64) error {
+	if math.IsNaN(r) || r < 0 || r > 1000 {
+		return fmt.Errorf("--canary-rate %g: want 0 (no canary) to 1000 requests per second", r)
+	}
+	return nil
+}
+
 // runWatch watches target's own traffic, with a canary at canaryRate.
 func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, canaryRate float64) error {
-	if math.IsNaN(canaryRate) || canaryRate < 0 || canaryRate > 1000 {
-		return fmt.Errorf("--canary-rate %g: want 0 (no canary) to 1000 requests per second", canaryRate)
+	if err := checkCanaryRate(canaryRate); err != nil {
+		return err
 	}
 	window, err := tui.ParseWindow(f.window)
 	if err != nil {
