@@ -34,7 +34,11 @@ timing) side by side. The server's histograms count the canary's requests
 too: a light canary barely moves them.
 
 --otlp-listen ADDR receives the server's own spans (vLLM
---otlp-traces-endpoint) and lists its requests in the requests view.`
+--otlp-traces-endpoint): each request they give that is not the canary's
+is listed in the requests view as a user's (server-reported, with its
+waterfall) and counted apart from the canary.
+
+--ssh ADDR serves this dashboard over SSH, as agent --ssh does.`
 
 // watchKeep are the loadFlags that watch takes (the rest shape a load it
 // does not send).
@@ -51,6 +55,7 @@ func newWatchCmd() *cobra.Command {
 		f          loadFlags
 		target     string
 		canaryRate float64
+		ssh        sshFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "watch --url URL",
@@ -65,7 +70,7 @@ func newWatchCmd() *cobra.Command {
 				return errors.New("--url is required, e.g. --url http://127.0.0.1:8000")
 			}
 			f.untilStopped = !cmd.Flags().Changed("duration")
-			return runWatch(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), target, &f, canaryRate)
+			return runWatch(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), target, &f, canaryRate, &ssh)
 		},
 	}
 	fl := cmd.Flags()
@@ -88,6 +93,7 @@ func newWatchCmd() *cobra.Command {
 		}
 	})
 	f.registerView(fl)
+	ssh.register(fl)
 	return cmd
 }
 
@@ -133,7 +139,7 @@ func checkCanaryRate(r float64) error {
 }
 
 // runWatch watches target's own traffic, with a canary at canaryRate.
-func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, canaryRate float64) error {
+func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, canaryRate float64, ssh *sshFlags) error {
 	if err := checkCanaryRate(canaryRate); err != nil {
 		return err
 	}
@@ -144,6 +150,13 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 	if err := f.outputs().Check(); err != nil {
 		return err
 	}
+	// The dashboard over ssh first: a refused address or a missing key
+	// fails before anything is asked of the server.
+	dash, err := ssh.start(ctx, stderr, nil, "latscope watch", nil, f.noColor)
+	if err != nil {
+		return err
+	}
+	defer dash.stop()
 	f.rate, f.arrival, f.drain = canaryRate, probe.ArrivalConstant, 5*time.Second
 	s, err := openWatch(ctx, stderr, target, f, canaryRate > 0)
 	if errors.Is(err, session.ErrSetupInterrupted) {
@@ -153,7 +166,8 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 		return err
 	}
 	defer s.Close()
-	m := session.Measurement{Pipe: s.PipelineConfig(), Agg: aggregate.Config{Now: time.Now, OfferedRate: s.Offered}}
+	m := session.Measurement{Pipe: s.PipelineConfig(), Agg: aggregate.Config{Now: time.Now, OfferedRate: s.Offered},
+		Observers: []func(aggregate.Snapshot){dash.observe}}
 	dashboard := useDashboard(stdout, f.noTUI)
 	var notices *tui.NoticeBoard
 	progress := stderr
