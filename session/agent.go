@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -24,6 +25,10 @@ type AgentConfig struct {
 	Linger  time.Duration
 	SSH     SSH
 	NoColor bool
+	// Watch watches the server's own traffic instead of sending the load,
+	// with a canary at CanaryRate (the session's load, a steady one).
+	Watch      bool
+	CanaryRate float64
 }
 
 // Agent serves the event stream, measures the session until it ends,
@@ -52,7 +57,7 @@ func Agent(ctx context.Context, stdout, stderr io.Writer, c AgentConfig) error {
 		return err
 	}
 	defer dash.stop()
-	s, err := Open(ctx, stderr, c.Session)
+	s, err := c.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -67,7 +72,7 @@ func Agent(ctx context.Context, stdout, stderr io.Writer, c AgentConfig) error {
 	m := Measurement{
 		Pipe:      s.PipelineConfig(),
 		Agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered, SLO: objectives, TTFTBasis: basis},
-		Observers: []func(aggregate.Snapshot){StatusLine(stderr), dash.observe},
+		Observers: []func(aggregate.Snapshot){c.statusLine(stderr), dash.observe},
 		Consumers: []Consumer{AgentStream{Server: srv}},
 	}
 	if err := c.Outputs.Add(ctx, stderr, s, &m); err != nil {
@@ -133,3 +138,25 @@ func startAgentServer(ctx context.Context, stderr io.Writer, cfg agent.Config) (
 // agentDrainTimeout bounds the wait for dashboards to take the end of the
 // stream when the agent stops.
 const agentDrainTimeout = 2 * time.Second
+
+// open opens the agent's session: a watch (with its canary) or a load.
+func (c AgentConfig) open(ctx context.Context, stderr io.Writer) (*Session, error) {
+	if !c.Watch {
+		if c.CanaryRate != 0 {
+			return nil, errors.New("--canary-rate goes with --watch")
+		}
+		return Open(ctx, stderr, c.Session)
+	}
+	if err := CheckCanaryRate(c.CanaryRate); err != nil {
+		return nil, err
+	}
+	return WatchConfig{Session: c.Session, CanaryRate: c.CanaryRate, Duration: c.Session.Load.Duration}.open(ctx, stderr)
+}
+
+// statusLine is the agent's status line: the watch's, or the run's.
+func (c AgentConfig) statusLine(stderr io.Writer) func(aggregate.Snapshot) {
+	if c.Watch {
+		return watchStatusLine(stderr)
+	}
+	return StatusLine(stderr)
+}

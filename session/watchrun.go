@@ -26,14 +26,23 @@ type WatchConfig struct {
 	// status line a second on stderr.
 	Screen Screen
 	View   tui.Options
+	// SSH serves the watch view over SSH as well.
+	SSH SSH
 }
 
 // Watch opens the watch session, runs it to its end and prints its
 // summary on stdout: the whole of `latscope watch` after its flags.
 func Watch(ctx context.Context, stdout, stderr io.Writer, c WatchConfig) error {
-	if math.IsNaN(c.CanaryRate) || c.CanaryRate < 0 || c.CanaryRate > 1000 {
-		return fmt.Errorf("--canary-rate %g: want 0 (no canary) to 1000 requests per second", c.CanaryRate)
+	if err := CheckCanaryRate(c.CanaryRate); err != nil {
+		return err
 	}
+	// The dashboard over ssh first: a refused address or a missing key
+	// fails before anything is asked of the server.
+	dash, err := c.SSH.start(ctx, stderr, nil, "latscope watch", nil, c.View.NoColor)
+	if err != nil {
+		return err
+	}
+	defer dash.stop()
 	s, err := c.open(ctx, stderr)
 	if errors.Is(err, ErrSetupInterrupted) {
 		return Exit(Interrupted, err)
@@ -42,7 +51,8 @@ func Watch(ctx context.Context, stdout, stderr io.Writer, c WatchConfig) error {
 		return err
 	}
 	defer s.Close()
-	m := Measurement{Pipe: s.PipelineConfig(), Agg: aggregate.Config{Now: time.Now, OfferedRate: s.Offered}}
+	m := Measurement{Pipe: s.PipelineConfig(), Agg: aggregate.Config{Now: time.Now, OfferedRate: s.Offered},
+		Observers: []func(aggregate.Snapshot){dash.observe}}
 	dashboard := c.Screen != nil
 	var notices *tui.NoticeBoard
 	progress := stderr
@@ -95,4 +105,12 @@ func watchStatusLine(w io.Writer) func(aggregate.Snapshot) {
 		last = time.Now()
 		fmt.Fprintln(w, aggregate.WatchStatusLine(s))
 	}
+}
+
+// CheckCanaryRate checks --canary-rate: 0 (none) to 1000 requests/s.
+func CheckCanaryRate(r float64) error {
+	if math.IsNaN(r) || r < 0 || r > 1000 {
+		return fmt.Errorf("--canary-rate %g: want 0 (no canary) to 1000 requests per second", r)
+	}
+	return nil
 }

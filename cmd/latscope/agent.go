@@ -48,6 +48,8 @@ func newAgentCmd() *cobra.Command {
 		maxClients int
 		quietLogs  bool
 		ssh        session.SSH
+		watch      bool
+		canaryRate float64
 	)
 	cmd := &cobra.Command{
 		Use:   "agent --url URL",
@@ -89,12 +91,18 @@ func newAgentCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--ttft-basis: %w", err)
 			}
+			if err := session.CheckCanaryRate(canaryRate); err != nil {
+				return err
+			}
+			if watch { // the server's own traffic, with a steady canary at most
+				f.rate, f.arrival, f.drain = canaryRate, probe.ArrivalConstant, 5*time.Second
+			}
 			o, err := f.sessionOptions(cmd.ErrOrStderr(), target)
 			if err != nil {
 				return err
 			}
 			return session.Agent(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), session.AgentConfig{
-				Session: o, Outputs: f.outputs(), SLO: f.slo, TTFTBasis: f.ttftBasis, Name: name, Linger: linger, SSH: ssh, NoColor: f.noColor,
+				Session: o, Outputs: f.outputs(), SLO: f.slo, TTFTBasis: f.ttftBasis, Name: name, Linger: linger, SSH: ssh, NoColor: f.noColor, Watch: watch, CanaryRate: canaryRate,
 				Server: agent.Config{
 					Listen: listen, Ring: agent.RingConfig{MaxEvents: ringSize, MaxAge: ringAge, MaxBytes: ringBytes},
 					Logger:     agentLogger(cmd.ErrOrStderr(), quietLogs),
@@ -123,6 +131,8 @@ func newAgentCmd() *cobra.Command {
 	fl.DurationVar(&linger, "linger", time.Minute, "after the session ends, keep serving this long so dashboards can fetch the rest")
 	fl.BoolVar(&quietLogs, "quiet", false, "do not log the agent's connections on stderr")
 	registerSSHFlags(fl, &ssh)
+	fl.BoolVar(&watch, "watch", false, "watch the server's own traffic, as latscope watch does, instead of sending a load (attach shows the watch view)")
+	fl.Float64Var(&canaryRate, "canary-rate", 0, "with --watch: send a steady canary of this many requests/s beside the server's own traffic (0: none)")
 	f.register(fl)
 	// The agent runs until stopped unless told otherwise.
 	d := fl.Lookup("duration")

@@ -32,7 +32,11 @@ timing) side by side. The server's histograms count the canary's requests
 too: a light canary barely moves them.
 
 --otlp-listen ADDR receives the server's own spans (vLLM
---otlp-traces-endpoint) and lists its requests in the requests view.`
+--otlp-traces-endpoint): each request they give that is not the canary's
+is listed in the requests view as a user's (server-reported, with its
+waterfall) and counted apart from the canary.
+
+--ssh ADDR serves this dashboard over SSH, as agent --ssh does.`
 
 // watchKeep are the loadFlags that watch takes (the rest shape a load it
 // does not send).
@@ -49,6 +53,7 @@ func newWatchCmd() *cobra.Command {
 		f          loadFlags
 		target     string
 		canaryRate float64
+		ssh        session.SSH
 	)
 	cmd := &cobra.Command{
 		Use:   "watch --url URL",
@@ -63,7 +68,7 @@ func newWatchCmd() *cobra.Command {
 				return errors.New("--url is required, e.g. --url http://127.0.0.1:8000")
 			}
 			f.untilStopped = !cmd.Flags().Changed("duration")
-			return runWatch(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), target, &f, canaryRate)
+			return runWatch(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), target, &f, canaryRate, ssh)
 		},
 	}
 	fl := cmd.Flags()
@@ -86,12 +91,16 @@ func newWatchCmd() *cobra.Command {
 		}
 	})
 	f.registerView(fl)
+	registerSSHFlags(fl, &ssh)
 	return cmd
 }
 
 // runWatch watches target's own traffic, with a canary at canaryRate
 // (session.Watch).
-func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, canaryRate float64) error {
+func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, canaryRate float64, ssh session.SSH) error {
+	if err := session.CheckCanaryRate(canaryRate); err != nil {
+		return err
+	}
 	window, err := tui.ParseWindow(f.window)
 	if err != nil {
 		return fmt.Errorf("--window: %w", err)
@@ -105,7 +114,7 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 		return err
 	}
 	c := session.WatchConfig{
-		Session: o, Outputs: f.outputs(), CanaryRate: canaryRate, Duration: f.duration, JSON: f.jsonOut,
+		Session: o, Outputs: f.outputs(), CanaryRate: canaryRate, SSH: ssh, Duration: f.duration, JSON: f.jsonOut,
 		View: tui.Options{Window: window, NoColor: f.noColor},
 	}
 	if useDashboard(stdout, f.noTUI) {
