@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/latscope/latscope/agent"
@@ -159,4 +160,12 @@ func (c AgentConfig) statusLine(stderr io.Writer) func(aggregate.Snapshot) {
 		return watchStatusLine(stderr)
 	}
 	return StatusLine(stderr)
+}
+
+// AgentLogger logs the agent's connections on stderr; nil when quiet.
+func AgentLogger(stderr io.Writer, quiet bool) *slog.Logger {
+	if quiet {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }

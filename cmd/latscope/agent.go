@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"time"
 
@@ -105,7 +103,7 @@ func newAgentCmd() *cobra.Command {
 				Session: o, Outputs: f.outputs(), SLO: f.slo, TTFTBasis: f.ttftBasis, Name: name, Linger: linger, SSH: ssh, NoColor: f.noColor, Watch: watch, CanaryRate: canaryRate,
 				Server: agent.Config{
 					Listen: listen, Ring: agent.RingConfig{MaxEvents: ringSize, MaxAge: ringAge, MaxBytes: ringBytes},
-					Logger:     agentLogger(cmd.ErrOrStderr(), quietLogs),
+					Logger:     session.AgentLogger(cmd.ErrOrStderr(), quietLogs),
 					Identity:   agent.Identity{Name: name, Region: region, Shard: sh.String(), SLO: f.slo},
 					Good:       aggregate.GoodRequest(objectives, basis),
 					MaxClients: maxClients,
@@ -139,11 +137,4 @@ func newAgentCmd() *cobra.Command {
 	d.Usage = "stop after this long (default: run until stopped, or until --requests)"
 	d.DefValue = "0s"
 	return cmd
-}
-
-func agentLogger(stderr io.Writer, quiet bool) *slog.Logger {
-	if quiet {
-		return nil
-	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }

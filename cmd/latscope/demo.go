@@ -7,18 +7,13 @@ import (
 
 	"github.com/latscope/latscope/attribute"
 	"github.com/latscope/latscope/session"
-	"github.com/latscope/latscope/sim"
 )
 
 func newDemoCmd() *cobra.Command {
 	var (
-		f          loadFlags
-		profile    string
-		maxNumSeqs int
-		pool       int
-		deploy     sim.Deployment
-		repeat     repeatFlags
-		modes      demoModes
+		f      loadFlags
+		srv    session.DemoServer // the simulator's settings
+		repeat repeatFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -43,14 +38,14 @@ the queue drains. Headless it runs 12 streams for 20 s and prints the summary.
   latscope demo --record demo.lsr && latscope report demo.lsr -o demo.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return repeatable(cmd, &f, repeat, func() error { return runDemo(cmd, &f, profile, maxNumSeqs, pool, deploy, modes) })
+			return repeatable(cmd, &f, repeat, func() error { return runDemo(cmd, &f, srv) })
 		},
 	}
-	cmd.Flags().StringVar(&profile, "profile", "h100-7b", "simulated server profile: h100-7b or tiny")
-	cmd.Flags().IntVar(&maxNumSeqs, "max-num-seqs", 8, "simulated batch slots (fewer than --concurrency shows queueing)")
-	cmd.Flags().IntVar(&pool, "tokenizer-pool", 0, "simulated tokenizer workers (0: tokenize on the server's event loop)")
-	cmd.Flags().IntVar(&modes.prefixTokens, "prefix-cache-tokens", 0, "the simulator's prefix cache in tokens, LRU (0: off, or 1048576 with --conversation); small forces eviction")
-	cmd.Flags().BoolVar(&modes.keepAbandoned, "keep-abandoned", false, "the simulator keeps decoding for a client that went away (see --cancel-after), holding its slot")
+	cmd.Flags().StringVar(&srv.Profile, "profile", "h100-7b", "simulated server profile: h100-7b or tiny")
+	cmd.Flags().IntVar(&srv.MaxNumSeqs, "max-num-seqs", 8, "simulated batch slots (fewer than --concurrency shows queueing)")
+	cmd.Flags().IntVar(&srv.TokenizerPool, "tokenizer-pool", 0, "simulated tokenizer workers (0: tokenize on the server's event loop)")
+	cmd.Flags().IntVar(&srv.PrefixCacheTokens, "prefix-cache-tokens", 0, "the simulator's prefix cache in tokens, LRU (0: off, or 1048576 with --conversation); small forces eviction")
+	cmd.Flags().BoolVar(&srv.KeepAbandoned, "keep-abandoned", false, "the simulator keeps decoding for a client that went away (see --cancel-after), holding its slot")
 	f.register(cmd.Flags())
 	f.registerView(cmd.Flags())
 	addRepeatFlags(cmd.Flags(), &repeat)
@@ -60,24 +55,18 @@ the queue drains. Headless it runs 12 streams for 20 s and prints the summary.
 	c := cmd.Flags().Lookup("concurrency")
 	_ = c.Value.Set("12")
 	c.DefValue = "12"
-	registerDeployFlags(cmd.Flags(), &deploy) // --no-proxy, --rtt, --jitter
+	registerDeployFlags(cmd.Flags(), &srv.Deploy) // --no-proxy, --rtt, --jitter
 	return cmd
 }
 
 // demoSteps is the demo's stepped load on the dashboard, 20 s a step.
 const demoSteps = "4,8,16,24,8"
 
-// demoModes are the simulator's modes the demo lets a user turn on.
-type demoModes struct {
-	prefixTokens  int
-	keepAbandoned bool
-}
-
 // demoPrefixCacheTokens is the demo's prefix cache with --conversation and
 // no --prefix-cache-tokens: room for every session's turns.
 const demoPrefixCacheTokens = 1 << 20
 
-func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, pool int, deploy sim.Deployment, modes demoModes) error {
+func runDemo(cmd *cobra.Command, f *loadFlags, srv session.DemoServer) error {
 	ctx := cmd.Context()
 	if !cmd.Flags().Changed("duration") && !cmd.Flags().Changed("requests") && !cmd.Flags().Changed("trace") {
 		if useDashboard(cmd.OutOrStdout(), f.noTUI) {
@@ -93,17 +82,15 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 	if f.untilStopped && !fixedLoad {
 		f.steps, f.repeatSteps = demoSteps, true
 	}
-	if modes.prefixTokens == 0 && f.conversation != "" {
-		modes.prefixTokens = demoPrefixCacheTokens
+	if srv.PrefixCacheTokens == 0 && f.conversation != "" {
+		srv.PrefixCacheTokens = demoPrefixCacheTokens
 	}
 	if f.joinWait == attribute.DefaultJoinWait {
 		// The simulator exports spans every few tens of ms; no need to wait long.
 		f.joinWait = 500 * time.Millisecond
 	}
-	target, extras, stop, err := session.DemoServer{
-		Profile: profileName, MaxNumSeqs: maxNumSeqs, TokenizerPool: pool, Seed: f.seed.Value(), Deploy: deploy,
-		PrefixCacheTokens: modes.prefixTokens, KeepAbandoned: modes.keepAbandoned, GPUInterval: f.gpuInterval,
-	}.Start(ctx)
+	srv.Seed, srv.GPUInterval = f.seed.Value(), f.gpuInterval
+	target, extras, stop, err := srv.Start(ctx)
 	if err != nil {
 		return err
 	}
