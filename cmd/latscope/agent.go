@@ -65,18 +65,8 @@ func newAgentCmd() *cobra.Command {
 				listen.Token = os.Getenv(agent.TokenEnv)
 			}
 			f.untilStopped, f.noTUI = true, true
-			sh, err := probe.ParseShard(shard)
-			if err != nil {
-				return fmt.Errorf("--shard: %w", err)
-			}
-			if sh.Count > 1 && !f.seed.Given() {
-				return fmt.Errorf("--shard %s: give every agent of the fleet the same --seed, so that their shares make one schedule", sh)
-			}
-			f.shard = sh
-			if startAt != "" {
-				if f.startAt, err = time.Parse(time.RFC3339, startAt); err != nil {
-					return fmt.Errorf("--start-at %q: want a time such as 2026-12-02T01:30:00Z", startAt)
-				}
+			if err := f.fleetShare(shard, startAt); err != nil {
+				return err
 			}
 			if name == "" {
 				name, _ = os.Hostname()
@@ -104,7 +94,7 @@ func newAgentCmd() *cobra.Command {
 				Server: agent.Config{
 					Listen: listen, Ring: agent.RingConfig{MaxEvents: ringSize, MaxAge: ringAge, MaxBytes: ringBytes},
 					Logger:     session.AgentLogger(cmd.ErrOrStderr(), quietLogs),
-					Identity:   agent.Identity{Name: name, Region: region, Shard: sh.String(), SLO: f.slo},
+					Identity:   agent.Identity{Name: name, Region: region, Shard: f.shard.String(), SLO: f.slo},
 					Good:       aggregate.GoodRequest(objectives, basis),
 					MaxClients: maxClients,
 				},
@@ -137,4 +127,23 @@ func newAgentCmd() *cobra.Command {
 	d.Usage = "stop after this long (default: run until stopped, or until --requests)"
 	d.DefValue = "0s"
 	return cmd
+}
+
+// fleetShare reads --shard and --start-at: this agent's share of a fleet's
+// load, and when the fleet's shards begin together.
+func (f *loadFlags) fleetShare(shard, startAt string) error {
+	sh, err := probe.ParseShard(shard)
+	if err != nil {
+		return fmt.Errorf("--shard: %w", err)
+	}
+	if sh.Count > 1 && !f.seed.Given() {
+		return fmt.Errorf("--shard %s: give every agent of the fleet the same --seed, so that their shares make one schedule", sh)
+	}
+	f.shard = sh
+	if startAt != "" {
+		if f.startAt, err = time.Parse(time.RFC3339, startAt); err != nil {
+			return fmt.Errorf("--start-at %q: want a time such as 2026-12-02T01:30:00Z", startAt)
+		}
+	}
+	return nil
 }
