@@ -22,12 +22,13 @@ type Traffic struct {
 	Span time.Duration `json:"span_ns"`
 
 	// Requests counts the requests the server finished in the window (its
-	// end-to-end histogram's, else its queue histogram's, observations).
-	Requests  float64 `json:"requests"`
-	ReqPerSec float64 `json:"req_per_s"`
-	// HasRequests says whether the server counts its requests (an
-	// end-to-end or queue histogram); llama.cpp does not.
-	HasRequests bool `json:"has_requests"`
+	// end-to-end histogram's, else its queue histogram's, observations);
+	// HasRequests is false when the server has neither (llama.cpp counts
+	// tokens, not requests), and then Requests and ReqPerSec are 0 for
+	// "not reported", not for "none".
+	Requests    float64 `json:"requests"`
+	ReqPerSec   float64 `json:"req_per_s"`
+	HasRequests bool    `json:"has_requests"`
 	// PromptTokPerSec and GenTokPerSec are the server's token counters'
 	// rates; HasTokens says whether it has them.
 	PromptTokPerSec float64 `json:"prompt_tok_per_s"`

@@ -104,7 +104,7 @@ func trafficRates(t aggregate.Traffic) string {
 	if !t.Seen {
 		return "no metrics yet"
 	}
-	s := "req/s not given"
+	s := "req/s not reported"
 	if t.HasRequests {
 		s = fmt.Sprintf("%s req/s", rate(t.ReqPerSec))
 	}
