@@ -23,11 +23,20 @@ func WatchStatusLine(s Snapshot) string {
 	return line
 }
 
+// RequestRate is the server's finished requests per second, or says that
+// its metrics do not count requests.
+func RequestRate(t Traffic) string {
+	if !t.HasRequests {
+		return "req/s not reported"
+	}
+	return fmt.Sprintf("%.1f req/s", t.ReqPerSec)
+}
+
 func trafficLine(t Traffic) string {
 	if !t.Seen {
 		return "no metrics interval yet"
 	}
-	parts := []string{fmt.Sprintf("%.1f req/s", t.ReqPerSec)}
+	parts := []string{RequestRate(t)}
 	if len(t.Phases) > 0 {
 		parts = append(parts, PhaseShares(t))
 	}
@@ -98,6 +107,9 @@ func TrafficGauges(t Traffic) string {
 	var parts []string
 	if t.HasQueueDepth {
 		parts = append(parts, fmt.Sprintf("queue %.1f", t.QueueDepth))
+	}
+	if t.HasRunning {
+		parts = append(parts, fmt.Sprintf("running %.1f", t.Running))
 	}
 	var kv []string
 	if t.HasKVCache {
@@ -206,7 +218,11 @@ func writeTraffic(b *strings.Builder, t Traffic) {
 		return
 	}
 	fmt.Fprintf(b, "all traffic, as the server's %s metrics report it, over %s (a canary's requests are in it too):\n", t.Dialect, t.Span.Round(time.Second))
-	fmt.Fprintf(b, "  requests %.0f (%.2f/s)", t.Requests, t.ReqPerSec)
+	if t.HasRequests {
+		fmt.Fprintf(b, "  requests %.0f (%.2f/s)", t.Requests, t.ReqPerSec)
+	} else {
+		b.WriteString("  requests not reported (no end-to-end or queue histogram)")
+	}
 	if t.HasTokens {
 		fmt.Fprintf(b, "  prompt tokens %.0f/s  output tokens %.0f/s", t.PromptTokPerSec, t.GenTokPerSec)
 	}

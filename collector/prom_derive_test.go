@@ -2,6 +2,7 @@ package collector
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -646,5 +647,40 @@ func promCheckStages(t *testing.T, got, want map[string]event.HistStat) {
 			t.Errorf("stage %q:\n got  count=%v mean=%v p50=%v p90=%v p99=%v\n want count=%v mean=%v p50=%v p90=%v p99=%v",
 				k, g.Count, g.Mean, g.P50, g.P90, g.P99, w.Count, w.Mean, w.P50, w.P90, w.P99)
 		}
+	}
+}
+
+// llama.cpp counts the prompt tokens its cache served
+// (prompt_tokens_cached_total) apart from those it evaluated
+// (prompt_tokens_total): the lookups are their sum. The text is a recent
+// llama-server's /metrics.
+func TestDeriveLlamaCppPrefixCache(t *testing.T) {
+	t.Parallel()
+	page := func(prompt, cached float64) string {
+		return fmt.Sprintf(`# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed, excluding cached tokens
+# TYPE llamacpp:prompt_tokens_total counter
+llamacpp:prompt_tokens_total %v
+# HELP llamacpp:prompt_tokens_cached_total Number of prompt tokens reused from the cache
+# TYPE llamacpp:prompt_tokens_cached_total counter
+llamacpp:prompt_tokens_cached_total %v
+# TYPE llamacpp:requests_processing gauge
+llamacpp:requests_processing 2
+`, prompt, cached)
+	}
+	prev := promParseAt(t, page(1000, 200), promT0)
+	cur := promParseAt(t, page(1300, 900), promT0.Add(time.Second))
+	d := DetectDialect(cur)
+	if d.Name != promdialect.LlamaCpp {
+		t.Fatalf("dialect %q", d.Name)
+	}
+	got, _ := Derive(prev, cur, d)
+	promCheckPtr(t, "prefix hits", got.PrefixHits, promF(700))
+	promCheckPtr(t, "prefix lookups", got.PrefixQueries, promF(1000))
+	promCheckPtr(t, "running", got.Running, promF(2))
+	// A llama.cpp without the cached counter reports no lookups at all.
+	old := promParseAt(t, "# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total 5\n", promT0)
+	got, _ = Derive(old, old, d)
+	if got.PrefixHits != nil || got.PrefixQueries != nil {
+		t.Errorf("without prompt_tokens_cached_total: hits %v, lookups %v, want neither", got.PrefixHits, got.PrefixQueries)
 	}
 }

@@ -104,7 +104,10 @@ func trafficRates(t aggregate.Traffic) string {
 	if !t.Seen {
 		return "no metrics yet"
 	}
-	s := fmt.Sprintf("%s req/s", rate(t.ReqPerSec))
+	s := "req/s not reported"
+	if t.HasRequests {
+		s = fmt.Sprintf("%s req/s", rate(t.ReqPerSec))
+	}
 	if t.HasTokens {
 		s += fmt.Sprintf("  prompt %s tok/s  output %s tok/s", rate(t.PromptTokPerSec), rate(t.GenTokPerSec))
 	}

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
@@ -93,5 +100,109 @@ func TestWatchRecordingReplaysAndReports(t *testing.T) {
 	}
 	if got.Traffic == nil || !got.Traffic.Seen {
 		t.Errorf("report --format json has no traffic: %+v", got.Traffic)
+	}
+}
+
+// startWatch runs latscope watch with args until the test stops it; it
+// returns where the watch serves its dashboard over ssh, the stop, and a
+// channel closed when the command has returned.
+func startWatch(t *testing.T, args ...string) (sshAddr string, stop context.CancelFunc, done <-chan struct{}) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan struct{})
+	pr, pw := io.Pipe()
+	root := newRootCmd()
+	root.SetArgs(append([]string{"watch"}, args...))
+	root.SetOut(io.Discard)
+	root.SetErr(pw)
+	go func() {
+		defer close(ended)
+		if err := root.ExecuteContext(ctx); err != nil && ctx.Err() == nil {
+			t.Errorf("watch: %v", err)
+		}
+		pw.Close()
+	}()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "latscope watch: dashboard over ssh on "); ok {
+				host, _, _ := strings.Cut(rest, ": ")
+				addr <- host
+			}
+		}
+		close(addr)
+	}()
+	t.Cleanup(func() { cancel(); <-ended })
+	select {
+	case a, ok := <-addr:
+		if !ok {
+			t.Fatal("the watch ended without serving its dashboard over ssh")
+		}
+		return a, cancel, ended
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch did not say where it serves the dashboard over ssh")
+	}
+	return "", cancel, ended
+}
+
+// latscope watch --ssh serves the watch dashboard (your users, the server's
+// histograms) to a key of the authorized keys file, as agent --ssh does;
+// stopping the watch ends the session with exit status 0.
+func TestWatchServesItsDashboardOverSSH(t *testing.T) {
+	prof, err := sim.ProfileByName("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := simtest.Serve(t, sim.Config{Profile: prof, Background: sim.Background{Rate: 20, PromptTokens: 32, OutputTokens: 8}})
+	dir := t.TempDir()
+	key, keys := sshKeys(t, dir)
+	addr, stop, done := startWatch(t, "--url", url, "--no-tui", "--no-gpu", "--scrape-interval", "100ms",
+		"--ssh", "127.0.0.1:0", "--ssh-authorized-keys", keys, "--ssh-host-key", filepath.Join(dir, "host_key"), "--ssh-refresh", "100ms")
+	client, err := gossh.Dial("tcp", addr, &gossh.ClientConfig{User: "viewer", Auth: []gossh.AuthMethod{gossh.PublicKeys(key)},
+		HostKeyCallback: gossh.InsecureIgnoreHostKey(), Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("ssh: %v", err)
+	}
+	defer client.Close()
+	sess, err := client.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &lockedBuffer{got: make(chan struct{}, 1)}
+	sess.Stdout, sess.Stderr = out, out
+	if err := sess.RequestPty("xterm", 40, 120, gossh.TerminalModes{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Shell(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- sess.Wait() }()
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(ansi.Strip(out.String()), "vllm histograms") {
+		select {
+		case <-out.got:
+		case err := <-exited:
+			t.Fatalf("the session ended (%v) before the watch showed:\n%q", err, out.String())
+		case <-deadline:
+			t.Fatalf("no watch view within 30 s:\n%q", ansi.Strip(out.String()))
+		}
+	}
+	if screen := ansi.Strip(out.String()); !strings.Contains(screen, "your users") || !strings.Contains(screen, "watching") {
+		t.Errorf("the remote dashboard is not the watch view:\n%s", screen)
+	}
+	stop()
+	<-done
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the session ended with %v when the watch stopped, want exit 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the session did not end with the watch")
+	}
+	if raw := out.String(); !strings.Contains(raw, "latscope watch: stopped; this dashboard ends here") {
+		t.Errorf("the session did not say why it ended:\n%q", raw[max(0, len(raw)-400):])
 	}
 }
