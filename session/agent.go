@@ -76,7 +76,7 @@ func Agent(ctx context.Context, stdout, stderr io.Writer, c AgentConfig) error {
 		Observers: []func(aggregate.Snapshot){c.statusLine(stderr), dash.observe},
 		Consumers: []Consumer{AgentStream{Server: srv}},
 	}
-	if err := c.Outputs.Add(ctx, stderr, s, &m); err != nil {
+	if err := c.Outputs.Wire(ctx, stderr, s, &m); err != nil {
 		return err
 	}
 	summary, interrupted, runErr := m.Run(ctx)

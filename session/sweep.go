@@ -75,7 +75,7 @@ func Sweep(ctx context.Context, stdout, stderr io.Writer, c SweepConfig) error {
 		out = notices
 	}
 	m := Measurement{} // only for its Consumers: the sweep runs the pipeline
-	if err := c.Outputs.Add(ctx, out, s, &m); err != nil {
+	if err := c.Outputs.Wire(ctx, out, s, &m); err != nil {
 		return err
 	}
 	drainCtx := context.WithoutCancel(ctx)

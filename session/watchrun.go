@@ -62,7 +62,7 @@ func Watch(ctx context.Context, stdout, stderr io.Writer, c WatchConfig) error {
 	} else {
 		m.Observers = append(m.Observers, watchStatusLine(stderr))
 	}
-	if err := c.Outputs.Add(ctx, progress, s, &m); err != nil {
+	if err := c.Outputs.Wire(ctx, progress, s, &m); err != nil {
 		return err
 	}
 	var summary aggregate.Summary
