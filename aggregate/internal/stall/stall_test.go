@@ -376,21 +376,24 @@ func detectOn(t *testing.T, srv Server, recs []*event.Request, starved ...interv
 	return append(got, d.Flush()...)
 }
 
-func TestStallCauses(t *testing.T) {
-	t.Parallel()
+// stallCauseCase is one of TestStallCauses's cases.
+type stallCauseCase struct {
+	name     string
+	recs     []*event.Request
+	starved  []interval
+	want     event.StallCause
+	evidence string // in the message
+}
+
+// stallCauseCases are TestStallCauses's cases.
+func stallCauseCases() []stallCauseCase {
 	ms := time.Millisecond
 	at := func(d time.Duration) time.Time { return stallT0.Add(d) }
 	timed := func(r *event.Request, stages map[event.Stage]time.Duration) *event.Request {
 		r.Server = &event.ServerTiming{Source: "test", Stages: stages}
 		return r
 	}
-	tests := []struct {
-		name     string
-		recs     []*event.Request
-		starved  []interval
-		want     event.StallCause
-		evidence string // in the message
-	}{
+	return []stallCauseCase{
 		{
 			name:     "nothing else ran and the held tokens came in a burst: the front end by elimination",
 			recs:     withBurst(fourPausing(30 * ms)),
@@ -473,6 +476,11 @@ func TestStallCauses(t *testing.T) {
 			evidence: "no prefill ran in it",
 		},
 	}
+}
+
+func TestStallCauses(t *testing.T) {
+	t.Parallel()
+	tests := stallCauseCases()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
