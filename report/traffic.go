@@ -20,7 +20,7 @@ func trafficTables(t *aggregate.Traffic) []table {
 	rates := table{
 		Title:   fmt.Sprintf("Your users' traffic (server-reported, the server's %s metrics, over %s)", orDash(t.Dialect), t.Span.Round(time.Second)),
 		Columns: []string{"requests", "req/s", "prompt tok/s", "output tok/s", "queue depth", "KV cache", "preemptions", "prefix-cache hits"},
-		Rows: [][]string{{num(t.Requests, 0), num(t.ReqPerSec, 2), when(t.HasTokens, num(t.PromptTokPerSec, 1)), when(t.HasTokens, num(t.GenTokPerSec, 1)),
+		Rows: [][]string{{when(t.HasRequests, num(t.Requests, 0)), when(t.HasRequests, num(t.ReqPerSec, 2)), when(t.HasTokens, num(t.PromptTokPerSec, 1)), when(t.HasTokens, num(t.GenTokPerSec, 1)),
 			when(t.HasQueueDepth, num(t.QueueDepth, 2)), when(t.HasKVCache, num(100*t.KVCache, 1)+"%"), when(t.HasPreemptions, num(t.Preemptions, 0)),
 			when(t.PrefixFrom != "", num(100*t.PrefixHitRate, 1)+"% ("+t.PrefixFrom+")")}},
 		Notes: []string{"The server's histograms count every request it finished: a canary's are in them too. A figure the server does not give is '-'."},

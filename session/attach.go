@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/fleet"
+	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/tui"
 )
@@ -44,10 +46,13 @@ func (a *attached) offset() time.Duration {
 
 // AttachOptions are what attach watches and how it shows them.
 type AttachOptions struct {
-	URLs   []string
-	Client agent.ClientConfig // shared by every agent's client; URL and ClockPings are set per agent
-	Record string             // --record: one file per agent's session
-	JSON   bool               // headless: the summaries as one JSON object
+	// URLs are the agents, with those listed in AgentsFile (one a line, #
+	// comments) after them.
+	URLs       []string
+	AgentsFile string
+	Client     agent.ClientConfig // shared by every agent's client; URL and ClockPings are set per agent
+	Record     string             // --record: one file per agent's session
+	JSON       bool               // headless: the summaries as one JSON object
 	// Screen shows the dashboard; nil runs headless (a status line per
 	// agent on Stderr, the summaries on Stdout at the end).
 	Screen         Screen
@@ -61,6 +66,9 @@ type AttachOptions struct {
 // writes their summaries and says how the attach went (an ExitError when
 // no agent was reached or their requests failed).
 func Attach(ctx context.Context, o AttachOptions) error {
+	if err := o.check(); err != nil {
+		return err
+	}
 	dashboard, stderr := o.Screen != nil, o.Stderr
 	runCtx, stopRuns := context.WithCancel(ctx)
 	defer stopRuns()
@@ -584,4 +592,51 @@ func untilText(at, now time.Time) string {
 		return d.Round(10 * time.Millisecond).String()
 	}
 	return d.Round(100 * time.Millisecond).String()
+}
+
+// check reads the agents file into URLs and checks the options.
+func (o *AttachOptions) check() error {
+	if o.AgentsFile != "" {
+		more, err := readAgentsFile(o.AgentsFile)
+		if err != nil {
+			return err
+		}
+		o.URLs = append(slices.Clip(o.URLs), more...)
+	}
+	switch {
+	case len(o.URLs) == 0:
+		return errors.New("name at least one agent, e.g. latscope attach http://127.0.0.1:7070 (or --agents FILE)")
+	case o.Client.ConnectTimeout <= 0:
+		return fmt.Errorf("--connect-timeout %s: want more than 0", o.Client.ConnectTimeout)
+	case o.Client.GiveUp <= 0:
+		return fmt.Errorf("--give-up %s: want more than 0", o.Client.GiveUp)
+	}
+	return nil
+}
+
+// readAgentsFile reads agent URLs, one per line; blank lines and # comments
+// are skipped.
+func readAgentsFile(path string) ([]string, error) {
+	file, err := fileread.Open(path, fileread.Limit{Flag: "--agents", Max: fileread.MiB, What: "a list of agents"})
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	var urls []string
+	sc := bufio.NewScanner(file)
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if strings.ContainsAny(line, " \t") {
+			return nil, fmt.Errorf("--agents %s line %d: want one URL per line", path, n)
+		}
+		urls = append(urls, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--agents %s: %w", path, err)
+	}
+	return urls, nil
 }

@@ -1,6 +1,9 @@
 package session
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // Reason is why a run ended other than well: the command line turns it
 // into its exit code (the one table is in cmd/latscope).
@@ -34,4 +37,34 @@ func ReasonOf(err error) Reason {
 		return e.Reason
 	}
 	return 0
+}
+
+// WithoutCancellation removes what an interruption leaves among a command's
+// errors (cancelled contexts), keeping real failures.
+func WithoutCancellation(err error) error {
+	return DropErrors(err, func(e error) bool {
+		if _, joined := e.(interface{ Unwrap() []error }); joined {
+			return false // look into it: a real failure may be joined to a cancellation
+		}
+		return errors.Is(e, context.Canceled) || errors.Is(e, ErrSetupInterrupted)
+	})
+}
+
+// DropErrors returns err without the errors drop matches: err itself, or
+// any of the errors it joins, however deep.
+func DropErrors(err error, drop func(error) bool) error {
+	if err == nil || drop(err) {
+		return nil
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var rest []error
+	for _, e := range joined.Unwrap() {
+		if e = DropErrors(e, drop); e != nil {
+			rest = append(rest, e)
+		}
+	}
+	return errors.Join(rest...)
 }

@@ -35,9 +35,9 @@ func (o Outputs) Check() error {
 	return nil
 }
 
-// Add adds the recording and the export to m, saying each on stderr; the
+// Wire adds the recording and the export to m, saying each on stderr; the
 // loss of either is announced in the stream (their aux sources).
-func (o Outputs) Add(ctx context.Context, stderr io.Writer, s *Session, m *Measurement) error {
+func (o Outputs) Wire(ctx context.Context, stderr io.Writer, s *Session, m *Measurement) error {
 	if o.Record != "" {
 		rec, err := NewRecording(o.Record, s.Header, o.RecordOverwrite)
 		if err != nil {
@@ -144,5 +144,5 @@ func (c RunConfig) prepare(ctx context.Context, stderr io.Writer, s *Session, m 
 			m.Every = StatusEvery
 		}
 	}
-	return notices, c.Outputs.Add(ctx, progress, s, m)
+	return notices, c.Outputs.Wire(ctx, progress, s, m)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/pipeline"
@@ -19,7 +18,8 @@ import (
 type SweepConfig struct {
 	Session Options
 	Outputs Outputs
-	Plan    sweep.Plan
+	// Spec is the steps and how each is judged (checked: sweep.Spec.Validate).
+	Spec sweep.Spec
 	// SLO is as the command line gives it (aggregate.ParseSLO).
 	SLO string
 	// Arrival and Burstiness shape the open-loop steps' arrivals; step i
@@ -27,9 +27,6 @@ type SweepConfig struct {
 	Arrival    string
 	Burstiness float64
 	Seed       int64
-
-	Warmup, Window, StepMax time.Duration
-	StopErrors              float64
 
 	// JSON prints the result as JSON instead of a table.
 	JSON bool
@@ -43,6 +40,14 @@ type SweepConfig struct {
 // stdout and returns why it ended other than well (an ExitError), if it
 // did: the whole of `latscope sweep` after its flags.
 func Sweep(ctx context.Context, stdout, stderr io.Writer, c SweepConfig) error {
+	plan, err := c.Spec.Plan()
+	if err != nil {
+		return err
+	}
+	stopErrors, err := sweep.ParseFraction(c.Spec.StopErrors)
+	if err != nil {
+		return fmt.Errorf("--stop-errors: %w", err)
+	}
 	objectives, err := aggregate.ParseSLO(c.SLO)
 	if err != nil {
 		return err
@@ -56,7 +61,7 @@ func Sweep(ctx context.Context, stdout, stderr io.Writer, c SweepConfig) error {
 	}
 	defer s.Close()
 	s.Header.Load.Mode, s.Header.Load.Concurrency, s.Header.Load.Rate = "sweep", 0, 0
-	if c.Plan.Mode == sweep.OpenLoop {
+	if plan.Mode == sweep.OpenLoop {
 		s.Header.Load.Arrival, s.Header.Load.Burstiness = c.Arrival, c.Burstiness
 	}
 
@@ -70,7 +75,7 @@ func Sweep(ctx context.Context, stdout, stderr io.Writer, c SweepConfig) error {
 		out = notices
 	}
 	m := Measurement{} // only for its Consumers: the sweep runs the pipeline
-	if err := c.Outputs.Add(ctx, out, s, &m); err != nil {
+	if err := c.Outputs.Wire(ctx, out, s, &m); err != nil {
 		return err
 	}
 	drainCtx := context.WithoutCancel(ctx)
@@ -83,8 +88,8 @@ func Sweep(ctx context.Context, stdout, stderr io.Writer, c SweepConfig) error {
 		feed = tui.NewSweepFeed(progress, s.Header)
 	}
 	cfg := sweep.Config{
-		Plan: c.Plan, Aux: s.Aux, Stage: s.Attributor, Header: s.Header, Fanout: fan,
-		SLO: objectives, Warmup: c.Warmup, Window: c.Window, StepMax: c.StepMax, StopErrors: c.StopErrors,
+		Plan: plan, Aux: s.Aux, Stage: s.Attributor, Header: s.Header, Fanout: fan,
+		SLO: objectives, Warmup: c.Spec.Warmup, Window: c.Spec.Window, StepMax: c.Spec.StepMax, StopErrors: stopErrors,
 		Step:     sweepStep(s, c),
 		Progress: progress.Put,
 	}

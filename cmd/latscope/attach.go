@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"errors"
-	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/latscope/latscope/agent"
-	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/session"
 )
 
@@ -52,27 +47,10 @@ agent's name before the extension).`,
   latscope attach https://gpu-1:7070 https://gpu-2:7070 --token "$LATSCOPE_TOKEN" --ca-cert ca.pem
   latscope attach --agents fleet.txt --no-tui --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			urls := args
-			if agentsFile != "" {
-				more, err := readAgentsFile(agentsFile)
-				if err != nil {
-					return err
-				}
-				urls = append(urls, more...)
-			}
-			if len(urls) == 0 {
-				return errors.New("name at least one agent, e.g. latscope attach http://127.0.0.1:7070 (or --agents FILE)")
-			}
 			if token == "" {
 				token = os.Getenv(agent.TokenEnv)
 			}
-			if connectTimeout <= 0 {
-				return fmt.Errorf("--connect-timeout %s: want more than 0", connectTimeout)
-			}
-			if giveUp <= 0 {
-				return fmt.Errorf("--give-up %s: want more than 0", giveUp)
-			}
-			o := session.AttachOptions{URLs: urls, Client: agent.ClientConfig{Token: token, CAFile: caFile, ConnectTimeout: connectTimeout, GiveUp: giveUp},
+			o := session.AttachOptions{URLs: args, AgentsFile: agentsFile, Client: agent.ClientConfig{Token: token, CAFile: caFile, ConnectTimeout: connectTimeout, GiveUp: giveUp},
 				Record: record, JSON: jsonOut, NoColor: noColor, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
 			if useDashboard(cmd.OutOrStdout(), noTUI) {
 				o.Screen = showDashboard
@@ -94,31 +72,4 @@ agent's name before the extension).`,
 	fl.DurationVar(&connectTimeout, "connect-timeout", 10*time.Second, "limit for each step of a connection to an agent: dial, TLS handshake, response headers")
 	fl.DurationVar(&giveUp, "give-up", 30*time.Second, "stop retrying an agent never reached within this; with none reached, attach exits 1")
 	return cmd
-}
-
-// readAgentsFile reads agent URLs, one per line; blank lines and # comments
-// are skipped.
-func readAgentsFile(path string) ([]string, error) {
-	file, err := fileread.Open(path, fileread.Limit{Flag: "--agents", Max: fileread.MiB, What: "a list of agents"})
-	if err != nil {
-		return nil, err
-	}
-	defer file.Close()
-	var urls []string
-	sc := bufio.NewScanner(file)
-	for n := 1; sc.Scan(); n++ {
-		line, _, _ := strings.Cut(sc.Text(), "#")
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		if strings.ContainsAny(line, " \t") {
-			return nil, fmt.Errorf("--agents %s line %d: want one URL per line", path, n)
-		}
-		urls = append(urls, line)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("--agents %s: %w", path, err)
-	}
-	return urls, nil
 }

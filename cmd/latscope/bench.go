@@ -60,7 +60,7 @@ mean and p99 |error| of TTFT and ITL are printed with the ratio probe/bare.`,
 			} else {
 				err = bench.WriteAccuracyTable(cmd.OutOrStdout(), res)
 			}
-			return missedUnless(err, res.Target.Met, "bench accuracy")
+			return bench.Missed(err, res.Target.Met, "bench accuracy")
 		},
 	}
 	f := cmd.Flags()
@@ -110,7 +110,7 @@ probe/bare beside their targets.`,
 			} else {
 				err = bench.WriteThroughputTable(cmd.OutOrStdout(), res)
 			}
-			return missedUnless(err, res.Met, "bench throughput")
+			return bench.Missed(err, res.Met, "bench throughput")
 		},
 	}
 	f := cmd.Flags()
@@ -123,15 +123,6 @@ probe/bare beside their targets.`,
 	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured phase per client before each case")
 	f.BoolVar(&asJSON, "json", false, "print machine-readable JSON instead of a table")
 	return cmd
-}
-
-// missedUnless is a bench command's result once its report is written:
-// the write's error, else exitFailure when a target was missed.
-func missedUnless(err error, met bool, what string) error {
-	if err != nil || met {
-		return err
-	}
-	return session.Exit(session.Failed, errors.New(what+": a target was missed (see MISSED above)"))
 }
 
 // serveArgs returns the arguments that run `bench serve` in a copy of this
@@ -160,20 +151,7 @@ func newBenchServeCmd() *cobra.Command {
 			if _, err := bench.RaiseFileLimit(); err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "latscope bench serve:", err)
 			}
-			if truthPath == "" {
-				return bench.ServeChild(cmd.Context(), listen, fs, cmd.InOrStdin(), cmd.OutOrStdout())
-			}
-			f, err := os.Create(truthPath)
-			if err != nil {
-				return fmt.Errorf("--truth: %w", err)
-			}
-			truth := bench.NewFrameLogWriter(f)
-			clock := bench.NewClock()
-			fs.OnStream = func(id string, arrived time.Time, flushed []time.Time) {
-				truth.Write(bench.ServerFrameLog(clock, id, arrived, flushed))
-			}
-			err = bench.ServeChild(cmd.Context(), listen, fs, cmd.InOrStdin(), cmd.OutOrStdout())
-			return errors.Join(err, truth.Close(), f.Close())
+			return bench.ServeChildTruth(cmd.Context(), listen, fs, truthPath, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()

@@ -68,7 +68,7 @@ at most 2 ms/s and 40 MB resident on average.`,
 			} else {
 				err = bench.WriteIdleTable(cmd.OutOrStdout(), res)
 			}
-			return missedUnless(err, res.Met, "bench idle")
+			return bench.Missed(err, res.Met, "bench idle")
 		},
 	}
 	f := cmd.Flags()

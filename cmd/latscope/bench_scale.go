@@ -2,9 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -91,7 +89,7 @@ saying so, when that is still too low for the streams asked for.`,
 			} else {
 				err = bench.WriteScaleTable(cmd.OutOrStdout(), res)
 			}
-			return missedUnless(err, res.Met, "bench scale")
+			return bench.Missed(err, res.Met, "bench scale")
 		},
 	}
 	f := cmd.Flags()
@@ -128,17 +126,8 @@ func newBenchScaleCaseCmd() *cobra.Command {
 			default:
 				return fmt.Errorf("--client %q: want %s or %s", spec.Client, bench.ScaleProbe, bench.ScaleBare)
 			}
-			switch {
-			case spec.URL == "" || spec.LogPath == "":
-				return errors.New("--url and --log are required")
-			case spec.Streams < 1:
-				return fmt.Errorf("--streams %d: want 1 or more", spec.Streams)
-			case spec.Rate < 0 || math.IsNaN(spec.Rate) || math.IsInf(spec.Rate, 0):
-				return fmt.Errorf("--rate %g: want 0 (closed loop) or a positive rate", spec.Rate)
-			case spec.Duration <= 0 || spec.Warmup < 0 || spec.Drain < 0:
-				return errors.New("--duration must be positive, --warmup and --drain not negative")
-			case spec.OutputTokens < 1:
-				return fmt.Errorf("--output-tokens %d: want 1 or more", spec.OutputTokens)
+			if err := spec.Validate(); err != nil {
+				return err
 			}
 			if spec.CPUProfile != "" {
 				stop, err := bench.StartCPUProfile(spec.CPUProfile)

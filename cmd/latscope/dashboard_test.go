@@ -19,9 +19,13 @@ func TestQuittingTheDashboardIsNotAnInterruption(t *testing.T) {
 	url := serveTinySim(t)
 	f := &loadFlags{dialect: "auto", concurrency: 2, duration: time.Minute, promptTokens: "16", outputTokens: "4",
 		timeout: time.Minute, maxEventBytes: 1 << 20, noGPU: true, noMetrics: true, arrival: "poisson", burstiness: 1,
-		stepDuration: time.Second, seed: seedFlag{n: 1, given: true}}
+		stepDuration: time.Second, seed: seedOne()}
 	ctx := context.Background()
-	s, err := openSession(ctx, io.Discard, url, f, nil)
+	o, err := f.sessionOptions(io.Discard, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := session.Open(ctx, io.Discard, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,4 +47,11 @@ func TestQuittingTheDashboardIsNotAnInterruption(t *testing.T) {
 	if r := summary.Requests; r.Sent != r.OK+r.Errors+r.CancelledAtEnd {
 		t.Fatalf("requests %+v: sent != ok + errors + cancelled at the end", r)
 	}
+}
+
+// seedOne is --seed 1.
+func seedOne() session.Seed {
+	var s session.Seed
+	_ = s.Set("1")
+	return s
 }

@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -50,7 +49,7 @@ func main() {
 	// message is shown escaped, never acted on by the terminal. (The
 	// dashboard writes to the terminal itself; its text is made safe
 	// where it enters, in event.Safe.)
-	stdout, stderr := newSafeStream(os.Stdout), newSafeStream(os.Stderr)
+	stdout, stderr := textsafe.NewShared(os.Stdout), textsafe.NewShared(os.Stderr)
 	sh, ctx := shutdown.New(context.Background(), stderr, os.Exit)
 	root := newRootCmd()
 	root.SetOut(stdout)
@@ -62,36 +61,13 @@ func main() {
 	os.Exit(code)
 }
 
-// safeStream is a textsafe.Writer shared by the goroutines that write to
-// one stream (status lines, warnings, the summary).
-type safeStream struct {
-	mu  sync.Mutex
-	w   *textsafe.Writer
-	out io.Writer // what w writes to
-}
-
-func newSafeStream(w io.Writer) *safeStream { return &safeStream{w: textsafe.NewWriter(w), out: w} }
-
-func (s *safeStream) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-// Flush writes a character cut short at the end, escaped.
-func (s *safeStream) Flush() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Flush()
-}
-
 // exitCode prints err and returns the process's exit code, from the one
 // table in pipeline.go: a signal makes any command's exit 130, whatever
 // else went wrong after it (a summary that could not be written to a hung
 // up terminal, a context cancelled under a request).
 func exitCode(stderr io.Writer, err error, sig os.Signal) int {
 	if sig != nil {
-		switch rest := withoutCancellation(err); {
+		switch rest := session.WithoutCancellation(err); {
 		case codeOf(err) == exitInterrupted, rest == nil && errors.Is(err, session.ErrSetupInterrupted):
 			fmt.Fprintf(stderr, "latscope: %v (%s)\n", err, shutdown.SignalName(sig))
 		case rest != nil:
@@ -144,17 +120,6 @@ func withExitCodes(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		withExitCodes(sub)
 	}
-}
-
-// withoutCancellation removes what an interruption leaves among a command's
-// errors (cancelled contexts), keeping real failures.
-func withoutCancellation(err error) error {
-	return dropErrors(err, func(e error) bool {
-		if _, joined := e.(interface{ Unwrap() []error }); joined {
-			return false // look into it: a real failure may be joined to a cancellation
-		}
-		return errors.Is(e, context.Canceled) || errors.Is(e, session.ErrSetupInterrupted)
-	})
 }
 
 func newRootCmd() *cobra.Command {
@@ -237,23 +202,4 @@ func versionString() string {
 		return version
 	}
 	return version + " (" + rev + dirty + ")"
-}
-
-// dropErrors returns err without the errors drop matches: err itself, or
-// any of the errors it joins, however deep.
-func dropErrors(err error, drop func(error) bool) error {
-	if err == nil || drop(err) {
-		return nil
-	}
-	joined, ok := err.(interface{ Unwrap() []error })
-	if !ok {
-		return err
-	}
-	var rest []error
-	for _, e := range joined.Unwrap() {
-		if e = dropErrors(e, drop); e != nil {
-			rest = append(rest, e)
-		}
-	}
-	return errors.Join(rest...)
 }

@@ -45,10 +45,10 @@ func repeatable(cmd *cobra.Command, f *loadFlags, rf repeatFlags, once func() er
 // given (no prompt cache shared between runs), its own recording, its
 // summary as JSON to out (a buffer, no terminal: each run is headless).
 func repeatOnce(cmd *cobra.Command, f *loadFlags, once func() error) func(io.Writer, string) error {
-	seedGiven := f.seed.given
+	seedGiven := f.seed.Given()
 	return func(out io.Writer, record string) error {
 		if !seedGiven {
-			f.seed = seedFlag{}
+			f.seed = session.Seed{}
 		}
 		f.record, f.jsonOut = record, true
 		cmd.SetOut(out)

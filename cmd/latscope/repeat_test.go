@@ -26,7 +26,7 @@ func TestRepeatOnceKeepsAGivenSeed(t *testing.T) {
 			}
 		}
 		var seeds []int64
-		once := repeatOnce(newRootCmd(), f, func() error { seeds = append(seeds, f.seed.value()); return nil })
+		once := repeatOnce(newRootCmd(), f, func() error { seeds = append(seeds, f.seed.Value()); return nil })
 		for range 3 {
 			if err := once(io.Discard, "r.lsr"); err != nil {
 				t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/latscope/latscope/internal/textsafe"
 	"github.com/latscope/latscope/sim"
 	"github.com/latscope/latscope/sim/simtest"
 )
@@ -27,7 +28,7 @@ func executeCtx(t *testing.T, ctx context.Context, args ...string) (string, stri
 	root := newRootCmd()
 	root.SetArgs(args)
 	// As main does: what is written is escaped for the terminal.
-	out, errOut := newSafeStream(&stdout), newSafeStream(&stderr)
+	out, errOut := textsafe.NewShared(&stdout), textsafe.NewShared(&stderr)
 	root.SetOut(out)
 	root.SetErr(errOut)
 	err := root.ExecuteContext(ctx)

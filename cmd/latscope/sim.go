@@ -132,15 +132,16 @@ func (sf *simFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&sf.noServerTiming, "no-server-timing", false, "report no stage in Server-Timing (as vLLM): only the proxy's, and the metrics, say where the time went")
 }
 
-// config reads the flags that need reading into the simulator's Config,
-// and describes the deployment; faultRateGiven says --fault-rate was set.
+// config reads the flags that need reading into the simulator's Config
+// (sim.Config.Validate owns its rules), and the deployment for it with its
+// description; faultRateGiven says --fault-rate was set.
 func (sf *simFlags) config(faultRateGiven bool) (sim.Config, string, error) {
 	cfg := sf.cfg
 	var err error
 	if cfg.Profile, err = sim.ProfileByName(sf.profile); err != nil {
 		return cfg, "", err
 	}
-	if cfg.PrefixCacheBlocks, err = prefixCacheBlocks(cfg.PrefixCacheBlocks, sf.prefixTokens); err != nil {
+	if cfg.PrefixCacheBlocks, err = sim.PrefixCacheBlocks(cfg.PrefixCacheBlocks, sf.prefixTokens); err != nil {
 		return cfg, "", err
 	}
 	if cfg.Reasoning.Field, err = sim.ParseReasoningField(sf.reasoningField); err != nil {
@@ -153,28 +154,18 @@ func (sf *simFlags) config(faultRateGiven bool) (sim.Config, string, error) {
 		return cfg, "", fmt.Errorf("--fault: %w", err)
 	}
 	switch {
-	case cfg.Fault.IsZero() && faultRateGiven:
-		return cfg, "", errors.New("--fault-rate needs --fault")
-	case cfg.Fault.IsZero():
-		cfg.FaultRate = 0
-	case cfg.FaultRate == 0:
+	case cfg.Fault.IsZero() && !faultRateGiven:
+		cfg.FaultRate = 0 // the flag's default of 1 is for a --fault
+	case !cfg.Fault.IsZero() && cfg.FaultRate == 0: // the library's 0 is every request
 		return cfg, "", errors.New("--fault-rate 0 applies the fault to no request; drop --fault instead")
-	}
-	if err := sf.deploy.Network.Validate(); err != nil {
-		return cfg, "", fmt.Errorf("--rtt, --jitter: %w", err)
-	}
-	sf.deploy.Network.Seed = cfg.Seed
-	deployment := sf.deploy.Describe()
-	if !sf.deploy.NoProxy && (cfg.CloseAfterStream || cfg.Nagle) {
-		// Both live in the server's own connection to its client.
-		sf.deploy.NoProxy = true
-		deployment = sf.deploy.Describe() + "; no proxy in front: --close-after-stream and --nagle act on the client's connection"
 	}
 	cfg.ServerTiming = !sf.noServerTiming
 	if err := cfg.Validate(); err != nil {
 		return cfg, "", fmt.Errorf("sim: %w", err)
 	}
-	return cfg, deployment, nil
+	var deployment string
+	sf.deploy, deployment, err = sf.deploy.For(cfg)
+	return cfg, deployment, err
 }
 
 // run serves the simulator until the command's context ends.
@@ -185,9 +176,6 @@ func (sf *simFlags) run(cmd *cobra.Command) error {
 	}
 	if err := disaggFlagsNeedDisagg(cmd.Flags(), cfg.Disagg); err != nil {
 		return err
-	}
-	if cfg.Disagg.Enabled {
-		deployment += "; " + describeDisagg(cfg.Disagg)
 	}
 	srv, err := sim.New(cfg)
 	if err != nil {
@@ -209,20 +197,6 @@ func registerDeployFlags(fl *pflag.FlagSet, d *sim.Deployment) {
 	fl.BoolVar(&d.NoProxy, "no-proxy", false, "no proxy hop in front of the simulated server")
 	fl.DurationVar(&d.Network.RTT, "rtt", sim.DefaultRTT, "emulated network round trip to the clients, half each way (0: none)")
 	fl.DurationVar(&d.Network.Jitter, "jitter", 0, "emulated jitter on each one-way trip, uniform within ±this")
-}
-
-// prefixCacheBlocks is the prefix cache's size in blocks from
-// --prefix-cache-blocks or --prefix-cache-tokens (at most one given).
-func prefixCacheBlocks(blocks, tokens int) (int, error) {
-	switch {
-	case blocks < 0 || tokens < 0:
-		return 0, errors.New("--prefix-cache-blocks, --prefix-cache-tokens: want 0 (off) or more")
-	case blocks > 0 && tokens > 0:
-		return 0, errors.New("give --prefix-cache-blocks or --prefix-cache-tokens, not both")
-	case tokens > 0:
-		return (tokens + sim.PrefixBlockTokens - 1) / sim.PrefixBlockTokens, nil
-	}
-	return blocks, nil
 }
 
 // registerDisaggFlags adds the disaggregated deployment's flags.
@@ -247,11 +221,4 @@ func disaggFlagsNeedDisagg(fl *pflag.FlagSet, d sim.Disagg) error {
 		}
 	}
 	return nil
-}
-
-// describeDisagg says what the disaggregated deployment is, for the
-// start-up line.
-func describeDisagg(d sim.Disagg) string {
-	return fmt.Sprintf("disaggregated: %d prefill and %d decode workers, KV link %d B/token at %.3g B/s + %v (%v for 512 tokens)",
-		max(d.PrefillWorkers, 1), max(d.DecodeWorkers, 1), d.KVBytesPerToken, d.KVBandwidth, d.KVLatency, d.TransferTime(512))
 }

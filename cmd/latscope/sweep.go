@@ -15,20 +15,10 @@ import (
 	"github.com/latscope/latscope/tui"
 )
 
-// sweepFlags are sweep's own settings; the target, prompts, scrape and
-// recording come from the shared load flags.
-type sweepFlags struct {
-	rates, streams                string
-	rateStart, rateFactor, rateMx float64
-	refine                        int
-	warmup, window, stepMax       time.Duration
-	stopErrors                    string
-}
-
 func newSweepCmd() *cobra.Command {
 	var (
 		f      loadFlags
-		sf     sweepFlags
+		sf     sweep.Spec
 		target string
 	)
 	cmd := &cobra.Command{
@@ -65,7 +55,7 @@ are refused: the steps set the load.`,
 			if err := refuseUnusedFlags(cmd.Flags(), &sf); err != nil {
 				return err
 			}
-			return sf.validate()
+			return sf.Validate()
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if target == "" {
@@ -76,16 +66,16 @@ are refused: the steps set the load.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&target, "url", "", "the server's base URL, e.g. http://127.0.0.1:8000")
-	fl.StringVar(&sf.rates, "rates", "", "open-loop rates to step through, req/s, e.g. 2,4,8,16 (instead of --rate-start/--rate-max)")
-	fl.Float64Var(&sf.rateStart, "rate-start", 1, "first open-loop rate, req/s")
-	fl.Float64Var(&sf.rateFactor, "rate-factor", 2, "each next rate is this times the last")
-	fl.Float64Var(&sf.rateMx, "rate-max", 256, "highest open-loop rate, req/s")
-	fl.StringVar(&sf.streams, "streams", "", "closed loop instead: concurrencies to step through, e.g. 1,2,4,8,16")
-	fl.IntVar(&sf.refine, "refine", 3, "bisection steps between the last load that passed and the first that failed")
-	fl.DurationVar(&sf.warmup, "step-warmup", 5*time.Second, "the first part of each step, kept out of its statistics")
-	fl.DurationVar(&sf.window, "steady-window", 10*time.Second, "a step is steady once its TTFT and queues hold still this long")
-	fl.DurationVar(&sf.stepMax, "step-max", 60*time.Second, "the longest a step runs when it does not settle")
-	fl.StringVar(&sf.stopErrors, "stop-errors", "5%", "error rate that fails a step and stops the sweep")
+	fl.StringVar(&sf.Rates, "rates", "", "open-loop rates to step through, req/s, e.g. 2,4,8,16 (instead of --rate-start/--rate-max)")
+	fl.Float64Var(&sf.RateStart, "rate-start", 1, "first open-loop rate, req/s")
+	fl.Float64Var(&sf.RateFactor, "rate-factor", 2, "each next rate is this times the last")
+	fl.Float64Var(&sf.RateMax, "rate-max", 256, "highest open-loop rate, req/s")
+	fl.StringVar(&sf.Streams, "streams", "", "closed loop instead: concurrencies to step through, e.g. 1,2,4,8,16")
+	fl.IntVar(&sf.Refine, "refine", 3, "bisection steps between the last load that passed and the first that failed")
+	fl.DurationVar(&sf.Warmup, "step-warmup", 5*time.Second, "the first part of each step, kept out of its statistics")
+	fl.DurationVar(&sf.Window, "steady-window", 10*time.Second, "a step is steady once its TTFT and queues hold still this long")
+	fl.DurationVar(&sf.StepMax, "step-max", 60*time.Second, "the longest a step runs when it does not settle")
+	fl.StringVar(&sf.StopErrors, "stop-errors", "5%", "error rate that fails a step and stops the sweep")
 	f.register(fl)
 	f.registerView(fl)
 	// A sweep asks what load the server can take: constant arrivals put
@@ -123,7 +113,7 @@ var sweepRefused = []struct{ name, instead string }{
 // refuseUnusedFlags refuses a flag the sweep would ignore: a shared load
 // flag, naming the sweep flag to use instead, or one of its own that the
 // chosen steps leave unused.
-func refuseUnusedFlags(fl *pflag.FlagSet, sf *sweepFlags) error {
+func refuseUnusedFlags(fl *pflag.FlagSet, sf *sweep.Spec) error {
 	for _, r := range sweepRefused {
 		f := fl.Lookup(r.name)
 		if f == nil || !f.Changed {
@@ -136,93 +126,23 @@ func refuseUnusedFlags(fl *pflag.FlagSet, sf *sweepFlags) error {
 		return fmt.Errorf("sweep does not take --%s; %s", r.name, instead)
 	}
 	given := "--rates"
-	if sf.streams != "" {
+	if sf.Streams != "" {
 		given = "--streams"
 	}
 	for _, name := range []string{"rate-start", "rate-factor", "rate-max"} {
-		if fl.Changed(name) && (sf.rates != "" || sf.streams != "") {
+		if fl.Changed(name) && (sf.Rates != "" || sf.Streams != "") {
 			return fmt.Errorf("--%s applies to the default doubling rates; %s lists the steps itself", name, given)
 		}
 	}
 	for _, name := range []string{"arrival", "burstiness"} {
-		if fl.Changed(name) && sf.streams != "" {
+		if fl.Changed(name) && sf.Streams != "" {
 			return fmt.Errorf("--%s applies to open-loop (rate) steps, not to --streams (closed loop)", name)
 		}
 	}
 	return nil
 }
 
-// plan turns the flags into a sweep plan.
-func (sf *sweepFlags) plan() (sweep.Plan, error) {
-	switch {
-	case sf.streams != "" && sf.rates != "":
-		return sweep.Plan{}, errors.New("--streams (closed loop) and --rates (open loop): give one")
-	case sf.streams != "":
-		loads, err := sweep.ParseLoads(sf.streams)
-		if err != nil {
-			return sweep.Plan{}, fmt.Errorf("--streams: %w", err)
-		}
-		return sweep.Plan{Mode: sweep.ClosedLoop, Loads: loads, Refine: sf.refine}, nil
-	case sf.rates != "":
-		loads, err := sweep.ParseLoads(sf.rates)
-		if err != nil {
-			return sweep.Plan{}, fmt.Errorf("--rates: %w", err)
-		}
-		return sweep.Plan{Mode: sweep.OpenLoop, Loads: loads, Refine: sf.refine}, nil
-	}
-	return sweep.Plan{Mode: sweep.OpenLoop, Start: sf.rateStart, Factor: sf.rateFactor, Max: sf.rateMx, Refine: sf.refine}, nil
-}
-
-// validate checks the sweep's flags, naming the one to change, so a bad
-// one is refused before the sweep connects.
-func (sf *sweepFlags) validate() error {
-	plan, err := sf.plan()
-	if err != nil {
-		return err
-	}
-	loads := plan
-	loads.Refine = 0 // checked apart, so each error names its flag
-	if err := loads.Validate(); err != nil {
-		switch {
-		case sf.streams != "":
-			return fmt.Errorf("--streams: %w", err)
-		case sf.rates != "":
-			return fmt.Errorf("--rates: %w", err)
-		}
-		return fmt.Errorf("--rate-start/--rate-factor/--rate-max: %w", err)
-	}
-	if err := plan.Validate(); err != nil {
-		return fmt.Errorf("--refine: %w", err)
-	}
-	// The sweep fills a zero with its default, so a flag's 0 would not
-	// mean what it says.
-	switch {
-	case sf.warmup <= 0:
-		return fmt.Errorf("--step-warmup %s: want more than 0", sf.warmup)
-	case sf.window <= 0:
-		return fmt.Errorf("--steady-window %s: want more than 0", sf.window)
-	case sf.stepMax < sf.warmup+sf.window:
-		return fmt.Errorf("--step-max %s: want at least --step-warmup + --steady-window (%s)", sf.stepMax, sf.warmup+sf.window)
-	}
-	stop, err := sweep.ParseFraction(sf.stopErrors)
-	if err != nil {
-		return fmt.Errorf("--stop-errors: %w", err)
-	}
-	if stop == 0 {
-		return fmt.Errorf("--stop-errors %s: want a share above 0", sf.stopErrors)
-	}
-	return nil
-}
-
-func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) error {
-	plan, err := sf.plan() // checked with the other flags by validate, in PreRunE
-	if err != nil {
-		return err
-	}
-	stopErrors, err := sweep.ParseFraction(sf.stopErrors)
-	if err != nil {
-		return fmt.Errorf("--stop-errors: %w", err)
-	}
+func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweep.Spec) error {
 	// The steps set the load; the session's own runner is never run.
 	f.untilStopped = true
 	o, err := f.sessionOptions(cmd.ErrOrStderr(), target)
@@ -230,9 +150,8 @@ func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) e
 		return err
 	}
 	c := session.SweepConfig{
-		Session: o, Outputs: f.outputs(), Plan: plan, SLO: f.slo,
-		Arrival: f.arrival, Burstiness: f.burstiness, Seed: f.seed.value(),
-		Warmup: sf.warmup, Window: sf.window, StepMax: sf.stepMax, StopErrors: stopErrors,
+		Session: o, Outputs: f.outputs(), Spec: *sf, SLO: f.slo,
+		Arrival: f.arrival, Burstiness: f.burstiness, Seed: f.seed.Value(),
 		JSON: f.jsonOut, View: tui.Options{NoColor: f.noColor},
 	}
 	if useDashboard(cmd.OutOrStdout(), f.noTUI) {

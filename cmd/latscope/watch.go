@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
@@ -55,7 +53,7 @@ func newWatchCmd() *cobra.Command {
 		f          loadFlags
 		target     string
 		canaryRate float64
-		ssh        sshFlags
+		ssh        session.SSH
 	)
 	cmd := &cobra.Command{
 		Use:   "watch --url URL",
@@ -70,7 +68,7 @@ func newWatchCmd() *cobra.Command {
 				return errors.New("--url is required, e.g. --url http://127.0.0.1:8000")
 			}
 			f.untilStopped = !cmd.Flags().Changed("duration")
-			return runWatch(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), target, &f, canaryRate, &ssh)
+			return runWatch(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), target, &f, canaryRate, ssh)
 		},
 	}
 	fl := cmd.Flags()
@@ -93,54 +91,14 @@ func newWatchCmd() *cobra.Command {
 		}
 	})
 	f.registerView(fl)
-	ssh.register(fl)
+	registerSSHFlags(fl, &ssh)
 	return cmd
 }
 
-// watchFlags are agent's --watch and --canary-rate.
-type watchFlags struct {
-	on         bool
-	canaryRate float64
-}
-
-func (w *watchFlags) register(fl *pflag.FlagSet) {
-	fl.BoolVar(&w.on, "watch", false, "watch the server's own traffic, as latscope watch does, instead of sending a load (attach shows the watch view)")
-	fl.Float64Var(&w.canaryRate, "canary-rate", 0, "with --watch: send a steady canary of this many requests/s beside the server's own traffic (0: none)")
-}
-
-// open opens the agent's session: a watch (with its canary) or a load.
-func (w *watchFlags) open(ctx context.Context, stderr io.Writer, target string, f *loadFlags) (*session.Session, error) {
-	if !w.on {
-		if w.canaryRate != 0 {
-			return nil, errors.New("--canary-rate goes with --watch")
-		}
-		return openSession(ctx, stderr, target, f, nil)
-	}
-	if err := checkCanaryRate(w.canaryRate); err != nil {
-		return nil, err
-	}
-	f.rate, f.arrival, f.drain = w.canaryRate, probe.ArrivalConstant, 5*time.Second
-	return openWatch(ctx, stderr, target, f, w.canaryRate > 0)
-}
-
-// statusLine is the agent's status line: the watch's, or the run's.
-func (w *watchFlags) statusLine(stderr io.Writer) func(aggregate.Snapshot) {
-	if w.on {
-		return watchStatusLine(stderr)
-	}
-	return session.StatusLine(stderr)
-}
-
-func checkCanaryRate(r float64) error {
-	if math.IsNaN(r) || r < 0 || r > 1000 {
-		return fmt.Errorf("--canary-rate %g: want 0 (no canary) to 1000 requests per second", r)
-	}
-	return nil
-}
-
-// runWatch watches target's own traffic, with a canary at canaryRate.
-func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, canaryRate float64, ssh *sshFlags) error {
-	if err := checkCanaryRate(canaryRate); err != nil {
+// runWatch watches target's own traffic, with a canary at canaryRate
+// (session.Watch).
+func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, canaryRate float64, ssh session.SSH) error {
+	if err := session.CheckCanaryRate(canaryRate); err != nil {
 		return err
 	}
 	window, err := tui.ParseWindow(f.window)
@@ -150,78 +108,17 @@ func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *l
 	if err := f.outputs().Check(); err != nil {
 		return err
 	}
-	// The dashboard over ssh first: a refused address or a missing key
-	// fails before anything is asked of the server.
-	dash, err := ssh.start(ctx, stderr, nil, "latscope watch", nil, f.noColor)
-	if err != nil {
-		return err
-	}
-	defer dash.stop()
 	f.rate, f.arrival, f.drain = canaryRate, probe.ArrivalConstant, 5*time.Second
-	s, err := openWatch(ctx, stderr, target, f, canaryRate > 0)
-	if errors.Is(err, session.ErrSetupInterrupted) {
-		return session.Exit(session.Interrupted, err)
-	}
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	m := session.Measurement{Pipe: s.PipelineConfig(), Agg: aggregate.Config{Now: time.Now, OfferedRate: s.Offered},
-		Observers: []func(aggregate.Snapshot){dash.observe}}
-	dashboard := useDashboard(stdout, f.noTUI)
-	var notices *tui.NoticeBoard
-	progress := stderr
-	if dashboard {
-		notices = &tui.NoticeBoard{After: stderr}
-		progress = notices
-	} else {
-		m.Observers = append(m.Observers, watchStatusLine(stderr))
-	}
-	if err := f.outputs().Add(ctx, progress, s, &m); err != nil {
-		return err
-	}
-	var summary aggregate.Summary
-	var interrupted bool
-	if dashboard {
-		summary, interrupted, err = session.RunWithDashboard(ctx, m, showDashboard, notices, tui.Options{Window: window, NoColor: f.noColor})
-	} else {
-		summary, interrupted, err = m.Run(ctx)
-	}
-	if f.jsonOut {
-		err = errors.Join(err, aggregate.WriteJSON(stdout, summary))
-	} else {
-		err = errors.Join(err, aggregate.WriteWatchTable(stdout, summary))
-	}
-	if err != nil {
-		return err
-	}
-	if interrupted {
-		return session.Exit(session.Interrupted, errors.New("interrupted: the summary covers the time watched until then"))
-	}
-	return nil
-}
-
-// openWatch opens the watch session: the collectors alone, or with the
-// canary's load as well.
-func openWatch(ctx context.Context, stderr io.Writer, target string, f *loadFlags, canary bool) (*session.Session, error) {
 	o, err := f.sessionOptions(stderr, target)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if !canary {
-		return session.OpenWatch(ctx, stderr, o, f.duration)
+	c := session.WatchConfig{
+		Session: o, Outputs: f.outputs(), CanaryRate: canaryRate, SSH: ssh, Duration: f.duration, JSON: f.jsonOut,
+		View: tui.Options{Window: window, NoColor: f.noColor},
 	}
-	return session.OpenCanary(ctx, stderr, o)
-}
-
-// watchStatusLine prints the watch status line to w at most once a second.
-func watchStatusLine(w io.Writer) func(aggregate.Snapshot) {
-	var last time.Time
-	return func(s aggregate.Snapshot) {
-		if time.Since(last) < time.Second {
-			return
-		}
-		last = time.Now()
-		fmt.Fprintln(w, aggregate.WatchStatusLine(s))
+	if useDashboard(stdout, f.noTUI) {
+		c.Screen = showDashboard
 	}
+	return session.Watch(ctx, stdout, stderr, c)
 }

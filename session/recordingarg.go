@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/recorder"
-	"github.com/latscope/latscope/session"
 )
 
 // stdinName is what messages and reports call a recording read from
@@ -90,7 +89,7 @@ func copyRecording(ctx context.Context, out io.Writer, in io.Reader) error {
 	}
 	switch {
 	case ctx.Err() != nil:
-		return session.Exit(session.Interrupted, fmt.Errorf("interrupted while reading the recording from %s", stdinName))
+		return Exit(Interrupted, fmt.Errorf("interrupted while reading the recording from %s", stdinName))
 	case err != nil:
 		return fmt.Errorf("%s: %w", stdinName, err)
 	}
