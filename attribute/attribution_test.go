@@ -1409,6 +1409,16 @@ func TestEndToEndSimProbeOTLP(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
+	checkAllAgainstTruth(t, got, truths, tolerance)
+	if s := attributor.Stats(); s.FromSpan != requests {
+		t.Errorf("attributor stats = %+v, want all %d joined from spans", s, requests)
+	}
+}
+
+// checkAllAgainstTruth checks every request: succeeded, its stages summing
+// to its TTFT, joined with its span, and its stages against the truth.
+func checkAllAgainstTruth(t *testing.T, got []*event.Request, truths map[string]sim.Truth, tolerance time.Duration) {
+	t.Helper()
 	for _, r := range got {
 		if !r.OK() {
 			t.Errorf("%s: outcome %s (%s)", r.ID, r.Outcome, r.Error)
@@ -1424,39 +1434,43 @@ func TestEndToEndSimProbeOTLP(t *testing.T) {
 			t.Errorf("%s: the simulator reported no truth", r.ID)
 			continue
 		}
-		us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
-		if r.Seq == 0 {
-			t.Logf("%s: TTFT %v, breakdown %v; truth %+v", r.ID, r.TTFT, r.Breakdown, truth)
-		}
-		want := map[event.Stage]time.Duration{
-			event.StageQueue:   us(truth.QueueUs),
-			event.StagePrefill: us(truth.PrefillUs + truth.FirstDecodeUs),
-			// Frontend work: arrival → first token picked up by the front
-			// end, less queue and prefill. The truth's stages after that
-			// pick (detokenize, framing) run back to back to the first
-			// frame, so its goroutine hand-offs (other_us, the sim's "IPC")
-			// all fall in this interval.
-			event.StageTokenize: us(truth.HTTPUs + truth.LoopWaitUs + truth.TokenizeUs + truth.FaultDelayUs + truth.OtherUs),
-		}
-		for stage, w := range want {
-			var found *event.StageTiming
-			for i := range r.Breakdown {
-				if r.Breakdown[i].Stage == stage {
-					found = &r.Breakdown[i]
-				}
-			}
-			switch {
-			case found == nil:
-				t.Errorf("%s: no %s in breakdown %v", r.ID, stage, r.Breakdown)
-			case found.Provenance != event.ServerReported:
-				t.Errorf("%s: %s is %s, want server-reported", r.ID, stage, found.Provenance)
-			case (found.Duration - w).Abs() > tolerance:
-				t.Errorf("%s: %s = %v, truth %v", r.ID, stage, found.Duration, w)
-			}
-		}
+		checkAgainstTruth(t, r, truth, tolerance)
 	}
-	if s := attributor.Stats(); s.FromSpan != requests {
-		t.Errorf("attributor stats = %+v, want all %d joined from spans", s, requests)
+}
+
+// checkAgainstTruth checks that r's queue, prefill and front-end stages
+// are server-reported and within tolerance of the simulator's truth.
+func checkAgainstTruth(t *testing.T, r *event.Request, truth sim.Truth, tolerance time.Duration) {
+	t.Helper()
+	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+	if r.Seq == 0 {
+		t.Logf("%s: TTFT %v, breakdown %v; truth %+v", r.ID, r.TTFT, r.Breakdown, truth)
+	}
+	want := map[event.Stage]time.Duration{
+		event.StageQueue:   us(truth.QueueUs),
+		event.StagePrefill: us(truth.PrefillUs + truth.FirstDecodeUs),
+		// Frontend work: arrival → first token picked up by the front
+		// end, less queue and prefill. The truth's stages after that
+		// pick (detokenize, framing) run back to back to the first
+		// frame, so its goroutine hand-offs (other_us, the sim's "IPC")
+		// all fall in this interval.
+		event.StageTokenize: us(truth.HTTPUs + truth.LoopWaitUs + truth.TokenizeUs + truth.FaultDelayUs + truth.OtherUs),
+	}
+	for stage, w := range want {
+		var found *event.StageTiming
+		for i := range r.Breakdown {
+			if r.Breakdown[i].Stage == stage {
+				found = &r.Breakdown[i]
+			}
+		}
+		switch {
+		case found == nil:
+			t.Errorf("%s: no %s in breakdown %v", r.ID, stage, r.Breakdown)
+		case found.Provenance != event.ServerReported:
+			t.Errorf("%s: %s is %s, want server-reported", r.ID, stage, found.Provenance)
+		case (found.Duration - w).Abs() > tolerance:
+			t.Errorf("%s: %s = %v, truth %v", r.ID, stage, found.Duration, w)
+		}
 	}
 }
 

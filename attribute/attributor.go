@@ -173,6 +173,7 @@ type attributorState struct {
 	heldChunk int                     // their content chunks
 	settlers  []chan struct{}         // Settle calls waiting for heldN to reach 0
 	users     []*userSpan             // spans waiting to become users' records, deadline order
+	unjoined  *spanStore              // keys of latscope's requests released without their span (UserSpans)
 
 	lastExpiryReport time.Time
 	expiredSince     uint64
@@ -198,6 +199,7 @@ func (a *Attributor) Run(ctx context.Context, in <-chan event.Event, out chan<- 
 		connects: map[string]*connectTimes{},
 		clock:    eventclock.New(a.cfg.Now),
 		spans:    newSpanStore(a.cfg.SpanTTL, a.cfg.MaxSpans),
+		unjoined: newSpanStore(a.cfg.SpanTTL, a.cfg.MaxSpans),
 		held:     map[string]*heldRequest{},
 	}
 	ticker := time.NewTicker(a.cfg.Poll)
@@ -345,6 +347,7 @@ func (a *Attributor) accept(st *attributorState, ev event.Event, ready []event.E
 	}
 	for _, old := range over {
 		a.expired.Add(1)
+		a.noteUnjoined(st, old)
 		ready = append(ready, a.release(st, old))
 	}
 	return ready
@@ -363,8 +366,13 @@ func (a *Attributor) acceptSpan(st *attributorState, sp *event.Span, ready []eve
 		a.fromSpan.Add(1)
 		return append(ready, a.release(st, h))
 	}
-	if a.cfg.UserSpans && a.cfg.UserSpanWait <= 0 {
-		return a.emitUser(ready, sp)
+	if a.cfg.UserSpans {
+		if _, late := st.unjoined.find(keys, a.cfg.Now()); late {
+			return ready // a request of latscope's, released before its span came: never a user's
+		}
+		if a.cfg.UserSpanWait <= 0 {
+			return a.emitUser(ready, sp)
+		}
 	}
 	stored := st.spans.put(keys, &sp.Timing, a.cfg.Now())
 	if a.cfg.UserSpans {
@@ -410,6 +418,7 @@ func (a *Attributor) expire(st *attributorState, ready []event.Event, force bool
 		case force || !now.Before(h.deadline):
 			a.expired.Add(1)
 			st.expiredSince++
+			a.noteUnjoined(st, h)
 			ready = append(ready, a.release(st, h))
 		default:
 			kept = append(kept, h)

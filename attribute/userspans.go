@@ -11,6 +11,15 @@ import (
 // its span (the span's own timing keeps its collector's Source).
 const userSpanSource = "otlp span"
 
+// noteUnjoined remembers, in a watch, the keys of a request of latscope's
+// released without its span, so that the span, coming later, is not taken
+// for a user's.
+func (a *Attributor) noteUnjoined(st *attributorState, h *heldRequest) {
+	if a.cfg.UserSpans {
+		st.unjoined.put(h.keys, &event.ServerTiming{}, a.cfg.Now())
+	}
+}
+
 // userSpan is a span that joined none of latscope's requests, waiting
 // until its deadline for one to claim it before it becomes a user's record.
 type userSpan struct {

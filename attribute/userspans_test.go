@@ -128,3 +128,28 @@ func TestUserRecordEdges(t *testing.T) {
 		t.Errorf("stages longer than the TTFT were split: %+v", r.Breakdown)
 	}
 }
+
+// Beside a canary, a canary request released without its span (the join
+// wait passed) keeps its span from becoming a user's when it comes late.
+func TestUserSpansLateCanarySpan(t *testing.T) {
+	cfg := AttributorConfig{JoinSpans: true, JoinWait: time.Second, UserSpans: true, UserSpanWait: time.Second}
+	runUsers(t, cfg, func(in chan<- event.Event, out <-chan event.Event) {
+		in <- requestEvent("canary-2")
+		time.Sleep(1500 * time.Millisecond)
+		var released bool
+		for _, ev := range pending(out) { // and the attributor's marker of it
+			released = released || ev.Request != nil && ev.Request.ID == "canary-2"
+		}
+		if !released {
+			t.Error("the canary's request was not released after the wait")
+			return
+		}
+		in <- userSpanEvent("chatcmpl-canary-2", time.Now())
+		time.Sleep(2 * time.Second)
+		for _, ev := range pending(out) {
+			if ev.Request != nil {
+				t.Errorf("the canary's late span went out as %+v", ev.Request)
+			}
+		}
+	})
+}
