@@ -28,6 +28,14 @@ type Abandoned struct {
 	// Unmeasured counts the abandoned requests without a release time, by
 	// the reason given.
 	Unmeasured map[string]int64 `json:"unmeasured,omitempty"`
+	// ITLAfter is the inter-token gaps (ms) of the successful requests
+	// that came within ITLWindowMs after an abandonment, ITLRest the other
+	// gaps of the same run: a server decoding for nobody keeps its batch
+	// large, and the first rises over the second. Absent when either side
+	// has no gaps.
+	ITLAfter    *Stats  `json:"itl_after_abandon,omitempty"`
+	ITLRest     *Stats  `json:"itl_rest,omitempty"`
+	ITLWindowMs float64 `json:"itl_window_ms,omitempty"`
 }
 
 // abandonState tallies the abandoned requests.
@@ -38,6 +46,7 @@ type abandonState struct {
 	h          *hdr.Histogram
 	sources    map[string]bool
 	unmeasured map[string]int64
+	itl        abandonITL
 }
 
 func (s *abandonState) add(r *event.Request) {
@@ -45,6 +54,9 @@ func (s *abandonState) add(r *event.Request) {
 	a := r.Abandon
 	if a == nil {
 		a = &event.Abandon{Rule: "?"}
+	}
+	if !r.Intended.IsZero() && a.At > 0 {
+		s.itl.note(r.Intended.Round(0).Add(a.At))
 	}
 	if s.rules == nil {
 		s.rules, s.sources, s.unmeasured = map[string]int64{}, map[string]bool{}, map[string]int64{}
@@ -81,6 +93,7 @@ func (s *abandonState) summary() *Abandoned {
 	if len(s.unmeasured) > 0 {
 		out.Unmeasured = copyMap(s.unmeasured)
 	}
+	s.itl.fill(out)
 	return out
 }
 
@@ -104,6 +117,10 @@ func AbandonedLines(a *Abandoned) []string {
 	}
 	for _, k := range sortedKeys(a.Unmeasured) {
 		out = append(out, fmt.Sprintf("Slot release not measured for %d: %s", a.Unmeasured[k], k))
+	}
+	if a.ITLAfter != nil && a.ITLRest != nil {
+		out = append(out, fmt.Sprintf("Other streams' ITL within %.0f ms after an abandonment: p50 %.2f  p99 %.2f ms (%d gaps); the rest: p50 %.2f  p99 %.2f ms (%d gaps)",
+			a.ITLWindowMs, a.ITLAfter.P50, a.ITLAfter.P99, a.ITLAfter.Count, a.ITLRest.P50, a.ITLRest.P99, a.ITLRest.Count))
 	}
 	return out
 }

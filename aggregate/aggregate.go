@@ -383,6 +383,7 @@ func (a *Aggregator) addRequest(r *event.Request) {
 		return
 	}
 	a.recordLatencies(r, end)
+	a.abandon.itl.addGaps(r)
 	a.lengths.add(r)
 	a.addCache(r, end)
 	a.recordStages(r, end)

@@ -520,5 +520,9 @@ func abandonedTable(a *aggregate.Abandoned) table {
 	if a.Measured() > 0 {
 		t.Rows = append(t.Rows, append([]string{"slot release"}, statCells(a.Release)...))
 	}
+	if a.ITLAfter != nil && a.ITLRest != nil {
+		t.Rows = append(t.Rows, append([]string{fmt.Sprintf("other streams' itl, %.0f ms after an abandonment", a.ITLWindowMs)}, statCells(*a.ITLAfter)...),
+			append([]string{"other streams' itl, the rest"}, statCells(*a.ITLRest)...))
+	}
 	return t
 }
