@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -82,6 +83,8 @@ func newSimCmd() *cobra.Command {
 // simFlags are sim's flags: most go straight into the simulator's Config.
 type simFlags struct {
 	listen, profile, fault, headers, reasoningField string
+	tls                                             bool
+	tlsCert, tlsKey                                 string
 	cfg                                             sim.Config
 	deploy                                          sim.Deployment
 	noServerTiming                                  bool
@@ -109,6 +112,10 @@ func (sf *simFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&sf.reasoningField, "reasoning-field", sim.ReasoningField, "the chat delta field the thinking streams in: reasoning (newer vLLM) or reasoning_content (older vLLM, SGLang, DeepSeek, llama.cpp)")
 	fl.BoolVar(&c.Nagle, "nagle", false, "Nagle's algorithm on, SSE events in two writes, delayed-ACK stalls emulated")
 	registerDeployFlags(fl, &sf.deploy)
+	fl.BoolVar(&c.H2C, "h2c", false, "also speak HTTP/2 without TLS (prior knowledge, as latscope run --h2c) on the same port")
+	fl.BoolVar(&sf.tls, "tls", false, "serve HTTPS (HTTP/2 and HTTP/1.1 through ALPN) with a self-signed certificate made at start (clients: --insecure)")
+	fl.StringVar(&sf.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM) instead of a self-signed one; needs --tls-key")
+	fl.StringVar(&sf.tlsKey, "tls-key", "", "the --tls-cert certificate's private key (PEM)")
 	fl.BoolVar(&sf.noServerTiming, "no-server-timing", false, "report no stage in Server-Timing (as vLLM): only the proxy's, and the metrics, say where the time went")
 }
 
@@ -148,10 +155,28 @@ func (sf *simFlags) config(faultRateGiven bool) (sim.Config, string, error) {
 		deployment = sf.deploy.Describe() + "; no proxy in front: --close-after-stream and --nagle act on the client's connection"
 	}
 	cfg.ServerTiming = !sf.noServerTiming
+	if cfg.TLS, err = sf.tlsConfig(); err != nil {
+		return cfg, "", err
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, "", fmt.Errorf("sim: %w", err)
 	}
 	return cfg, deployment, nil
+}
+
+// tlsConfig is the certificate --tls, --tls-cert and --tls-key ask for;
+// nil for plain HTTP.
+func (sf *simFlags) tlsConfig() (*tls.Config, error) {
+	switch {
+	case (sf.tlsCert == "") != (sf.tlsKey == ""):
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	case sf.tlsCert != "":
+		return sim.LoadTLS(sf.tlsCert, sf.tlsKey)
+	case sf.tls:
+		cfg, _, err := sim.SelfSignedTLS()
+		return cfg, err
+	}
+	return nil, nil
 }
 
 // run serves the simulator until the command's context ends.
@@ -169,10 +194,25 @@ func (sf *simFlags) run(cmd *cobra.Command) error {
 		_ = srv.Close()
 		return fmt.Errorf("listen on %s: %w", sf.listen, err)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "latscope sim: simulated %s server on http://%s (not a real model); %s\n", cfg.Profile.Name, ln.Addr(), deployment)
+	fmt.Fprintf(cmd.ErrOrStderr(), "latscope sim: simulated %s server on %s://%s (not a real model); %s%s\n",
+		cfg.Profile.Name, cfg.Scheme(), ln.Addr(), deployment, protocolsNote(cfg, sf.tlsCert != ""))
 	serveErr := sf.deploy.Serve(cmd.Context(), srv, ln)
 	closeErr := srv.Close()
 	return errors.Join(serveErr, closeErr)
+}
+
+// protocolsNote says which HTTP versions the simulator speaks beyond
+// HTTP/1.1, for its start line.
+func protocolsNote(cfg sim.Config, ownCert bool) string {
+	switch {
+	case cfg.H2C:
+		return "; HTTP/2 without TLS (h2c, prior knowledge) beside HTTP/1.1"
+	case cfg.TLS != nil && ownCert:
+		return "; HTTPS, HTTP/2 and HTTP/1.1 through ALPN"
+	case cfg.TLS != nil:
+		return "; HTTPS with a self-signed certificate made at start (clients: --insecure), HTTP/2 and HTTP/1.1 through ALPN"
+	}
+	return ""
 }
 
 // registerDeployFlags adds the simulated deployment's flags (sim, demo).
