@@ -117,6 +117,7 @@ func newAgentCmd() *cobra.Command {
 	fl.DurationVar(&linger, "linger", time.Minute, "after the session ends, keep serving this long so dashboards can fetch the rest")
 	fl.BoolVar(&quietLogs, "quiet", false, "do not log the agent's connections on stderr")
 	f.register(fl)
+	f.registerHTTP2(fl)
 	// The agent runs until stopped unless told otherwise.
 	d := fl.Lookup("duration")
 	d.Usage = "stop after this long (default: run until stopped, or until --requests)"

@@ -45,13 +45,49 @@ func (f *loadFlags) connect(stderr io.Writer, target string) (*session.Connectio
 	if err != nil {
 		return nil, err
 	}
+	proto, err := f.httpVersion(target)
+	if err != nil {
+		return nil, err
+	}
 	if f.insecure {
 		fmt.Fprintln(stderr, "latscope: WARNING: --insecure: TLS certificates are NOT verified; anyone on the path can read the prompts and the API key")
 	}
 	return &session.Connection{
 		Target: target, Shown: event.RedactURL(target), APIKey: apiKey, Headers: headers, Auth: auth,
 		TLS: tlsConfig, Timeout: setupCallTimeout(f.timeout),
+		HTTP: proto, Connections: f.h2Connections(),
 	}, nil
+}
+
+// httpVersion is the protocol --http2 and --h2c ask for ("" for HTTP/1.1),
+// checked against the target's scheme and --connections.
+func (f *loadFlags) httpVersion(target string) (string, error) {
+	https := strings.HasPrefix(strings.ToLower(target), "https:")
+	switch {
+	case f.http2 && f.h2c:
+		return "", errors.New("--http2 is HTTP/2 over TLS, --h2c without: give one")
+	case f.connections < 1 || f.connections > probe.MaxH2Connections:
+		return "", fmt.Errorf("--connections %d: want 1 to %d", f.connections, probe.MaxH2Connections)
+	case f.http2 && !https:
+		return "", errors.New("--http2 needs an https:// URL (ALPN); for HTTP/2 without TLS give --h2c")
+	case f.h2c && https:
+		return "", errors.New("--h2c is HTTP/2 without TLS: give an http:// URL, or --http2 for https")
+	case f.http2:
+		return session.HTTP2, nil
+	case f.h2c:
+		return session.H2C, nil
+	case f.connections != 1:
+		return "", errors.New("--connections spreads HTTP/2 streams: give --http2 or --h2c (HTTP/1.1 opens a connection per concurrent stream)")
+	}
+	return "", nil
+}
+
+// h2Connections is --connections where HTTP/2 is spoken, else 0.
+func (f *loadFlags) h2Connections() int {
+	if f.http2 || f.h2c {
+		return f.connections
+	}
+	return 0
 }
 
 // setupCallTimeout bounds each call before the run: --timeout, the limit

@@ -80,6 +80,13 @@ func (f *loadFlags) load() event.Load {
 		PromptTokens: f.promptTokens, OutputTokens: f.outputTokens,
 		Duration: f.duration, Requests: f.requests, Warmup: f.warmup, SLO: f.slo, TTFTBasis: f.ttftBasis,
 		Seed: f.seed.value(), SeedDrawn: f.seed.drawn,
+		Connections: f.h2Connections(),
+	}
+	switch {
+	case f.http2:
+		l.HTTP = session.HTTP2
+	case f.h2c:
+		l.HTTP = session.H2C
 	}
 	switch {
 	case f.traceLoad != nil:
