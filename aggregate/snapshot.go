@@ -130,8 +130,8 @@ type Requests struct {
 	Backoffs   int64 `json:"backoffs"`
 	// HTTP2 sums up the HTTP/2 streams and connections: absent over
 	// HTTP/1.1.
-	HTTP2 *HTTP2 `json:"http2,omitempty"`
-	Warmup     int64 `json:"warmup"` // warm-up requests, kept out of everything else
+	HTTP2  *HTTP2 `json:"http2,omitempty"`
+	Warmup int64  `json:"warmup"` // warm-up requests, kept out of everything else
 	// TokensOut counts the output tokens of every request, failed ones too.
 	TokensOut int64                   `json:"tokens_out"`
 	ByOutcome map[event.Outcome]int64 `json:"by_outcome"` // errors only

@@ -31,7 +31,7 @@ const (
 
 	settingInitialWindowSize = 0x4
 
-	h2DefaultWindow = 65535
+	h2DefaultWindow  = 65535
 	h2FrameHeaderLen = 9
 	// h2ClientPreface is the length of the connection preface the client
 	// writes before its first frame.
