@@ -169,10 +169,7 @@ func (j *SelfJudge) Judge(p *event.ProbeSample) (*event.ProbeSample, []event.Mar
 		j.lags.add(now.Add(l.At), l.Lag)
 		j.openLoop = true
 	}
-	self := probeSelf{CPUPercent: p.CPUPercent, CPUPercentAll: -1, Cores: p.Cores}
-	if p.CPUPercent >= 0 && p.Cores > 0 {
-		self.CPUPercentAll = p.CPUPercent / float64(p.Cores)
-	}
+	self := probeSelf{CPUPercent: p.CPUPercent, CPUPercentAll: hostShare(p.CPUPercent, p.Cores), Cores: p.Cores}
 	self.SchedLagP50, self.SchedLagP99, self.LagSamples = j.lags.quantiles(now, j.limits.LagWindow)
 	findings := probeLimitFindings(p.Time, self, j.openLoop, j.limits)
 

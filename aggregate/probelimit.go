@@ -69,7 +69,7 @@ func probeLimitFindings(now time.Time, s probeSelf, openLoop bool, lim probeLimi
 	}
 	if s.CPUPercentAll >= 0 && s.CPUPercentAll/100 >= lim.CPUShare {
 		out = append(out, probeLimitMarker(now, limitCPU,
-			fmt.Sprintf("probe is the bottleneck: it uses %.0f%% of all %d cores", s.CPUPercentAll, s.Cores),
+			cpuVerdict(s),
 			map[string]float64{
 				"cpu_percent":      s.CPUPercent,
 				"cpu_percent_all":  s.CPUPercentAll,
@@ -78,6 +78,27 @@ func probeLimitFindings(now time.Time, s probeSelf, openLoop bool, lim probeLimi
 			}))
 	}
 	return out
+}
+
+// cpuVerdict says how much of the host's CPU the probe used: a share of
+// all its cores together, never above 100% of them (CPUPercentAll is
+// bounded by hostShare), and how many cores that is.
+func cpuVerdict(s probeSelf) string {
+	if s.Cores > 1 {
+		return fmt.Sprintf("probe is the bottleneck: it uses %.0f%% of the host's CPU (all %d cores together)", s.CPUPercentAll, s.Cores)
+	}
+	return fmt.Sprintf("probe is the bottleneck: it uses %.0f%% of the host's CPU (its one core)", s.CPUPercentAll)
+}
+
+// hostShare is a process's CPU use in percent of one core (200 = two
+// cores busy) as a share of all the host's cores, in percent: at most 100,
+// however the interval it was measured over was timed; -1 where either is
+// unknown.
+func hostShare(cpuPercent float64, cores int) float64 {
+	if cpuPercent < 0 || cores <= 0 {
+		return -1
+	}
+	return min(cpuPercent/float64(cores), 100)
 }
 
 func probeLimitMarker(now time.Time, reason, msg string, values map[string]float64) limitFinding {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/latscope/latscope/event"
 )
 
 func TestProbeLimitFindings(t *testing.T) {
@@ -62,5 +64,39 @@ func TestMarkerGate(t *testing.T) {
 	t0 := time.Unix(0, 0)
 	if !g.allow("a", t0) || g.allow("a", t0.Add(time.Second)) || !g.allow("b", t0) || !g.allow("a", t0.Add(11*time.Second)) {
 		t.Fatalf("gate does not allow one marker per reason per cooldown")
+	}
+}
+
+// The CPU verdict is a share of the host, says so, and never passes 100%:
+// a sample whose interval was timed short (a late tick on a busy process)
+// claimed 1010% of one core on two, "505% of all 2 cores".
+func TestCPUVerdictIsAShareOfTheHost(t *testing.T) {
+	t.Parallel()
+	j := NewSelfJudge()
+	p := &event.ProbeSample{Time: time.Unix(100, 0), CPUPercent: 1010, Cores: 2, Raw: event.ProbeRawV1}
+	got, markers := j.Judge(p)
+	if !got.Limited || len(markers) != 1 {
+		t.Fatalf("1010%% of one core on 2 cores: limited %v, %d markers; want the cpu limit", got.Limited, len(markers))
+	}
+	const want = "probe is the bottleneck: it uses 100% of the host's CPU (all 2 cores together)"
+	if got.Reason != want || markers[0].Message != want {
+		t.Fatalf("reason %q, marker %q; want %q", got.Reason, markers[0].Message, want)
+	}
+	if v := markers[0].Values["cpu_percent_all"]; v != 100 {
+		t.Fatalf("cpu_percent_all %v, want 100", v)
+	}
+	one := NewSelfJudge()
+	got, _ = one.Judge(&event.ProbeSample{Time: time.Unix(100, 0), CPUPercent: 95, Cores: 1, Raw: event.ProbeRawV1})
+	if got.Reason != "probe is the bottleneck: it uses 95% of the host's CPU (its one core)" {
+		t.Fatalf("one core: reason %q", got.Reason)
+	}
+	for _, c := range []struct {
+		pct   float64
+		cores int
+		want  float64
+	}{{50, 2, 25}, {400, 2, 100}, {-1, 2, -1}, {50, 0, -1}} {
+		if got := hostShare(c.pct, c.cores); got != c.want {
+			t.Errorf("hostShare(%v, %d) = %v, want %v", c.pct, c.cores, got, c.want)
+		}
 	}
 }

@@ -16,7 +16,7 @@ func withSession(a *Aggregator, mode string, rate float64) {
 func probeSample(at time.Time, limited bool) *event.ProbeSample {
 	p := &event.ProbeSample{Time: at, InFlight: 4, CPUPercent: 30}
 	if limited {
-		p.Limited, p.Reason = true, "probe is the bottleneck: it uses 95% of all 2 cores"
+		p.Limited, p.Reason = true, "probe is the bottleneck: it uses 95% of the host's CPU (all 2 cores together)"
 	}
 	return p
 }

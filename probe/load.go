@@ -660,7 +660,8 @@ func (r *Runner) monitor(ctx context.Context, out chan<- emitItem) {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-tick.C:
+		case <-tick.C:
+			now := time.Now() // when the CPU is read: a tick's own time may be long past
 			cpu, ok := processCPUTime()
 			r.self.sampleCPU(now, cpu, ok)
 			select {

@@ -41,7 +41,11 @@ func newSelfMonitor() *selfMonitor {
 }
 
 // sampleCPU takes the process's cumulative CPU time at now and updates the
-// CPU use over the time since the previous sample.
+// CPU use over the time since the previous sample. now must be when cpu
+// was read, not when a ticker meant it to be: a tick delivered late to a
+// busy process stamps an interval shorter than the CPU it holds, and the
+// share came out at 505% of two cores. A share above all the cores is
+// such an artefact still and is capped at them.
 func (m *selfMonitor) sampleCPU(now time.Time, cpu time.Duration, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -52,6 +56,9 @@ func (m *selfMonitor) sampleCPU(now time.Time, cpu time.Duration, ok bool) {
 	if !m.lastWall.IsZero() {
 		if wall := now.Sub(m.lastWall); wall > 0 {
 			m.cpuPct = 100 * float64(cpu-m.lastCPU) / float64(wall)
+			if m.cores > 0 {
+				m.cpuPct = min(m.cpuPct, 100*float64(m.cores))
+			}
 		}
 	}
 	m.lastCPU, m.lastWall = cpu, now
@@ -64,7 +71,7 @@ func (m *selfMonitor) stats() SelfStats {
 	defer m.mu.Unlock()
 	s := SelfStats{CPUPercent: m.cpuPct, CPUPercentAll: -1, Cores: m.cores}
 	if m.cpuPct >= 0 && m.cores > 0 {
-		s.CPUPercentAll = m.cpuPct / float64(m.cores)
+		s.CPUPercentAll = min(m.cpuPct/float64(m.cores), 100)
 	}
 	return s
 }

@@ -19,6 +19,13 @@ func TestSelfMonitor(t *testing.T) {
 	if s := m.stats(); s.CPUPercent != -1 || s.CPUPercentAll != -1 {
 		t.Fatalf("unknown cpu reported as %v", s.CPUPercent)
 	}
+	// A share above all the cores is an artefact of the interval's timing
+	// and is capped at them.
+	m.sampleCPU(t0.Add(3*time.Second), 0, true)
+	m.sampleCPU(t0.Add(4*time.Second), 100*time.Second, true)
+	if s := m.stats(); s.CPUPercent != 100*float64(s.Cores) || s.CPUPercentAll != 100 {
+		t.Fatalf("100 s of CPU in 1 s: %v%% (%v%% of all), want all %d cores", s.CPUPercent, s.CPUPercentAll, s.Cores)
+	}
 	if cpu, ok := processCPUTime(); ok && cpu <= 0 {
 		t.Fatalf("process cpu time %s", cpu)
 	}

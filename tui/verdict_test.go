@@ -79,7 +79,7 @@ func demoRun(t *testing.T, inj injected) aggregate.Snapshot {
 				Values:  map[string]float64{"streams": 3, "pauses": 1, "gap_ms": 1, "longest_gap_ms": 1.2, "itl_ms": 0.4, "covered_share": 1}}))
 		case limitMarker:
 			agg.Add(event.NewMarker(&event.Marker{Time: end, Kind: event.MarkerProbeLimit, Source: "probe",
-				Message: "probe is the bottleneck: it uses 97% of all 2 cores"}))
+				Message: "probe is the bottleneck: it uses 97% of the host's CPU (all 2 cores together)"}))
 		}
 	})
 	if err != nil {

@@ -27,7 +27,7 @@ func newBenchCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newBenchAccuracyCmd(), newBenchThroughputCmd(), newBenchServeCmd(), newBenchSoakCmd(), newBenchSoakCaseCmd(),
-		newBenchScaleCmd(), newBenchScaleCaseCmd())
+		newBenchScaleCmd(), newBenchScaleCaseCmd(), newBenchIdleCmd(), newBenchIdleClientCmd())
 	return cmd
 }
 
