@@ -217,16 +217,7 @@ func (s *sniffConn) serverFrame(fr frameHeader, payload []byte, at time.Time) {
 	st := s.streams[fr.stream]
 	switch fr.typ {
 	case frameData:
-		if st != nil {
-			st.dataFrame(at)
-			st.recvWin -= int64(fr.length)
-		}
-		s.recvConn -= int64(fr.length)
-		if st != nil && fr.flags&flagEndStream == 0 && st.recvFrom.IsZero() && min(st.recvWin, s.recvConn) <= 0 {
-			st.recvFrom = at
-			st.recvStalls++
-			s.stalledRecv++
-		}
+		s.serverData(st, fr, at)
 	case frameHeaders:
 		if st != nil && st.headers.IsZero() {
 			st.headers = at
@@ -248,6 +239,23 @@ func (s *sniffConn) serverFrame(fr frameHeader, payload []byte, at time.Time) {
 	}
 	if st != nil && (fr.typ == frameRSTStream || fr.flags&flagEndStream != 0 && (fr.typ == frameData || fr.typ == frameHeaders)) {
 		s.forget(st, at)
+	}
+}
+
+// serverData takes a DATA frame of st (nil: not tracked) that arrived at
+// at: the windows it used, and the stall it starts when it used them up
+// before the stream's end.
+func (s *sniffConn) serverData(st *h2Stream, fr frameHeader, at time.Time) {
+	s.recvConn -= int64(fr.length)
+	if st == nil {
+		return
+	}
+	st.dataFrame(at)
+	st.recvWin -= int64(fr.length)
+	if fr.flags&flagEndStream == 0 && st.recvFrom.IsZero() && min(st.recvWin, s.recvConn) <= 0 {
+		st.recvFrom = at
+		st.recvStalls++
+		s.stalledRecv++
 	}
 }
 
