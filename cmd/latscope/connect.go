@@ -60,13 +60,15 @@ func (f *loadFlags) connect(stderr io.Writer, target string) (*session.Connectio
 }
 
 // httpVersion is the protocol --http2 and --h2c ask for ("" for HTTP/1.1),
-// checked against the target's scheme and --connections.
+// checked against the target's scheme and --connections (0 where the
+// command has no HTTP/2 flags: demo).
 func (f *loadFlags) httpVersion(target string) (string, error) {
 	https := strings.HasPrefix(strings.ToLower(target), "https:")
+	h2 := f.http2 || f.h2c
 	switch {
 	case f.http2 && f.h2c:
 		return "", errors.New("--http2 is HTTP/2 over TLS, --h2c without: give one")
-	case f.connections < 1 || f.connections > probe.MaxH2Connections:
+	case h2 && (f.connections < 1 || f.connections > probe.MaxH2Connections):
 		return "", fmt.Errorf("--connections %d: want 1 to %d", f.connections, probe.MaxH2Connections)
 	case f.http2 && !https:
 		return "", errors.New("--http2 needs an https:// URL (ALPN); for HTTP/2 without TLS give --h2c")
@@ -76,7 +78,7 @@ func (f *loadFlags) httpVersion(target string) (string, error) {
 		return session.HTTP2, nil
 	case f.h2c:
 		return session.H2C, nil
-	case f.connections != 1:
+	case f.connections > 1:
 		return "", errors.New("--connections spreads HTTP/2 streams: give --http2 or --h2c (HTTP/1.1 opens a connection per concurrent stream)")
 	}
 	return "", nil
