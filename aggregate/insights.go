@@ -240,7 +240,8 @@ func (a *Aggregator) overheadInsight(s *Snapshot, add addInsight) {
 	model := 0.0
 	// The server wait holds the server's front end and any queue, not told
 	// apart: it is kept out of the overhead, as the queue is.
-	for _, st := range []event.Stage{event.StageServerWait, event.StageQueue, event.StagePrefill, event.StageFirstDecode} {
+	for _, st := range []event.Stage{event.StageServerWait, event.StageQueue, event.StagePrefillQueue, event.StagePrefill,
+		event.StageDecodeQueue, event.StageFirstDecode} {
 		model += b.Stages[st].Share
 	}
 	// Unattributed time is unknown, not overhead: keep it out and say how much there is.

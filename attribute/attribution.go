@@ -588,7 +588,8 @@ func withNotes(src string, notes ...string) string {
 // serverBreakdownOrder is the order of the server stages in a breakdown.
 var serverBreakdownOrder = []event.Stage{
 	event.StageProxy, event.StageHTTP, event.StageTokenize, event.StageServerWait, event.StageQueue,
-	event.StagePrefill, event.StageFirstDecode, event.StageDetokenize, event.StageSSEFraming,
+	event.StagePrefillQueue, event.StagePrefill, event.StageKVTransfer, event.StageDecodeQueue,
+	event.StageFirstDecode, event.StageDetokenize, event.StageSSEFraming,
 }
 
 // sortBreakdown orders server stages as serverBreakdownOrder does, with

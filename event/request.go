@@ -55,10 +55,18 @@ const (
 	// and its prefill where the server does not tell its front end (HTTP,
 	// tokenization, scheduling) and its queue apart; it is called queue
 	// only on evidence (see attribute.Attribute).
-	StageServerWait    Stage = "server_wait"
-	StageQueue         Stage = "queue"          // waiting for a batch slot
-	StagePrefill       Stage = "prefill"        // prompt forward pass
-	StageFirstDecode   Stage = "first_decode"   // first decode step
+	StageServerWait  Stage = "server_wait"
+	StageQueue       Stage = "queue"        // waiting for a batch slot
+	StagePrefill     Stage = "prefill"      // prompt forward pass
+	StageFirstDecode Stage = "first_decode" // first decode step
+	// Disaggregated prefill and decode (prefill and decode on different
+	// workers): the wait for a prefill worker, the KV cache's transfer from
+	// it to the decode worker, and the wait there for a batch slot. The
+	// prefill is then the prefill worker's and the first decode the decode
+	// worker's.
+	StagePrefillQueue  Stage = "prefill_queue"
+	StageKVTransfer    Stage = "kv_transfer"
+	StageDecodeQueue   Stage = "decode_queue"
 	StageDetokenize    Stage = "detokenize"     // detokenization of the first token (and its framing where the server does not tell them apart)
 	StageSSEFraming    Stage = "sse_framing"    // framing, writing and flushing the first SSE event
 	StageNetworkReturn Stage = "network_return" // first frame's trip back (estimated: half the connect RTT)
@@ -80,8 +88,8 @@ func ClientStages() []Stage {
 func BreakdownStages() []Stage {
 	return []Stage{
 		StageSchedLag, StageSerialize, StageDNS, StageConnect, StageTLS, StageConnWait, StageWrite,
-		StageNetworkOut, StageProxy, StageHTTP, StageTokenize, StageServerWait, StageQueue, StagePrefill,
-		StageFirstDecode, StageDetokenize, StageSSEFraming, StageNetworkReturn, StageUnattributed,
+		StageNetworkOut, StageProxy, StageHTTP, StageTokenize, StageServerWait, StageQueue, StagePrefillQueue,
+		StagePrefill, StageKVTransfer, StageDecodeQueue, StageFirstDecode, StageDetokenize, StageSSEFraming, StageNetworkReturn, StageUnattributed,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,7 +23,14 @@ type engine struct {
 	// onSlot, if set, is told of each request given a batch slot, before any
 	// of its tokens are emitted; it must not block.
 	onSlot func(*request)
-	wake   chan struct{}
+	// publish, if set, publishes the scheduler gauges in its place (a
+	// disaggregated deployment sums its workers'); it must not block.
+	publish func()
+	wake    chan struct{}
+	// The counts publishGauges last saw, for a publish that sums them.
+	nWaiting, nRunning, nKV atomic.Int64
+	// load is the requests handed to the engine and not yet finished.
+	load atomic.Int64
 
 	mu sync.Mutex
 	// inbox holds the requests handed over while a step ran: as vLLM's
@@ -56,11 +64,23 @@ func (e *engine) add(r *request) {
 	e.kick()
 }
 
+// addPrefilled hands the engine a request whose prompt another worker
+// prefilled (its KV cache has arrived): it needs a batch slot, then decodes.
+func (e *engine) addPrefilled(r *request) {
+	e.load.Add(1)
+	e.mu.Lock()
+	e.inbox = append(e.inbox, &seq{req: r, prefilled: true})
+	e.mu.Unlock()
+	e.kick()
+}
+
 // takeInbox moves the requests handed over since the last plan to the
 // waiting queue, stamped queued at now. Caller holds e.mu.
 func (e *engine) takeInbox(now time.Time) {
 	for _, s := range e.inbox {
-		s.req.eng.queued = now
+		if !s.prefilled {
+			s.req.eng.queued = now
+		}
 		e.waiting = append(e.waiting, s)
 	}
 	clear(e.inbox)
@@ -147,6 +167,13 @@ func (e *engine) trimSteps(now time.Time) {
 
 // publishGauges sets the scheduler gauges. Caller holds e.mu.
 func (e *engine) publishGauges() {
+	e.nWaiting.Store(int64(len(e.waiting)))
+	e.nRunning.Store(int64(len(e.running)))
+	e.nKV.Store(int64(e.kvUsed))
+	if e.publish != nil {
+		e.publish()
+		return
+	}
 	e.m.waiting.Set(float64(len(e.waiting)))
 	e.m.running.Set(float64(len(e.running)))
 	e.m.kvUsage.Set(e.kvUsageLocked())

@@ -217,7 +217,7 @@ func (s *Server) finishStream(r *request) {
 	if f.Malformed && f.MalformedAfter >= fe.frames {
 		buf = append(buf, r.malformedEvent()...)
 	}
-	et := s.eng.times(r)
+	et := s.times(r)
 	truth := s.truthOf(r, et)
 	var truthRef *Truth
 	if r.wantTruth {
@@ -254,7 +254,7 @@ func (s *Server) finishNonStream(r *request) {
 		return
 	}
 	r.fe.finishReason = r.finishReason
-	et := s.eng.times(r)
+	et := s.times(r)
 	r.fe.details = s.promptDetails(et)
 	s.finalize(r, et, s.truthOf(r, et), true)
 }
@@ -263,7 +263,7 @@ func (s *Server) finishNonStream(r *request) {
 // server generated to the end anyway.
 func (s *Server) finishDetached(r *request) {
 	r.fe.finishReason = r.finishReason
-	et := s.eng.times(r)
+	et := s.times(r)
 	s.finalize(r, et, s.truthOf(r, et), true)
 }
 
@@ -282,9 +282,9 @@ func generationError() *apiError {
 func (s *Server) failGeneration(r *request) {
 	fe := &r.fe
 	r.aborted.Store(true)
-	s.eng.kick()
+	s.kick()
 	fe.finishReason = "error"
-	et := s.eng.times(r)
+	et := s.times(r)
 	truth := s.truthOf(r, et)
 	if r.gen.stream && !fe.detached {
 		var truthRef *Truth
@@ -358,12 +358,12 @@ func (s *Server) abortOnLoop(r *request, cause error) {
 		return
 	}
 	r.aborted.Store(true)
-	s.eng.kick()
+	s.kick()
 	if cause != nil && fe.writeErr == nil {
 		fe.writeErr = cause
 	}
 	fe.finishReason = "abort"
-	et := s.eng.times(r)
+	et := s.times(r)
 	s.finalize(r, et, s.truthOf(r, et), false)
 }
 
@@ -403,6 +403,9 @@ func (s *Server) finalize(r *request, et engineTimes, truth Truth, ok bool) {
 			st.maxTokens = r.gen.maxTokens
 		}
 		s.tr.record(r.traceCtx, r.id, st)
+	}
+	if s.pd != nil {
+		s.pd.forget(r)
 	}
 	if s.cfg.OnFinish != nil {
 		s.cfg.OnFinish(truth)

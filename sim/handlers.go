@@ -196,7 +196,7 @@ func (s *Server) handleGenerate(api apiKind) http.HandlerFunc {
 				return
 			}
 		}
-		s.eng.add(r)
+		s.submit(r)
 		if !s.await(hr.Context(), r) {
 			return // the server keeps generating for the gone client
 		}

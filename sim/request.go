@@ -73,6 +73,13 @@ type engineTimes struct {
 	firstToken time.Time // end of its first decode step
 	lastToken  time.Time
 
+	// In a disaggregated deployment (Config.Disagg) queued, scheduled and
+	// prefillEnd are the prefill pool's; these are the rest.
+	disagg          bool
+	kvDone          time.Time // the link delivered its KV cache
+	decodeQueued    time.Time // handed to a decode worker
+	decodeScheduled time.Time // the decode worker gave it a batch slot
+
 	cachedTokens int           // prompt tokens found in the prefix cache
 	prefillSteps []PrefillStep // the steps that computed its prompt
 }

@@ -4,7 +4,10 @@ import "time"
 
 // seq is the engine's view of a running or waiting request.
 type seq struct {
-	req        *request
+	req *request
+	// prefilled: its prompt was prefilled elsewhere (a disaggregated
+	// deployment's prefill worker); it only decodes here.
+	prefilled  bool
 	computed   int // prompt tokens prefilled so far (a cached prefix counts)
 	generated  int
 	kvHeld     int // KV cache tokens held
@@ -95,6 +98,11 @@ func (e *engine) planRunning(p *stepPlan, now time.Time) (budget int, nextWake t
 func (e *engine) admitChunked(p *stepPlan, now time.Time, budget int) {
 	for len(e.waiting) > 0 && len(e.running) < e.maxSeqs && budget > 0 && e.fits(e.waiting[0]) {
 		s := e.admit(p, now)
+		if s.prefilled {
+			p.decode = append(p.decode, s)
+			budget--
+			continue
+		}
 		n := min(s.req.promptTokens-s.computed, budget)
 		p.addPrefill(s, n)
 		budget -= n
@@ -111,6 +119,9 @@ func (e *engine) admitWhole(p *stepPlan, now time.Time) bool {
 			break
 		}
 		s := e.admit(p, now)
+		if s.prefilled {
+			continue // it decodes with the running sequences
+		}
 		n := s.req.promptTokens - s.computed
 		p.addPrefill(s, n)
 		budget -= n
@@ -131,9 +142,14 @@ func (e *engine) admit(p *stepPlan, now time.Time) *seq {
 	e.waiting[0] = nil
 	e.waiting = e.waiting[1:]
 	r := s.req
-	r.eng.scheduled = now
-	s.computed = e.cachedPrefix(r)
-	r.eng.cachedTokens = s.computed
+	if s.prefilled {
+		r.eng.decodeScheduled = now
+		s.computed = r.promptTokens
+	} else {
+		r.eng.scheduled = now
+		s.computed = e.cachedPrefix(r)
+		r.eng.cachedTokens = s.computed
+	}
 	s.kvHeld = r.promptTokens
 	e.kvUsed += r.promptTokens
 	e.running = append(e.running, s)
@@ -153,12 +169,21 @@ func (e *engine) cachedPrefix(r *request) int {
 	return n
 }
 
+// release counts s out of the engine's load (addPrefilled counted it in).
+func (e *engine) release(s *seq) {
+	if s.prefilled {
+		e.load.Add(-1)
+	}
+}
+
 // dropAborted removes sequences whose client is gone. Caller holds e.mu.
 func (e *engine) dropAborted() {
 	keep := e.waiting[:0]
 	for _, s := range e.waiting {
 		if !s.req.aborted.Load() {
 			keep = append(keep, s)
+		} else {
+			e.release(s)
 		}
 	}
 	clear(e.waiting[len(keep):])
@@ -167,6 +192,7 @@ func (e *engine) dropAborted() {
 	for _, s := range e.running {
 		if s.req.aborted.Load() {
 			e.kvUsed -= s.kvHeld
+			e.release(s)
 			continue
 		}
 		run = append(run, s)
@@ -221,6 +247,7 @@ func (e *engine) apply(p *stepPlan, end time.Time) []tokenEvent {
 		for _, s := range e.running {
 			if s.generated >= s.req.target && s.generated > 0 {
 				e.kvUsed -= s.kvHeld
+				e.release(s)
 				continue
 			}
 			run = append(run, s)

@@ -74,6 +74,10 @@ type Config struct {
 	// lists the held frames. Needs Serve.
 	Nagle bool
 
+	// Disagg serves with disaggregated prefill and decode: a prefill pool,
+	// a KV-cache link and a decode pool (see Disagg). Off at its zero value.
+	Disagg Disagg
+
 	// ServerTiming reports each stream's stages in a W3C Server-Timing
 	// header (those done when the headers leave) and trailer (every stage
 	// of the first frame), as a server instrumented for it does; vLLM does
@@ -139,10 +143,11 @@ type Server struct {
 	prof     Profile
 	log      *slog.Logger
 	m        *metrics
-	tr       *tracing // nil without an OTLP endpoint
-	front    *workers // the shared loop
-	tokPool  *workers // nil: tokenize on the shared loop
-	eng      *engine
+	tr       *tracing    // nil without an OTLP endpoint
+	front    *workers    // the shared loop
+	tokPool  *workers    // nil: tokenize on the shared loop
+	eng      *engine     // the engine; with Config.Disagg, the first decode worker
+	pd       *disaggPool // nil unless Config.Disagg
 	handler  http.Handler
 	idPrefix string
 	seq      atomic.Uint64
@@ -178,6 +183,14 @@ func (c Config) Validate() error {
 	}
 	if c.Loading < 0 {
 		errs = append(errs, fmt.Errorf("loading %v: want a duration of 0 or more", c.Loading))
+	}
+	if c.Disagg.Enabled {
+		if err := c.Disagg.validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if c.PrefixCacheBlocks > 0 {
+			errs = append(errs, errors.New("disagg with prefix-cache-blocks: the disaggregated deployment has no prefix cache"))
+		}
 	}
 	if c.FaultRate < 0 || c.FaultRate > 1 {
 		errs = append(errs, fmt.Errorf("fault-rate %v: want a fraction between 0 and 1", c.FaultRate))
@@ -243,6 +256,13 @@ func New(cfg Config) (*Server, error) {
 		s.tokPool = newWorkers(cfg.TokenizerPool)
 	}
 	s.eng = s.newEngine()
+	if cfg.Disagg.Enabled {
+		decode := []*engine{s.eng}
+		for len(decode) < cfg.Disagg.withDefaults().DecodeWorkers {
+			decode = append(decode, s.newEngine())
+		}
+		s.pd = newDisaggPool(cfg.Disagg, prof, s.m, decode)
+	}
 	if cfg.Loading > 0 {
 		s.loadTimer = time.AfterFunc(cfg.Loading, func() { close(s.loaded) })
 	} else {
@@ -252,6 +272,10 @@ func New(cfg Config) (*Server, error) {
 	s.cancel = cancel
 	go func() {
 		defer close(s.engineDone)
+		if s.pd != nil {
+			s.pd.run(ctx)
+			return
+		}
 		s.eng.run(ctx)
 	}()
 	s.handler = s.routes()
@@ -273,6 +297,33 @@ func (s *Server) newEngine() *engine {
 		}
 	}
 	return e
+}
+
+// submit hands a tokenized request to the engine, or with Config.Disagg
+// to the prefill pool.
+func (s *Server) submit(r *request) {
+	if s.pd != nil {
+		s.pd.add(r)
+		return
+	}
+	s.eng.add(r)
+}
+
+// times returns a copy of r's engine timestamps.
+func (s *Server) times(r *request) engineTimes {
+	if s.pd != nil {
+		return s.pd.timesOf(r)
+	}
+	return s.eng.times(r)
+}
+
+// kick wakes the engines, so that one drops a request aborted.
+func (s *Server) kick() {
+	if s.pd != nil {
+		s.pd.kickAll()
+		return
+	}
+	s.eng.kick()
 }
 
 // Ready returns a channel that is closed once the model has "loaded"

@@ -51,8 +51,13 @@ func trailerTiming(t Truth) string {
 	if t.FaultDelayUs > 0 {
 		metrics = append(metrics, msMetric("fault_delay", t.FaultDelayUs))
 	}
-	metrics = append(metrics,
-		msMetric("queue", t.QueueUs), msMetric("prefill", t.PrefillUs), msMetric("first_decode", t.FirstDecodeUs),
+	if t.Disagg {
+		metrics = append(metrics, msMetric("prefill_queue", t.PrefillQueueUs), msMetric("prefill", t.PrefillUs),
+			msMetric("kv_transfer", t.KVTransferUs), msMetric("decode_queue", t.DecodeQueueUs))
+	} else {
+		metrics = append(metrics, msMetric("queue", t.QueueUs), msMetric("prefill", t.PrefillUs))
+	}
+	metrics = append(metrics, msMetric("first_decode", t.FirstDecodeUs),
 		msMetric("detokenize", t.DetokenizeUs), msMetric("sse_framing", t.FramingUs), msMetric("other", t.OtherUs),
 		msMetric("first_frame", t.ArrivalToFirstFrameUs), msMetric("decode", t.DecodeUs))
 	return strings.Join(metrics, ", ")

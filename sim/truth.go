@@ -17,8 +17,9 @@ const TruthHeader = "X-Latscope-Truth"
 // handler's first instruction) to the flush of its first content frame, in
 // this order: http (reading the body), loop_wait (for the shared loop),
 // http (parsing and validating, on the loop), loop_wait (for a tokenizer-pool
-// worker, if any), tokenize, fault_delay, queue, prefill, first_decode,
-// loop_wait (for the loop to pick up the first token), detokenize, framing. Hand-offs between
+// worker, if any), tokenize, fault_delay, queue (disaggregated:
+// prefill_queue), prefill, (disaggregated: kv_transfer, decode_queue),
+// first_decode, loop_wait (for the loop to pick up the first token), detokenize, framing. Hand-offs between
 // goroutines fall in other_us, as does the wait for the engine's running
 // step to end before the scheduler takes the request (vLLM's input queue,
 // not its scheduler queue), so the stages plus other_us add up exactly to
@@ -54,15 +55,26 @@ type Truth struct {
 	// LoopWaitUs is time spent waiting for the front end: for the shared loop
 	// to parse the request, for a tokenizer-pool worker, and for the shared
 	// loop to pick up the first token.
-	LoopWaitUs    int64 `json:"loop_wait_us"`
-	TokenizeUs    int64 `json:"tokenize_us"`
-	FaultDelayUs  int64 `json:"fault_delay_us"` // injected slow-headers delay
-	QueueUs       int64 `json:"queue_us"`       // in the scheduler's queue: waiting for a batch slot
-	PrefillUs     int64 `json:"prefill_us"`     // scheduled → end of the step that finished the prompt
-	FirstDecodeUs int64 `json:"first_decode_us"`
-	DetokenizeUs  int64 `json:"detokenize_us"` // first token
-	FramingUs     int64 `json:"framing_us"`    // first frame: SSE framing, write and flush
-	OtherUs       int64 `json:"other_us"`
+	LoopWaitUs   int64 `json:"loop_wait_us"`
+	TokenizeUs   int64 `json:"tokenize_us"`
+	FaultDelayUs int64 `json:"fault_delay_us"` // injected slow-headers delay
+	QueueUs      int64 `json:"queue_us"`       // in the scheduler's queue: waiting for a batch slot
+	PrefillUs    int64 `json:"prefill_us"`     // scheduled → end of the step that finished the prompt
+	// With disaggregated prefill and decode (Config.Disagg, Disagg set):
+	// the prefill queue (waiting for a prefill worker; QueueUs is then 0),
+	// the KV cache's transfer from the prefill worker to the decode worker
+	// (the link's time; a late hand-off to the decode worker is in
+	// OtherUs), and the decode queue (waiting for a batch slot on the
+	// decode worker, the end of its running step included). PrefillUs is the prefill
+	// worker's and FirstDecodeUs the decode worker's, from its slot.
+	Disagg         bool  `json:"disagg,omitempty"`
+	PrefillQueueUs int64 `json:"prefill_queue_us,omitempty"`
+	KVTransferUs   int64 `json:"kv_transfer_us,omitempty"`
+	DecodeQueueUs  int64 `json:"decode_queue_us,omitempty"`
+	FirstDecodeUs  int64 `json:"first_decode_us"`
+	DetokenizeUs   int64 `json:"detokenize_us"` // first token
+	FramingUs      int64 `json:"framing_us"`    // first frame: SSE framing, write and flush
+	OtherUs        int64 `json:"other_us"`
 	// ArrivalToFirstFrameUs is the sum of the stages above.
 	ArrivalToFirstFrameUs int64 `json:"arrival_to_first_frame_us"`
 
@@ -114,14 +126,18 @@ type HeldFrame struct {
 }
 
 // Stages returns the first-token stages in order, keyed by their JSON names
-// without the _us suffix, including "other".
+// without the _us suffix, including "other". A disaggregated truth has
+// prefill_queue, kv_transfer and decode_queue in place of queue.
 func (t Truth) Stages() []TruthStage {
-	return []TruthStage{
-		{"http", t.HTTPUs}, {"loop_wait", t.LoopWaitUs}, {"tokenize", t.TokenizeUs},
-		{"fault_delay", t.FaultDelayUs}, {"queue", t.QueueUs}, {"prefill", t.PrefillUs},
-		{"first_decode", t.FirstDecodeUs}, {"detokenize", t.DetokenizeUs},
-		{"framing", t.FramingUs}, {"other", t.OtherUs},
+	out := []TruthStage{{"http", t.HTTPUs}, {"loop_wait", t.LoopWaitUs}, {"tokenize", t.TokenizeUs}, {"fault_delay", t.FaultDelayUs}}
+	if t.Disagg {
+		out = append(out, TruthStage{"prefill_queue", t.PrefillQueueUs}, TruthStage{"prefill", t.PrefillUs},
+			TruthStage{"kv_transfer", t.KVTransferUs}, TruthStage{"decode_queue", t.DecodeQueueUs})
+	} else {
+		out = append(out, TruthStage{"queue", t.QueueUs}, TruthStage{"prefill", t.PrefillUs})
 	}
+	return append(out, TruthStage{"first_decode", t.FirstDecodeUs}, TruthStage{"detokenize", t.DetokenizeUs},
+		TruthStage{"framing", t.FramingUs}, TruthStage{"other", t.OtherUs})
 }
 
 // TruthStage is one named stage of a Truth.
@@ -200,9 +216,18 @@ func (t *Truth) firstFrameStages(r *request, et engineTimes, firstFrameUs int64)
 	t.LoopWaitUs = c.span(r.bodyRead, r.parseStart) + c.span(r.tokSubmit, r.tokStart) + c.span(et.firstToken, fe.firstPick)
 	t.TokenizeUs = c.span(r.tokStart, r.tokEnd)
 	t.FaultDelayUs = c.span(r.faultStart, r.faultEnd)
-	t.QueueUs = c.span(et.queued, et.scheduled)
-	t.PrefillUs = c.span(et.scheduled, et.prefillEnd)
-	t.FirstDecodeUs = c.span(et.prefillEnd, et.firstToken)
+	if et.disagg {
+		t.Disagg = true
+		t.PrefillQueueUs = c.span(et.queued, et.scheduled)
+		t.PrefillUs = c.span(et.scheduled, et.prefillEnd)
+		t.KVTransferUs = c.span(et.prefillEnd, et.kvDone)
+		t.DecodeQueueUs = c.span(et.decodeQueued, et.decodeScheduled)
+		t.FirstDecodeUs = c.span(et.decodeScheduled, et.firstToken)
+	} else {
+		t.QueueUs = c.span(et.queued, et.scheduled)
+		t.PrefillUs = c.span(et.scheduled, et.prefillEnd)
+		t.FirstDecodeUs = c.span(et.prefillEnd, et.firstToken)
+	}
 	t.DetokenizeUs = c.span(fe.firstPick, fe.firstDetokEnd)
 	if r.gen.stream {
 		t.FramingUs = c.span(fe.firstDetokEnd, fe.firstFlush)

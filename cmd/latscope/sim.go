@@ -52,6 +52,12 @@ Modes make it behave like servers other than vLLM; all are off by default:
                              decoding stream waits for;
   --loading 30s              answer 503 "Loading model" (and /health not ready) for this
                              long after start; /metrics still answers;
+  --disagg                   disaggregated prefill and decode: --prefill-workers N (default 1)
+                             prefill one prompt each at a time; the KV cache then crosses a
+                             link (--kv-latency + --kv-bytes-per-token × prompt tokens /
+                             --kv-bandwidth, bytes per second); the least busy of
+                             --decode-workers N engines decodes. The trailer's stages become
+                             prefill_queue, prefill, kv_transfer, decode_queue, first_decode;
   --nagle                    Nagle's algorithm on and each SSE event written in two pieces.
                              The ~40 ms delayed-ACK stall is EMULATED (loopback does not
                              produce it): a write while an earlier one is unacknowledged is
@@ -111,6 +117,7 @@ func (sf *simFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&c.Reasoning.Tokens, "reasoning-tokens", 0, "a reasoning model: the first N deltas of a chat or Responses stream are thinking (0: none)")
 	fl.StringVar(&sf.reasoningField, "reasoning-field", sim.ReasoningField, "the chat delta field the thinking streams in: reasoning (newer vLLM) or reasoning_content (older vLLM, SGLang, DeepSeek, llama.cpp)")
 	fl.BoolVar(&c.Nagle, "nagle", false, "Nagle's algorithm on, SSE events in two writes, delayed-ACK stalls emulated")
+	registerDisaggFlags(fl, &c.Disagg)
 	registerDeployFlags(fl, &sf.deploy)
 	fl.BoolVar(&c.H2C, "h2c", false, "also speak HTTP/2 without TLS (prior knowledge, as latscope run --h2c) on the same port")
 	fl.BoolVar(&sf.tls, "tls", false, "serve HTTPS (HTTP/2 and HTTP/1.1 through ALPN) with a self-signed certificate made at start (clients: --insecure)")
@@ -185,6 +192,12 @@ func (sf *simFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if err := disaggFlagsNeedDisagg(cmd.Flags(), cfg.Disagg); err != nil {
+		return err
+	}
+	if cfg.Disagg.Enabled {
+		deployment += "; " + describeDisagg(cfg.Disagg)
+	}
 	srv, err := sim.New(cfg)
 	if err != nil {
 		return err
@@ -220,4 +233,35 @@ func registerDeployFlags(fl *pflag.FlagSet, d *sim.Deployment) {
 	fl.BoolVar(&d.NoProxy, "no-proxy", false, "no proxy hop in front of the simulated server")
 	fl.DurationVar(&d.Network.RTT, "rtt", sim.DefaultRTT, "emulated network round trip to the clients, half each way (0: none)")
 	fl.DurationVar(&d.Network.Jitter, "jitter", 0, "emulated jitter on each one-way trip, uniform within ±this")
+}
+
+// registerDisaggFlags adds the disaggregated deployment's flags.
+func registerDisaggFlags(fl *pflag.FlagSet, d *sim.Disagg) {
+	fl.BoolVar(&d.Enabled, "disagg", false, "disaggregated prefill and decode: a prefill pool, a KV-cache link and a decode pool")
+	fl.IntVar(&d.PrefillWorkers, "prefill-workers", 1, "--disagg: prefill workers, one prompt each at a time")
+	fl.IntVar(&d.DecodeWorkers, "decode-workers", 1, "--disagg: decode workers, each a continuous-batching engine")
+	fl.Int64Var(&d.KVBytesPerToken, "kv-bytes-per-token", sim.DefaultKVBytesPerToken, "--disagg: bytes of KV cache per prompt token on the link")
+	fl.Float64Var(&d.KVBandwidth, "kv-bandwidth", sim.DefaultKVBandwidth, "--disagg: the KV link's bandwidth, bytes per second")
+	fl.DurationVar(&d.KVLatency, "kv-latency", 0, "--disagg: the fixed cost of one KV transfer")
+}
+
+// disaggFlagsNeedDisagg refuses the link's and the pools' flags without
+// --disagg, where they would do nothing.
+func disaggFlagsNeedDisagg(fl *pflag.FlagSet, d sim.Disagg) error {
+	if d.Enabled {
+		return nil
+	}
+	for _, name := range []string{"prefill-workers", "decode-workers", "kv-bytes-per-token", "kv-bandwidth", "kv-latency"} {
+		if fl.Changed(name) {
+			return fmt.Errorf("--%s needs --disagg", name)
+		}
+	}
+	return nil
+}
+
+// describeDisagg says what the disaggregated deployment is, for the
+// start-up line.
+func describeDisagg(d sim.Disagg) string {
+	return fmt.Sprintf("disaggregated: %d prefill and %d decode workers, KV link %d B/token at %.3g B/s + %v (%v for 512 tokens)",
+		max(d.PrefillWorkers, 1), max(d.DecodeWorkers, 1), d.KVBytesPerToken, d.KVBandwidth, d.KVLatency, d.TransferTime(512))
 }

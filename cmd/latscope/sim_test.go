@@ -19,6 +19,11 @@ func TestSimBadModeFlags(t *testing.T) {
 		{"--fault", "error-after=x"},
 		{"--rtt", "-1ms"},
 		{"--jitter", "-1ms"},
+		{"--prefill-workers", "2"}, // needs --disagg
+		{"--kv-latency", "5ms"},
+		{"--disagg", "--decode-workers", "-1"},
+		{"--disagg", "--kv-bandwidth", "-1"},
+		{"--disagg", "--prefix-cache-blocks", "8"},
 	} {
 		cmd := newSimCmd()
 		cmd.SetArgs(append(args, "--listen", "127.0.0.1:0"))
