@@ -127,12 +127,16 @@ type Aggregator struct {
 	ended  bool            // Run's input closed: the session is over
 
 	lengths lengthFiles // the successful requests by prompt and output length
+	turns   turnFiles   // the successful requests by turn and cached share
+	abandon abandonState
 }
 
-// runCounts are whole-run request counters. sent = ok + errors + runEnded.
+// runCounts are whole-run request counters. sent = ok + errors + runEnded
+// + abandoned.
 type runCounts struct {
 	sent, ok, errors, warmup, tokens, good int64
 	runEnded                               int64 // cancelled by the run's end (see cancelledAtEnd)
+	abandoned                              int64 // abandoned by the probe on purpose
 	byOutcome                              map[event.Outcome]int64
 	byStatus                               map[int]int64
 	flags                                  map[event.Flag]int64
@@ -347,6 +351,15 @@ func (a *Aggregator) addRequest(r *event.Request) {
 	if end.After(a.reqEnd) {
 		a.reqEnd = end
 	}
+	if r.Abandoned() {
+		// Closed by the probe on purpose: counted apart, its latencies
+		// kept out of every statistic.
+		a.counts.sent++
+		a.counts.abandoned++
+		a.counts.tokens += int64(max(r.OutputTokens, 0))
+		a.abandon.add(r)
+		return
+	}
 
 	a.countRequest(r, end)
 	if n := a.arrivals.slot(sent); n != nil {
@@ -358,6 +371,7 @@ func (a *Aggregator) addRequest(r *event.Request) {
 	}
 	a.recordLatencies(r, end)
 	a.lengths.add(r)
+	a.turns.add(r)
 	a.recordStages(r, end)
 	a.recordReasoning(r, end)
 	a.recordBreakdown(r, end)

@@ -62,6 +62,8 @@ func (a *Aggregator) insights(s *Snapshot) []event.Marker {
 	a.limitInsight(s, add)
 	a.stallInsights(s, add)
 	a.nagleInsight(s, add)
+	turnsInsight(s, add)
+	abandonedInsight(s, add)
 	return out
 }
 

@@ -39,6 +39,10 @@ func WriteTable(w io.Writer, s Summary) error {
 	if !s.ByLength.Empty() {
 		writeByLength(tw, s.ByLength)
 	}
+	writeTurns(tw, s.Turns)
+	if lines := AbandonedLines(s.Abandoned); len(lines) > 0 {
+		tw.printf("\n%s\n", strings.Join(lines, "\n"))
+	}
 	tw.printf("\nProbe: %s\n", s.Verdict.VerdictText())
 	writeHost(tw, s.Host)
 	writeBreakdown(tw, s.Breakdown)
@@ -135,6 +139,9 @@ func writeRequests(w *errWriter, s Summary) {
 	}
 	if r.CancelledAtEnd > 0 {
 		w.printf(", %d cancelled at the end of the run", r.CancelledAtEnd)
+	}
+	if r.Abandoned > 0 {
+		w.printf(", %d abandoned (closed by the probe on purpose; not errors)", r.Abandoned)
 	}
 	w.printf("; %d warm-up excluded\n", r.Warmup)
 	w.printf("Duration: %.2f s   Rate: %.2f req/s finished   Throughput: %.2f req/s ok, %.2f output tok/s (%d tokens)\n",

@@ -71,9 +71,11 @@ type serverSlot struct {
 	stages  map[string]*stageMean
 	waitSum float64
 	waitN   int64
+	traffic trafficAcc
 }
 
 func resetServerSlot(s *serverSlot) {
+	s.traffic.reset()
 	for _, m := range s.stages {
 		*m = stageMean{}
 	}
@@ -97,6 +99,7 @@ type serverState struct {
 	fine, coarse   *ring[serverSlot]
 	trend          [trendPoints]trendPoint
 	trendN         int
+	traffic        trafficAcc // the whole run's
 }
 
 func newServerState() serverState {
@@ -136,7 +139,11 @@ func (s *serverState) add(x *event.ServerSample) {
 	}
 
 	slots := []*serverSlot{s.fine.slot(x.Time), s.coarse.slot(x.Time)}
+	s.traffic.add(x)
 	for _, sl := range slots {
+		if sl != nil {
+			sl.traffic.add(x)
+		}
 		if sl != nil && finite(x.Waiting) {
 			sl.waitSum += *x.Waiting
 			sl.waitN++
@@ -312,6 +319,13 @@ func windowServer(r *ring[serverSlot], from, to int64) (map[string]float64, floa
 		return stageMeansMS(merged), 0, false
 	}
 	return stageMeansMS(merged), wsum / float64(wn), true
+}
+
+// windowTraffic merges the traffic of the slots in [from, to] of r.
+func windowTraffic(r *ring[serverSlot], from, to int64) Traffic {
+	var acc trafficAcc
+	r.each(from, to, func(sl *serverSlot) { acc.merge(&sl.traffic) })
+	return acc.stats()
 }
 
 // markerState counts markers by kind and keeps the most recent ones.

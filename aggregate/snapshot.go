@@ -19,9 +19,14 @@ type Snapshot struct {
 	// LengthCounts is the same buckets with their counts alone, in every
 	// snapshot: which lengths the run has sent so far.
 	LengthCounts *ByLength
-	Now          time.Time     // the window edge the snapshot was taken at
-	Start        time.Time     // first intended send of the run (zero before any request)
-	Elapsed      time.Duration // Now − the session's start (or Start, without a header)
+	// Turns is the run's results by conversation turn and cached share
+	// (nil when no request had a turn or cached tokens); Abandoned the
+	// requests the probe abandoned on purpose (nil when none).
+	Turns     *Turns
+	Abandoned *Abandoned
+	Now       time.Time     // the window edge the snapshot was taken at
+	Start     time.Time     // first intended send of the run (zero before any request)
+	Elapsed   time.Duration // Now − the session's start (or Start, without a header)
 	// Session is the session's header: target, server, load (nil without one).
 	Session *event.Session
 	// Probe is the probe's latest view of itself: in flight, CPU, scheduling
@@ -105,6 +110,10 @@ type WindowStats struct {
 	// bar draws, since their stages add up to the band's TTFT.
 	Bands [NumBands]Band
 
+	// Traffic is what the server's metrics say of all the requests it
+	// served in the window, latscope's own among them if it sent any.
+	Traffic Traffic
+
 	ServerStageMeans map[string]float64 // ms, count-weighted over the window
 	QueueDepthMean   float64            // plain mean of the queue-depth readings in the window
 	HasQueueDepth    bool
@@ -112,7 +121,7 @@ type WindowStats struct {
 
 // Requests are the whole run's request counters.
 type Requests struct {
-	Sent   int64 `json:"sent"` // ok + errors + cancelled_at_end; warm-up excluded
+	Sent   int64 `json:"sent"` // ok + errors + cancelled_at_end + abandoned; warm-up excluded
 	OK     int64 `json:"ok"`
 	Errors int64 `json:"errors"`
 	// CancelledAtEnd counts the requests still in flight when the run's
@@ -120,6 +129,10 @@ type Requests struct {
 	// SIGHUP, a quit dashboard): not errors, and not in the error rate or
 	// the finished rate.
 	CancelledAtEnd int64 `json:"cancelled_at_end"`
+	// Abandoned counts the requests the probe closed on purpose, as users
+	// who pressed stop (--cancel-after): not errors, not finished, and out
+	// of every latency statistic.
+	Abandoned int64 `json:"abandoned"`
 	// Reconnects counts the requests the probe sent again on a fresh
 	// connection because the server had closed the kept-alive one they went
 	// out on, before answering (llama-server does after every stream); they
@@ -244,6 +257,8 @@ func (a *Aggregator) Snapshot(now time.Time) Snapshot {
 		s.Probe = &p
 	}
 	s.LengthCounts = a.lengths.counts()
+	s.Turns = a.turns.summary()
+	s.Abandoned = a.abandon.summary()
 	s.Unrecorded = a.unrec
 	s.Unexported = a.unexp
 	if len(a.lost) > 0 {
@@ -297,7 +312,7 @@ func (a *Aggregator) Latest() time.Time { return a.latest }
 func (a *Aggregator) requests() Requests {
 	c := &a.counts
 	r := Requests{
-		Sent: c.sent, OK: c.ok, Errors: c.errors, CancelledAtEnd: c.runEnded, Warmup: c.warmup, TokensOut: c.tokens,
+		Sent: c.sent, OK: c.ok, Errors: c.errors, CancelledAtEnd: c.runEnded, Abandoned: c.abandoned, Warmup: c.warmup, TokensOut: c.tokens,
 		ByOutcome:     copyMap(c.byOutcome),
 		ByStatus:      copyMap(c.byStatus),
 		Flags:         copyMap(c.flags),
@@ -430,6 +445,7 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 			ws.Span = now.Sub(a.reqStart)
 		}
 		ws.ServerStageMeans = stageMeansMS(a.server.stages)
+		ws.Traffic = a.server.traffic.stats()
 		if q := a.server.waiting; q.n > 0 {
 			ws.QueueDepthMean, ws.HasQueueDepth = q.sum/float64(q.n), true
 		}
@@ -453,6 +469,7 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 			ws.Span = now.Sub(start)
 		}
 		ws.ServerStageMeans, ws.QueueDepthMean, ws.HasQueueDepth = windowServer(sr, from, to)
+		ws.Traffic = windowTraffic(sr, from, to)
 	}
 	if ws.Span > 0 {
 		ws.ReqPerSec = float64(ws.Sent) / ws.Span.Seconds()
@@ -494,10 +511,15 @@ type Summary struct {
 	SchedLag     Stats                 `json:"sched_lag"`             // how late the open loop sent, every request
 	Verdict      ProbeVerdict          `json:"probe_verdict"`         // whether latscope kept pace
 	ByLength     *ByLength             `json:"by_length,omitempty"`   // the successful requests by prompt and output length
+	Turns        *Turns                `json:"turns,omitempty"`       // the successful requests by conversation turn and cached share
+	Abandoned    *Abandoned            `json:"abandoned,omitempty"`   // the requests the probe abandoned on purpose
 	Stages       map[event.Stage]Stats `json:"stages"`                // client stages
 	Breakdown    Breakdown             `json:"breakdown"`
 	Server       ServerStats           `json:"server"`
-	GPU          *event.GPUSample      `json:"gpu"`
+	// Traffic is the whole run's view of the server's own traffic, in a
+	// session that watches it (latscope watch); nil otherwise.
+	Traffic *Traffic         `json:"traffic,omitempty"`
+	GPU     *event.GPUSample `json:"gpu"`
 	// Host is the client host's CPU pressure over the run (absent without
 	// host samples): see HostStats.
 	Host     *HostStats     `json:"host,omitempty"`
@@ -548,6 +570,8 @@ func (s Snapshot) Summary() Summary {
 		SchedLag:     run.SchedLag,
 		Verdict:      s.Verdict,
 		ByLength:     s.ByLength,
+		Turns:        s.Turns,
+		Abandoned:    s.Abandoned,
 		Stages:       run.Stages,
 		Breakdown:    s.Breakdown,
 		Server:       s.Server,
@@ -557,6 +581,10 @@ func (s Snapshot) Summary() Summary {
 	}
 	if !s.Start.IsZero() {
 		out.End = s.Start.Add(s.Requests.Duration)
+	}
+	if s.Session != nil && s.Session.Load.Watches() {
+		tr := run.Traffic
+		out.Traffic = &tr
 	}
 	if s.Host.Latest != nil {
 		h := s.Host

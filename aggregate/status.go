@@ -28,6 +28,9 @@ func StatusLine(s Snapshot) string {
 	if n := s.Requests.CancelledAtEnd; n > 0 {
 		errs += fmt.Sprintf("  cancelled %d", n)
 	}
+	if n := s.Requests.Abandoned; n > 0 {
+		errs += fmt.Sprintf("  abandoned %d", n)
+	}
 	inFlight, self := "", ""
 	if p := s.Probe; p != nil {
 		inFlight = fmt.Sprintf("  in flight %d", p.InFlight)

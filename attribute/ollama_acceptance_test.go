@@ -214,7 +214,8 @@ type ollamaFinal struct {
 }
 
 // finalTap is a reverse proxy that reads each native stream's final object
-// (the line with "done": true) as it passes, by the request's X-Request-Id.
+// (the line with "done": true) as it passes, by the request's X-Request-Id;
+// the client's request body reaches Ollama whole.
 type finalTap struct {
 	mu   sync.Mutex
 	byID map[string]ollamaFinal
@@ -229,8 +230,18 @@ func (f *finalTap) get(id string) (ollamaFinal, bool) {
 
 func (f *finalTap) proxy(base string) http.Handler {
 	u, _ := url.Parse(base)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.FlushInterval = -1
+	rp := &httputil.ReverseProxy{FlushInterval: -1, Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(u)
+		// Forward the request's body whole, as nginx buffers it: streamed
+		// through, the transport's last write of it can race the answer.
+		if pr.Out.Body != nil {
+			b, err := io.ReadAll(io.LimitReader(pr.Out.Body, 4<<20))
+			_ = pr.Out.Body.Close()
+			if err == nil {
+				pr.Out.Body, pr.Out.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+			}
+		}
+	}}
 	rp.ModifyResponse = func(resp *http.Response) error {
 		id := resp.Request.Header.Get("X-Request-Id")
 		if id == "" || resp.Header.Get("Content-Type") != "application/x-ndjson" {

@@ -35,8 +35,10 @@ const llmdSimEnv = "LATSCOPE_LLMD_SIM"
 // TestAcceptanceLLMDPrefillDecode: a prefill pod (time to first token
 // 40 ms) and a decode pod (KV-cache transfer latency 60 ms) behind the
 // two-phase proxy; 60 streams, two at a time. Every request succeeds; the
-// proxy's Server-Timing (prefill_leg, decode_leg) reaches the breakdown as
-// the server's own stages; the decode leg, which llm-d-inference-sim spends
+// proxy's Server-Timing (pd_prefill_leg, pd_remote_decode_leg: named so
+// that latscope, which orders stages it does not know by name, shows them
+// in the order they ran) reaches the breakdown as the server's own stages;
+// the decode leg, which llm-d-inference-sim spends
 // on its simulated KV transfer, is within 5% of the configured 60 ms; and
 // the stages add up to the TTFT with an unattributed rest of at most 3 ms.
 func TestAcceptanceLLMDPrefillDecode(t *testing.T) {
@@ -79,8 +81,8 @@ func TestAcceptanceLLMDPrefillDecode(t *testing.T) {
 			t.Fatalf("%s: %s (%s)", r.ID, r.Outcome, r.Error)
 		}
 		checkSum(t, r, r.Breakdown)
-		pre, okP := stageOf(r, event.ServerTimingPrefix+"prefill_leg")
-		dec, okD := stageOf(r, event.ServerTimingPrefix+"decode_leg")
+		pre, okP := stageOf(r, event.ServerTimingPrefix+"pd_prefill_leg")
+		dec, okD := stageOf(r, event.ServerTimingPrefix+"pd_remote_decode_leg")
 		if !okP || !okD || pre.Provenance != event.ServerReported || dec.Provenance != event.ServerReported {
 			t.Errorf("%s: the proxy's legs are not both in the breakdown, server-reported: %+v", r.ID, r.Breakdown)
 			continue
@@ -101,8 +103,8 @@ func TestAcceptanceLLMDPrefillDecode(t *testing.T) {
 		t.Fatalf("%d requests, want 60", n)
 	}
 	if example != nil {
-		pre, _ := stageOf(example, event.ServerTimingPrefix+"prefill_leg")
-		dec, _ := stageOf(example, event.ServerTimingPrefix+"decode_leg")
+		pre, _ := stageOf(example, event.ServerTimingPrefix+"pd_prefill_leg")
+		dec, _ := stageOf(example, event.ServerTimingPrefix+"pd_remote_decode_leg")
 		t.Logf("%d requests ok; e.g. TTFT %v = prefill leg %v + decode leg %v + the rest; decode leg at most %.2f%% from %v; |unattributed| at most %.3f ms",
 			n, example.TTFT, pre.Duration, dec.Duration, 100*worst, kvLatency, maxRest)
 	}
@@ -150,9 +152,9 @@ func startLLMDSim(t *testing.T, bin string, args []string) string {
 // max_tokens 1 and kv_transfer_params asking for a remote decode; then to
 // the decode pod, as the client sent it, with the kv_transfer_params the
 // prefill pod returned. It relays the decode pod's answer, adding a
-// Server-Timing header of what it timed: prefill_leg (the prefill pod's
-// answer, from sending to its whole body) and decode_leg (from sending to
-// the decode pod to its response headers, which llm-d-inference-sim sends
+// Server-Timing header of what it timed: pd_prefill_leg (the prefill
+// pod's answer, from sending to its whole body) and pd_remote_decode_leg
+// (from sending to the decode pod to its response headers, which llm-d-inference-sim sends
 // with the first token).
 type twoPhaseProxy struct {
 	prefill, decode string
@@ -195,7 +197,7 @@ func (p *twoPhaseProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Add(k, v)
 		}
 	}
-	w.Header().Add("Server-Timing", fmt.Sprintf(`prefill_leg;dur=%.3f;desc="prefill pod, max_tokens 1", decode_leg;dur=%.3f;desc="decode pod, to its headers"`,
+	w.Header().Add("Server-Timing", fmt.Sprintf(`pd_prefill_leg;dur=%.3f;desc="prefill pod, max_tokens 1", pd_remote_decode_leg;dur=%.3f;desc="decode pod, to its headers"`,
 		durMS(prefillDur), durMS(decodeDur)))
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)

@@ -38,6 +38,7 @@ func Derive(prev, cur *Scrape, d promdialect.Dialect) (sample event.ServerSample
 	sample.Waiting = sumGauge(cur, d.Waiting)
 	sample.Running = sumGauge(cur, d.Running)
 	sample.KVCache = kvCache(cur, d)
+	sample.PrefixHitRate = meanGauge(cur, d.PrefixHitRate)
 	sample.Gauges = gaugeMap(cur)
 	if prev == nil {
 		return sample, nil
@@ -49,6 +50,9 @@ func Derive(prev, cur *Scrape, d promdialect.Dialect) (sample event.ServerSample
 		sample.PromptTokensPerSec = dv.rate(d.PromptTokens, dt)
 		sample.GenTokensPerSec = dv.rate(d.GenTokens, dt)
 	}
+	sample.Preemptions = dv.delta(d.Preemptions)
+	sample.PrefixQueries = dv.delta(d.PrefixQueries)
+	sample.PrefixHits = dv.delta(d.PrefixHits)
 	for _, src := range d.Stages {
 		st, ok := dv.stage(src)
 		if !ok {
@@ -104,6 +108,19 @@ func sumGauge(s *Scrape, cands []promdialect.MetricRef) *float64 {
 		total += seriesScalar(sr)
 	}
 	return finiteOrNil(total)
+}
+
+// meanGauge averages the series of the first candidate present in s.
+func meanGauge(s *Scrape, cands []promdialect.MetricRef) *float64 {
+	_, ss := firstPresent(s, cands)
+	if len(ss) == 0 {
+		return nil
+	}
+	total := 0.0
+	for _, sr := range ss {
+		total += seriesScalar(sr)
+	}
+	return finiteOrNil(total / float64(len(ss)))
 }
 
 func kvCache(s *Scrape, d promdialect.Dialect) *float64 {
@@ -205,6 +222,20 @@ func (dv *deriver) counterDelta(ref promdialect.MetricRef) (float64, bool) {
 		}
 	}
 	return total, isFiniteFloat(total)
+}
+
+// delta is the increase over the interval of the first candidate counter
+// present, nil when none is.
+func (dv *deriver) delta(cands []promdialect.MetricRef) *float64 {
+	ref, ss := firstPresent(dv.cur, cands)
+	if len(ss) == 0 {
+		return nil
+	}
+	d, ok := dv.counterDelta(ref)
+	if !ok {
+		return nil
+	}
+	return &d
 }
 
 func (dv *deriver) rate(cands []promdialect.MetricRef, dt time.Duration) *float64 {
@@ -358,6 +389,7 @@ func histStat(h *PromHist, scale float64) (event.HistStat, bool) {
 		st.Mean = durationFromSeconds(h.Sum / h.Count * scale)
 	}
 	buckets := withInfBucket(h).Buckets
+	st.Bounds, st.Counts = bucketDeltas(buckets, scale)
 	for _, q := range []struct {
 		q   float64
 		dst *time.Duration
@@ -367,6 +399,40 @@ func histStat(h *PromHist, scale float64) (event.HistStat, bool) {
 		}
 	}
 	return st, true
+}
+
+// maxBuckets bounds the buckets a sample carries per stage: a histogram
+// with more has them left out (its quantiles are still given).
+const maxBuckets = 64
+
+// bucketDeltas turns cumulative buckets (the last one +Inf) into finite
+// bounds in seconds and the count in each bucket, with the count above
+// the last finite bound at the end. A count that went down (float noise,
+// a torn scrape) is taken as zero.
+func bucketDeltas(buckets []PromBucket, scale float64) (bounds, counts []float64) {
+	n := len(buckets)
+	if n < 2 || n > maxBuckets+1 || !math.IsInf(buckets[n-1].Upper, 1) {
+		return nil, nil
+	}
+	bounds = make([]float64, 0, n-1)
+	counts = make([]float64, 0, n)
+	below := 0.0
+	for i, b := range buckets {
+		if i < n-1 {
+			v := b.Upper * scale
+			if !isFiniteFloat(v) || (len(bounds) > 0 && v <= bounds[len(bounds)-1]) {
+				return nil, nil
+			}
+			bounds = append(bounds, v)
+		}
+		c := b.Cumulative - below
+		if !(c > 0) || !isFiniteFloat(c) {
+			c = 0
+		}
+		counts = append(counts, c)
+		below = math.Max(below, b.Cumulative)
+	}
+	return bounds, counts
 }
 
 // bucketQuantile estimates the q-quantile from cumulative buckets the way

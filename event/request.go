@@ -116,12 +116,12 @@ type Chunk struct {
 	Batch int32 `json:"b,omitempty"`
 }
 
-// Outcome is how a request ended: OK, cancelled by the run, or exactly
-// one error kind.
+// Outcome is how a request ended: OK, cancelled by the run, abandoned by
+// the probe on purpose, or exactly one error kind.
 type Outcome string
 
 // The outcomes. Every request the probe sends ends in exactly one of these,
-// so sent = ok + errors + cancelled always holds.
+// so sent = ok + errors + cancelled + abandoned always holds.
 const (
 	OutcomeOK          Outcome = "ok"
 	OutcomeConnect     Outcome = "connect"      // could not connect (refused, DNS, TLS)
@@ -132,6 +132,10 @@ const (
 	OutcomeOversized   Outcome = "oversized"    // one event larger than the probe's limit
 	OutcomeServerError Outcome = "server_error" // the server sent an error event mid-stream
 	OutcomeCancelled   Outcome = "cancelled"    // the run stopped it mid-request (its duration and drain over, a signal, a quit): not an error; see Request.RunEnded
+	// OutcomeAbandoned: the probe closed the stream on purpose, as a user
+	// who pressed stop (--cancel-after): neither an error nor cancelled by
+	// the run, and kept out of the latency statistics. See Request.Abandon.
+	OutcomeAbandoned Outcome = "abandoned"
 )
 
 // Flag marks something noteworthy about one request that is not an error.
@@ -148,6 +152,9 @@ const (
 	// from its prompt (prefix) cache (ServerTiming.CachedTokens), so the
 	// request's prefill is not a cold prefill.
 	FlagPromptCached Flag = "prompt_cached"
+	// FlagCanary: the request is latscope's canary beside a server's own
+	// traffic (latscope watch --canary-rate), not one of its users'.
+	FlagCanary Flag = "canary"
 )
 
 // Request is the complete record of one probe request, written once when the
@@ -223,6 +230,16 @@ type Request struct {
 	// HTTP2 is what the frames said of the request's stream when it went
 	// over HTTP/2 (run --http2 or --h2c); nil over HTTP/1.1.
 	HTTP2 *HTTP2Stream `json:"http2,omitempty"`
+
+	// Session and Turn place a request in a conversation (--conversation):
+	// the session's id and the turn's 1-based index; empty and 0 outside
+	// one. A turn's prompt is the conversation so far and a new message.
+	Session string `json:"session,omitempty"`
+	Turn    int    `json:"turn,omitempty"`
+
+	// Abandon is set on a request the probe abandoned on purpose
+	// (OutcomeAbandoned).
+	Abandon *Abandon `json:"abandon,omitempty"`
 }
 
 // HTTP2Stream is one request's HTTP/2 stream as the probe saw its frames.
@@ -252,6 +269,24 @@ type HTTP2Stream struct {
 	GoAwayRetry bool `json:"goaway_retry,omitempty"`
 }
 
+// Abandon is what is known of a request the probe abandoned as a user who
+// pressed stop: when, and when the server let its batch slot go.
+type Abandon struct {
+	// Rule is the rule that abandoned it, as given: "tokens=8", "time=2s".
+	Rule string `json:"rule"`
+	// At is Intended → the moment the probe closed the stream.
+	At time.Duration `json:"at_ns"`
+	// Release is the moment the stream was closed → the server's running
+	// gauge showed the slot free (see ReleaseSource); zero when not
+	// measured (ReleaseNote says why).
+	Release time.Duration `json:"release_ns,omitempty"`
+	// ReleaseSource names the gauge watched, e.g.
+	// "metrics:vllm:num_requests_running".
+	ReleaseSource string `json:"release_src,omitempty"`
+	// ReleaseNote says why no release was measured, or what bounds it.
+	ReleaseNote string `json:"release_note,omitempty"`
+}
+
 // SentAt is when the request should have been sent (Intended), falling back
 // to when it started.
 func (r *Request) SentAt() time.Time {
@@ -279,7 +314,12 @@ func (r *Request) OK() bool { return r.Outcome == OutcomeOK }
 
 // Failed reports whether the request failed: neither ok nor cancelled by
 // the run (a request the run's end cut short did not fail).
-func (r *Request) Failed() bool { return r.Outcome != OutcomeOK && r.Outcome != OutcomeCancelled }
+func (r *Request) Failed() bool {
+	return r.Outcome != OutcomeOK && r.Outcome != OutcomeCancelled && r.Outcome != OutcomeAbandoned
+}
+
+// Abandoned reports whether the probe abandoned the request on purpose.
+func (r *Request) Abandoned() bool { return r.Outcome == OutcomeAbandoned }
 
 // HasFlag reports whether f is set.
 func (r *Request) HasFlag(f Flag) bool {

@@ -28,6 +28,19 @@ type ServerSample struct {
 	PromptTokensPerSec *float64 `json:"prompt_tps,omitempty"`
 	GenTokensPerSec    *float64 `json:"gen_tps,omitempty"`
 
+	// Preemptions is how many requests the server preempted (evicted from
+	// the running batch to free KV cache) over the interval, from its
+	// counter; nil when the server does not count them.
+	Preemptions *float64 `json:"preemptions,omitempty"`
+	// PrefixQueries and PrefixHits are the prompt tokens the server looked
+	// up in its prefix cache over the interval and those it found there,
+	// from its counters (vLLM); nil without them.
+	PrefixQueries *float64 `json:"prefix_queries,omitempty"`
+	PrefixHits    *float64 `json:"prefix_hits,omitempty"`
+	// PrefixHitRate is the server's own prefix-cache hit-rate gauge (0..1;
+	// SGLang, TensorRT-LLM, LMDeploy), nil when it has none.
+	PrefixHitRate *float64 `json:"prefix_hit_rate,omitempty"`
+
 	// Stages holds the interval's statistics of each stage histogram the
 	// server exposes, keyed by "queue", "prefill", "decode", "ttft", "itl",
 	// "e2e", "inference", "tokenize".
@@ -51,6 +64,30 @@ type HistStat struct {
 	P50   time.Duration `json:"p50_ns,omitempty"` // interpolated from bucket deltas
 	P90   time.Duration `json:"p90_ns,omitempty"`
 	P99   time.Duration `json:"p99_ns,omitempty"`
+	// Bounds are the histogram's finite bucket bounds, in seconds, and
+	// Counts the observations the interval added to each bucket (not
+	// cumulative), with one more count at the end for those above the last
+	// bound: what a window's quantiles are estimated from. Both are empty
+	// for a stage read from a pair of counters.
+	Bounds []float64 `json:"bounds,omitempty"`
+	Counts []float64 `json:"counts,omitempty"`
+}
+
+// Sum is the interval's total time in the stage (Count × Mean).
+func (h HistStat) Sum() time.Duration {
+	if !(h.Count > 0) || math.IsInf(h.Count, 0) {
+		return 0
+	}
+	ns := h.Count * float64(h.Mean)
+	switch {
+	case math.IsNaN(ns):
+		return 0
+	case ns >= math.MaxInt64:
+		return math.MaxInt64
+	case ns <= math.MinInt64:
+		return math.MinInt64
+	}
+	return time.Duration(ns)
 }
 
 // GPUSample is one reading of every GPU the collector watches: the local

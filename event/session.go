@@ -38,7 +38,11 @@ type Session struct {
 
 // Load is the load a session was asked to send.
 type Load struct {
-	Mode         string        `json:"mode"` // "closed" (concurrency), "open" (rate) or "steps" (the demo's stepped concurrency)
+	// Mode is "closed" (concurrency), "open" (rate), "steps" (the demo's
+	// stepped concurrency), "trace", or one of a watch: LoadWatch (no load
+	// of its own) or LoadCanary (an open-loop canary beside the server's
+	// own traffic).
+	Mode         string        `json:"mode"`
 	Concurrency  int           `json:"concurrency,omitempty"`
 	Steps        string        `json:"steps,omitempty"`   // stepped closed loop, e.g. "4,8,16 every 20s, repeated"
 	Rate         float64       `json:"rate,omitempty"`    // requests per second, open loop
@@ -63,7 +67,21 @@ type Load struct {
 	// was given); --seed with it repeats the run's prompts.
 	Seed      int64 `json:"seed"`
 	SeedDrawn bool  `json:"seed_drawn,omitempty"`
+	// Conversation and CancelAfter are --conversation and --cancel-after
+	// as given ("" without).
+	Conversation string `json:"conversation,omitempty"`
+	CancelAfter  string `json:"cancel_after,omitempty"`
 }
+
+// The load modes of a session that watches a server's own traffic
+// (latscope watch).
+const (
+	LoadWatch  = "watch"
+	LoadCanary = "canary"
+)
+
+// Watches reports whether the session watches a server's own traffic.
+func (l Load) Watches() bool { return l.Mode == LoadWatch || l.Mode == LoadCanary }
 
 // ProbeLagLimit is the open loop's scheduling-lag p99 past which the probe,
 // not the server, is the limit: the probe's own check and the summary's

@@ -37,6 +37,9 @@ func (e Event) Size() int64 {
 		}
 	case e.Server != nil:
 		n += sizeSmall + int64(len(e.Server.Stages)+len(e.Server.Gauges))*sizeMapEntry
+		for _, h := range e.Server.Stages {
+			n += 8 * int64(len(h.Bounds)+len(h.Counts))
+		}
 	case e.GPU != nil:
 		n += sizeSmall + int64(len(e.GPU.Devices))*sizeSmall
 	case e.Marker != nil:

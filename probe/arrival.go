@@ -43,19 +43,25 @@ const maxArrivalLag = 10 * time.Second
 // arrival was earlier still, so the kernel's time of the latest read is
 // between the true arrival and now.
 func arrivalOf(c net.Conn, now time.Time) time.Time {
+	at, _ := kernelArrival(c, now)
+	return at
+}
+
+// kernelArrival is arrivalOf, and whether the time is the kernel's.
+func kernelArrival(c net.Conn, now time.Time) (time.Time, bool) {
 	ac, ok := c.(arrivalConn)
 	if !ok {
-		return now
+		return now, false
 	}
 	ns := ac.lastArrival()
 	if ns == 0 {
-		return now
+		return now, false
 	}
 	lag := time.Duration(now.UnixNano() - ns)
-	if lag <= 0 || lag > maxArrivalLag {
-		return now
+	if lag < 0 || lag > maxArrivalLag {
+		return now, false
 	}
-	return now.Add(-lag)
+	return now.Add(-lag), true
 }
 
 // unwrapConn returns the TCP-level connection under c: the probe's own,

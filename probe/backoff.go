@@ -37,6 +37,7 @@ const (
 type notes struct {
 	retryAfter  time.Duration // the Retry-After of a 429 or 503; 0 when none
 	reconnected bool          // sent again on a fresh connection after a stale one
+	answer      string        // the answer's text, with RequestSpec.KeepAnswer
 }
 
 // notingDoer is a Doer that also returns its notes. Client implements it.

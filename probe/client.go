@@ -14,6 +14,7 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -206,9 +207,18 @@ func (c *Client) doNoted(ctx context.Context, spec RequestSpec) (*event.Request,
 		reqCtx, cancel = context.WithCancel(ctx)
 	}
 	defer cancel()
+	if d := spec.AbandonAfter; d > 0 {
+		// The user presses stop d after the request was due, whatever
+		// has come by then.
+		t := time.AfterFunc(max(d-x.lag, 0), func() {
+			x.stop.Store(true)
+			cancel()
+		})
+		defer t.Stop()
+	}
 	x.execute(ctx, reqCtx, cancel)
 	x.finish()
-	return x.rec, notes{retryAfter: x.retryAfter, reconnected: x.reconnected}
+	return x.rec, notes{retryAfter: x.retryAfter, reconnected: x.reconnected, answer: x.answer.String()}
 }
 
 // exchange is the state of one request: what was sent and what came back.
@@ -247,6 +257,30 @@ type exchange struct {
 	batchAt    time.Duration // arrival of that group, from start
 
 	shape chunkShape // the OpenAI and Anthropic dialects' content chunk shape
+
+	answer strings.Builder // the answer's text, with spec.KeepAnswer
+	// stop is set when the probe abandons the request on purpose
+	// (spec.AbandonTokens reached, or spec.AbandonAfter's timer).
+	stop     atomic.Bool
+	closedAt time.Time // when the abandoned stream was closed
+}
+
+// errAbandoned ends a stream the probe abandons on purpose.
+var errAbandoned = errors.New("abandoned by the probe (--cancel-after)")
+
+// abandoned sets the outcome of a request the probe abandoned: ok is false
+// when it was not abandoned.
+func (x *exchange) abandoned(err error) bool {
+	if !x.stop.Load() && !errors.Is(err, errAbandoned) {
+		return false
+	}
+	if x.closedAt.IsZero() {
+		x.closedAt = time.Now()
+	}
+	x.failed = true
+	x.rec.Outcome = event.OutcomeAbandoned
+	x.rec.Abandon = &event.Abandon{Rule: x.spec.abandonRule(), At: x.lag + x.closedAt.Sub(x.start)}
+	return true
 }
 
 // fail sets the outcome once.
@@ -263,11 +297,18 @@ func (x *exchange) execute(parent, reqCtx context.Context, cancel context.Cancel
 	if !ok {
 		return
 	}
-	defer resp.Body.Close()
 	if !x.acceptAnswer(resp) {
+		resp.Body.Close()
 		return
 	}
 	x.readAnswer(parent, reqCtx, cancel, resp)
+	resp.Body.Close()
+	if x.rec.Outcome == event.OutcomeAbandoned {
+		// Closing an unfinished body closes its connection: the server
+		// sees its client go. The slot's release counts from here.
+		x.closedAt = time.Now()
+		x.rec.Abandon.At = x.lag + x.closedAt.Sub(x.start)
+	}
 }
 
 // request builds the body and sends it, once more on a fresh connection
@@ -296,7 +337,10 @@ func (x *exchange) request(parent, reqCtx context.Context) (resp *http.Response,
 	}
 	// When the headers' bytes reached the host: the latest read of the
 	// connection brought them.
-	x.headers = arrivalOf(x.phases.conn, time.Now())
+	now := time.Now()
+	var stamped bool
+	x.headers, stamped = kernelArrival(x.phases.conn, now)
+	x.spec.lag.read(x.headers, now, stamped)
 	if !x.phases.reused && x.phases.conn != nil {
 		x.rtt, _ = kernelRTT(tcpConn(x.phases.conn)) // while the connection is surely open
 	}
@@ -311,6 +355,9 @@ func (x *exchange) request(parent, reqCtx context.Context) (resp *http.Response,
 // cancelled, refused, or (a refused redirect, the one case with both a
 // response and an error) a 3xx.
 func (x *exchange) sendFailed(parent, reqCtx context.Context, resp *http.Response, err error) {
+	if parent.Err() == nil && x.abandoned(err) {
+		return
+	}
 	if out, msg, ok := contextOutcome(parent, reqCtx); ok {
 		x.fail(out, msg)
 		return
@@ -355,7 +402,7 @@ func (x *exchange) readAnswer(parent, reqCtx context.Context, cancel context.Can
 	c := x.c
 	br := c.readers.Get().(*bufio.Reader)
 	defer c.readers.Put(br)
-	clock := &readClock{r: resp.Body, conn: x.phases.conn, at: x.headers}
+	clock := &readClock{r: resp.Body, conn: x.phases.conn, at: x.headers, lag: x.spec.lag}
 	br.Reset(clock)
 	defer br.Reset(nil)
 	var rd eventReader
@@ -385,6 +432,9 @@ func (x *exchange) readAnswer(parent, reqCtx context.Context, cancel context.Can
 // streamFailed sets the outcome of a stream that ended with err, after
 // bodyBytes bytes of an answer with the given status.
 func (x *exchange) streamFailed(parent, reqCtx context.Context, status int, bodyBytes int64, err error) {
+	if parent.Err() == nil && x.abandoned(err) {
+		return
+	}
 	if out, msg, ok := contextOutcome(parent, reqCtx); ok {
 		x.fail(out, msg)
 		return
@@ -501,6 +551,9 @@ func (x *exchange) stream(rd eventReader) error {
 				x.answered, x.answerAt = true, at
 			}
 			x.rec.ReplacementChars += ci.replacements
+			if x.spec.KeepAnswer {
+				x.answer.WriteString(ci.answerText())
+			}
 		}
 		if ci.usage {
 			x.takeUsage(ci, limit)
@@ -511,6 +564,9 @@ func (x *exchange) stream(rd eventReader) error {
 		if ci.end {
 			x.endAt = at
 			return nil
+		}
+		if n := x.spec.AbandonTokens; n > 0 && x.tokens >= n {
+			return errAbandoned
 		}
 	}
 }

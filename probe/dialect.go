@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -37,7 +38,12 @@ type chunkInfo struct {
 	reasonTokens int    // output tokens the usage says were reasoning
 	replacements int    // U+FFFD in the content (see FlagUTF8Defect)
 	serverErr    string // an error event's message
-	timing       *event.ServerTiming
+	// The content's text, for a conversation (RequestSpec.KeepAnswer):
+	// quoted as the fast paths found it in the JSON (a view of the event's
+	// data, valid until the next event), or text as the full decode got it.
+	quoted []byte
+	text   string
+	timing *event.ServerTiming
 }
 
 // setText records one token of text that the fast path scanned as v.
@@ -45,6 +51,24 @@ func (c *chunkInfo) setText(v stringValue, reasoning bool) {
 	c.tokens = 1
 	c.reasoning = reasoning
 	c.replacements = v.replacements
+	c.quoted = v.quoted
+}
+
+// answerText is the answer text the event carried ("" for reasoning, or
+// a dialect that does not say).
+func (c *chunkInfo) answerText() string {
+	switch {
+	case c.reasoning:
+		return ""
+	case c.text != "":
+		return c.text
+	case len(c.quoted) >= 2:
+		var s string
+		if json.Unmarshal(c.quoted, &s) == nil {
+			return s
+		}
+	}
+	return ""
 }
 
 // dialect knows one server API.

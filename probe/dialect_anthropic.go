@@ -54,7 +54,7 @@ type anthropicRequest struct {
 // the server's (a reasoning model served by vLLM always does).
 func (anthropicDialect) body(model string, spec RequestSpec) ([]byte, error) {
 	req := anthropicRequest{Model: model, MaxTokens: spec.OutputTokens, Stream: true,
-		Messages: []chatMessage{{Role: "user", Content: spec.Prompt}}}
+		Messages: spec.chatMessages()}
 	if req.MaxTokens <= 0 {
 		req.MaxTokens = anthropicDefaultMaxTokens
 	}
@@ -96,7 +96,7 @@ func (d anthropicDialect) parseStream(data []byte, c *chunkInfo, shape *chunkSha
 		if v, ok := shape.match(data); ok {
 			c.tokens = 1
 			c.reasoning = shape.reasoning
-			c.replacements = v.replacements
+			c.replacements, c.quoted = v.replacements, v.quoted
 			return nil
 		}
 	}
@@ -128,7 +128,7 @@ func (d anthropicDialect) parseStream(data []byte, c *chunkInfo, shape *chunkSha
 	if sv.nonEmpty {
 		c.tokens = 1
 		c.reasoning = reasoning
-		c.replacements = sv.replacements
+		c.replacements, c.quoted = sv.replacements, sv.quoted
 		if shape != nil {
 			shape.remember(data, at, sv.end, reasoning)
 		}
@@ -275,7 +275,7 @@ func countString(s *string, reasoning bool, c *chunkInfo) {
 	}
 	c.tokens = 1
 	c.reasoning = reasoning
-	c.replacements = countRunesFFFD(*s)
+	c.replacements, c.text = countRunesFFFD(*s), *s
 }
 
 // fill reports the usage: the prompt is the fresh, cache-read and

@@ -28,7 +28,7 @@ type llamaCppRequest struct {
 }
 
 func (llamaCppDialect) body(model string, spec RequestSpec) ([]byte, error) {
-	req := llamaCppRequest{Model: model, Prompt: spec.Prompt, Stream: true}
+	req := llamaCppRequest{Model: model, Prompt: spec.fullPrompt(), Stream: true}
 	if spec.OutputTokens > 0 {
 		req.NPredict = spec.OutputTokens
 		req.IgnoreEOS = true
@@ -80,7 +80,7 @@ func (d llamaCppDialect) parse(data []byte, c *chunkInfo) error {
 		c.tokens = 1
 	}
 	if c.tokens > 0 {
-		c.replacements = v.replacements
+		c.replacements, c.quoted = v.replacements, v.quoted
 	}
 	return nil
 }
@@ -111,7 +111,7 @@ func (d llamaCppDialect) parseFull(data []byte, c *chunkInfo) error {
 		c.tokens = 1
 	}
 	if c.tokens > 0 {
-		c.replacements = countRunesFFFD(ch.Content)
+		c.replacements, c.text = countRunesFFFD(ch.Content), ch.Content
 	}
 	if ch.Stop {
 		c.end = true

@@ -45,9 +45,10 @@ type ollamaRequest struct {
 func (d ollamaDialect) body(model string, spec RequestSpec) ([]byte, error) {
 	req := ollamaRequest{Model: model, Stream: true}
 	if d.chat {
-		req.Messages = []chatMessage{{Role: "user", Content: spec.Prompt}}
+		req.Messages = spec.chatMessages()
 	} else {
-		req.Prompt = &spec.Prompt
+		prompt := spec.fullPrompt()
+		req.Prompt = &prompt
 	}
 	req.Options.NumPredict = spec.OutputTokens
 	return json.Marshal(req)
@@ -105,7 +106,7 @@ func (d ollamaDialect) parse(data []byte, c *chunkInfo) error {
 	if v.nonEmpty {
 		c.tokens = 1
 		c.reasoning = reasoning
-		c.replacements = v.replacements
+		c.replacements, c.quoted = v.replacements, v.quoted
 	}
 	return nil
 }
@@ -153,7 +154,7 @@ func (d ollamaDialect) parseFull(data []byte, c *chunkInfo) error {
 	}
 	if text != "" {
 		c.tokens = 1
-		c.replacements = countRunesFFFD(text)
+		c.replacements, c.text = countRunesFFFD(text), text
 	}
 	if !ch.Done {
 		return nil

@@ -50,9 +50,10 @@ func (d openAIDialect) body(model string, spec RequestSpec) ([]byte, error) {
 	req := openAIRequest{Model: model, Stream: true}
 	req.StreamOptions.IncludeUsage = true
 	if d.chat {
-		req.Messages = []chatMessage{{Role: "user", Content: spec.Prompt}}
+		req.Messages = spec.chatMessages()
 	} else {
-		req.Prompt = &spec.Prompt
+		prompt := spec.fullPrompt()
+		req.Prompt = &prompt
 	}
 	if spec.OutputTokens > 0 {
 		req.MaxTokens = spec.OutputTokens
@@ -238,6 +239,7 @@ func (d openAIDialect) parseFull(data []byte, c *chunkInfo) error {
 		if text != "" {
 			c.tokens = 1
 			c.replacements += countRunesFFFD(text)
+			c.text += text
 		}
 	}
 	// Ollama puts a zeroed usage object on every /v1/completions chunk:

@@ -35,7 +35,7 @@ type responsesRequest struct {
 // body asks for max_output_tokens only: the Responses API has no min
 // tokens or ignore_eos, and OpenAI refuses unknown parameters.
 func (responsesDialect) body(model string, spec RequestSpec) ([]byte, error) {
-	return json.Marshal(responsesRequest{Model: model, Input: spec.Prompt, Stream: true, MaxOutputTokens: spec.OutputTokens})
+	return json.Marshal(responsesRequest{Model: model, Input: spec.fullPrompt(), Stream: true, MaxOutputTokens: spec.OutputTokens})
 }
 
 // The event types that matter; the others (response.created, .in_progress,
@@ -90,7 +90,7 @@ func (d responsesDialect) parse(data []byte, c *chunkInfo) error {
 		if v.nonEmpty {
 			c.tokens = 1
 			c.reasoning = string(t) != respOutputText
-			c.replacements = v.replacements
+			c.replacements, c.quoted = v.replacements, v.quoted
 		}
 		return nil
 	case respCompleted, respIncomplete, respFailed, respError:
@@ -146,7 +146,7 @@ func (d responsesDialect) parseFull(data []byte, c *chunkInfo) error {
 		if ev.Delta != nil && *ev.Delta != "" {
 			c.tokens = 1
 			c.reasoning = ev.Type != respOutputText
-			c.replacements = countRunesFFFD(*ev.Delta)
+			c.replacements, c.text = countRunesFFFD(*ev.Delta), *ev.Delta
 		}
 		return nil
 	case respCompleted, respIncomplete:

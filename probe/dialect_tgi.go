@@ -32,7 +32,7 @@ type tgiRequest struct {
 }
 
 func (tgiDialect) body(_ string, spec RequestSpec) ([]byte, error) {
-	req := tgiRequest{Inputs: spec.Prompt}
+	req := tgiRequest{Inputs: spec.fullPrompt()}
 	req.Parameters.MaxNewTokens = spec.OutputTokens
 	req.Parameters.Details = true
 	return json.Marshal(req)
@@ -72,7 +72,7 @@ func (d tgiDialect) parse(data []byte, c *chunkInfo) error {
 	}
 	// Every event is one generated token, special tokens included.
 	c.tokens = 1
-	c.replacements = v.replacements
+	c.replacements, c.quoted = v.replacements, v.quoted
 	return nil
 }
 
@@ -105,7 +105,7 @@ func (d tgiDialect) parseFull(data []byte, c *chunkInfo) error {
 	}
 	if ch.Token != nil {
 		c.tokens = 1
-		c.replacements = countRunesFFFD(ch.Token.Text)
+		c.replacements, c.text = countRunesFFFD(ch.Token.Text), ch.Token.Text
 	}
 	if ch.Details != nil {
 		c.usage = true

@@ -60,6 +60,18 @@ type LoadConfig struct {
 	Steps       []LoadStep
 	RepeatSteps bool
 
+	// Conversation, when its Turns are set, makes each closed-loop worker
+	// a user in chat sessions (see Conversation).
+	Conversation Conversation
+	// Cancel abandons a share of the requests on purpose (see
+	// CancelPolicy); their records end abandoned.
+	Cancel CancelPolicy
+
+	// SlotWatch, when set, measures for each abandoned request how long
+	// the server took to free its batch slot (collector.SlotWatch); the
+	// record waits for it.
+	SlotWatch SlotWatcher
+
 	// MaxInFlight bounds open-loop requests in flight (default 10000).
 	MaxInFlight int
 	Seed        int64  // the schedule's seed (prompts have their own)
@@ -86,6 +98,14 @@ type LoadConfig struct {
 	LagClock func() time.Time
 }
 
+// SlotWatcher measures the release of an abandoned request's batch slot:
+// Run scrapes until its context ends; Watch waits for the release of the
+// slot of the request whose stream closed at closed.
+type SlotWatcher interface {
+	Run(ctx context.Context)
+	Watch(ctx context.Context, closed time.Time) (after time.Duration, source, note string)
+}
+
 // RunStats sums up a run. Warmup requests are counted apart; for the rest
 // Sent == OK + Errors + RunEnded always holds, also after Ctrl-C, because
 // every request sent yields exactly one record.
@@ -94,7 +114,10 @@ type RunStats struct {
 	// RunEnded counts the requests the run's end cancelled (its Duration
 	// and Drain over, or its caller cancelling ctx: a Ctrl-C, a quit):
 	// neither ok nor errors.
-	RunEnded     int
+	RunEnded int
+	// Abandoned counts the requests the probe abandoned on purpose
+	// (LoadConfig.Cancel): neither ok nor errors.
+	Abandoned    int
 	ByOutcome    map[event.Outcome]int // every request's outcome, RunEnded ones as cancelled
 	WarmupSent   int
 	WarmupErrors int
@@ -127,7 +150,8 @@ type Runner struct {
 	runID   string
 	self    *selfMonitor
 	gate    *markerGate
-	level   *level // the closed loop's current concurrency (stepped load changes it)
+	level   *level    // the closed loop's current concurrency (stepped load changes it)
+	lag     *lagWatch // the scheduling-lag watch's news from the requests (nil: no watch)
 
 	// pause waits between a worker's requests (sleepCtx; tests replace it).
 	pause func(ctx context.Context, d time.Duration) bool
@@ -136,6 +160,9 @@ type Runner struct {
 	inFlight   atomic.Int64
 	peak       atomic.Int64
 	backoffs   atomic.Int64
+	sessions   atomic.Int64 // conversation sessions begun
+	runCtx     context.Context
+	releases   sync.WaitGroup // abandoned requests awaiting their slot's release
 	reconnects atomic.Int64
 	stats      RunStats // set when Run returns
 }
@@ -169,6 +196,9 @@ func NewRunner(d Doer, cfg LoadConfig, prompts *PromptSource) (*Runner, error) {
 	}
 	r.self = newSelfMonitor()
 	r.gate = newMarkerGate(maxInFlightCooldown)
+	if r.cfg.LagSample > 0 {
+		r.lag = newLagWatch()
+	}
 	return r, nil
 }
 
@@ -199,6 +229,10 @@ func (c LoadConfig) validateSchedule() error {
 		return errors.New("load steps are for the closed loop: give steps or a rate, not both")
 	case c.Trace != nil && (openLoop || len(c.Steps) > 0):
 		return errors.New("a trace is its own schedule: give a trace, or a rate or steps, not both")
+	case c.Conversation.Turns > 0 && (openLoop || c.Trace != nil):
+		return errors.New("conversations run in the closed loop: each session's turn waits for the previous answer; give no rate or trace")
+	case c.Conversation.Turns < 0 || c.Conversation.Think < 0:
+		return fmt.Errorf("conversation of %d turns, think %s: want 0 or more of each", c.Conversation.Turns, c.Conversation.Think)
 	}
 	for i, st := range c.Steps {
 		if st.Concurrency < 1 || st.Duration <= 0 {
@@ -337,12 +371,16 @@ func (r *Runner) Run(ctx context.Context, emit func(event.Event)) error {
 		em.loop(out, emit)
 	}()
 	stopWatching := r.watchSelf(out)
+	r.runCtx = ctx
+	stopSlots := r.watchSlots()
 
 	if r.pacer != nil {
 		r.openLoop(sendCtx, reqCtx, began, out)
 	} else {
 		r.closedLoop(sendCtx, reqCtx, out)
 	}
+	r.releases.Wait() // the abandoned requests' records
+	stopSlots()
 	// Every worker has returned and sent its last record. A last probe
 	// sample carries the run's final counts (reconnects, back-offs).
 	stopWatching()
@@ -377,6 +415,7 @@ func (r *Runner) closedLoop(sendCtx, reqCtx context.Context, out chan<- emitItem
 		wg.Go(func() {
 			bo := newBackoff(r.cfg.Seed, w)
 			var wait time.Duration
+			var c *chat
 			for !stopped(sendCtx, reqCtx) && r.level.admit(sendCtx, w) {
 				seq := next.Add(1) - 1
 				if r.total > 0 && seq >= r.total {
@@ -390,12 +429,46 @@ func (r *Runner) closedLoop(sendCtx, reqCtx context.Context, out chan<- emitItem
 						return
 					}
 				}
-				outcome, retryAfter := r.send(reqCtx, seq, w, time.Time{}, out)
-				wait = bo.pauseAfter(outcome, retryAfter)
+				spec := r.spec(seq, w, time.Time{})
+				if r.cfg.Conversation.Turns > 0 {
+					c = r.chatFor(c)
+					newTokens := spec.PromptTokens
+					c.nextTurn(&spec)
+					res := r.sendSpec(reqCtx, spec, out)
+					c = r.afterTurn(sendCtx, c, spec, newTokens, res)
+					wait = bo.pauseAfter(res.outcome, res.retryAfter)
+					continue
+				}
+				res := r.sendSpec(reqCtx, spec, out)
+				wait = bo.pauseAfter(res.outcome, res.retryAfter)
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// chatFor returns the worker's session for its next turn: c, or a new
+// session when c is nil or has sent all its turns.
+func (r *Runner) chatFor(c *chat) *chat {
+	if c != nil && c.turn < r.cfg.Conversation.Turns {
+		return c
+	}
+	return &chat{id: fmt.Sprintf("%s-s%d", r.runID, r.sessions.Add(1))}
+}
+
+// afterTurn keeps the answer of a turn that came back (in full, or as far
+// as the probe let it: abandoned) and waits the think time before the
+// session's next turn; a turn that failed ends its session. It returns the
+// session to go on with (nil: a new one).
+func (r *Runner) afterTurn(sendCtx context.Context, c *chat, spec RequestSpec, newTokens int, res sendResult) *chat {
+	if res.outcome != event.OutcomeOK && res.outcome != event.OutcomeAbandoned {
+		return nil
+	}
+	c.answered(spec, newTokens, res.outputTokens, res.answer)
+	if c.turn < r.cfg.Conversation.Turns && r.cfg.Conversation.Think > 0 {
+		r.pause(sendCtx, r.cfg.Conversation.Think)
+	}
+	return c
 }
 
 // waitUntil waits for t, or returns false when ctx ends first. It sleeps
@@ -526,15 +599,19 @@ func stopped(sendCtx, reqCtx context.Context) bool {
 	return sendCtx.Err() != nil || reqCtx.Err() != nil
 }
 
-// send makes one request and queues its record for the emitter. It
-// returns how the request ended and the Retry-After the server sent with a
-// 429 or 503 (0 when none), read before the record leaves this goroutine.
-func (r *Runner) send(ctx context.Context, seq uint64, worker int, intended time.Time, out chan<- emitItem) (event.Outcome, time.Duration) {
-	return r.sendSpec(ctx, r.spec(seq, worker, intended), out)
+// sendResult is what the load generator keeps of a request it sent.
+type sendResult struct {
+	outcome      event.Outcome
+	retryAfter   time.Duration // a 429's or 503's Retry-After (0 when none)
+	outputTokens int
+	answer       string // with RequestSpec.KeepAnswer
 }
 
-// sendSpec is send for a request already built.
-func (r *Runner) sendSpec(ctx context.Context, spec RequestSpec, out chan<- emitItem) (event.Outcome, time.Duration) {
+// sendSpec makes one request, already built, and queues its record for
+// the emitter. It returns how the request ended, the Retry-After the server
+// sent with a 429 or 503 (0 when none) and the answer, read before the
+// record leaves this goroutine.
+func (r *Runner) sendSpec(ctx context.Context, spec RequestSpec, out chan<- emitItem) sendResult {
 	now := time.Now()
 	note := sentNote{id: spec.ID, at: now}
 	if intended := spec.Intended; !intended.IsZero() {
@@ -546,19 +623,46 @@ func (r *Runner) sendSpec(ctx context.Context, spec RequestSpec, out chan<- emit
 	}
 	var rec *event.Request
 	var noted notes
+	spec.lag = r.lag.begin()
 	if nd, ok := r.doer.(notingDoer); ok {
 		rec, noted = nd.doNoted(ctx, spec)
 	} else {
 		rec = r.doer.Do(ctx, spec)
 	}
+	spec.lag.end()
 	if noted.reconnected {
 		r.reconnects.Add(1)
 	}
 	r.inFlight.Add(-1)
 	rec = completeRecord(ctx, rec, spec)
-	outcome := rec.Outcome
+	res := sendResult{outcome: rec.Outcome, retryAfter: noted.retryAfter, outputTokens: rec.OutputTokens, answer: noted.answer}
+	if w := r.cfg.SlotWatch; w != nil && rec.Abandoned() && rec.Abandon != nil {
+		// The record waits for the slot's release; the worker goes on.
+		r.releases.Go(func() {
+			a := rec.Abandon
+			a.Release, a.ReleaseSource, a.ReleaseNote = w.Watch(r.runCtx, rec.SentAt().Add(a.At))
+			out <- emitItem{rec: rec, target: spec.PromptTokens}
+		})
+		return res
+	}
 	out <- emitItem{rec: rec, target: spec.PromptTokens}
-	return outcome, noted.retryAfter
+	return res
+}
+
+// watchSlots starts the slot watch, when there is one, until the returned
+// stop, which waits for it.
+func (r *Runner) watchSlots() (stop func()) {
+	w := r.cfg.SlotWatch
+	if w == nil || !r.cfg.Cancel.Active() {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(r.runCtx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(ctx)
+	}()
+	return func() { cancel(); <-done }
 }
 
 // spec builds the request for seq: ids, trace context and prompt.
@@ -571,7 +675,7 @@ func (r *Runner) spec(seq uint64, worker int, intended time.Time) RequestSpec {
 		prompt, promptTokens, outputTokens = r.prompts.Next(seq)
 	}
 	ids := randomHex(24)
-	return RequestSpec{
+	spec := RequestSpec{
 		ID:           fmt.Sprintf("ls-%s-%d", r.runID, seq),
 		TraceID:      ids[:32],
 		SpanID:       ids[32:],
@@ -583,6 +687,8 @@ func (r *Runner) spec(seq uint64, worker int, intended time.Time) RequestSpec {
 		OutputTokens: outputTokens,
 		Intended:     intended,
 	}
+	r.cfg.Cancel.apply(&spec, r.cfg.Seed)
+	return spec
 }
 
 // completeRecord makes a Doer's record whole: the identifiers the spec
@@ -607,6 +713,7 @@ func completeRecord(ctx context.Context, rec *event.Request, spec RequestSpec) *
 		rec.SpanID = spec.SpanID
 	}
 	rec.Seq, rec.Worker = spec.Seq, spec.Worker
+	rec.Session, rec.Turn = spec.Session, spec.Turn
 	rec.Warmup = rec.Warmup || spec.Warmup
 	if rec.TargetOutputTokens == 0 {
 		rec.TargetOutputTokens = spec.OutputTokens
@@ -624,7 +731,7 @@ func completeRecord(ctx context.Context, rec *event.Request, spec RequestSpec) *
 		rec.SchedLag = rec.Start.Sub(rec.Intended)
 	}
 	switch {
-	case cancelled && rec.Outcome != event.OutcomeOK:
+	case cancelled && rec.Outcome != event.OutcomeOK && rec.Outcome != event.OutcomeAbandoned:
 		rec.Outcome = event.OutcomeCancelled
 		rec.RunEnded = true
 	case rec.Outcome == "":
@@ -674,20 +781,48 @@ func (r *Runner) monitor(ctx context.Context, out chan<- emitItem) {
 }
 
 // watchLag reports, until ctx ends, each stretch in which the probe's own
-// goroutines ran late (see WatchSchedulingLag), for the next sample.
+// goroutines ran late, for the next sample: those its requests' stamped
+// reads saw, and those its timed checks find (see WatchSchedulingLag),
+// which run only while a request is in flight unstamped (lagwatch.go).
 func (r *Runner) watchLag(ctx context.Context, out chan<- emitItem) {
-	every := r.cfg.LagSample
-	if every <= 0 {
+	every, w := r.cfg.LagSample, r.lag
+	if every <= 0 || w == nil {
 		return
 	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	watchLag(ctx, tick.C, r.cfg.LagClock, every, func(from, to time.Time) {
+	report := func(s event.Stretch) {
 		select {
-		case out <- emitItem{late: &event.Stretch{From: from, To: to}}:
+		case out <- emitItem{late: &s}:
 		case <-ctx.Done():
 		}
-	})
+	}
+	tick := time.NewTicker(every)
+	tick.Stop()
+	defer tick.Stop()
+	var ticks <-chan time.Time // nil while no check is due
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s := <-w.stretches:
+			report(s)
+		case <-w.changed:
+			switch timed := w.unstamped.Load() > 0; {
+			case timed && ticks == nil:
+				last, ticks = r.cfg.LagClock(), tick.C
+				tick.Reset(every)
+			case !timed && ticks != nil:
+				tick.Stop()
+				ticks = nil
+			}
+		case <-ticks:
+			t := r.cfg.LagClock()
+			if t.Sub(last) > every+lateBy {
+				report(event.Stretch{From: last, To: t})
+			}
+			last = t
+		}
+	}
 }
 
 // probeSample is the probe's state at now for the event stream; the

@@ -166,6 +166,8 @@ func (e *emitter) count(rec *event.Request) {
 		e.stats.OK++
 	case rec.RunEnded:
 		e.stats.RunEnded++
+	case rec.Abandoned():
+		e.stats.Abandoned++
 	default:
 		e.stats.Errors++
 	}

@@ -49,7 +49,8 @@ type eventReader interface {
 // the process, not when the parser got round to it.
 type readClock struct {
 	r     io.Reader
-	conn  net.Conn // the connection under r; nil: stamp with time.Now
+	conn  net.Conn    // the connection under r; nil: stamp with time.Now
+	lag   *lagRequest // told of each read (nil: nobody)
 	reads uint64
 	bytes int64
 	at    time.Time // the latest read's; never goes back
@@ -58,7 +59,10 @@ type readClock struct {
 func (c *readClock) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	if n > 0 {
-		if at := arrivalOf(c.conn, time.Now()); at.After(c.at) {
+		now := time.Now()
+		at, stamped := kernelArrival(c.conn, now)
+		c.lag.read(at, now, stamped)
+		if at.After(c.at) {
 			c.at = at
 		}
 		c.reads++

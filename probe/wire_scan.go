@@ -78,9 +78,10 @@ func jsonObject(data []byte) bool {
 
 // stringValue is what scanString found.
 type stringValue struct {
-	end          int  // index after the closing quote
-	nonEmpty     bool // at least one character
-	replacements int  // U+FFFD (raw or \ufffd) and invalid UTF-8 bytes
+	end          int    // index after the closing quote
+	nonEmpty     bool   // at least one character
+	replacements int    // U+FFFD (raw or \ufffd) and invalid UTF-8 bytes
+	quoted       []byte // the string as it stands in the JSON, quotes included (a view of the data)
 }
 
 // scanString walks the JSON string whose opening quote is at data[i]. It
@@ -102,6 +103,7 @@ func scanString(data []byte, i int) (v stringValue, ok bool) {
 			}
 			v.end = i + 1
 			v.nonEmpty = i > start
+			v.quoted = data[start-1 : i+1]
 			return v, true
 		case c == '\\':
 			n, ok := scanEscape(data, i, &v)

@@ -36,6 +36,15 @@ type Dialect struct {
 	PromptTokens []MetricRef
 	GenTokens    []MetricRef
 
+	// Preemptions are counters of preempted requests; PrefixQueries and
+	// PrefixHits counters of prompt tokens looked up in the prefix cache
+	// and found there; PrefixHitRate a hit-rate gauge in 0..1, for servers
+	// that keep no counters.
+	Preemptions   []MetricRef
+	PrefixQueries []MetricRef
+	PrefixHits    []MetricRef
+	PrefixHitRate []MetricRef
+
 	Stages []StageSource
 }
 
@@ -136,6 +145,10 @@ func vllmDialect(name string) Dialect {
 		KVFraction:   metricRefs("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
 		PromptTokens: metricRefs("vllm:prompt_tokens_total"),
 		GenTokens:    metricRefs("vllm:generation_tokens_total"),
+		Preemptions:  metricRefs("vllm:num_preemptions_total"),
+		// The gpu_ names are the deprecated ones of 0.9 and before.
+		PrefixQueries: metricRefs("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
+		PrefixHits:    metricRefs("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
 		Stages: []StageSource{
 			histStageSource("queue", "vllm:request_queue_time_seconds", "vllm:time_in_queue_requests"),
 			histStageSource("prefill", "vllm:request_prefill_time_seconds"),
@@ -155,12 +168,13 @@ func vllmDialect(name string) Dialect {
 // stage label values are not documented.
 func sglangDialect() Dialect {
 	return Dialect{
-		Name:         SGLang,
-		Waiting:      metricRefs("sglang:num_queue_reqs"),
-		Running:      metricRefs("sglang:num_running_reqs"),
-		KVFraction:   metricRefs("sglang:token_usage"),
-		PromptTokens: metricRefs("sglang:prompt_tokens_total"),
-		GenTokens:    metricRefs("sglang:generation_tokens_total"),
+		Name:          SGLang,
+		Waiting:       metricRefs("sglang:num_queue_reqs"),
+		Running:       metricRefs("sglang:num_running_reqs"),
+		KVFraction:    metricRefs("sglang:token_usage"),
+		PromptTokens:  metricRefs("sglang:prompt_tokens_total"),
+		GenTokens:     metricRefs("sglang:generation_tokens_total"),
+		PrefixHitRate: metricRefs("sglang:cache_hit_rate"),
 		Stages: []StageSource{
 			histStageSource("queue", "sglang:queue_time_seconds"),
 			histStageSource("ttft", "sglang:time_to_first_token_seconds"),
@@ -238,12 +252,13 @@ func tritonDialect() Dialect {
 // trtllmDialect is trtllm-serve's own /prometheus/metrics page.
 func trtllmDialect() Dialect {
 	return Dialect{
-		Name:         TRTLLM,
-		Waiting:      metricRefs("trtllm_num_requests_waiting"),
-		Running:      metricRefs("trtllm_num_requests_running"),
-		KVFraction:   metricRefs("trtllm_kv_cache_utilization"),
-		PromptTokens: metricRefs("trtllm_prompt_tokens_total"),
-		GenTokens:    metricRefs("trtllm_generation_tokens_total"),
+		Name:          TRTLLM,
+		Waiting:       metricRefs("trtllm_num_requests_waiting"),
+		Running:       metricRefs("trtllm_num_requests_running"),
+		KVFraction:    metricRefs("trtllm_kv_cache_utilization"),
+		PromptTokens:  metricRefs("trtllm_prompt_tokens_total"),
+		GenTokens:     metricRefs("trtllm_generation_tokens_total"),
+		PrefixHitRate: metricRefs("trtllm_kv_cache_hit_rate"),
 		Stages: []StageSource{
 			histStageSource("queue", "trtllm_request_queue_time_seconds"),
 			histStageSource("prefill", "trtllm_request_prefill_time_seconds"),
@@ -259,12 +274,13 @@ func trtllmDialect() Dialect {
 // lmdeployDialect: note the ITL histogram's name has no _seconds suffix.
 func lmdeployDialect() Dialect {
 	return Dialect{
-		Name:         LMDeploy,
-		Waiting:      metricRefs("lmdeploy:num_requests_waiting"),
-		Running:      metricRefs("lmdeploy:num_requests_running"),
-		KVFraction:   metricRefs("lmdeploy:gpu_cache_usage_perc"),
-		PromptTokens: metricRefs("lmdeploy:prompt_tokens_total"),
-		GenTokens:    metricRefs("lmdeploy:generation_tokens_total"),
+		Name:          LMDeploy,
+		Waiting:       metricRefs("lmdeploy:num_requests_waiting"),
+		Running:       metricRefs("lmdeploy:num_requests_running"),
+		KVFraction:    metricRefs("lmdeploy:gpu_cache_usage_perc"),
+		PromptTokens:  metricRefs("lmdeploy:prompt_tokens_total"),
+		GenTokens:     metricRefs("lmdeploy:generation_tokens_total"),
+		PrefixHitRate: metricRefs("lmdeploy:prefix_cache_hit_rate"),
 		Stages: []StageSource{
 			histStageSource("queue", "lmdeploy:request_queue_time_seconds"),
 			histStageSource("prefill", "lmdeploy:request_prefill_time_seconds"),

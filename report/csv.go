@@ -118,6 +118,11 @@ func writeCSV(w io.Writer, rec *Recording) error {
 			}
 		}
 	}
+	turnRows(&rows, s.Turns)
+	if a := s.Abandoned; a != nil {
+		rows.add("abandoned", "abandoned", "value", float64(a.Count), "requests", "measured")
+		rows.stats("abandoned", "slot_release", "ms", a.Release, "measured")
+	}
 	for _, st := range event.OrderStages(event.ClientOrder(), maps.Keys(s.Stages)) {
 		rows.stats("client_stage", string(st), "ms", s.Stages[st], "measured")
 	}
@@ -272,4 +277,22 @@ func writeCSVRows(w io.Writer, header []string, rows [][]string) error {
 func errorPercent(r aggregate.Requests) float64 {
 	rate, _ := r.ErrorRate()
 	return 100 * rate
+}
+
+// turnRows adds the results by conversation turn and by cached share.
+func turnRows(rows *csvRows, tu *aggregate.Turns) {
+	if tu == nil {
+		return
+	}
+	for _, part := range []struct {
+		section string
+		rows    []aggregate.TurnRow
+	}{{"by_turn", tu.ByTurn}, {"by_cached_share", tu.ByCachedShare}} {
+		for _, r := range part.rows {
+			rows.stats(part.section, r.Label+" ttft", "ms", r.TTFT, "measured")
+			rows.add(part.section, r.Label+" cached_tokens", "mean", r.CachedTokens, "tokens", "server")
+			rows.add(part.section, r.Label+" prompt_tokens", "mean", r.PromptTokens, "tokens", "server")
+			rows.add(part.section, r.Label+" ttft_per_uncached_token", "value", r.TTFTPerUncached, "ms", "estimated")
+		}
+	}
 }

@@ -134,6 +134,10 @@ func sections(rec *Recording) []table {
 	}
 	out = append(out, requestsTable(s), latencyTable(s))
 	out = append(out, byLengthTables(s.ByLength)...)
+	out = append(out, turnTables(s.Turns)...)
+	if s.Abandoned != nil {
+		out = append(out, abandonedTable(s.Abandoned))
+	}
 	if t, ok := objectivesTable(s); ok {
 		out = append(out, t)
 	}
@@ -164,6 +168,10 @@ func requestsTable(s *aggregate.Summary) table {
 			strconv.FormatInt(r.Sent, 10), strconv.FormatInt(r.OK, 10), strconv.FormatInt(r.Errors, 10), errRate, strconv.FormatInt(r.CancelledAtEnd, 10),
 			strconv.FormatInt(r.Warmup, 10), num(r.ReqPerSec, 2), num(r.OKPerSec, 2), num(r.TokPerSec, 2), strconv.FormatInt(r.TokensOut, 10),
 		}},
+	}
+	if r.Abandoned > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%s abandoned by the probe on purpose (--cancel-after): not errors, not finished, and out of the latency statistics.",
+			counted(r.Abandoned, "request", "requests")))
 	}
 	if len(r.Flags) > 0 {
 		var parts []string
@@ -450,4 +458,49 @@ func sum[K comparable](m map[K]int64) int64 {
 		n += v
 	}
 	return n
+}
+
+// turnTables are the results by conversation turn and by cached share.
+func turnTables(tu *aggregate.Turns) []table {
+	if tu == nil {
+		return nil
+	}
+	var out []table
+	for _, part := range []struct {
+		title, col, note string
+		rows             []aggregate.TurnRow
+	}{
+		{"By conversation turn (ms)", "turn", "Successful requests by their turn in a conversation (--conversation): each turn's prompt holds the conversation so far, so a prefix cache that keeps hitting keeps TTFT per uncached token flat.", tu.ByTurn},
+		{"By cached share of the prompt (ms)", "cached share", "Successful requests by the share of their prompt the server reported from its prefix cache.", tu.ByCachedShare},
+	} {
+		if len(part.rows) == 0 {
+			continue
+		}
+		t := table{Title: part.title, Notes: []string{part.note},
+			Columns: []string{part.col, "count", "prompt tokens", "cached tokens", "cached", "ttft p50", "ttft p90", "ttft p99", "ttft per uncached token", "prefill per uncached token"}}
+		for _, r := range part.rows {
+			prefill := "-"
+			if r.PrefillPerUncached != nil {
+				prefill = num(*r.PrefillPerUncached, 4)
+			}
+			t.Rows = append(t.Rows, []string{r.Label, strconv.FormatInt(r.Count, 10), num(r.PromptTokens, 0), num(r.CachedTokens, 0),
+				num(100*r.CachedShare, 1) + "%", num(r.TTFT.P50, 2), num(r.TTFT.P90, 2), num(r.TTFT.P99, 2), num(r.TTFTPerUncached, 4), prefill})
+		}
+		if tu.CacheReported == 0 {
+			t.Notes = append(t.Notes, "No request had cached tokens reported: a server that never says looks like a cache that never hits.")
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// abandonedTable is the requests the probe abandoned and their slots'
+// release.
+func abandonedTable(a *aggregate.Abandoned) table {
+	t := table{Title: "Abandoned requests and slot release (ms)", Columns: append([]string{"figure"}, statColumns...),
+		Notes: aggregate.AbandonedLines(a)}
+	if a.Measured() > 0 {
+		t.Rows = append(t.Rows, append([]string{"slot release"}, statCells(a.Release)...))
+	}
+	return t
 }

@@ -32,11 +32,20 @@ type LateReporter interface {
 type Measurement struct {
 	Pipe pipeline.Config
 	Agg  aggregate.Config
-	// Observers get every snapshot (about 4 Hz) on the aggregator's
+	// Observers get every snapshot (see Every) on the aggregator's
 	// goroutine; they must hand it off quickly.
 	Observers []func(aggregate.Snapshot)
 	Consumers []Consumer
+	// Every is how often the aggregator publishes a snapshot to the
+	// observers: 0 is aggregate.DefaultEvery (4 Hz), for a live view; a
+	// status line printed once a second needs no more than StatusEvery, and
+	// each snapshot merges every window's histograms, a good part of an
+	// idle canary's CPU.
+	Every time.Duration
 }
+
+// StatusEvery is the snapshot period enough for StatusLine.
+const StatusEvery = time.Second
 
 // Run runs the pipeline to its end and returns the whole run's summary:
 // every request the sources emitted is in it, Ctrl-C included (then
@@ -59,7 +68,7 @@ func (m Measurement) Run(ctx context.Context) (summary aggregate.Summary, interr
 		}
 	}
 	summaryc := make(chan aggregate.Summary, 1)
-	go func() { summaryc <- agg.Run(drainCtx, aggSub.Events(), aggregate.DefaultEvery, publish) }()
+	go func() { summaryc <- agg.Run(drainCtx, aggSub.Events(), m.Every, publish) }()
 
 	res, err := pipeline.Run(ctx, m.Pipe, fan)
 	summary = <-summaryc

@@ -89,6 +89,7 @@ type Session struct {
 	Offered    float64 // open-loop rate, for the queue-growth insight
 
 	current atomic.Pointer[probe.Runner]
+	slots   *collector.SlotWatch // the abandoned requests' slot release (--cancel-after); nil without
 	closers []func()
 }
 
@@ -146,17 +147,21 @@ func Open(ctx context.Context, progress io.Writer, o Options) (_ *Session, err e
 	}); err != nil {
 		return nil, fmt.Errorf("set up the probe: %w", err)
 	}
-	runner, err := probe.NewRunner(s.Client, o.Load, s.Prompts)
+	metricsURL, err := s.addCollectors(ctx, progress, o, id)
+	if err != nil {
+		return nil, err
+	}
+	load := o.Load
+	if s.slots != nil {
+		load.SlotWatch = s.slots
+	}
+	runner, err := probe.NewRunner(s.Client, load, s.Prompts)
 	if err != nil {
 		return nil, fmt.Errorf("set up the load: %w", err)
 	}
 	s.Primary = append(s.Primary, runner)
 	s.current.Store(runner)
 
-	metricsURL, err := s.addCollectors(ctx, progress, o, id)
-	if err != nil {
-		return nil, err
-	}
 	host, _ := os.Hostname()
 	s.Header = &event.Session{
 		Time: time.Now(), Latscope: o.Version, RunID: runner.RunID(), Name: host, Host: host,
@@ -223,6 +228,17 @@ func (s *Session) addProm(o Options, id identity) (string, error) {
 		return "", fmt.Errorf("--metrics-url: %w", err)
 	}
 	s.Aux = append(s.Aux, prom)
+	if o.Load.Cancel.Active() {
+		// The abandoned requests' slots are watched on a scraper of
+		// their own, polled only while a release is awaited.
+		fast, err := collector.NewProm(collector.PromConfig{URL: u, HTTPClient: client, Timeout: time.Second, Model: id.model})
+		if err != nil {
+			return "", fmt.Errorf("--metrics-url: %w", err)
+		}
+		if s.slots, err = collector.NewSlotWatch(collector.SlotWatchConfig{Prom: fast, Live: s.InFlight}); err != nil {
+			return "", err
+		}
+	}
 	return metricsURL, nil
 }
 

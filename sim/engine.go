@@ -42,7 +42,42 @@ type engine struct {
 	running   []*seq
 	kvUsed    int
 	lastBatch int
-	recent    []stepRecord // steps that ended in the last second
+	recent    []stepRecord   // steps that ended in the last second
+	releases  []AbandonTruth // the latest abandoned requests' slot releases, oldest first
+}
+
+// AbandonTruth is the truth of one request whose client went away while
+// it held a batch slot: when the handler saw the client go, and when the
+// engine gave the slot up (its gauges published at once), having aborted
+// it or, with Config.KeepAbandoned, decoded it to the end for nobody.
+type AbandonTruth struct {
+	RequestID        string `json:"request_id"`
+	GoneUnixNs       int64  `json:"gone_unix_ns"`
+	ReleasedUnixNs   int64  `json:"released_unix_ns"`
+	DecodedForNobody bool   `json:"decoded_for_nobody"`
+}
+
+// maxAbandonTruths bounds the releases kept.
+const maxAbandonTruths = 4096
+
+// released notes that r, whose client went away, gave its slot up at at.
+// Caller holds e.mu.
+func (e *engine) released(r *request, at time.Time, finished bool) {
+	gone := r.goneAt.Load()
+	if gone == 0 {
+		return // finished with its client there, or reset by a fault
+	}
+	if len(e.releases) >= maxAbandonTruths {
+		e.releases = append(e.releases[:0], e.releases[1:]...)
+	}
+	e.releases = append(e.releases, AbandonTruth{RequestID: r.id, GoneUnixNs: gone, ReleasedUnixNs: at.UnixNano(), DecodedForNobody: finished})
+}
+
+// abandonTruths returns a copy of the releases kept.
+func (e *engine) abandonTruths() []AbandonTruth {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.releases)
 }
 
 type stepRecord struct{ start, end time.Time }

@@ -384,6 +384,8 @@ func (s *Server) finalize(r *request, et engineTimes, truth Truth, ok bool) {
 		if fe.tokens > 1 {
 			s.m.tpot.Observe(decode.Seconds() / float64(fe.tokens-1))
 		}
+		s.phases.record(r.background, et.scheduled.Sub(et.queued), et.firstToken.Sub(et.scheduled), decode,
+			fe.lastPick.Sub(r.arrival), r.promptTokens, fe.tokens)
 	}
 	if s.tr != nil {
 		st := spanTimes{arrival: r.arrival, end: time.Now(), promptTokens: r.promptTokens, completionToken: fe.tokens}
@@ -407,7 +409,7 @@ func (s *Server) finalize(r *request, et engineTimes, truth Truth, ok bool) {
 	if s.pd != nil {
 		s.pd.forget(r)
 	}
-	if s.cfg.OnFinish != nil {
+	if s.cfg.OnFinish != nil && !r.background {
 		s.cfg.OnFinish(truth)
 	}
 	close(r.done)

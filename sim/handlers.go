@@ -24,6 +24,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/tokenize", s.loading(s.method(http.MethodPost, s.handleTokenize)))
 	metrics := s.m.handler()
 	mux.HandleFunc("/metrics", s.method(http.MethodGet, metrics.ServeHTTP))
+	mux.HandleFunc(BackgroundTruthPath, s.method(http.MethodGet, s.handleBackgroundTruth))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, statusError(http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)))
 	})
@@ -229,6 +230,7 @@ func (s *Server) await(ctx context.Context, r *request) bool {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
+		r.goneAt.Store(time.Now().UnixNano())
 		if s.cfg.KeepAbandoned {
 			s.detach(r)
 			return false
@@ -267,14 +269,16 @@ func (s *Server) admit(w http.ResponseWriter, hr *http.Request, api apiKind, id 
 		id:        id,
 		seq:       seq,
 		wantTruth: hr.Header.Get(TruthHeader) == "1",
-		arrival:   arrival,
-		created:   arrival.Unix(),
-		traceCtx:  context.Background(),
-		w:         w,
-		rc:        http.NewResponseController(w),
-		conn:      connOf(hr.Context()),
-		done:      make(chan struct{}),
-		bodyRead:  time.Now(),
+		// The simulator's own traffic (Config.Background).
+		background: isBackground(hr.Context()),
+		arrival:    arrival,
+		created:    arrival.Unix(),
+		traceCtx:   context.Background(),
+		w:          w,
+		rc:         http.NewResponseController(w),
+		conn:       connOf(hr.Context()),
+		done:       make(chan struct{}),
+		bodyRead:   time.Now(),
 	}
 	if ns, err := strconv.ParseInt(hr.Header.Get(ProxyStartHeader), 10, 64); err == nil && ns > 0 {
 		r.proxyStart = time.Unix(0, ns)

@@ -34,6 +34,7 @@ type metrics struct {
 	decode, inference              prometheus.Histogram
 	promptTokens, generationTokens prometheus.Counter
 	prefixQueries, prefixHits      prometheus.Counter
+	preemptions                    prometheus.Counter // never moves: the simulator does not preempt
 	success                        *prometheus.CounterVec
 }
 
@@ -65,11 +66,12 @@ func newMetrics(model string) *metrics {
 		generationTokens: counter("vllm:generation_tokens_total", "Number of generation tokens processed."),
 		prefixQueries:    counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens."),
 		prefixHits:       counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens."),
+		preemptions:      counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine."),
 		success: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total",
 			Help: "Count of successfully processed requests.", ConstLabels: labels}, []string{"finished_reason"}),
 	}
 	m.reg.MustRegister(m.waiting, m.running, m.kvUsage, m.ttft, m.itl, m.tpot, m.e2e, m.queue,
-		m.prefill, m.decode, m.inference, m.promptTokens, m.generationTokens, m.prefixQueries, m.prefixHits, m.success)
+		m.prefill, m.decode, m.inference, m.promptTokens, m.generationTokens, m.prefixQueries, m.prefixHits, m.preemptions, m.success)
 	return m
 }
 

@@ -18,7 +18,9 @@ type request struct {
 	gen       *generation
 	fault     Fault
 	wantTruth bool
-	arrival   time.Time
+	// background: sent by the simulator itself (Config.Background).
+	background bool
+	arrival    time.Time
 	// proxyStart is when the simulator's proxy took the request
 	// (ProxyStartHeader); zero without it.
 	proxyStart time.Time
@@ -58,6 +60,9 @@ type request struct {
 
 	// aborted tells the engine to drop the sequence (client gone, reset).
 	aborted atomic.Bool
+	// goneAt is when the handler saw its client go (Unix ns; 0: never),
+	// for the slot-release truth.
+	goneAt atomic.Int64
 
 	// Owned by the front-end loop.
 	fe frontState

@@ -182,9 +182,10 @@ func (e *engine) dropAborted() {
 	for _, s := range e.waiting {
 		if !s.req.aborted.Load() {
 			keep = append(keep, s)
-		} else {
-			e.release(s)
+			continue
 		}
+		e.release(s)
+		e.released(s.req, time.Now(), false)
 	}
 	clear(e.waiting[len(keep):])
 	e.waiting = keep
@@ -193,6 +194,7 @@ func (e *engine) dropAborted() {
 		if s.req.aborted.Load() {
 			e.kvUsed -= s.kvHeld
 			e.release(s)
+			e.released(s.req, time.Now(), false)
 			continue
 		}
 		run = append(run, s)
@@ -248,6 +250,7 @@ func (e *engine) apply(p *stepPlan, end time.Time) []tokenEvent {
 			if s.generated >= s.req.target && s.generated > 0 {
 				e.kvUsed -= s.kvHeld
 				e.release(s)
+				e.released(s.req, end, true)
 				continue
 			}
 			run = append(run, s)

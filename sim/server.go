@@ -74,6 +74,10 @@ type Config struct {
 	// lists the held frames. Needs Serve.
 	Nagle bool
 
+	// Background is traffic the simulator sends itself (its "users");
+	// off at its zero value.
+	Background Background
+
 	// Disagg serves with disaggregated prefill and decode: a prefill pool,
 	// a KV-cache link and a decode pool (see Disagg). Off at its zero value.
 	Disagg Disagg
@@ -157,6 +161,11 @@ type Server struct {
 	// proxyReceipts are the simulator's proxy's receipts of response
 	// headers, for the truth (Deployment).
 	proxyReceipts proxyReceipts
+	// phases sums the finished requests' engine phases (BackgroundTruth).
+	phases phaseTruth
+	// stopBackground ends the background traffic and waits for its
+	// requests; a no-op without it.
+	stopBackground func()
 
 	cancel     context.CancelFunc
 	engineDone chan struct{}
@@ -184,6 +193,7 @@ func (c Config) Validate() error {
 	if c.Loading < 0 {
 		errs = append(errs, fmt.Errorf("loading %v: want a duration of 0 or more", c.Loading))
 	}
+	errs = append(errs, c.Background.validate()...)
 	if c.Disagg.Enabled {
 		if err := c.Disagg.validate(); err != nil {
 			errs = append(errs, err)
@@ -279,6 +289,19 @@ func New(cfg Config) (*Server, error) {
 		s.eng.run(ctx)
 	}()
 	s.handler = s.routes()
+	s.stopBackground = func() {}
+	if cfg.Background.Rate > 0 {
+		bctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.runBackground(bctx)
+		}()
+		s.stopBackground = func() {
+			stop()
+			<-done
+		}
+	}
 	return s, nil
 }
 
@@ -343,6 +366,11 @@ func (s *Server) Profile() Profile { return s.prof }
 // Stats returns a snapshot of the engine.
 func (s *Server) Stats() Stats { return s.eng.stats(time.Now()) }
 
+// AbandonTruths returns the truth of the latest requests (up to 4,096)
+// whose client went away while they held a batch slot: when the client
+// went and when the slot was freed, oldest first.
+func (s *Server) AbandonTruths() []AbandonTruth { return s.eng.abandonTruths() }
+
 // shutdownGrace bounds how long Serve waits for connections to finish.
 const shutdownGrace = 5 * time.Second
 
@@ -387,6 +415,7 @@ func (s *Server) drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 // pending spans. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.stopBackground()
 		s.drain()
 		if s.loadTimer != nil {
 			s.loadTimer.Stop()

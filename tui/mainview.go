@@ -76,6 +76,9 @@ func (m *model) renderMain() []string {
 	st, w := m.st, m.width
 	s := &m.frame.Snapshot
 	lines := m.header()
+	if watching(s) {
+		return m.renderWatchMain(lines)
+	}
 	bd := breakdownOf(s, m.window, m.stat)
 	var sources []breakdown
 	for i := range m.frame.Sources {
@@ -126,6 +129,27 @@ func (m *model) renderMain() []string {
 		lines = append(lines, beside(st, l.bottomH, column{gpu, l.gpuW}, column{marks, markW})...)
 	}
 	return lines
+}
+
+// renderWatchMain is the main view of a watch session: the watch panel,
+// then the GPUs and the markers below it.
+func (m *model) renderWatchMain(lines []string) []string {
+	st, w, s := m.st, m.width, &m.frame.Snapshot
+	lines = append(lines, renderWatch(st, s, m.window, w)...)
+	bottomH := max(m.height-1-len(lines), 0)
+	if bottomH < bottomMinLines {
+		return lines
+	}
+	l := mainLayout{gpuHistories: w >= historyMinWidth, gpuW: min(w/2, 40)}
+	if l.gpuHistories {
+		l.gpuW = min(tableWidth, w/2)
+	}
+	l.gpuW = gpuWidth(s.GPU, l, w)
+	gpu := renderGPU(st, s.GPU, &m.gpu, l.gpuHistories, l.gpuW, bottomH)
+	markW := w - l.gpuW - 1
+	marks := append([]string{rule(st, st.title.Render("markers")+st.dim.Render(" (newest first)"), markW)},
+		renderMarkers(st, markerRows(s), markW, bottomH-1)...)
+	return append(lines, beside(st, bottomH, column{gpu, l.gpuW}, column{marks, markW})...)
 }
 
 // markRow picks out the table row of the stage picked on the legend.

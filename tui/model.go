@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"strings"
 	"time"
 
@@ -93,7 +94,7 @@ func newModel(feed Feed, opts Options, r *lipgloss.Renderer) *model {
 		keys:       newKeyMap(canSeek, canPause),
 		help:       help.New(),
 		objectives: opts.Objectives,
-		every:      renderEvery,
+		every:      cmp.Or(opts.Refresh, renderEvery),
 		window:     opts.Window,
 		stat:       opts.Stat,
 		hist:       newHistory(),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -26,6 +27,10 @@ type Options struct {
 	// last 10 s, the mean).
 	Window aggregate.Window
 	Stat   aggregate.BandStat
+	// Refresh is how often the screen takes the feed's newest frame; 0
+	// means 10 times a second. A dashboard served to remote viewers takes
+	// it less often, so that each costs the server less.
+	Refresh time.Duration
 	// Input and Output default to the terminal (standard input and output).
 	Input  io.Reader
 	Output io.Writer
@@ -40,21 +45,17 @@ func Run(ctx context.Context, feed Feed, opts Options) error {
 	if feed == nil {
 		return errors.New("tui: no feed")
 	}
-	if os.Getenv("NO_COLOR") != "" {
-		opts.NoColor = true
-	}
 	out := opts.Output
 	if out == nil {
 		out = os.Stdout
 	}
 	// The caller owns the signals (cancelling ctx stops the dashboard):
 	// Bubble Tea's own handler raced with it and could block its shutdown.
-	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithoutSignalHandler(), tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithOutput(out), tea.WithFPS(30)}
+	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(out)}
 	if opts.Input != nil {
 		progOpts = append(progOpts, tea.WithInput(opts.Input))
 	}
-	m := newModel(feed, opts, lipgloss.NewRenderer(out))
-	_, err := tea.NewProgram(m, progOpts...).Run()
+	_, err := NewProgram(feed, opts, lipgloss.NewRenderer(out), progOpts...).Run()
 	switch {
 	case err == nil, errors.Is(err, tea.ErrInterrupted):
 		return nil
@@ -62,6 +63,21 @@ func Run(ctx context.Context, feed Feed, opts Options) error {
 		return nil
 	}
 	return fmt.Errorf("dashboard: %w", err)
+}
+
+// NewProgram returns the dashboard over feed as a Bubble Tea program of
+// its own, drawn with r: a model of its own, so that its window,
+// statistic and view change with its own keys only. Several programs may
+// share one feed (a remote session each). progOpts name its input and
+// output (tea.WithInput, tea.WithOutput) and, with tea.WithContext, what
+// stops it; it never takes this process's signals. Opts.Input and
+// Opts.Output are not read: progOpts say where it reads and writes.
+func NewProgram(feed Feed, opts Options, r *lipgloss.Renderer, progOpts ...tea.ProgramOption) *tea.Program {
+	if os.Getenv("NO_COLOR") != "" {
+		opts.NoColor = true
+	}
+	base := []tea.ProgramOption{tea.WithoutSignalHandler(), tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithFPS(30)}
+	return tea.NewProgram(newModel(feed, opts, r), append(base, progOpts...)...)
 }
 
 // ParseWindow reads a window name as written on the command line: "10s",

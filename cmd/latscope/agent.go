@@ -49,6 +49,7 @@ func newAgentCmd() *cobra.Command {
 		linger     time.Duration
 		maxClients int
 		quietLogs  bool
+		ssh        sshFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "agent --url URL",
@@ -96,7 +97,7 @@ func newAgentCmd() *cobra.Command {
 				Identity:   agent.Identity{Name: name, Region: region, Shard: sh.String(), SLO: f.slo},
 				Good:       aggregate.GoodRequest(objectives, basis),
 				MaxClients: maxClients,
-			}, name, linger)
+			}, name, linger, &ssh)
 		},
 	}
 	fl := cmd.Flags()
@@ -116,6 +117,7 @@ func newAgentCmd() *cobra.Command {
 	fl.IntVar(&maxClients, "max-clients", agent.DefaultMaxClients, "most event-stream clients served at once; one more gets 503")
 	fl.DurationVar(&linger, "linger", time.Minute, "after the session ends, keep serving this long so dashboards can fetch the rest")
 	fl.BoolVar(&quietLogs, "quiet", false, "do not log the agent's connections on stderr")
+	ssh.register(fl)
 	f.register(fl)
 	f.registerHTTP2(fl)
 	// The agent runs until stopped unless told otherwise.
@@ -132,48 +134,15 @@ func agentLogger(stderr io.Writer, quiet bool) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
-func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config, name string, linger time.Duration) error {
+func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config, name string, linger time.Duration, ssh *sshFlags) error {
 	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
 	// The listener first: a refused address or a missing token fails before
 	// anything is sent to the server.
-	srv, err := agent.New(cfg)
+	srv, stop, err := startAgentServer(ctx, stderr, cfg)
 	if err != nil {
 		return err
 	}
-	ln, err := srv.Listen()
-	if err != nil {
-		return fmt.Errorf("--listen %s: %w", cfg.Listen.Addr, err)
-	}
-	if cfg.Listen.InsecureNoAuth && cfg.Listen.Token == "" {
-		// Every start says it: a flag set once in a unit file is forgotten.
-		fmt.Fprintf(stderr, "latscope agent: WARNING: --insecure-no-auth: anyone who can reach %s reads this agent's events, targets and metrics without a token\n", ln.Addr())
-	}
-	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serveCtx, ln) }()
-	// However the agent ends (a signal during set-up included), its
-	// dashboards get the end of the stream before the server stops: a
-	// stream merely cut makes them reconnect to an agent that is gone.
-	defer func() {
-		srv.End()
-		if n := srv.Clients(); n > 0 {
-			fmt.Fprintf(stderr, "latscope agent: waiting up to %s for %d dashboard(s) to take the end of the stream\n", agentDrainTimeout, n)
-			drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), agentDrainTimeout)
-			if left := srv.Drain(drainCtx); left > 0 {
-				fmt.Fprintf(stderr, "latscope agent: %d dashboard(s) still connected; closing their streams\n", left)
-			}
-			cancel()
-		}
-		stopServing()
-		if err := <-served; err != nil {
-			fmt.Fprintf(stderr, "latscope agent: %v\n", err)
-		}
-	}()
-	scheme := "http"
-	if cfg.Listen.TLSCert != "" {
-		scheme = "https"
-	}
-	fmt.Fprintf(stderr, "latscope agent: serving %s://%s/events, /metrics and /healthz\n", scheme, ln.Addr())
+	defer stop()
 
 	objectives, err := aggregate.ParseSLO(f.slo)
 	if err != nil {
@@ -183,6 +152,11 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 	if err != nil {
 		return fmt.Errorf("--ttft-basis: %w", err)
 	}
+	dash, err := ssh.start(ctx, stderr, cfg.Logger, "latscope agent", objectives, f.noColor)
+	if err != nil {
+		return err
+	}
+	defer dash.stop()
 	s, err := openSession(ctx, stderr, target, f, nil)
 	if err != nil {
 		return err
@@ -198,7 +172,7 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 	m := session.Measurement{
 		Pipe:      s.PipelineConfig(),
 		Agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered, SLO: objectives, TTFTBasis: basis},
-		Observers: []func(aggregate.Snapshot){session.StatusLine(stderr)},
+		Observers: []func(aggregate.Snapshot){session.StatusLine(stderr), dash.observe},
 		Consumers: []session.Consumer{agentStream{srv}},
 	}
 	if err := addRecorderAndExport(ctx, stderr, f, s, &m); err != nil {
@@ -216,6 +190,49 @@ func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config,
 		}
 	}
 	return outcome(stderr, summary, objectives, interrupted, runErr)
+}
+
+// startAgentServer serves the agent's event stream, /metrics and /healthz.
+// However the agent ends (a signal during set-up included), stop gives its
+// dashboards the end of the stream before the server stops: a stream
+// merely cut makes them reconnect to an agent that is gone.
+func startAgentServer(ctx context.Context, stderr io.Writer, cfg agent.Config) (*agent.Server, func(), error) {
+	srv, err := agent.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := srv.Listen()
+	if err != nil {
+		return nil, nil, fmt.Errorf("--listen %s: %w", cfg.Listen.Addr, err)
+	}
+	if cfg.Listen.InsecureNoAuth && cfg.Listen.Token == "" {
+		// Every start says it: a flag set once in a unit file is forgotten.
+		fmt.Fprintf(stderr, "latscope agent: WARNING: --insecure-no-auth: anyone who can reach %s reads this agent's events, targets and metrics without a token\n", ln.Addr())
+	}
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(serveCtx, ln) }()
+	stop := func() {
+		srv.End()
+		if n := srv.Clients(); n > 0 {
+			fmt.Fprintf(stderr, "latscope agent: waiting up to %s for %d dashboard(s) to take the end of the stream\n", agentDrainTimeout, n)
+			drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), agentDrainTimeout)
+			if left := srv.Drain(drainCtx); left > 0 {
+				fmt.Fprintf(stderr, "latscope agent: %d dashboard(s) still connected; closing their streams\n", left)
+			}
+			cancel()
+		}
+		stopServing()
+		if err := <-served; err != nil {
+			fmt.Fprintf(stderr, "latscope agent: %v\n", err)
+		}
+	}
+	scheme := "http"
+	if cfg.Listen.TLSCert != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(stderr, "latscope agent: serving %s://%s/events, /metrics and /healthz\n", scheme, ln.Addr())
+	return srv, stop, nil
 }
 
 // agentDrainTimeout bounds the wait for dashboards to take the end of the

@@ -14,7 +14,10 @@ import (
 // picked: its address is read from the line the agent prints when it
 // listens, so no other server can take the port first.
 type runningAgent struct {
-	addr   string
+	addr string
+	// ssh receives the address of the dashboard over SSH, when --ssh is
+	// given and the agent says where it serves it.
+	ssh    chan string
 	stop   context.CancelFunc
 	done   chan struct{}
 	stdout string
@@ -25,7 +28,7 @@ type runningAgent struct {
 func startAgent(t *testing.T, args ...string) *runningAgent {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
-	a := &runningAgent{stop: stop, done: make(chan struct{})}
+	a := &runningAgent{stop: stop, done: make(chan struct{}), ssh: make(chan string, 1)}
 	pr, pw := io.Pipe()
 	var stdout bytes.Buffer
 	root := newRootCmd()
@@ -50,6 +53,10 @@ func startAgent(t *testing.T, args ...string) *runningAgent {
 			if rest, ok := strings.CutPrefix(line, "latscope agent: serving http://"); ok {
 				host, _, _ := strings.Cut(rest, "/")
 				addr <- host
+			}
+			if rest, ok := strings.CutPrefix(line, "latscope agent: dashboard over ssh on "); ok {
+				host, _, _ := strings.Cut(rest, ": ")
+				a.ssh <- host
 			}
 		}
 		close(addr)

@@ -23,6 +23,7 @@ func newDemoCmd() *cobra.Command {
 		pool       int
 		deploy     sim.Deployment
 		repeat     repeatFlags
+		modes      demoModes
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -47,12 +48,14 @@ the queue drains. Headless it runs 12 streams for 20 s and prints the summary.
   latscope demo --record demo.lsr && latscope report demo.lsr -o demo.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return repeatable(cmd, &f, repeat, func() error { return runDemo(cmd, &f, profile, maxNumSeqs, pool, deploy) })
+			return repeatable(cmd, &f, repeat, func() error { return runDemo(cmd, &f, profile, maxNumSeqs, pool, deploy, modes) })
 		},
 	}
 	cmd.Flags().StringVar(&profile, "profile", "h100-7b", "simulated server profile: h100-7b or tiny")
 	cmd.Flags().IntVar(&maxNumSeqs, "max-num-seqs", 8, "simulated batch slots (fewer than --concurrency shows queueing)")
 	cmd.Flags().IntVar(&pool, "tokenizer-pool", 0, "simulated tokenizer workers (0: tokenize on the server's event loop)")
+	cmd.Flags().IntVar(&modes.prefixTokens, "prefix-cache-tokens", 0, "the simulator's prefix cache in tokens, LRU (0: off, or 1048576 with --conversation); small forces eviction")
+	cmd.Flags().BoolVar(&modes.keepAbandoned, "keep-abandoned", false, "the simulator keeps decoding for a client that went away (see --cancel-after), holding its slot")
 	f.register(cmd.Flags())
 	f.registerView(cmd.Flags())
 	addRepeatFlags(cmd.Flags(), &repeat)
@@ -69,7 +72,17 @@ the queue drains. Headless it runs 12 streams for 20 s and prints the summary.
 // demoSteps is the demo's stepped load on the dashboard, 20 s a step.
 const demoSteps = "4,8,16,24,8"
 
-func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, pool int, deploy sim.Deployment) error {
+// demoModes are the simulator's modes the demo lets a user turn on.
+type demoModes struct {
+	prefixTokens  int
+	keepAbandoned bool
+}
+
+// demoPrefixCacheTokens is the demo's prefix cache with --conversation and
+// no --prefix-cache-tokens: room for every session's turns.
+const demoPrefixCacheTokens = 1 << 20
+
+func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, pool int, deploy sim.Deployment, modes demoModes) error {
 	ctx := cmd.Context()
 	if !cmd.Flags().Changed("duration") && !cmd.Flags().Changed("requests") && !cmd.Flags().Changed("trace") {
 		if useDashboard(cmd.OutOrStdout(), f.noTUI) {
@@ -99,9 +112,17 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 	}
 	recv := collector.NewOTLPReceiver(collector.OTLPConfig{Listener: otlpLn})
 
+	if modes.prefixTokens == 0 && f.conversation != "" {
+		modes.prefixTokens = demoPrefixCacheTokens
+	}
+	blocks, err := prefixCacheBlocks(0, modes.prefixTokens)
+	if err != nil {
+		return err
+	}
 	srv, err := sim.New(sim.Config{
 		Profile: prof, MaxNumSeqs: maxNumSeqs, TokenizerPool: pool, Seed: f.seed.value(), ServerTiming: true,
-		OTLPEndpoint: "http://" + otlpLn.Addr().String() + "/v1/traces",
+		OTLPEndpoint:      "http://" + otlpLn.Addr().String() + "/v1/traces",
+		PrefixCacheBlocks: blocks, KeepAbandoned: modes.keepAbandoned,
 	})
 	if err != nil {
 		return err

@@ -66,6 +66,9 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 		progress = notices
 	} else {
 		m.Observers = append(m.Observers, session.StatusLine(stderr))
+		if f.record == "" { // a recording's failure is said at the next snapshot: keep them 4 a second
+			m.Every = session.StatusEvery
+		}
 	}
 	if err := addRecorderAndExport(ctx, progress, f, s, &m); err != nil {
 		return err

@@ -49,6 +49,10 @@ type loadFlags struct {
 	outputTokens           string
 	promptFile             string
 	sharedPrefix           int
+	conversation           string
+	cancelAfter            string
+	conv                   probe.Conversation // --conversation, parsed
+	cancel                 probe.CancelPolicy // --cancel-after, parsed
 	timeout                time.Duration
 	maxEventBytes          int
 	seed                   seedFlag
@@ -116,6 +120,8 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.outputTokens, "output-tokens", "128", "output length in tokens: N or MEAN:STDDEV")
 	fl.StringVar(&f.promptFile, "prompt-file", "", "real prompts, one per line (JSON {\"prompt\"|\"messages\"} or plain text)")
 	fl.IntVar(&f.sharedPrefix, "shared-prefix", 0, "identical leading tokens in every prompt (to measure a prefix cache on purpose)")
+	fl.StringVar(&f.conversation, "conversation", "", "closed loop of chat sessions: turns=N[,think=D]; each turn's prompt is the conversation so far and a new message (--prompt-tokens long), the answers as the model gave them")
+	fl.StringVar(&f.cancelAfter, "cancel-after", "", "abandon requests as a user who presses stop: tokens=N or time=D, then ,share=S (0-1, default 1); they end abandoned, never errors")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "limit for one request, send to end of stream (0: none); also bounds each call before the run, to at most 10s")
 	fl.IntVar(&f.maxEventBytes, "max-event-bytes", probe.DefaultMaxEventBytes, "largest stream event accepted (at most 1 GiB); a larger one fails that request")
 	fl.Var(&f.seed, "seed", "seed for prompts and arrivals, to repeat a run's prompts; random: one drawn per run, so a server's prompt cache cannot serve one run's prompts to the next")
@@ -210,6 +216,9 @@ func (f *loadFlags) validate() error {
 	if err := f.readTrace(); err != nil {
 		return err
 	}
+	if err := f.readSessions(); err != nil {
+		return err
+	}
 	switch {
 	case f.timeout < 0:
 		return fmt.Errorf("--timeout %s: want 0 (no limit) or more", f.timeout)
@@ -248,6 +257,28 @@ func (f *loadFlags) readTrace() error {
 		return fmt.Errorf("--trace: %w", err)
 	}
 	f.traceLoad = t
+	return nil
+}
+
+// readSessions reads --conversation and --cancel-after.
+func (f *loadFlags) readSessions() error {
+	if f.conversation != "" {
+		c, err := probe.ParseConversation(f.conversation)
+		if err != nil {
+			return fmt.Errorf("--conversation: %w", err)
+		}
+		if f.rate > 0 || f.traceLoad != nil {
+			return errors.New("--conversation runs in the closed loop (each turn waits for the answer before): give --conversation, or --rate or --trace, not both")
+		}
+		f.conv = c
+	}
+	if f.cancelAfter != "" {
+		p, err := probe.ParseCancelAfter(f.cancelAfter)
+		if err != nil {
+			return fmt.Errorf("--cancel-after: %w", err)
+		}
+		f.cancel = p
+	}
 	return nil
 }
 

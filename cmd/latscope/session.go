@@ -56,6 +56,7 @@ func (f *loadFlags) sessionOptions(stderr io.Writer, target string) (session.Opt
 			Duration: f.duration, Drain: f.drain, Requests: f.requests, Warmup: f.warmup, Seed: f.seed.value(), Shard: f.shard, StartAt: f.startAt,
 			Steps: f.loadSteps, RepeatSteps: f.repeatSteps,
 			Trace: f.traceLoad, TraceSpeed: f.traceSpeed,
+			Conversation: f.conv, Cancel: f.cancel,
 		},
 		SeedDrawn:     f.seed.drawn,
 		LoadHeader:    f.load(),
@@ -80,6 +81,7 @@ func (f *loadFlags) load() event.Load {
 		PromptTokens: f.promptTokens, OutputTokens: f.outputTokens,
 		Duration: f.duration, Requests: f.requests, Warmup: f.warmup, SLO: f.slo, TTFTBasis: f.ttftBasis,
 		Seed: f.seed.value(), SeedDrawn: f.seed.drawn,
+		Conversation: f.conversation, CancelAfter: f.cancelAfter,
 		Connections: f.h2Connections(),
 	}
 	switch {

@@ -47,6 +47,8 @@ Modes make it behave like servers other than vLLM; all are off by default:
   --prefix-cache-blocks N    cross-request prefix cache of N 16-token blocks (LRU):
                              cached prompt tokens skip prefill and are reported as
                              usage.prompt_tokens_details.cached_tokens;
+  --prefix-cache-tokens N    the same cache sized in tokens (whole blocks); a small one
+                             evicts, so a conversation's earlier turns stop hitting;
   --keep-abandoned           keep generating for a client that went away, holding its slot;
   --no-chunked-prefill       prefill each prompt whole in a step of its own, which every
                              decoding stream waits for;
@@ -68,6 +70,12 @@ stream are thinking, in delta.reasoning (or delta.reasoning_content with
 --reasoning-field reasoning_content), and of a Responses stream
 response.reasoning_text.delta events; then comes the answer. They count within
 max_tokens and in the usage's reasoning_tokens.
+
+--background-rate R sends the simulator's own mixed "user" traffic (Poisson
+arrivals, lengths within ±50% of --background-prompt-tokens and
+--background-output-tokens) through the same front end, queue and engine, so
+latscope watch has real traffic to show; GET /latscope/truth/background gives the
+true queue, prefill, decode and end-to-end seconds summed over it.
 
 The ground truth (X-Latscope-Truth: 1) reports cached tokens, when the headers
 went out, the prefill steps on the wall clock, and the frames Nagle held.`
@@ -94,6 +102,7 @@ type simFlags struct {
 	cfg                                             sim.Config
 	deploy                                          sim.Deployment
 	noServerTiming                                  bool
+	prefixTokens                                    int // --prefix-cache-tokens
 }
 
 func (sf *simFlags) register(fl *pflag.FlagSet) {
@@ -111,11 +120,15 @@ func (sf *simFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&sf.headers, "headers", string(sim.HeadersAtOnce), "when a stream's headers are sent: at-once (vLLM), slotted (llama-server) or first-token (llm-d sim)")
 	fl.BoolVar(&c.CloseAfterStream, "close-after-stream", false, "leave a connection dead after a streamed response, without Connection: close (llama-server)")
 	fl.IntVar(&c.PrefixCacheBlocks, "prefix-cache-blocks", 0, "cross-request prefix cache of this many 16-token blocks, LRU (0: off)")
+	fl.IntVar(&sf.prefixTokens, "prefix-cache-tokens", 0, "the same, sized in tokens (rounded up to whole 16-token blocks); small forces eviction")
 	fl.BoolVar(&c.KeepAbandoned, "keep-abandoned", false, "keep generating for clients that went away instead of aborting")
 	fl.BoolVar(&c.NoChunkedPrefill, "no-chunked-prefill", false, "prefill each prompt whole in a step that decoding streams wait for")
 	fl.DurationVar(&c.Loading, "loading", 0, "answer 503 \"Loading model\" for this long after start (0: ready at once)")
 	fl.IntVar(&c.Reasoning.Tokens, "reasoning-tokens", 0, "a reasoning model: the first N deltas of a chat or Responses stream are thinking (0: none)")
 	fl.StringVar(&sf.reasoningField, "reasoning-field", sim.ReasoningField, "the chat delta field the thinking streams in: reasoning (newer vLLM) or reasoning_content (older vLLM, SGLang, DeepSeek, llama.cpp)")
+	fl.Float64Var(&c.Background.Rate, "background-rate", 0, "send the simulator's own \"user\" traffic at this many requests/s (Poisson), seen in /metrics and its traces, truth at "+sim.BackgroundTruthPath+" (0: none)")
+	fl.IntVar(&c.Background.PromptTokens, "background-prompt-tokens", 256, "mean prompt tokens of the background traffic (each request within ±50%)")
+	fl.IntVar(&c.Background.OutputTokens, "background-output-tokens", 128, "mean output tokens of the background traffic (each request within ±50%)")
 	fl.BoolVar(&c.Nagle, "nagle", false, "Nagle's algorithm on, SSE events in two writes, delayed-ACK stalls emulated")
 	registerDisaggFlags(fl, &c.Disagg)
 	registerDeployFlags(fl, &sf.deploy)
@@ -132,6 +145,9 @@ func (sf *simFlags) config(faultRateGiven bool) (sim.Config, string, error) {
 	cfg := sf.cfg
 	var err error
 	if cfg.Profile, err = sim.ProfileByName(sf.profile); err != nil {
+		return cfg, "", err
+	}
+	if cfg.PrefixCacheBlocks, err = prefixCacheBlocks(cfg.PrefixCacheBlocks, sf.prefixTokens); err != nil {
 		return cfg, "", err
 	}
 	if cfg.Reasoning.Field, err = sim.ParseReasoningField(sf.reasoningField); err != nil {
@@ -233,6 +249,20 @@ func registerDeployFlags(fl *pflag.FlagSet, d *sim.Deployment) {
 	fl.BoolVar(&d.NoProxy, "no-proxy", false, "no proxy hop in front of the simulated server")
 	fl.DurationVar(&d.Network.RTT, "rtt", sim.DefaultRTT, "emulated network round trip to the clients, half each way (0: none)")
 	fl.DurationVar(&d.Network.Jitter, "jitter", 0, "emulated jitter on each one-way trip, uniform within ±this")
+}
+
+// prefixCacheBlocks is the prefix cache's size in blocks from
+// --prefix-cache-blocks or --prefix-cache-tokens (at most one given).
+func prefixCacheBlocks(blocks, tokens int) (int, error) {
+	switch {
+	case blocks < 0 || tokens < 0:
+		return 0, errors.New("--prefix-cache-blocks, --prefix-cache-tokens: want 0 (off) or more")
+	case blocks > 0 && tokens > 0:
+		return 0, errors.New("give --prefix-cache-blocks or --prefix-cache-tokens, not both")
+	case tokens > 0:
+		return (tokens + sim.PrefixBlockTokens - 1) / sim.PrefixBlockTokens, nil
+	}
+	return blocks, nil
 }
 
 // registerDisaggFlags adds the disaggregated deployment's flags.

@@ -27,14 +27,20 @@ type tmuxPane struct {
 // window name are set to "before" first, or skips where tmux is missing.
 func startTmux(t *testing.T, args ...string) *tmuxPane {
 	t.Helper()
+	return startTmuxScript(t, "export LATSCOPE_TEST_MAIN='"+strings.Join(args, "\x1f")+"'\nexec '"+os.Args[0]+"'")
+}
+
+// startTmuxScript runs the shell script body in a new tmux pane, as
+// startTmux runs latscope.
+func startTmuxScript(t *testing.T, body string) *tmuxPane {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (apt-get install tmux): the dashboard's terminal test needs it")
 	}
 	dir := t.TempDir()
 	p := &tmuxPane{t: t, socket: filepath.Join(dir, "tmux.sock")}
 	script := filepath.Join(dir, "latscope.sh")
-	body := "#!/bin/sh\nexport LATSCOPE_TEST_MAIN='" + strings.Join(args, "\x1f") + "'\nexec '" + os.Args[0] + "'\n"
-	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"+body+"\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	// The pane starts idle, so that its title and name are set before
@@ -165,4 +171,23 @@ func lineWith(s string, words ...string) bool {
 		}
 	}
 	return false
+}
+
+// attach's dashboard, under tmux, shows the GPUs a running agent reads
+// from a dcgm-exporter's and an AMD device-metrics-exporter's pages
+// (served over HTTP), each with the exporter and node it came from.
+func TestAttachDashboardShowsExporterGPUsUnderTmux(t *testing.T) {
+	dcgm, _ := gpuExporterPage(t, "dcgm_default.prom")
+	amd, _ := gpuExporterPage(t, "amd_mi300x.prom")
+	agent := startAgent(t, "--url", serveTinySim(t), "--rate", "2", "--prompt-tokens", "16", "--output-tokens", "4",
+		"--gpu-metrics-url", dcgm, "--gpu-metrics-url", amd, "--quiet")
+	p := startTmux(t, "attach", "http://"+agent.addr, "--no-color")
+	screen, took := p.waitFor("the exporters' GPUs", 30*time.Second, func(s string) bool {
+		return strings.Count(s, "dcgm gpu-node-a") == 2 && strings.Count(s, "amd mi300-node-1") == 2
+	})
+	t.Logf("the four GPUs shown %v after attach started", took.Round(time.Millisecond))
+	if !strings.Contains(screen, "H100") || !strings.Contains(screen, "MI300X") {
+		t.Errorf("the GPUs' names are not on the screen:\n%s", screen)
+	}
+	p.quit()
 }

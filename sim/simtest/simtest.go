@@ -14,7 +14,15 @@ import (
 // (then it stops serving and closes) and returns its base URL.
 func Serve(t testing.TB, cfg sim.Config) string {
 	t.Helper()
-	return serve(t, cfg, func(ctx context.Context, srv *sim.Server, ln net.Listener) error { return srv.Serve(ctx, ln) })
+	return serve(t, cfg, func(ctx context.Context, srv *sim.Server, ln net.Listener) error { return srv.Serve(ctx, ln) }, nil)
+}
+
+// ServeServer is Serve that also returns the simulator, for its truths.
+func ServeServer(t testing.TB, cfg sim.Config) (string, *sim.Server) {
+	t.Helper()
+	var got *sim.Server
+	url := serve(t, cfg, func(ctx context.Context, srv *sim.Server, ln net.Listener) error { return srv.Serve(ctx, ln) }, &got)
+	return url, got
 }
 
 // ServeTiny is Serve with the fast "tiny" profile in place of cfg's.
@@ -32,16 +40,19 @@ func ServeTiny(t testing.TB, cfg sim.Config) string {
 // proxy hop, at its network distance. It returns the URL clients use.
 func ServeDeployed(t testing.TB, cfg sim.Config, d sim.Deployment) string {
 	t.Helper()
-	return serve(t, cfg, d.Serve)
+	return serve(t, cfg, d.Serve, nil)
 }
 
 // serve makes the simulator, listens on loopback and runs run until the
-// test ends.
-func serve(t testing.TB, cfg sim.Config, run func(context.Context, *sim.Server, net.Listener) error) string {
+// test ends; the server goes to *out when out is not nil.
+func serve(t testing.TB, cfg sim.Config, run func(context.Context, *sim.Server, net.Listener) error, out **sim.Server) string {
 	t.Helper()
 	srv, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if out != nil {
+		*out = srv
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

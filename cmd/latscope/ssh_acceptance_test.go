@@ -1,0 +1,190 @@
+//go:build acceptance
+
+package main
+
+// The dashboard over ssh with Debian's OpenSSH client: the agent is this
+// test binary run as `latscope agent --ssh` in a process of its own (so
+// its CPU time can be read from /proc), the client runs in tmux panes.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sshAgent is `latscope agent --ssh` in a process of its own.
+type sshAgent struct {
+	cmd    *exec.Cmd
+	stderr *watchedBuffer
+	exited chan error
+	port   string
+	key    string // the client's private key (OpenSSH's ssh-keygen made it)
+	name   string
+}
+
+// startSSHAgent makes a key pair with ssh-keygen, and runs an agent that
+// lets that key in over ssh, measuring the tiny simulator at 1 request a
+// second; extra are more of its flags. It skips where OpenSSH's client is missing.
+func startSSHAgent(t *testing.T, extra ...string) *sshAgent {
+	t.Helper()
+	for _, bin := range []string{"ssh", "ssh-keygen"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s is not installed (apt-get install openssh-client): the dashboard-over-ssh test needs it", bin)
+		}
+	}
+	dir := t.TempDir()
+	a := &sshAgent{key: filepath.Join(dir, "viewer"), name: "ssh-agent", exited: make(chan error, 1),
+		stderr: newWatchedBuffer(`dashboard over ssh on 127\.0\.0\.1:\d+`)}
+	sshKeygen(t, a.key)
+	args := []string{"agent", "--url", serveTinySim(t), "--listen", "127.0.0.1:0", "--rate", "1", "--prompt-tokens", "16",
+		"--output-tokens", "4", "--no-gpu", "--name", a.name, "--quiet", "--ssh", "127.0.0.1:0",
+		"--ssh-authorized-keys", a.key + ".pub", "--ssh-host-key", filepath.Join(dir, "host_key")}
+	args = append(args, extra...)
+	a.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	a.cmd.Env = append(os.Environ(), "LATSCOPE_TEST_MAIN="+strings.Join(args, "\x1f"))
+	a.cmd.Stderr = a.stderr
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { a.exited <- a.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = a.cmd.Process.Kill()
+		<-a.exited
+	})
+	select {
+	case <-a.stderr.seen:
+	case err := <-a.exited:
+		t.Fatalf("the agent exited (%v) before serving ssh:\n%s", err, a.stderr.String())
+	case <-time.After(time.Minute):
+		t.Fatalf("the agent did not serve ssh within a minute:\n%s", a.stderr.String())
+	}
+	m := regexp.MustCompile(`dashboard over ssh on (127\.0\.0\.1:\d+)`).FindStringSubmatch(a.stderr.String())
+	_, a.port, _ = net.SplitHostPort(m[1])
+	return a
+}
+
+// sshKeygen makes an Ed25519 key pair at path and path.pub.
+func sshKeygen(t *testing.T, path string) {
+	t.Helper()
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "latscope-test", "-f", path).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v: %s", err, out)
+	}
+}
+
+// sshArgs is the client's command line with key, as a user types it.
+func (a *sshAgent) sshArgs(key string) []string {
+	return []string{"ssh", "-p", a.port, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+		"-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i", key, "127.0.0.1"}
+}
+
+// viewer runs ssh under tmux and waits for the dashboard; it returns the
+// pane and how long the first screen took.
+func (a *sshAgent) viewer(t *testing.T) (*tmuxPane, time.Duration) {
+	t.Helper()
+	p := startTmuxScript(t, "exec "+strings.Join(a.sshArgs(a.key), " "))
+	_, took := p.waitFor("the dashboard over ssh", 30*time.Second, func(s string) bool {
+		return strings.Contains(s, "@"+a.name) && strings.Contains(s, "q quit")
+	})
+	return p, took
+}
+
+// cpu is the agent's CPU time so far (user and system), from /proc.
+func (a *sshAgent) cpu(t *testing.T) time.Duration {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command's name (in parentheses, which may
+	// hold spaces): utime and stime are the 14th and 15th of the line.
+	rest := string(data[strings.LastIndexByte(string(data), ')')+2:])
+	f := strings.Fields(rest)
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatalf("/proc/%d/stat: %v", a.cmd.Process.Pid, err)
+	}
+	const ticks = 100 // USER_HZ, 100 on Linux
+	return time.Duration(utime+stime) * time.Second / ticks
+}
+
+// OpenSSH under tmux shows the agent's dashboard within 3 s; a key not in
+// the authorized keys file is refused (exit 255, "Permission denied");
+// SIGTERM to the agent ends the session cleanly (the client exits 0,
+// having been told why).
+func TestSSHDashboardWithOpenSSH(t *testing.T) {
+	a := startSSHAgent(t)
+	p, took := a.viewer(t)
+	t.Logf("first screen over ssh after %v", took.Round(time.Millisecond))
+	if took > 3*time.Second {
+		t.Errorf("the dashboard took %v to show over ssh, want within 3 s", took)
+	}
+
+	other := filepath.Join(t.TempDir(), "stranger")
+	sshKeygen(t, other)
+	args := a.sshArgs(other)
+	out, err := exec.Command(args[0], append(args[1:], "true")...).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 255 || !strings.Contains(string(out), "Permission denied") {
+		t.Errorf("ssh with a key not in the file: %v, %q; want exit 255 and Permission denied", err, out)
+	}
+
+	start := time.Now()
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// The pane's exit status is set once tmux has reaped ssh: it exited.
+	for strings.TrimSpace(p.tmux("display-message", "-p", "-t", "t", "#{pane_dead_status}")) == "" {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("ssh did not end within 30 s of the agent's SIGTERM:\n%s", p.screen())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("ssh ended %v after the agent's SIGTERM", time.Since(start).Round(time.Millisecond))
+	if code := strings.TrimSpace(p.tmux("display-message", "-p", "-t", "t", "#{pane_dead_status}")); code != "0" {
+		t.Errorf("ssh exited %s when the agent stopped, want 0:\n%s", code, p.screen())
+	}
+	if screen := p.tmux("capture-pane", "-p", "-S", "-", "-t", "t"); !strings.Contains(screen, "latscope agent: stopped; this dashboard ends here") {
+		t.Errorf("the terminal does not say why the dashboard ended:\n%s", screen)
+	}
+	select {
+	case <-a.exited:
+		a.exited <- nil // for the cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the agent did not exit within 30 s of SIGTERM:\n%s", a.stderr.String())
+	}
+}
+
+// Ten idle dashboards over ssh (no key pressed; the agent measuring one
+// request a second, so their figures move) cost the agent at most 10 ms
+// of CPU a second each, over what it spends without them.
+func TestSSHIdleSessionsCost(t *testing.T) {
+	const sessions, span = 10, 10 * time.Second
+	a := startSSHAgent(t, "--ssh-max-sessions", strconv.Itoa(sessions))
+	time.Sleep(2 * time.Second) // past the start's own work
+	before := a.cpu(t)
+	time.Sleep(span)
+	alone := a.cpu(t) - before
+	for range sessions {
+		a.viewer(t)
+	}
+	time.Sleep(2 * time.Second) // past the sessions' first screens
+	before = a.cpu(t)
+	time.Sleep(span)
+	with := a.cpu(t) - before
+	perSession := float64(with-alone) / float64(time.Millisecond) / span.Seconds() / sessions
+	t.Logf("agent CPU: %.1f ms/s alone, %.1f ms/s with %d idle ssh dashboards: %.2f ms/s each",
+		float64(alone)/float64(time.Millisecond)/span.Seconds(), float64(with)/float64(time.Millisecond)/span.Seconds(), sessions, perSession)
+	if perSession > 10 {
+		t.Errorf("each idle ssh dashboard costs the agent %.2f ms of CPU a second, want at most 10", perSession)
+	}
+}
