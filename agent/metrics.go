@@ -266,7 +266,7 @@ func (m *metrics) judge(p *event.ProbeSample) *event.ProbeSample {
 // out, every request is counted by outcome, latencies come from successful
 // requests only.
 func (m *metrics) observeRequest(r *event.Request) {
-	if r.Warmup {
+	if r.Warmup || r.HasFlag(event.FlagServerReported) { // a user's, from the server's span: not the probe's
 		return
 	}
 	m.requests.WithLabelValues(string(r.Outcome)).Inc()

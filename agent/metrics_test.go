@@ -62,25 +62,7 @@ func TestMetricsParseAndExportExactlyTheDocumentedNames(t *testing.T) {
 	if err != nil {
 		t.Fatalf("parse /metrics: %v", err)
 	}
-	var got []string
-	for name := range families {
-		got = append(got, name)
-	}
-	slices.Sort(got)
-	var want []string
-	for _, name := range MetricNames() {
-		if !strings.HasSuffix(name, "_bucket") && !strings.HasSuffix(name, "_sum") && !strings.HasSuffix(name, "_count") {
-			want = append(want, name)
-		}
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("exported families\n %v\nwant the documented\n %v", got, want)
-	}
-	for _, name := range got {
-		if !strings.HasPrefix(name, "latscope_") {
-			t.Errorf("%s: not named latscope_*", name)
-		}
-	}
+	checkDocumentedFamilies(t, families)
 
 	checks := []struct {
 		family string
@@ -119,6 +101,31 @@ func TestMetricsParseAndExportExactlyTheDocumentedNames(t *testing.T) {
 		}
 		if got := c.value(m); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.family, c.labels, got, c.want)
+		}
+	}
+}
+
+// checkDocumentedFamilies checks that /metrics exports exactly the
+// documented families (MetricNames), each named latscope_*.
+func checkDocumentedFamilies(t *testing.T, families map[string]*dto.MetricFamily) {
+	t.Helper()
+	var got []string
+	for name := range families {
+		got = append(got, name)
+	}
+	slices.Sort(got)
+	var want []string
+	for _, name := range MetricNames() {
+		if !strings.HasSuffix(name, "_bucket") && !strings.HasSuffix(name, "_sum") && !strings.HasSuffix(name, "_count") {
+			want = append(want, name)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("exported families\n %v\nwant the documented\n %v", got, want)
+	}
+	for _, name := range got {
+		if !strings.HasPrefix(name, "latscope_") {
+			t.Errorf("%s: not named latscope_*", name)
 		}
 	}
 }

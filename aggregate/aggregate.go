@@ -129,6 +129,7 @@ type Aggregator struct {
 	lengths lengthFiles // the successful requests by prompt and output length
 	turns   turnFiles   // the successful requests by turn and cached share
 	abandon abandonState
+	users   userSpanState // the server's users' requests, from its spans
 }
 
 // runCounts are whole-run request counters. sent = ok + errors + runEnded
@@ -215,6 +216,10 @@ func New(cfg Config) *Aggregator {
 // A probe's raw evidence is judged first (ProbeJudge): the markers it
 // derives are added after the event.
 func (a *Aggregator) Add(ev event.Event) {
+	if r := ev.Request; r != nil && r.HasFlag(event.FlagServerReported) {
+		a.add(ev) // the server's record of a user's request: nothing of the probe's to judge
+		return
+	}
 	ev, derived := a.judge.Add(ev)
 	a.add(ev)
 	for i := range derived {
@@ -325,6 +330,12 @@ func (a *Aggregator) addRequest(r *event.Request) {
 	}
 	if a.sample != nil {
 		a.sample.add(r)
+	}
+	if r.HasFlag(event.FlagServerReported) {
+		// One of the server's users' requests, from its span: kept apart
+		// from every statistic of latscope's own requests.
+		a.addUserSpan(r, r.EndedAt().Round(0))
+		return
 	}
 	a.h2.add(r)
 	// Wall-clock times only, as a recording keeps them: a live time's

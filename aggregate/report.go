@@ -31,8 +31,14 @@ func ordered[V any](m map[event.Stage]V, canonical []event.Stage) []event.Stage 
 
 // WriteTable prints s as a human-readable report: latency percentiles per
 // metric and stage (milliseconds, 2 decimals), throughput, errors, the TTFT
-// breakdown with provenance, the server, the GPU, markers and insights.
+// breakdown with provenance, the server, the GPU, markers and insights. A
+// watch's summary (Traffic set) is printed as WriteWatchTable prints it.
 func WriteTable(w io.Writer, s Summary) error {
+	if s.Traffic != nil {
+		// A session that watched a server's own traffic (latscope watch,
+		// agent --watch, their recordings): its summary is the watch's.
+		return WriteWatchTable(w, s)
+	}
 	tw := &errWriter{w: w}
 	writeRequests(tw, s)
 	writeLatency(tw, s)

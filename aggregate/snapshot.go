@@ -471,6 +471,7 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 		ws.ServerStageMeans, ws.QueueDepthMean, ws.HasQueueDepth = windowServer(sr, from, to)
 		ws.Traffic = windowTraffic(sr, from, to)
 	}
+	ws.Traffic.Spans = a.userSpans(w, now)
 	if ws.Span > 0 {
 		ws.ReqPerSec = float64(ws.Sent) / ws.Span.Seconds()
 		ws.TokPerSec = float64(ws.Tokens) / ws.Span.Seconds()
@@ -610,7 +611,7 @@ func (a *Aggregator) MemoryBytes() int {
 	for _, b := range a.breakdown {
 		n += b.m.memory()
 	}
-	return n
+	return n + a.users.memory()
 }
 
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {

@@ -22,9 +22,13 @@ type Traffic struct {
 	Span time.Duration `json:"span_ns"`
 
 	// Requests counts the requests the server finished in the window (its
-	// end-to-end histogram's, else its queue histogram's, observations).
-	Requests  float64 `json:"requests"`
-	ReqPerSec float64 `json:"req_per_s"`
+	// end-to-end histogram's, else its queue histogram's, observations);
+	// HasRequests is false when the server has neither (llama.cpp counts
+	// tokens, not requests), and then Requests and ReqPerSec are 0 for
+	// "not reported", not for "none".
+	Requests    float64 `json:"requests"`
+	ReqPerSec   float64 `json:"req_per_s"`
+	HasRequests bool    `json:"has_requests"`
 	// PromptTokPerSec and GenTokPerSec are the server's token counters'
 	// rates; HasTokens says whether it has them.
 	PromptTokPerSec float64 `json:"prompt_tok_per_s"`
@@ -58,6 +62,10 @@ type Traffic struct {
 	// its hit-rate gauge ("gauge").
 	PrefixHitRate float64 `json:"prefix_hit_rate"`
 	PrefixFrom    string  `json:"prefix_from,omitempty"`
+
+	// Spans are the users' requests as the server's own spans give them
+	// (--otlp-listen), each request's times exact; nil without any.
+	Spans *UserSpans `json:"spans,omitempty"`
 }
 
 // The phases of Traffic, in order.
@@ -281,9 +289,9 @@ func (t *trafficAcc) stats() Traffic {
 		out.PrefixHitRate, out.PrefixFrom = t.hitRate/float64(t.hitRateN), "gauge"
 	}
 	if e2e := t.stages["e2e"]; e2e != nil {
-		out.Requests = e2e.count
+		out.Requests, out.HasRequests = e2e.count, true
 	} else if q := t.stages["queue"]; q != nil {
-		out.Requests = q.count
+		out.Requests, out.HasRequests = q.count, true
 	}
 	if t.span > 0 {
 		out.ReqPerSec = out.Requests / t.span

@@ -104,6 +104,19 @@ func TestTrafficPerToken(t *testing.T) {
 	if tr.ShareOf != "phases" || len(tr.Phases) != 2 || !tr.Phases[0].PerToken || math.Abs(tr.Phases[0].Share-0.25) > 1e-9 {
 		t.Errorf("phases %+v of %q", tr.Phases, tr.ShareOf)
 	}
+	// llama.cpp counts tokens, not requests: its request rate is not
+	// reported, never shown as 0.
+	if tr.HasRequests {
+		t.Errorf("requests %v reported from per-token counters", tr.Requests)
+	}
+	if line := trafficLine(tr); !strings.Contains(line, "req/s not reported") || strings.Contains(line, "0.0 req/s") {
+		t.Errorf("status line %q", line)
+	}
+	var b strings.Builder
+	writeTraffic(&b, tr)
+	if !strings.Contains(b.String(), "requests not reported") {
+		t.Errorf("table:\n%s", b.String())
+	}
 }
 
 // A watch session's summary carries the traffic, and its table and status
@@ -119,13 +132,13 @@ func TestWatchText(t *testing.T) {
 	addAll(a, okReq(base(), 200*time.Millisecond, 10*time.Millisecond, 8))
 	snap := a.Snapshot(now)
 	line := WatchStatusLine(snap)
-	for _, want := range []string{"10.0 req/s", "queue 60% prefill 3% decode 36% rest 1% of e2e", "TTFT p50 ≈175 ms (100ms–250ms)", "KV 50% · preempted 5 · prefix hits 25%", "canary: 1 ok"} {
+	for _, want := range []string{"10.0 req/s", "queue 60% prefill 3% decode 36% rest 1% of e2e", "TTFT p50 ≈175 ms (100ms–250ms)", "queue 4.0  running 8.0  KV 50% · preempted 5 · prefix hits 25%", "canary: 1 ok"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("status line %q lacks %q", line, want)
 		}
 	}
 	sum := snap.Summary()
-	if sum.Traffic == nil || sum.Traffic.Requests != 50 {
+	if sum.Traffic == nil || sum.Traffic.Requests != 50 || !sum.Traffic.HasRequests {
 		t.Fatalf("summary traffic = %+v", sum.Traffic)
 	}
 	var b strings.Builder

@@ -14,17 +14,29 @@ import (
 func WatchStatusLine(s Snapshot) string {
 	w := s.Windows[Win10s]
 	line := "watch 10s: " + trafficLine(w.Traffic)
+	if u := w.Traffic.Spans; u != nil {
+		line += " | users' spans: " + userSpanLine(u)
+	}
 	if s.Session != nil && s.Session.Load.Mode == event.LoadCanary {
 		line += " | canary: " + canaryLine(w)
 	}
 	return line
 }
 
+// RequestRate is the server's finished requests per second, or says that
+// its metrics do not count requests.
+func RequestRate(t Traffic) string {
+	if !t.HasRequests {
+		return "req/s not reported"
+	}
+	return fmt.Sprintf("%.1f req/s", t.ReqPerSec)
+}
+
 func trafficLine(t Traffic) string {
 	if !t.Seen {
 		return "no metrics interval yet"
 	}
-	parts := []string{fmt.Sprintf("%.1f req/s", t.ReqPerSec)}
+	parts := []string{RequestRate(t)}
 	if len(t.Phases) > 0 {
 		parts = append(parts, PhaseShares(t))
 	}
@@ -33,6 +45,40 @@ func trafficLine(t Traffic) string {
 	}
 	parts = append(parts, TrafficGauges(t))
 	return strings.Join(parts, "  ")
+}
+
+func userSpanLine(u *UserSpans) string {
+	line := fmt.Sprintf("%d", u.Requests)
+	if u.TTFT.Count > 0 {
+		line += fmt.Sprintf("  TTFT p50 %s p99 %s", msText(u.TTFT.P50), msText(u.TTFT.P99))
+	}
+	return line + "  " + UserSpanShares(u)
+}
+
+// UserSpanShares is "queue 40% prefill 5% decode 50% rest 5% of e2e" for
+// the users' span records.
+func UserSpanShares(u *UserSpans) string {
+	if len(u.Shares) == 0 {
+		return "no end-to-end time"
+	}
+	parts := make([]string, 0, len(u.Shares))
+	for _, name := range []string{PhaseQueue, PhasePrefill, PhaseDecode, PhaseRest} {
+		if v, ok := u.Shares[name]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", name, 100*v))
+		}
+	}
+	return strings.Join(parts, " ") + " of e2e"
+}
+
+// UserSpanStats are the users' span statistics by name, in order.
+func UserSpanStats(u *UserSpans) []NamedStats {
+	return []NamedStats{{"ttft", u.TTFT}, {"queue", u.Queue}, {"prefill", u.Prefill}, {"decode", u.Decode}, {"e2e", u.E2E}}
+}
+
+// NamedStats is one statistic and its name.
+type NamedStats struct {
+	Name  string
+	Stats Stats
 }
 
 func canaryLine(w WindowStats) string {
@@ -61,6 +107,9 @@ func TrafficGauges(t Traffic) string {
 	var parts []string
 	if t.HasQueueDepth {
 		parts = append(parts, fmt.Sprintf("queue %.1f", t.QueueDepth))
+	}
+	if t.HasRunning {
+		parts = append(parts, fmt.Sprintf("running %.1f", t.Running))
 	}
 	var kv []string
 	if t.HasKVCache {
@@ -128,6 +177,7 @@ func WriteWatchTable(w io.Writer, s Summary) error {
 		t = *s.Traffic
 	}
 	writeTraffic(&b, t)
+	writeUserSpans(&b, t.Spans)
 	if s.Session != nil && s.Session.Load.Mode == event.LoadCanary {
 		fmt.Fprintf(&b, "\nthe canary (latscope's own requests, %.2g/s; measured by the client):\n", s.Session.Load.Rate)
 		fmt.Fprintf(&b, "  ok %d  errors %d\n", s.Requests.OK, s.Requests.Errors)
@@ -147,13 +197,32 @@ func WriteWatchTable(w io.Writer, s Summary) error {
 	return nil
 }
 
+// writeUserSpans prints the users' requests as the server's spans give them.
+func writeUserSpans(b *strings.Builder, u *UserSpans) {
+	if u == nil {
+		return
+	}
+	fmt.Fprintf(b, "\nyour users' requests, from the server's own spans (%d; the canary's are not among them; each request's server-reported times):\n", u.Requests)
+	b.WriteString("  where the time went: " + UserSpanShares(u) + "\n")
+	for _, m := range UserSpanStats(u) {
+		if m.Stats.Count > 0 {
+			fmt.Fprintf(b, "    %-8s n %-7d mean %-9s p50 %-9s p90 %-9s p99 %s\n", m.Name, m.Stats.Count,
+				msText(m.Stats.Mean), msText(m.Stats.P50), msText(m.Stats.P90), msText(m.Stats.P99))
+		}
+	}
+}
+
 func writeTraffic(b *strings.Builder, t Traffic) {
 	if !t.Seen {
 		b.WriteString("no interval of the server's metrics was read: nothing to show\n")
 		return
 	}
 	fmt.Fprintf(b, "all traffic, as the server's %s metrics report it, over %s (a canary's requests are in it too):\n", t.Dialect, t.Span.Round(time.Second))
-	fmt.Fprintf(b, "  requests %.0f (%.2f/s)", t.Requests, t.ReqPerSec)
+	if t.HasRequests {
+		fmt.Fprintf(b, "  requests %.0f (%.2f/s)", t.Requests, t.ReqPerSec)
+	} else {
+		b.WriteString("  requests not reported (no end-to-end or queue histogram)")
+	}
 	if t.HasTokens {
 		fmt.Fprintf(b, "  prompt tokens %.0f/s  output tokens %.0f/s", t.PromptTokPerSec, t.GenTokPerSec)
 	}

@@ -166,332 +166,335 @@ func llamacppInterval() *event.ServerSample {
 	}}
 }
 
+// attributeCases are TestAttribute's cases.
+var attributeCases = []struct {
+	name     string
+	st       *event.ServerTiming
+	interval *event.ServerSample
+	rtt      time.Duration
+	samples  int                 // connect times the RTT rests on
+	kind     string              // server kind
+	ttft     time.Duration       // instead of the client stages' sum
+	queue    QueueGauge          // what the queue gauge showed
+	want     []event.StageTiming // after the client part
+}{
+	{
+		name: "vllm span",
+		st: timing(event.SourceOTLP, map[event.Stage]time.Duration{
+			event.StageServerTTFT: 30 * ms, event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms,
+			event.StageDecode: 900 * ms, event.StageServerE2E: 1 * time.Second,
+		}),
+		interval: vllmInterval(), // per-request numbers win over interval means
+		rtt:      200 * us,
+		want: []event.StageTiming{
+			netOut(100 * us),
+			srv(event.StageTokenize, 5*ms, "otlp (frontend: HTTP parsing, templating, tokenization, IPC)"),
+			srv(event.StageQueue, 5*ms, "otlp"),
+			srv(event.StagePrefill, 20*ms, "otlp (prefill includes first decode)"),
+			netBack(100 * us),
+			rest(4800 * us),
+		},
+	},
+	{
+		name: "vllm span without its ttft",
+		st:   timing(event.SourceOTLP, map[event.Stage]time.Duration{event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms}),
+		want: []event.StageTiming{
+			srv(event.StageQueue, 5*ms, "otlp"),
+			srv(event.StagePrefill, 20*ms, "otlp (prefill includes first decode)"),
+			rest(10 * ms),
+		},
+	},
+	{
+		name: "vllm metrics object: ttft counts from scheduling",
+		st:   timing("vllm.metrics", map[event.Stage]time.Duration{event.StageQueue: 1 * ms, event.StageServerTTFT: 22 * ms}),
+		want: []event.StageTiming{
+			srv(event.StageQueue, 1*ms, "vllm.metrics"),
+			srv(event.StagePrefill, 22*ms, "vllm.metrics (prefill includes first decode)"),
+			rest(12 * ms),
+		},
+	},
+	{
+		name: "llama.cpp timings: prefill only",
+		st:   timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 12 * ms, event.StageDecode: 300 * ms}),
+		rtt:  1 * ms,
+		want: []event.StageTiming{
+			netOut(500 * us),
+			est(event.StageServerWait, 22*ms, windowRestSrc(true, noteUnknown(gaugeDefault))),
+			srv(event.StagePrefill, 12*ms, "llamacpp.timings"),
+			netBack(500 * us),
+			rest(0),
+		},
+	},
+	{
+		name: "ollama final object: load holds the queue",
+		st:   timing("ollama.final", map[event.Stage]time.Duration{"load": 3 * ms, event.StagePrefill: 10 * ms, event.StageDecode: 200 * ms}),
+		want: []event.StageTiming{
+			srv(event.StageQueue, 3*ms, "ollama.final (load_duration: queue wait and model load)"),
+			srv(event.StagePrefill, 10*ms, "ollama.final (prompt_eval)"),
+			rest(22 * ms),
+		},
+	},
+	{
+		name: "tgi span: validation and queue",
+		st: timing(event.SourceOTLPTGI, map[event.Stage]time.Duration{
+			event.StageTokenize: 850 * us, event.StageQueue: 12 * ms, event.StageInference: 1 * time.Second,
+		}),
+		want: []event.StageTiming{
+			srv(event.StageTokenize, 850*us, "otlp.tgi (validation, includes tokenization)"),
+			srv(event.StageQueue, 12*ms, "otlp.tgi"),
+			rest(22150 * us),
+		},
+	},
+	{
+		name: "simulator truth: one to one, in breakdown order",
+		st: timing("sim.truth", map[event.Stage]time.Duration{
+			event.StageDetokenize: 1 * ms, event.StageFirstDecode: 4 * ms, event.StagePrefill: 15 * ms,
+			event.StageQueue: 6 * ms, event.StageTokenize: 2 * ms, event.StageHTTP: 1 * ms,
+			event.StageDecode: 1 * time.Second,
+		}),
+		rtt: 2 * ms,
+		want: []event.StageTiming{
+			netOut(1 * ms),
+			srv(event.StageHTTP, 1*ms, "sim.truth"),
+			srv(event.StageTokenize, 2*ms, "sim.truth"),
+			srv(event.StageQueue, 6*ms, "sim.truth"),
+			srv(event.StagePrefill, 15*ms, "sim.truth"),
+			srv(event.StageFirstDecode, 4*ms, "sim.truth"),
+			srv(event.StageDetokenize, 1*ms, "sim.truth"),
+			netBack(1 * ms),
+			rest(4 * ms),
+		},
+	},
+	{
+		name:     "interval fallback is estimated: the prefill mean, the queue the rest",
+		interval: vllmInterval(),
+		rtt:      200 * us,
+		queue:    QueueWaiting,
+		want: []event.StageTiming{
+			netOut(100 * us),
+			// No percentiles: at most all of the interval's queue time.
+			est(event.StageQueue, 14800*us, queueFitSource("the interval's queue total 30ms", gaugeVLLM)),
+			est(event.StagePrefill, 20*ms, srcIntervalPrefill),
+			netBack(100 * us),
+			rest(0),
+		},
+	},
+	{
+		name: "interval: a request that did not queue while others did gets a small queue",
+		interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
+			"queue": {Count: 8, Mean: 400 * ms, P50: 420 * ms, P90: 800 * ms, P99: 900 * ms}, "prefill": {Count: 8, Mean: 30 * ms},
+		}},
+		rtt:   200 * us,
+		queue: QueueWaiting,
+		want: []event.StageTiming{
+			netOut(100 * us),
+			est(event.StageQueue, 4800*us, queueFitSource("the interval's queue p99 900ms", gaugeVLLM)),
+			est(event.StagePrefill, 30*ms, srcIntervalPrefill),
+			netBack(100 * us),
+			rest(0),
+		},
+	},
+	{
+		name: "interval: the queue is never more than the interval makes plausible",
+		interval: &event.ServerSample{Dialect: "sglang", Stages: map[string]event.HistStat{
+			"queue": {Count: 8, Mean: 10 * ms, P99: 20 * ms},
+		}},
+		queue: QueueWaiting,
+		want: []event.StageTiming{
+			est(event.StageQueue, 20*ms, queueFitSource("the interval's queue p99 20ms", gaugeSGLang)),
+			rest(15*ms, noteQueueLimited),
+		},
+	},
+	{
+		name: "interval: nobody waiting, so no queue: the rest is a server wait",
+		interval: &event.ServerSample{Dialect: "trtllm", Stages: map[string]event.HistStat{
+			"queue": {Count: 5}, "prefill": {Count: 5, Mean: 25 * ms},
+		}},
+		queue: QueueEmpty,
+		want: []event.StageTiming{
+			est(event.StageServerWait, 10*ms, serverWaitSource(noteEmpty(gaugeTRTLLM))),
+			est(event.StagePrefill, 25*ms, "metrics.interval"),
+			rest(0),
+		},
+	},
+	{
+		name: "interval: no gauge reading, so no queue",
+		interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
+			"queue": {Count: 5, Mean: 9 * ms}, "prefill": {Count: 5, Mean: 25 * ms},
+		}},
+		want: []event.StageTiming{
+			est(event.StageServerWait, 10*ms, serverWaitSource(noteUnknown(gaugeVLLM))),
+			est(event.StagePrefill, 25*ms, srcIntervalPrefill),
+			rest(0),
+		},
+	},
+	{
+		name: "interval: a mean longer than the window is cut to it, and leaves no queue",
+		interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
+			"queue": {Count: 3, Mean: 30 * ms, P99: 34 * ms}, "prefill": {Count: 3, Mean: 40 * ms},
+		}},
+		rtt:   200 * us,
+		queue: QueueWaiting,
+		want: []event.StageTiming{
+			netOut(100 * us),
+			est(event.StageQueue, 0, queueFitSource("the interval's queue p99 34ms", gaugeVLLM)),
+			est(event.StagePrefill, 34800*us, "metrics.interval (prefill includes first decode; the mean cut to what is left of this request's server window)"),
+			netBack(100 * us),
+			rest(0),
+		},
+	},
+	{
+		name: "interval: the TTFT p99 bounds the queue when it is the larger",
+		interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
+			"queue": {Count: 3, Mean: 2 * ms, P99: 3 * ms}, "ttft": {Count: 5, Mean: 20 * ms, P99: 25 * ms},
+		}},
+		queue: QueueWaiting,
+		want: []event.StageTiming{
+			est(event.StageQueue, 25*ms, queueFitSource("the interval's TTFT p99 25ms", gaugeVLLM)),
+			rest(10*ms, noteQueueLimited),
+		},
+	},
+	{
+		name: "interval: client stages that exceed the TTFT leave nothing to fit",
+		interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
+			"queue": {Count: 3, Mean: 2 * ms, P99: 3 * ms}, "prefill": {Count: 3, Mean: 20 * ms},
+		}},
+		ttft:  300 * us,
+		queue: QueueWaiting,
+		want: []event.StageTiming{
+			est(event.StageQueue, 0, queueFitSource("the interval's queue p99 3ms", gaugeVLLM)),
+			rest(-60*us, notePrefillNothingLeft, "negative: the client stages exceed the TTFT"),
+		},
+	},
+	{
+		name:     "interval: per-token means are never stages",
+		interval: llamacppInterval(),
+		want:     []event.StageTiming{rest(35 * ms)},
+	},
+	{
+		name:    "network estimate says what it rests on",
+		rtt:     100 * us,
+		samples: 12,
+		want: []event.StageTiming{
+			est(event.StageNetworkOut, 50*us, "connect_rtt (min of 12)"),
+			est(event.StageNetworkReturn, 50*us, "connect_rtt (min of 12)"),
+			rest(34900 * us),
+		},
+	},
+	{
+		name: "llama.cpp: the slot wait is wait_headers less the round trip",
+		st:   timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 4 * ms, event.StageDecode: 300 * ms}),
+		rtt:  200 * us,
+		kind: "llamacpp",
+		want: []event.StageTiming{
+			netOut(100 * us),
+			measured(event.StageServerWait, 29800*us, llamaSlotSource(noteUnknown(gaugeDefault))),
+			srv(event.StagePrefill, 4*ms, "llamacpp.timings"),
+			netBack(100 * us),
+			rest(1 * ms),
+		},
+	},
+	{
+		name:     "llama.cpp without timings: the slot wait, and no per-token mean as prefill",
+		interval: llamacppInterval(),
+		rtt:      200 * us,
+		kind:     "llamacpp",
+		want: []event.StageTiming{
+			netOut(100 * us),
+			measured(event.StageServerWait, 29800*us, llamaSlotSource(noteUnknown(gaugeLlama))),
+			netBack(100 * us),
+			rest(5 * ms),
+		},
+	},
+	{
+		name: "llama.cpp whose prefill does not fit after the headers: no slot wait claimed",
+		st:   timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 12 * ms}),
+		kind: "llamacpp",
+		want: []event.StageTiming{
+			est(event.StageServerWait, 23*ms, windowRestSrc(false, noteUnknown(gaugeDefault))),
+			srv(event.StagePrefill, 12*ms, "llamacpp.timings"),
+			rest(0),
+		},
+	},
+	{
+		name: "vllm: headers at once, so wait_headers is no queue",
+		kind: "vllm",
+		want: []event.StageTiming{rest(35 * ms)},
+	},
+	{
+		name: "per-request queue wins over the slot wait",
+		st:   timing(event.SourceOTLPTGI, map[event.Stage]time.Duration{event.StageQueue: 12 * ms}),
+		kind: "llamacpp",
+		want: []event.StageTiming{
+			srv(event.StageQueue, 12*ms, "otlp.tgi"),
+			rest(23 * ms),
+		},
+	},
+	{
+		name: "cached prompt tokens are named on the prefill",
+		st: &event.ServerTiming{Source: "llamacpp.timings", PromptTokens: 512, CachedTokens: 448,
+			Stages: map[event.Stage]time.Duration{event.StagePrefill: 3 * ms}},
+		want: []event.StageTiming{
+			est(event.StageServerWait, 32*ms, windowRestSrc(false, noteUnknown(gaugeDefault))),
+			srv(event.StagePrefill, 3*ms, "llamacpp.timings (448 of 512 prompt tokens cached)"),
+			rest(0),
+		},
+	},
+	{
+		name: "cached prompt tokens are named on an interval prefill too",
+		st:   &event.ServerTiming{Source: "usage", CachedTokens: 100},
+		interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
+			"prefill": {Count: 3, Mean: 10 * ms},
+		}},
+		want: []event.StageTiming{
+			est(event.StageServerWait, 25*ms, serverWaitSource(noteUnknown(gaugeVLLM))),
+			est(event.StagePrefill, 10*ms, "metrics.interval (prefill includes first decode; 100 prompt tokens cached)"),
+			rest(0),
+		},
+	},
+	{
+		name:     "server timing with no usable stage falls back to the interval",
+		st:       timing(event.SourceOTLP, map[event.Stage]time.Duration{event.StageDecode: 1 * time.Second}),
+		interval: &event.ServerSample{Dialect: "sglang", Stages: map[string]event.HistStat{"prefill": {Count: 2, Mean: 7 * ms}}},
+		want: []event.StageTiming{
+			est(event.StageServerWait, 28*ms, serverWaitSource(noteUnknown(gaugeSGLang))),
+			est(event.StagePrefill, 7*ms, "metrics.interval"), rest(0),
+		},
+	},
+	{
+		name: "nothing available",
+		want: []event.StageTiming{rest(35 * ms)},
+	},
+	{
+		name: "nothing but the network estimate",
+		rtt:  3 * ms,
+		want: []event.StageTiming{netOut(1500 * us), netBack(1500 * us), rest(32 * ms)},
+	},
+	{
+		name: "over: the network estimate goes first",
+		st:   timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 34900 * us}),
+		rtt:  200 * us,
+		want: []event.StageTiming{
+			est(event.StageServerWait, 100*us, windowRestSrc(false, noteUnknown(gaugeDefault))),
+			srv(event.StagePrefill, 34900*us, "llamacpp.timings"),
+			rest(0, noteNetDropped),
+		},
+	},
+	{
+		name: "over: server numbers kept, unattributed negative",
+		st:   timing(event.SourceOTLP, map[event.Stage]time.Duration{event.StageQueue: 10 * ms, event.StagePrefill: 30 * ms}),
+		rtt:  200 * us,
+		want: []event.StageTiming{
+			srv(event.StageQueue, 10*ms, "otlp"),
+			srv(event.StagePrefill, 30*ms, "otlp (prefill includes first decode)"),
+			rest(-5*ms, noteNetDropped, noteNegative),
+		},
+	},
+}
+
 func TestAttribute(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name     string
-		st       *event.ServerTiming
-		interval *event.ServerSample
-		rtt      time.Duration
-		samples  int                 // connect times the RTT rests on
-		kind     string              // server kind
-		ttft     time.Duration       // instead of the client stages' sum
-		queue    QueueGauge          // what the queue gauge showed
-		want     []event.StageTiming // after the client part
-	}{
-		{
-			name: "vllm span",
-			st: timing(event.SourceOTLP, map[event.Stage]time.Duration{
-				event.StageServerTTFT: 30 * ms, event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms,
-				event.StageDecode: 900 * ms, event.StageServerE2E: 1 * time.Second,
-			}),
-			interval: vllmInterval(), // per-request numbers win over interval means
-			rtt:      200 * us,
-			want: []event.StageTiming{
-				netOut(100 * us),
-				srv(event.StageTokenize, 5*ms, "otlp (frontend: HTTP parsing, templating, tokenization, IPC)"),
-				srv(event.StageQueue, 5*ms, "otlp"),
-				srv(event.StagePrefill, 20*ms, "otlp (prefill includes first decode)"),
-				netBack(100 * us),
-				rest(4800 * us),
-			},
-		},
-		{
-			name: "vllm span without its ttft",
-			st:   timing(event.SourceOTLP, map[event.Stage]time.Duration{event.StageQueue: 5 * ms, event.StagePrefill: 20 * ms}),
-			want: []event.StageTiming{
-				srv(event.StageQueue, 5*ms, "otlp"),
-				srv(event.StagePrefill, 20*ms, "otlp (prefill includes first decode)"),
-				rest(10 * ms),
-			},
-		},
-		{
-			name: "vllm metrics object: ttft counts from scheduling",
-			st:   timing("vllm.metrics", map[event.Stage]time.Duration{event.StageQueue: 1 * ms, event.StageServerTTFT: 22 * ms}),
-			want: []event.StageTiming{
-				srv(event.StageQueue, 1*ms, "vllm.metrics"),
-				srv(event.StagePrefill, 22*ms, "vllm.metrics (prefill includes first decode)"),
-				rest(12 * ms),
-			},
-		},
-		{
-			name: "llama.cpp timings: prefill only",
-			st:   timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 12 * ms, event.StageDecode: 300 * ms}),
-			rtt:  1 * ms,
-			want: []event.StageTiming{
-				netOut(500 * us),
-				est(event.StageServerWait, 22*ms, windowRestSrc(true, noteUnknown(gaugeDefault))),
-				srv(event.StagePrefill, 12*ms, "llamacpp.timings"),
-				netBack(500 * us),
-				rest(0),
-			},
-		},
-		{
-			name: "ollama final object: load holds the queue",
-			st:   timing("ollama.final", map[event.Stage]time.Duration{"load": 3 * ms, event.StagePrefill: 10 * ms, event.StageDecode: 200 * ms}),
-			want: []event.StageTiming{
-				srv(event.StageQueue, 3*ms, "ollama.final (load_duration: queue wait and model load)"),
-				srv(event.StagePrefill, 10*ms, "ollama.final (prompt_eval)"),
-				rest(22 * ms),
-			},
-		},
-		{
-			name: "tgi span: validation and queue",
-			st: timing(event.SourceOTLPTGI, map[event.Stage]time.Duration{
-				event.StageTokenize: 850 * us, event.StageQueue: 12 * ms, event.StageInference: 1 * time.Second,
-			}),
-			want: []event.StageTiming{
-				srv(event.StageTokenize, 850*us, "otlp.tgi (validation, includes tokenization)"),
-				srv(event.StageQueue, 12*ms, "otlp.tgi"),
-				rest(22150 * us),
-			},
-		},
-		{
-			name: "simulator truth: one to one, in breakdown order",
-			st: timing("sim.truth", map[event.Stage]time.Duration{
-				event.StageDetokenize: 1 * ms, event.StageFirstDecode: 4 * ms, event.StagePrefill: 15 * ms,
-				event.StageQueue: 6 * ms, event.StageTokenize: 2 * ms, event.StageHTTP: 1 * ms,
-				event.StageDecode: 1 * time.Second,
-			}),
-			rtt: 2 * ms,
-			want: []event.StageTiming{
-				netOut(1 * ms),
-				srv(event.StageHTTP, 1*ms, "sim.truth"),
-				srv(event.StageTokenize, 2*ms, "sim.truth"),
-				srv(event.StageQueue, 6*ms, "sim.truth"),
-				srv(event.StagePrefill, 15*ms, "sim.truth"),
-				srv(event.StageFirstDecode, 4*ms, "sim.truth"),
-				srv(event.StageDetokenize, 1*ms, "sim.truth"),
-				netBack(1 * ms),
-				rest(4 * ms),
-			},
-		},
-		{
-			name:     "interval fallback is estimated: the prefill mean, the queue the rest",
-			interval: vllmInterval(),
-			rtt:      200 * us,
-			queue:    QueueWaiting,
-			want: []event.StageTiming{
-				netOut(100 * us),
-				// No percentiles: at most all of the interval's queue time.
-				est(event.StageQueue, 14800*us, queueFitSource("the interval's queue total 30ms", gaugeVLLM)),
-				est(event.StagePrefill, 20*ms, srcIntervalPrefill),
-				netBack(100 * us),
-				rest(0),
-			},
-		},
-		{
-			name: "interval: a request that did not queue while others did gets a small queue",
-			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
-				"queue": {Count: 8, Mean: 400 * ms, P50: 420 * ms, P90: 800 * ms, P99: 900 * ms}, "prefill": {Count: 8, Mean: 30 * ms},
-			}},
-			rtt:   200 * us,
-			queue: QueueWaiting,
-			want: []event.StageTiming{
-				netOut(100 * us),
-				est(event.StageQueue, 4800*us, queueFitSource("the interval's queue p99 900ms", gaugeVLLM)),
-				est(event.StagePrefill, 30*ms, srcIntervalPrefill),
-				netBack(100 * us),
-				rest(0),
-			},
-		},
-		{
-			name: "interval: the queue is never more than the interval makes plausible",
-			interval: &event.ServerSample{Dialect: "sglang", Stages: map[string]event.HistStat{
-				"queue": {Count: 8, Mean: 10 * ms, P99: 20 * ms},
-			}},
-			queue: QueueWaiting,
-			want: []event.StageTiming{
-				est(event.StageQueue, 20*ms, queueFitSource("the interval's queue p99 20ms", gaugeSGLang)),
-				rest(15*ms, noteQueueLimited),
-			},
-		},
-		{
-			name: "interval: nobody waiting, so no queue: the rest is a server wait",
-			interval: &event.ServerSample{Dialect: "trtllm", Stages: map[string]event.HistStat{
-				"queue": {Count: 5}, "prefill": {Count: 5, Mean: 25 * ms},
-			}},
-			queue: QueueEmpty,
-			want: []event.StageTiming{
-				est(event.StageServerWait, 10*ms, serverWaitSource(noteEmpty(gaugeTRTLLM))),
-				est(event.StagePrefill, 25*ms, "metrics.interval"),
-				rest(0),
-			},
-		},
-		{
-			name: "interval: no gauge reading, so no queue",
-			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
-				"queue": {Count: 5, Mean: 9 * ms}, "prefill": {Count: 5, Mean: 25 * ms},
-			}},
-			want: []event.StageTiming{
-				est(event.StageServerWait, 10*ms, serverWaitSource(noteUnknown(gaugeVLLM))),
-				est(event.StagePrefill, 25*ms, srcIntervalPrefill),
-				rest(0),
-			},
-		},
-		{
-			name: "interval: a mean longer than the window is cut to it, and leaves no queue",
-			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
-				"queue": {Count: 3, Mean: 30 * ms, P99: 34 * ms}, "prefill": {Count: 3, Mean: 40 * ms},
-			}},
-			rtt:   200 * us,
-			queue: QueueWaiting,
-			want: []event.StageTiming{
-				netOut(100 * us),
-				est(event.StageQueue, 0, queueFitSource("the interval's queue p99 34ms", gaugeVLLM)),
-				est(event.StagePrefill, 34800*us, "metrics.interval (prefill includes first decode; the mean cut to what is left of this request's server window)"),
-				netBack(100 * us),
-				rest(0),
-			},
-		},
-		{
-			name: "interval: the TTFT p99 bounds the queue when it is the larger",
-			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
-				"queue": {Count: 3, Mean: 2 * ms, P99: 3 * ms}, "ttft": {Count: 5, Mean: 20 * ms, P99: 25 * ms},
-			}},
-			queue: QueueWaiting,
-			want: []event.StageTiming{
-				est(event.StageQueue, 25*ms, queueFitSource("the interval's TTFT p99 25ms", gaugeVLLM)),
-				rest(10*ms, noteQueueLimited),
-			},
-		},
-		{
-			name: "interval: client stages that exceed the TTFT leave nothing to fit",
-			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
-				"queue": {Count: 3, Mean: 2 * ms, P99: 3 * ms}, "prefill": {Count: 3, Mean: 20 * ms},
-			}},
-			ttft:  300 * us,
-			queue: QueueWaiting,
-			want: []event.StageTiming{
-				est(event.StageQueue, 0, queueFitSource("the interval's queue p99 3ms", gaugeVLLM)),
-				rest(-60*us, notePrefillNothingLeft, "negative: the client stages exceed the TTFT"),
-			},
-		},
-		{
-			name:     "interval: per-token means are never stages",
-			interval: llamacppInterval(),
-			want:     []event.StageTiming{rest(35 * ms)},
-		},
-		{
-			name:    "network estimate says what it rests on",
-			rtt:     100 * us,
-			samples: 12,
-			want: []event.StageTiming{
-				est(event.StageNetworkOut, 50*us, "connect_rtt (min of 12)"),
-				est(event.StageNetworkReturn, 50*us, "connect_rtt (min of 12)"),
-				rest(34900 * us),
-			},
-		},
-		{
-			name: "llama.cpp: the slot wait is wait_headers less the round trip",
-			st:   timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 4 * ms, event.StageDecode: 300 * ms}),
-			rtt:  200 * us,
-			kind: "llamacpp",
-			want: []event.StageTiming{
-				netOut(100 * us),
-				measured(event.StageServerWait, 29800*us, llamaSlotSource(noteUnknown(gaugeDefault))),
-				srv(event.StagePrefill, 4*ms, "llamacpp.timings"),
-				netBack(100 * us),
-				rest(1 * ms),
-			},
-		},
-		{
-			name:     "llama.cpp without timings: the slot wait, and no per-token mean as prefill",
-			interval: llamacppInterval(),
-			rtt:      200 * us,
-			kind:     "llamacpp",
-			want: []event.StageTiming{
-				netOut(100 * us),
-				measured(event.StageServerWait, 29800*us, llamaSlotSource(noteUnknown(gaugeLlama))),
-				netBack(100 * us),
-				rest(5 * ms),
-			},
-		},
-		{
-			name: "llama.cpp whose prefill does not fit after the headers: no slot wait claimed",
-			st:   timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 12 * ms}),
-			kind: "llamacpp",
-			want: []event.StageTiming{
-				est(event.StageServerWait, 23*ms, windowRestSrc(false, noteUnknown(gaugeDefault))),
-				srv(event.StagePrefill, 12*ms, "llamacpp.timings"),
-				rest(0),
-			},
-		},
-		{
-			name: "vllm: headers at once, so wait_headers is no queue",
-			kind: "vllm",
-			want: []event.StageTiming{rest(35 * ms)},
-		},
-		{
-			name: "per-request queue wins over the slot wait",
-			st:   timing(event.SourceOTLPTGI, map[event.Stage]time.Duration{event.StageQueue: 12 * ms}),
-			kind: "llamacpp",
-			want: []event.StageTiming{
-				srv(event.StageQueue, 12*ms, "otlp.tgi"),
-				rest(23 * ms),
-			},
-		},
-		{
-			name: "cached prompt tokens are named on the prefill",
-			st: &event.ServerTiming{Source: "llamacpp.timings", PromptTokens: 512, CachedTokens: 448,
-				Stages: map[event.Stage]time.Duration{event.StagePrefill: 3 * ms}},
-			want: []event.StageTiming{
-				est(event.StageServerWait, 32*ms, windowRestSrc(false, noteUnknown(gaugeDefault))),
-				srv(event.StagePrefill, 3*ms, "llamacpp.timings (448 of 512 prompt tokens cached)"),
-				rest(0),
-			},
-		},
-		{
-			name: "cached prompt tokens are named on an interval prefill too",
-			st:   &event.ServerTiming{Source: "usage", CachedTokens: 100},
-			interval: &event.ServerSample{Dialect: "vllm", Stages: map[string]event.HistStat{
-				"prefill": {Count: 3, Mean: 10 * ms},
-			}},
-			want: []event.StageTiming{
-				est(event.StageServerWait, 25*ms, serverWaitSource(noteUnknown(gaugeVLLM))),
-				est(event.StagePrefill, 10*ms, "metrics.interval (prefill includes first decode; 100 prompt tokens cached)"),
-				rest(0),
-			},
-		},
-		{
-			name:     "server timing with no usable stage falls back to the interval",
-			st:       timing(event.SourceOTLP, map[event.Stage]time.Duration{event.StageDecode: 1 * time.Second}),
-			interval: &event.ServerSample{Dialect: "sglang", Stages: map[string]event.HistStat{"prefill": {Count: 2, Mean: 7 * ms}}},
-			want: []event.StageTiming{
-				est(event.StageServerWait, 28*ms, serverWaitSource(noteUnknown(gaugeSGLang))),
-				est(event.StagePrefill, 7*ms, "metrics.interval"), rest(0),
-			},
-		},
-		{
-			name: "nothing available",
-			want: []event.StageTiming{rest(35 * ms)},
-		},
-		{
-			name: "nothing but the network estimate",
-			rtt:  3 * ms,
-			want: []event.StageTiming{netOut(1500 * us), netBack(1500 * us), rest(32 * ms)},
-		},
-		{
-			name: "over: the network estimate goes first",
-			st:   timing("llamacpp.timings", map[event.Stage]time.Duration{event.StagePrefill: 34900 * us}),
-			rtt:  200 * us,
-			want: []event.StageTiming{
-				est(event.StageServerWait, 100*us, windowRestSrc(false, noteUnknown(gaugeDefault))),
-				srv(event.StagePrefill, 34900*us, "llamacpp.timings"),
-				rest(0, noteNetDropped),
-			},
-		},
-		{
-			name: "over: server numbers kept, unattributed negative",
-			st:   timing(event.SourceOTLP, map[event.Stage]time.Duration{event.StageQueue: 10 * ms, event.StagePrefill: 30 * ms}),
-			rtt:  200 * us,
-			want: []event.StageTiming{
-				srv(event.StageQueue, 10*ms, "otlp"),
-				srv(event.StagePrefill, 30*ms, "otlp (prefill includes first decode)"),
-				rest(-5*ms, noteNetDropped, noteNegative),
-			},
-		},
-	}
+	cases := attributeCases
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -1406,6 +1409,16 @@ func TestEndToEndSimProbeOTLP(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
+	checkAllAgainstTruth(t, got, truths, tolerance)
+	if s := attributor.Stats(); s.FromSpan != requests {
+		t.Errorf("attributor stats = %+v, want all %d joined from spans", s, requests)
+	}
+}
+
+// checkAllAgainstTruth checks every request: succeeded, its stages summing
+// to its TTFT, joined with its span, and its stages against the truth.
+func checkAllAgainstTruth(t *testing.T, got []*event.Request, truths map[string]sim.Truth, tolerance time.Duration) {
+	t.Helper()
 	for _, r := range got {
 		if !r.OK() {
 			t.Errorf("%s: outcome %s (%s)", r.ID, r.Outcome, r.Error)
@@ -1421,39 +1434,43 @@ func TestEndToEndSimProbeOTLP(t *testing.T) {
 			t.Errorf("%s: the simulator reported no truth", r.ID)
 			continue
 		}
-		us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
-		if r.Seq == 0 {
-			t.Logf("%s: TTFT %v, breakdown %v; truth %+v", r.ID, r.TTFT, r.Breakdown, truth)
-		}
-		want := map[event.Stage]time.Duration{
-			event.StageQueue:   us(truth.QueueUs),
-			event.StagePrefill: us(truth.PrefillUs + truth.FirstDecodeUs),
-			// Frontend work: arrival → first token picked up by the front
-			// end, less queue and prefill. The truth's stages after that
-			// pick (detokenize, framing) run back to back to the first
-			// frame, so its goroutine hand-offs (other_us, the sim's "IPC")
-			// all fall in this interval.
-			event.StageTokenize: us(truth.HTTPUs + truth.LoopWaitUs + truth.TokenizeUs + truth.FaultDelayUs + truth.OtherUs),
-		}
-		for stage, w := range want {
-			var found *event.StageTiming
-			for i := range r.Breakdown {
-				if r.Breakdown[i].Stage == stage {
-					found = &r.Breakdown[i]
-				}
-			}
-			switch {
-			case found == nil:
-				t.Errorf("%s: no %s in breakdown %v", r.ID, stage, r.Breakdown)
-			case found.Provenance != event.ServerReported:
-				t.Errorf("%s: %s is %s, want server-reported", r.ID, stage, found.Provenance)
-			case (found.Duration - w).Abs() > tolerance:
-				t.Errorf("%s: %s = %v, truth %v", r.ID, stage, found.Duration, w)
-			}
-		}
+		checkAgainstTruth(t, r, truth, tolerance)
 	}
-	if s := attributor.Stats(); s.FromSpan != requests {
-		t.Errorf("attributor stats = %+v, want all %d joined from spans", s, requests)
+}
+
+// checkAgainstTruth checks that r's queue, prefill and front-end stages
+// are server-reported and within tolerance of the simulator's truth.
+func checkAgainstTruth(t *testing.T, r *event.Request, truth sim.Truth, tolerance time.Duration) {
+	t.Helper()
+	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+	if r.Seq == 0 {
+		t.Logf("%s: TTFT %v, breakdown %v; truth %+v", r.ID, r.TTFT, r.Breakdown, truth)
+	}
+	want := map[event.Stage]time.Duration{
+		event.StageQueue:   us(truth.QueueUs),
+		event.StagePrefill: us(truth.PrefillUs + truth.FirstDecodeUs),
+		// Frontend work: arrival → first token picked up by the front
+		// end, less queue and prefill. The truth's stages after that
+		// pick (detokenize, framing) run back to back to the first
+		// frame, so its goroutine hand-offs (other_us, the sim's "IPC")
+		// all fall in this interval.
+		event.StageTokenize: us(truth.HTTPUs + truth.LoopWaitUs + truth.TokenizeUs + truth.FaultDelayUs + truth.OtherUs),
+	}
+	for stage, w := range want {
+		var found *event.StageTiming
+		for i := range r.Breakdown {
+			if r.Breakdown[i].Stage == stage {
+				found = &r.Breakdown[i]
+			}
+		}
+		switch {
+		case found == nil:
+			t.Errorf("%s: no %s in breakdown %v", r.ID, stage, r.Breakdown)
+		case found.Provenance != event.ServerReported:
+			t.Errorf("%s: %s is %s, want server-reported", r.ID, stage, found.Provenance)
+		case (found.Duration - w).Abs() > tolerance:
+			t.Errorf("%s: %s = %v, truth %v", r.ID, stage, found.Duration, w)
+		}
 	}
 }
 

@@ -61,6 +61,15 @@ type AttributorConfig struct {
 	// Poll is how often held requests are checked against their deadline;
 	// derived from JoinWait when zero.
 	Poll time.Duration
+	// UserSpans makes each span that joins none of latscope's requests a
+	// record of its own: one of the server's users' requests (a watch). A
+	// span waits UserSpanWait for a request of latscope's to claim it (a
+	// canary's, whose client may finish after the server exported its
+	// span); unclaimed, it leaves as a request flagged
+	// event.FlagServerReported (see userRecord). UserSpanWait 0: at once,
+	// for a session that sends no load of its own.
+	UserSpans    bool
+	UserSpanWait time.Duration
 	// Server is the kind of server measured, as in event.Session.Server
 	// ("llamacpp", "vllm", "latscope-sim"); a session header passing through
 	// overrides it. It decides whether the wait for the response headers is
@@ -78,6 +87,7 @@ type AttributorStats struct {
 	Expired      uint64 // held for JoinWait and released without a span
 	Dropped      uint64 // not delivered because the consumer stopped reading after ctx ended
 	Spans        uint64 // span records received
+	Users        uint64 // spans made users' records (UserSpans)
 }
 
 // Attributor is the pipeline stage between the sources and the consumers: it
@@ -90,7 +100,7 @@ type Attributor struct {
 	settle   chan chan struct{}
 	finished chan struct{}
 
-	attributed, fromRecord, fromSpan, fromInterval, noServer, expired, dropped, spans atomic.Uint64
+	attributed, fromRecord, fromSpan, fromInterval, noServer, expired, dropped, spans, users atomic.Uint64
 }
 
 // NewAttributor returns an Attributor with cfg's defaults filled in.
@@ -116,6 +126,7 @@ func NewAttributor(cfg AttributorConfig) *Attributor {
 	if cfg.MaxSpans <= 0 {
 		cfg.MaxSpans = DefaultMaxSpans
 	}
+	cfg.UserSpanWait = max(cfg.UserSpanWait, 0)
 	if cfg.Poll <= 0 {
 		cfg.Poll = min(max(cfg.JoinWait/20, 2*time.Millisecond), 20*time.Millisecond)
 	}
@@ -133,6 +144,7 @@ func (a *Attributor) Stats() AttributorStats {
 		Expired:      a.expired.Load(),
 		Dropped:      a.dropped.Load(),
 		Spans:        a.spans.Load(),
+		Users:        a.users.Load(),
 	}
 }
 
@@ -160,6 +172,8 @@ type attributorState struct {
 	heldN     int                     // requests held now
 	heldChunk int                     // their content chunks
 	settlers  []chan struct{}         // Settle calls waiting for heldN to reach 0
+	users     []*userSpan             // spans waiting to become users' records, deadline order
+	unjoined  *spanStore              // keys of latscope's requests released without their span (UserSpans)
 
 	lastExpiryReport time.Time
 	expiredSince     uint64
@@ -185,6 +199,7 @@ func (a *Attributor) Run(ctx context.Context, in <-chan event.Event, out chan<- 
 		connects: map[string]*connectTimes{},
 		clock:    eventclock.New(a.cfg.Now),
 		spans:    newSpanStore(a.cfg.SpanTTL, a.cfg.MaxSpans),
+		unjoined: newSpanStore(a.cfg.SpanTTL, a.cfg.MaxSpans),
 		held:     map[string]*heldRequest{},
 	}
 	ticker := time.NewTicker(a.cfg.Poll)
@@ -193,7 +208,7 @@ func (a *Attributor) Run(ctx context.Context, in <-chan event.Event, out chan<- 
 	var outbox []event.Event
 	for {
 		var tick <-chan time.Time
-		if st.heldN > 0 {
+		if st.heldN > 0 || len(st.users) > 0 {
 			tick = ticker.C
 		}
 		select {
@@ -332,6 +347,7 @@ func (a *Attributor) accept(st *attributorState, ev event.Event, ready []event.E
 	}
 	for _, old := range over {
 		a.expired.Add(1)
+		a.noteUnjoined(st, old)
 		ready = append(ready, a.release(st, old))
 	}
 	return ready
@@ -350,7 +366,18 @@ func (a *Attributor) acceptSpan(st *attributorState, sp *event.Span, ready []eve
 		a.fromSpan.Add(1)
 		return append(ready, a.release(st, h))
 	}
-	st.spans.put(keys, &sp.Timing, a.cfg.Now())
+	if a.cfg.UserSpans {
+		if _, late := st.unjoined.find(keys, a.cfg.Now()); late {
+			return ready // a request of latscope's, released before its span came: never a user's
+		}
+		if a.cfg.UserSpanWait <= 0 {
+			return a.emitUser(ready, sp)
+		}
+	}
+	stored := st.spans.put(keys, &sp.Timing, a.cfg.Now())
+	if a.cfg.UserSpans {
+		ready = a.holdUser(st, ready, sp, stored)
+	}
 	return ready
 }
 
@@ -383,6 +410,7 @@ func (a *Attributor) release(st *attributorState, h *heldRequest) event.Event {
 // force is set) and compacts the pending list.
 func (a *Attributor) expire(st *attributorState, ready []event.Event, force bool) []event.Event {
 	now := a.cfg.Now()
+	ready = a.releaseUsers(st, ready, now, force)
 	kept := st.pending[:0]
 	for _, h := range st.pending {
 		switch {
@@ -390,6 +418,7 @@ func (a *Attributor) expire(st *attributorState, ready []event.Event, force bool
 		case force || !now.Before(h.deadline):
 			a.expired.Add(1)
 			st.expiredSince++
+			a.noteUnjoined(st, h)
 			ready = append(ready, a.release(st, h))
 		default:
 			kept = append(kept, h)
@@ -708,18 +737,20 @@ type spanStore struct {
 }
 
 type storedTiming struct {
-	timing *event.ServerTiming
-	at     time.Time
-	keys   []string
+	timing  *event.ServerTiming
+	at      time.Time
+	keys    []string
+	claimed bool // a request of latscope's found it (it is not a user's)
 }
 
 func newSpanStore(ttl time.Duration, max int) *spanStore {
 	return &spanStore{ttl: ttl, max: max, byKey: map[string]*storedTiming{}}
 }
 
-func (s *spanStore) put(keys []string, st *event.ServerTiming, now time.Time) {
+// put stores a span's timing under keys and returns its entry (nil for no keys).
+func (s *spanStore) put(keys []string, st *event.ServerTiming, now time.Time) *storedTiming {
 	if len(keys) == 0 {
-		return
+		return nil
 	}
 	s.expire(now)
 	for s.len() >= s.max {
@@ -730,6 +761,7 @@ func (s *spanStore) put(keys []string, st *event.ServerTiming, now time.Time) {
 		s.byKey[k] = e
 	}
 	s.fifo = append(s.fifo, e)
+	return e
 }
 
 // find returns a copy of the timing stored under the first of keys that has one.
@@ -737,6 +769,7 @@ func (s *spanStore) find(keys []string, now time.Time) (*event.ServerTiming, boo
 	s.expire(now)
 	for _, k := range keys {
 		if e, ok := s.byKey[k]; ok {
+			e.claimed = true
 			return cloneTiming(e.timing), true
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -164,11 +165,14 @@ func startOllama(t *testing.T, bin, gguf string) string {
 	var out bytes.Buffer
 	serve := exec.Command(bin, "serve")
 	serve.Env, serve.Stdout, serve.Stderr = env, &out, &out
+	// Its own process group: ollama serve starts a runner (llama-server) of
+	// its own, which a kill of serve alone would leave running.
+	serve.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := serve.Start(); err != nil {
 		t.Fatalf("start %s serve: %v", bin, err)
 	}
 	t.Cleanup(func() {
-		_ = serve.Process.Kill()
+		_ = syscall.Kill(-serve.Process.Pid, syscall.SIGKILL)
 		_ = serve.Wait()
 		if t.Failed() {
 			t.Logf("ollama serve's output:\n%s", tail(out.String(), 4000))

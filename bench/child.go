@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -175,4 +176,24 @@ func ServeChild(ctx context.Context, addr string, fs FastServer, stdin io.Reader
 		return fmt.Errorf("print address: %w", printErr)
 	}
 	return nil
+}
+
+// ServeChildTruth is ServeChild writing, when truthPath is set, each
+// stream's arrival and flush times to that file (the scale bench's ground
+// truth).
+func ServeChildTruth(ctx context.Context, listen string, fs FastServer, truthPath string, in io.Reader, out io.Writer) error {
+	if truthPath == "" {
+		return ServeChild(ctx, listen, fs, in, out)
+	}
+	f, err := os.Create(truthPath)
+	if err != nil {
+		return fmt.Errorf("--truth: %w", err)
+	}
+	truth := NewFrameLogWriter(f)
+	clock := NewClock()
+	fs.OnStream = func(id string, arrived time.Time, flushed []time.Time) {
+		truth.Write(ServerFrameLog(clock, id, arrived, flushed))
+	}
+	err = ServeChild(ctx, listen, fs, in, out)
+	return errors.Join(err, truth.Close(), f.Close())
 }

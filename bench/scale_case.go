@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -308,4 +309,21 @@ func (l *lastLine) String() string {
 		return line
 	}
 	return l.last
+}
+
+// Validate checks a spec as its flags give it, naming the flag to change.
+func (spec ScaleSpec) Validate() error {
+	switch {
+	case spec.URL == "" || spec.LogPath == "":
+		return errors.New("--url and --log are required")
+	case spec.Streams < 1:
+		return fmt.Errorf("--streams %d: want 1 or more", spec.Streams)
+	case spec.Rate < 0 || math.IsNaN(spec.Rate) || math.IsInf(spec.Rate, 0):
+		return fmt.Errorf("--rate %g: want 0 (closed loop) or a positive rate", spec.Rate)
+	case spec.Duration <= 0 || spec.Warmup < 0 || spec.Drain < 0:
+		return errors.New("--duration must be positive, --warmup and --drain not negative")
+	case spec.OutputTokens < 1:
+		return fmt.Errorf("--output-tokens %d: want 1 or more", spec.OutputTokens)
+	}
+	return nil
 }

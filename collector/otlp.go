@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -420,6 +421,9 @@ func (r *OTLPReceiver) ingest(export *coltracepb.ExportTraceServiceRequest) {
 					continue
 				}
 				sp := &event.Span{RequestID: requestID, Timing: *st}
+				if ns := span.GetEndTimeUnixNano(); ns > 0 && ns < math.MaxInt64 {
+					sp.End = time.Unix(0, int64(ns)).UTC()
+				}
 				if tid := span.GetTraceId(); len(tid) == 16 && !allZero(tid) {
 					sp.TraceID = hex.EncodeToString(tid)
 				}

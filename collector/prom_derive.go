@@ -53,6 +53,12 @@ func Derive(prev, cur *Scrape, d promdialect.Dialect) (sample event.ServerSample
 	sample.Preemptions = dv.delta(d.Preemptions)
 	sample.PrefixQueries = dv.delta(d.PrefixQueries)
 	sample.PrefixHits = dv.delta(d.PrefixHits)
+	if sample.PrefixQueries == nil && sample.PrefixHits != nil {
+		if miss := dv.delta(d.PrefixMisses); miss != nil {
+			q := *sample.PrefixHits + *miss
+			sample.PrefixQueries = &q
+		}
+	}
 	for _, src := range d.Stages {
 		st, ok := dv.stage(src)
 		if !ok {

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -28,145 +29,144 @@ type promFixtureCase struct {
 	noGauges                                []string           // must be absent
 }
 
-func promFixtureCases() []promFixtureCase {
-	return []promFixtureCase{{
-		name: "vllm_v1", dt: 2 * time.Second, dialect: promdialect.VLLM,
-		waiting: promF(2), running: promF(4), kv: promF(0.375),
-		promptTPS: promF(2560.0 / 2), genTPS: promF(800.0 / 2),
-		stages: map[string]event.HistStat{
-			// 10 new: 5 in (0.04,0.06], 4 in (0.06,0.08], 1 in (0.25,0.5]; sum +0.8.
-			// p50: rank 5 ends the 0.06 bucket → 0.06. p90: rank 9 ends the 0.08
-			// bucket → 0.08. p99: rank 9.9 is 0.9 of the way through (0.25,0.5].
-			"ttft": {Count: 10, Mean: promSec(0.08), P50: promSec(0.06), P90: promSec(0.08), P99: promSec(0.25 + 0.25*0.9)},
-			// 1000 new: 500 in (0.01,0.025], 400 in (0.025,0.05], 100 in (0.05,0.075]; sum +30.
-			// p99: rank 990 is 90 of the 100 in (0.05,0.075].
-			"itl": {Count: 1000, Mean: promSec(0.03), P50: promSec(0.025), P90: promSec(0.05), P99: promSec(0.05 + 0.025*0.9)},
-			// 10 new: 8 in (0,0.3], 2 in (0.3,0.5]; sum +1.0.
-			// p50: rank 5 of 8 in the first bucket → 0.3·5/8. p90: rank 9 → 0.3+0.2·(1/2).
-			"queue":     {Count: 10, Mean: promSec(0.1), P50: promSec(0.3 * 5 / 8), P90: promSec(0.4), P99: promSec(0.3 + 0.2*1.9/2)},
-			"prefill":   promOneBucket(10, 0.5, 0, 0.3),
-			"decode":    promOneBucket(10, 22, 2.0, 2.5),
-			"inference": promOneBucket(10, 22.5, 2.0, 2.5),
-			"e2e":       promOneBucket(10, 30, 2.5, 5.0),
-			"tpot":      promOneBucket(10, 0.3, 0.025, 0.05),
-		},
-		gauges: map[string]float64{
-			"vllm:num_requests_waiting":     2,
-			"process_resident_memory_bytes": 2.147483648e9,
-			`vllm:num_requests_waiting_by_reason{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",reason="capacity"}`: 2,
-		},
-		noGauges: []string{"http_requests_created", "vllm:prompt_tokens_created", "vllm:time_to_first_token_seconds_created"},
-	}, {
-		name: "vllm_v0", dt: 5 * time.Second, dialect: promdialect.VLLMv0,
-		waiting: promF(1), running: promF(4), kv: promF(0.5),
-		promptTPS: promF(1000.0 / 5), genTPS: promF(500.0 / 5),
-		stages: map[string]event.HistStat{
-			// 4 new: 2 in (0.1,0.25], 2 in (0.25,0.5]; sum +1.0.
-			"ttft": {Count: 4, Mean: promSec(0.25), P50: promSec(0.25), P90: promSec(0.25 + 0.25*1.6/2), P99: promSec(0.25 + 0.25*1.96/2)},
-			// the old time_per_output_token_seconds histogram stands in for ITL.
-			"itl": promOneBucket(100, 2.0, 0.01, 0.025),
-			// time_in_queue_requests: 3 new in (0,1], 1 beyond the last bound (60 s);
-			// sum +91.5. p90 and p99 land in +Inf and report the highest finite bound.
-			"queue": {Count: 4, Mean: promSec(91.5 / 4), P50: promSec(2.0 / 3), P90: promSec(60), P99: promSec(60)},
-			"e2e":   promOneBucket(4, 14, 2.5, 5.0),
-		},
-		gauges: map[string]float64{"vllm:gpu_cache_usage_perc": 0.5, "vllm:num_requests_swapped": 0},
-	}, {
-		name: "sglang", dt: time.Second, dialect: promdialect.SGLang,
-		waiting: promF(3), running: promF(8), kv: promF(0.62),
-		promptTPS: promF(4096), genTPS: promF(2048),
-		stages: map[string]event.HistStat{
-			// 5 new: 2 at exactly 0 (the le="0.0" bucket), 2 in (0,0.1], 1 in (0.1,0.2]; sum +0.27.
-			// p50: rank 2.5 is 0.5 of the 2 in (0,0.1] → 0.025.
-			"queue": {Count: 5, Mean: promSec(0.054), P50: promSec(0.025), P90: promSec(0.15), P99: promSec(0.195)},
-			// 8 new: 4 in (0.1,0.2], 4 in (0.2,0.4]; sum +2.0.
-			"ttft": {Count: 8, Mean: promSec(0.25), P50: promSec(0.2), P90: promSec(0.2 + 0.2*3.2/4), P99: promSec(0.2 + 0.2*3.92/4)},
-			// 1000 new: 600 in (0.008,0.010], 400 in (0.010,0.015]; sum +10.
-			"itl": {Count: 1000, Mean: promSec(0.01), P50: promSec(0.008 + 0.002*500/600), P90: promSec(0.010 + 0.005*300/400), P99: promSec(0.010 + 0.005*390/400)},
-			"e2e": promOneBucket(8, 40, 4, 6),
-		},
-		gauges: map[string]float64{"sglang:gen_throughput": 512.3, "sglang:num_used_tokens": 50000},
-	}, {
-		name: "tgi", dt: 2 * time.Second, dialect: promdialect.TGI,
-		waiting: promF(5), running: promF(16), kv: nil,
-		// tokens come from the sums of the per-request token-length histograms
-		promptTPS: promF(2000.0 / 2), genTPS: promF(800.0 / 2),
-		stages: map[string]event.HistStat{
-			"tokenize":  promOneBucket(4, 0.006, tgiBound(6), tgiBound(7)),
-			"queue":     promOneBucket(4, 0.5, tgiBound(17), tgiBound(18)),
-			"prefill":   promOneBucket(4, 1.6, tgiBound(20), tgiBound(21)),
-			"decode":    promOneBucket(200, 5.0, tgiBound(13), tgiBound(14)),
-			"inference": promOneBucket(4, 12, tgiBound(25), tgiBound(26)),
-			"tpot":      promOneBucket(4, 0.14, tgiBound(14), tgiBound(15)),
-			"e2e":       promOneBucket(4, 12.8, tgiBound(25), tgiBound(26)),
-		},
-		gauges: map[string]float64{"tgi_queue_size": 5, "tgi_batch_current_max_tokens": 8192},
-	}, {
-		name: "llamacpp", dt: 2 * time.Second, dialect: promdialect.LlamaCpp,
-		waiting: promF(4), running: promF(3), kv: nil,
-		promptTPS: promF(2000.0 / 2), genTPS: promF(100.0 / 2),
-		stages: map[string]event.HistStat{
-			// +1.0 s over +2000 prompt tokens; +2.0 s over +100 generated tokens.
-			// Per token, and named so: never a request's prefill.
-			"prefill_per_token": {Count: 2000, Mean: promSec(1.0 / 2000)},
-			"decode_per_token":  {Count: 100, Mean: promSec(2.0 / 100)},
-		},
-		gauges:   map[string]float64{"llamacpp:requests_deferred": 4, "llamacpp:prompt_tokens_seconds": 2000},
-		noGauges: []string{"llamacpp:n_busy_slots_per_decode"}, // typed counter
-	}, {
-		name: "triton", dt: 2 * time.Second, dialect: promdialect.Triton,
-		// TRT-LLM's waiting count (3) wins over Triton's pending count (1);
-		// KV is used/max blocks = 360/1200.
-		waiting: promF(3), running: promF(6), kv: promF(0.3),
-		stages: map[string]event.HistStat{
-			// µs counters over +10 successful requests
-			"queue":     {Count: 10, Mean: promSec(500000e-6 / 10)},
-			"tokenize":  {Count: 10, Mean: promSec(5000e-6 / 10)},
-			"inference": {Count: 10, Mean: promSec(12e6 * 1e-6 / 10)},
-			"e2e":       {Count: 10, Mean: promSec(14e6 * 1e-6 / 10)},
-			// ms histogram: 6 new in (100,500], 4 in (500,2000]; sum +4000 ms.
-			"ttft": {Count: 10, Mean: promSec(0.4), P50: promSec((100 + 400*5.0/6) / 1000), P90: promSec((500 + 1500*3.0/4) / 1000), P99: promSec((500 + 1500*3.9/4) / 1000)},
-		},
-		gauges: map[string]float64{
-			"nv_inference_pending_request_count":                                                  1,
-			`nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="waiting",version="1"}`: 3,
-		},
-	}, {
-		name: "trtllm", dt: time.Second, dialect: promdialect.TRTLLM,
-		waiting: promF(1), running: promF(5), kv: promF(0.4),
-		promptTPS: promF(3000), genTPS: promF(600),
-		stages: map[string]event.HistStat{
-			"ttft":      promOneBucket(6, 1.2, 0.1, 0.25),
-			"queue":     promOneBucket(6, 0.3, 0, 0.3),
-			"prefill":   promOneBucket(6, 0.9, 0.1, 0.25),
-			"decode":    promOneBucket(6, 7.2, 1.0, 1.5),
-			"inference": promOneBucket(6, 8.1, 1.0, 1.5),
-			"tpot":      promOneBucket(6, 0.12, 0.01, 0.025),
-			"e2e":       promOneBucket(6, 8.4, 1.0, 1.5),
-		},
-		gauges:   map[string]float64{"trtllm_kv_cache_hit_rate": 0.2},
-		noGauges: []string{"trtllm_prompt_tokens_created"},
-	}, {
-		name: "lmdeploy", dt: 4 * time.Second, dialect: promdialect.LMDeploy,
-		waiting: promF(2), running: promF(7), kv: promF(0.55),
-		promptTPS: promF(8000.0 / 4), genTPS: promF(2000.0 / 4),
-		stages: map[string]event.HistStat{
-			"ttft":      promOneBucket(5, 1.5, 0.25, 0.5),
-			"itl":       promOneBucket(500, 7.5, 0.01, 0.025),
-			"tpot":      promOneBucket(5, 0.1, 0.01, 0.025),
-			"e2e":       promOneBucket(5, 17.5, 2.5, 5.0),
-			"queue":     promOneBucket(5, 0.5, 0, 0.3),
-			"prefill":   promOneBucket(5, 1.0, 0, 0.3),
-			"decode":    promOneBucket(5, 15, 2.5, 5.0),
-			"inference": promOneBucket(5, 16, 2.5, 5.0),
-		},
-		gauges: map[string]float64{"lmdeploy:prefix_cache_hit_rate": 0.3},
-	}}
-}
+// promFixtureCases are the parsers' fixtures and what each must give.
+var promFixtureCases = []promFixtureCase{{
+	name: "vllm_v1", dt: 2 * time.Second, dialect: promdialect.VLLM,
+	waiting: promF(2), running: promF(4), kv: promF(0.375),
+	promptTPS: promF(2560.0 / 2), genTPS: promF(800.0 / 2),
+	stages: map[string]event.HistStat{
+		// 10 new: 5 in (0.04,0.06], 4 in (0.06,0.08], 1 in (0.25,0.5]; sum +0.8.
+		// p50: rank 5 ends the 0.06 bucket → 0.06. p90: rank 9 ends the 0.08
+		// bucket → 0.08. p99: rank 9.9 is 0.9 of the way through (0.25,0.5].
+		"ttft": {Count: 10, Mean: promSec(0.08), P50: promSec(0.06), P90: promSec(0.08), P99: promSec(0.25 + 0.25*0.9)},
+		// 1000 new: 500 in (0.01,0.025], 400 in (0.025,0.05], 100 in (0.05,0.075]; sum +30.
+		// p99: rank 990 is 90 of the 100 in (0.05,0.075].
+		"itl": {Count: 1000, Mean: promSec(0.03), P50: promSec(0.025), P90: promSec(0.05), P99: promSec(0.05 + 0.025*0.9)},
+		// 10 new: 8 in (0,0.3], 2 in (0.3,0.5]; sum +1.0.
+		// p50: rank 5 of 8 in the first bucket → 0.3·5/8. p90: rank 9 → 0.3+0.2·(1/2).
+		"queue":     {Count: 10, Mean: promSec(0.1), P50: promSec(0.3 * 5 / 8), P90: promSec(0.4), P99: promSec(0.3 + 0.2*1.9/2)},
+		"prefill":   promOneBucket(10, 0.5, 0, 0.3),
+		"decode":    promOneBucket(10, 22, 2.0, 2.5),
+		"inference": promOneBucket(10, 22.5, 2.0, 2.5),
+		"e2e":       promOneBucket(10, 30, 2.5, 5.0),
+		"tpot":      promOneBucket(10, 0.3, 0.025, 0.05),
+	},
+	gauges: map[string]float64{
+		"vllm:num_requests_waiting":     2,
+		"process_resident_memory_bytes": 2.147483648e9,
+		`vllm:num_requests_waiting_by_reason{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",reason="capacity"}`: 2,
+	},
+	noGauges: []string{"http_requests_created", "vllm:prompt_tokens_created", "vllm:time_to_first_token_seconds_created"},
+}, {
+	name: "vllm_v0", dt: 5 * time.Second, dialect: promdialect.VLLMv0,
+	waiting: promF(1), running: promF(4), kv: promF(0.5),
+	promptTPS: promF(1000.0 / 5), genTPS: promF(500.0 / 5),
+	stages: map[string]event.HistStat{
+		// 4 new: 2 in (0.1,0.25], 2 in (0.25,0.5]; sum +1.0.
+		"ttft": {Count: 4, Mean: promSec(0.25), P50: promSec(0.25), P90: promSec(0.25 + 0.25*1.6/2), P99: promSec(0.25 + 0.25*1.96/2)},
+		// the old time_per_output_token_seconds histogram stands in for ITL.
+		"itl": promOneBucket(100, 2.0, 0.01, 0.025),
+		// time_in_queue_requests: 3 new in (0,1], 1 beyond the last bound (60 s);
+		// sum +91.5. p90 and p99 land in +Inf and report the highest finite bound.
+		"queue": {Count: 4, Mean: promSec(91.5 / 4), P50: promSec(2.0 / 3), P90: promSec(60), P99: promSec(60)},
+		"e2e":   promOneBucket(4, 14, 2.5, 5.0),
+	},
+	gauges: map[string]float64{"vllm:gpu_cache_usage_perc": 0.5, "vllm:num_requests_swapped": 0},
+}, {
+	name: "sglang", dt: time.Second, dialect: promdialect.SGLang,
+	waiting: promF(3), running: promF(8), kv: promF(0.62),
+	promptTPS: promF(4096), genTPS: promF(2048),
+	stages: map[string]event.HistStat{
+		// 5 new: 2 at exactly 0 (the le="0.0" bucket), 2 in (0,0.1], 1 in (0.1,0.2]; sum +0.27.
+		// p50: rank 2.5 is 0.5 of the 2 in (0,0.1] → 0.025.
+		"queue": {Count: 5, Mean: promSec(0.054), P50: promSec(0.025), P90: promSec(0.15), P99: promSec(0.195)},
+		// 8 new: 4 in (0.1,0.2], 4 in (0.2,0.4]; sum +2.0.
+		"ttft": {Count: 8, Mean: promSec(0.25), P50: promSec(0.2), P90: promSec(0.2 + 0.2*3.2/4), P99: promSec(0.2 + 0.2*3.92/4)},
+		// 1000 new: 600 in (0.008,0.010], 400 in (0.010,0.015]; sum +10.
+		"itl": {Count: 1000, Mean: promSec(0.01), P50: promSec(0.008 + 0.002*500/600), P90: promSec(0.010 + 0.005*300/400), P99: promSec(0.010 + 0.005*390/400)},
+		"e2e": promOneBucket(8, 40, 4, 6),
+	},
+	gauges: map[string]float64{"sglang:gen_throughput": 512.3, "sglang:num_used_tokens": 50000},
+}, {
+	name: "tgi", dt: 2 * time.Second, dialect: promdialect.TGI,
+	waiting: promF(5), running: promF(16), kv: nil,
+	// tokens come from the sums of the per-request token-length histograms
+	promptTPS: promF(2000.0 / 2), genTPS: promF(800.0 / 2),
+	stages: map[string]event.HistStat{
+		"tokenize":  promOneBucket(4, 0.006, tgiBound(6), tgiBound(7)),
+		"queue":     promOneBucket(4, 0.5, tgiBound(17), tgiBound(18)),
+		"prefill":   promOneBucket(4, 1.6, tgiBound(20), tgiBound(21)),
+		"decode":    promOneBucket(200, 5.0, tgiBound(13), tgiBound(14)),
+		"inference": promOneBucket(4, 12, tgiBound(25), tgiBound(26)),
+		"tpot":      promOneBucket(4, 0.14, tgiBound(14), tgiBound(15)),
+		"e2e":       promOneBucket(4, 12.8, tgiBound(25), tgiBound(26)),
+	},
+	gauges: map[string]float64{"tgi_queue_size": 5, "tgi_batch_current_max_tokens": 8192},
+}, {
+	name: "llamacpp", dt: 2 * time.Second, dialect: promdialect.LlamaCpp,
+	waiting: promF(4), running: promF(3), kv: nil,
+	promptTPS: promF(2000.0 / 2), genTPS: promF(100.0 / 2),
+	stages: map[string]event.HistStat{
+		// +1.0 s over +2000 prompt tokens; +2.0 s over +100 generated tokens.
+		// Per token, and named so: never a request's prefill.
+		"prefill_per_token": {Count: 2000, Mean: promSec(1.0 / 2000)},
+		"decode_per_token":  {Count: 100, Mean: promSec(2.0 / 100)},
+	},
+	gauges:   map[string]float64{"llamacpp:requests_deferred": 4, "llamacpp:prompt_tokens_seconds": 2000},
+	noGauges: []string{"llamacpp:n_busy_slots_per_decode"}, // typed counter
+}, {
+	name: "triton", dt: 2 * time.Second, dialect: promdialect.Triton,
+	// TRT-LLM's waiting count (3) wins over Triton's pending count (1);
+	// KV is used/max blocks = 360/1200.
+	waiting: promF(3), running: promF(6), kv: promF(0.3),
+	stages: map[string]event.HistStat{
+		// µs counters over +10 successful requests
+		"queue":     {Count: 10, Mean: promSec(500000e-6 / 10)},
+		"tokenize":  {Count: 10, Mean: promSec(5000e-6 / 10)},
+		"inference": {Count: 10, Mean: promSec(12e6 * 1e-6 / 10)},
+		"e2e":       {Count: 10, Mean: promSec(14e6 * 1e-6 / 10)},
+		// ms histogram: 6 new in (100,500], 4 in (500,2000]; sum +4000 ms.
+		"ttft": {Count: 10, Mean: promSec(0.4), P50: promSec((100 + 400*5.0/6) / 1000), P90: promSec((500 + 1500*3.0/4) / 1000), P99: promSec((500 + 1500*3.9/4) / 1000)},
+	},
+	gauges: map[string]float64{
+		"nv_inference_pending_request_count":                                                  1,
+		`nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="waiting",version="1"}`: 3,
+	},
+}, {
+	name: "trtllm", dt: time.Second, dialect: promdialect.TRTLLM,
+	waiting: promF(1), running: promF(5), kv: promF(0.4),
+	promptTPS: promF(3000), genTPS: promF(600),
+	stages: map[string]event.HistStat{
+		"ttft":      promOneBucket(6, 1.2, 0.1, 0.25),
+		"queue":     promOneBucket(6, 0.3, 0, 0.3),
+		"prefill":   promOneBucket(6, 0.9, 0.1, 0.25),
+		"decode":    promOneBucket(6, 7.2, 1.0, 1.5),
+		"inference": promOneBucket(6, 8.1, 1.0, 1.5),
+		"tpot":      promOneBucket(6, 0.12, 0.01, 0.025),
+		"e2e":       promOneBucket(6, 8.4, 1.0, 1.5),
+	},
+	gauges:   map[string]float64{"trtllm_kv_cache_hit_rate": 0.2},
+	noGauges: []string{"trtllm_prompt_tokens_created"},
+}, {
+	name: "lmdeploy", dt: 4 * time.Second, dialect: promdialect.LMDeploy,
+	waiting: promF(2), running: promF(7), kv: promF(0.55),
+	promptTPS: promF(8000.0 / 4), genTPS: promF(2000.0 / 4),
+	stages: map[string]event.HistStat{
+		"ttft":      promOneBucket(5, 1.5, 0.25, 0.5),
+		"itl":       promOneBucket(500, 7.5, 0.01, 0.025),
+		"tpot":      promOneBucket(5, 0.1, 0.01, 0.025),
+		"e2e":       promOneBucket(5, 17.5, 2.5, 5.0),
+		"queue":     promOneBucket(5, 0.5, 0, 0.3),
+		"prefill":   promOneBucket(5, 1.0, 0, 0.3),
+		"decode":    promOneBucket(5, 15, 2.5, 5.0),
+		"inference": promOneBucket(5, 16, 2.5, 5.0),
+	},
+	gauges: map[string]float64{"lmdeploy:prefix_cache_hit_rate": 0.3},
+}}
 
 func TestDeriveFixtures(t *testing.T) {
 	t.Parallel()
-	for _, tc := range promFixtureCases() {
+	for _, tc := range promFixtureCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			prev := promLoad(t, tc.name+"_a.prom", promT0)
@@ -646,5 +646,40 @@ func promCheckStages(t *testing.T, got, want map[string]event.HistStat) {
 			t.Errorf("stage %q:\n got  count=%v mean=%v p50=%v p90=%v p99=%v\n want count=%v mean=%v p50=%v p90=%v p99=%v",
 				k, g.Count, g.Mean, g.P50, g.P90, g.P99, w.Count, w.Mean, w.P50, w.P90, w.P99)
 		}
+	}
+}
+
+// llama.cpp counts the prompt tokens its cache served
+// (prompt_tokens_cached_total) apart from those it evaluated
+// (prompt_tokens_total): the lookups are their sum. The text is a recent
+// llama-server's /metrics.
+func TestDeriveLlamaCppPrefixCache(t *testing.T) {
+	t.Parallel()
+	page := func(prompt, cached float64) string {
+		return fmt.Sprintf(`# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed, excluding cached tokens
+# TYPE llamacpp:prompt_tokens_total counter
+llamacpp:prompt_tokens_total %v
+# HELP llamacpp:prompt_tokens_cached_total Number of prompt tokens reused from the cache
+# TYPE llamacpp:prompt_tokens_cached_total counter
+llamacpp:prompt_tokens_cached_total %v
+# TYPE llamacpp:requests_processing gauge
+llamacpp:requests_processing 2
+`, prompt, cached)
+	}
+	prev := promParseAt(t, page(1000, 200), promT0)
+	cur := promParseAt(t, page(1300, 900), promT0.Add(time.Second))
+	d := DetectDialect(cur)
+	if d.Name != promdialect.LlamaCpp {
+		t.Fatalf("dialect %q", d.Name)
+	}
+	got, _ := Derive(prev, cur, d)
+	promCheckPtr(t, "prefix hits", got.PrefixHits, promF(700))
+	promCheckPtr(t, "prefix lookups", got.PrefixQueries, promF(1000))
+	promCheckPtr(t, "running", got.Running, promF(2))
+	// A llama.cpp without the cached counter reports no lookups at all.
+	old := promParseAt(t, "# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total 5\n", promT0)
+	got, _ = Derive(old, old, d)
+	if got.PrefixHits != nil || got.PrefixQueries != nil {
+		t.Errorf("without prompt_tokens_cached_total: hits %v, lookups %v, want neither", got.PrefixHits, got.PrefixQueries)
 	}
 }

@@ -155,6 +155,12 @@ const (
 	// FlagCanary: the request is latscope's canary beside a server's own
 	// traffic (latscope watch --canary-rate), not one of its users'.
 	FlagCanary Flag = "canary"
+	// FlagServerReported: the record is the server's own span of a request
+	// latscope did not send (one of its users', in a watch): every time in
+	// it is the server's, the client saw none of it, and it carries no
+	// chunks. The aggregator keeps such records apart from the statistics
+	// of latscope's own requests (see aggregate.UserSpans).
+	FlagServerReported Flag = "server_reported"
 )
 
 // Request is the complete record of one probe request, written once when the

@@ -180,6 +180,9 @@ type Span struct {
 	RequestID string       `json:"request_id,omitempty"`
 	TraceID   string       `json:"trace_id,omitempty"`
 	Timing    ServerTiming `json:"timing"`
+	// End is when the span ended by the server's clock (OTLP's
+	// end_time_unix_nano); zero when it did not say.
+	End time.Time `json:"end,omitzero"`
 }
 
 // Loss says that a consumer did not get some events: a lossy consumer (a

@@ -47,7 +47,7 @@ func TestFleetMergesTheAgentsExactly(t *testing.T) {
 	for _, a := range agents {
 		own := aggregate.New(aggregate.Config{})
 		for _, ev := range agentEvents(a.name, a.n, a.ttft, 0) {
-			f.Add(ev, 0)
+			f.merged.Add(ev, 0)
 			own.Add(ev)
 			if ev.Request != nil {
 				union.Add(ev)

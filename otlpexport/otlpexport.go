@@ -201,6 +201,9 @@ func (e *Exporter) Run(ctx context.Context, events <-chan event.Event) error {
 			switch {
 			case ev.Session != nil:
 				e.name = ev.Session.Name
+			case ev.Request != nil && ev.Request.HasFlag(event.FlagServerReported):
+				// A user's request from the server's own span: the
+				// server exported it already.
 			case ev.Request != nil:
 				batch = append(batch, e.requestSpans(ev.Request)...)
 				e.requests.Add(1)

@@ -44,6 +44,10 @@ type Dialect struct {
 	PrefixQueries []MetricRef
 	PrefixHits    []MetricRef
 	PrefixHitRate []MetricRef
+	// PrefixMisses are counters of prompt tokens the prefix cache did not
+	// serve, for a server that counts misses and hits apart (llama.cpp):
+	// without PrefixQueries, the lookups are the hits plus the misses.
+	PrefixMisses []MetricRef
 
 	Stages []StageSource
 }
@@ -217,6 +221,10 @@ func llamacppDialect() Dialect {
 		Running:      metricRefs("llamacpp:requests_processing"),
 		PromptTokens: metricRefs("llamacpp:prompt_tokens_total"),
 		GenTokens:    metricRefs("llamacpp:tokens_predicted_total"),
+		// prompt_tokens_total counts the tokens evaluated, cached ones
+		// excluded: the prefix cache's misses.
+		PrefixHits:   metricRefs("llamacpp:prompt_tokens_cached_total"),
+		PrefixMisses: metricRefs("llamacpp:prompt_tokens_total"),
 		Stages: []StageSource{
 			{Stage: "prefill" + event.PerTokenSuffix, Sum: MetricRef{Name: "llamacpp:prompt_seconds_total"}, Count: MetricRef{Name: "llamacpp:prompt_tokens_total"}},
 			{Stage: "decode" + event.PerTokenSuffix, Sum: MetricRef{Name: "llamacpp:tokens_predicted_seconds_total"}, Count: MetricRef{Name: "llamacpp:tokens_predicted_total"}},

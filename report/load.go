@@ -157,7 +157,7 @@ func scanRecording(ctx context.Context, path, name string) (scan, error) {
 		if ev.Session != nil && s.header == nil {
 			s.header = ev.Session
 		}
-		if r := ev.Request; r != nil && !r.Warmup && !at.IsZero() {
+		if r := ev.Request; r != nil && !r.Warmup && !at.IsZero() && !r.HasFlag(event.FlagServerReported) {
 			if s.firstDone.IsZero() || at.Before(s.firstDone) {
 				s.firstDone = at
 			}

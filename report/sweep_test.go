@@ -203,6 +203,13 @@ func TestSweepRecordingReport(t *testing.T) {
 		t.Errorf("the curve has %d steps, want %d", n, len(live.Curve()))
 	}
 
+	checkSweepJSONAndCSV(t, rec, live)
+}
+
+// checkSweepJSONAndCSV checks that the JSON and CSV reports of a sweep
+// recording give the live sweep's findings, steps and rows.
+func checkSweepJSONAndCSV(t *testing.T, rec *Recording, live sweep.Result) {
+	t.Helper()
 	var buf bytes.Buffer
 	if err := Write(&buf, JSON, rec); err != nil {
 		t.Fatal(err)

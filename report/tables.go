@@ -132,6 +132,9 @@ func sections(rec *Recording) []table {
 	if rec.Sweep != nil {
 		out = append(out, sweepTable(rec.Sweep))
 	}
+	if s.Traffic != nil {
+		out = append(out, trafficTables(s.Traffic)...)
+	}
 	out = append(out, requestsTable(s), latencyTable(s))
 	out = append(out, byLengthTables(s.ByLength)...)
 	out = append(out, turnTables(s.Turns)...)
@@ -168,6 +171,9 @@ func requestsTable(s *aggregate.Summary) table {
 			strconv.FormatInt(r.Sent, 10), strconv.FormatInt(r.OK, 10), strconv.FormatInt(r.Errors, 10), errRate, strconv.FormatInt(r.CancelledAtEnd, 10),
 			strconv.FormatInt(r.Warmup, 10), num(r.ReqPerSec, 2), num(r.OKPerSec, 2), num(r.TokPerSec, 2), strconv.FormatInt(r.TokensOut, 10),
 		}},
+	}
+	if s.Traffic != nil {
+		t.Title = "The canary's requests (latscope's own) and throughput"
 	}
 	if r.Abandoned > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%s abandoned by the probe on purpose (--cancel-after): not errors, not finished, and out of the latency statistics.",

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +48,10 @@ type Options struct {
 	// how long a request waits for its span.
 	OTLPListen string
 	JoinWait   time.Duration
+	// Watch says the session watches the server's own traffic (OpenWatch,
+	// OpenCanary): a span that joins none of latscope's requests is then
+	// one of the server's users' and becomes a record of its own.
+	Watch bool
 
 	// Extras are what a simulated session (the demo) adds; nil otherwise.
 	Extras *Extras
@@ -201,8 +206,24 @@ func (s *Session) addCollectors(ctx context.Context, progress io.Writer, o Optio
 	if spans != nil {
 		s.Aux = append(s.Aux, spans)
 	}
-	s.Attributor = attribute.NewAttributor(attribute.AttributorConfig{JoinSpans: spans != nil, JoinWait: o.JoinWait, Server: id.server})
+	s.Attributor = attribute.NewAttributor(s.attributorConfig(o, id, spans != nil))
 	return metricsURL, nil
+}
+
+// attributorConfig is the attributor's configuration for o: in a watch,
+// the spans no request of latscope's claims are its users'. With no load
+// of its own (no primary source yet) they go out at once; beside a
+// canary, whose client may finish after the server exported its span,
+// they wait as long as a request waits for its span.
+func (s *Session) attributorConfig(o Options, id identity, spans bool) attribute.AttributorConfig {
+	cfg := attribute.AttributorConfig{JoinSpans: spans, JoinWait: o.JoinWait, Server: id.server}
+	if o.Watch && spans {
+		cfg.UserSpans = true
+		if o.Load.Rate > 0 || o.Load.Concurrency > 0 {
+			cfg.UserSpanWait = cmp.Or(o.JoinWait, attribute.DefaultJoinWait)
+		}
+	}
+	return cfg
 }
 
 // addProm adds the Prometheus collector of the server's metrics page.

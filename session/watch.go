@@ -22,6 +22,8 @@ func OpenWatch(ctx context.Context, progress io.Writer, o Options, duration time
 	if o.Metrics.Off {
 		return nil, errors.New("watch reads the server's metrics: --no-metrics leaves nothing to watch")
 	}
+	// No load of its own: every span is one of the users'.
+	o.Watch, o.Load = true, probe.LoadConfig{}
 	s := &Session{}
 	defer func() {
 		if err != nil {
@@ -71,6 +73,20 @@ func waitSource(d time.Duration) pipeline.Source {
 		}
 		return nil
 	})
+}
+
+// OpenCanary opens a session that watches the server's own traffic beside
+// a canary: o's load, whose requests are marked as the canary's
+// (MarkCanary), and, with OTLPListen, the spans none of them claims as
+// the users' requests.
+func OpenCanary(ctx context.Context, progress io.Writer, o Options) (*Session, error) {
+	o.Watch = true
+	s, err := Open(ctx, progress, o)
+	if err != nil {
+		return nil, err
+	}
+	s.MarkCanary()
+	return s, nil
 }
 
 // MarkCanary makes the session's load a canary beside the server's own

@@ -105,6 +105,37 @@ func SelfSignedTLS() (*tls.Config, []byte, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, certPEM, nil
 }
 
+// TLSFor is the certificate a command line asks for: the PEM files
+// certFile and keyFile (both or neither), else a self-signed one when
+// selfSigned, else nil (plain HTTP).
+func TLSFor(certFile, keyFile string, selfSigned bool) (*tls.Config, error) {
+	switch {
+	case (certFile == "") != (keyFile == ""):
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	case certFile != "":
+		return LoadTLS(certFile, keyFile)
+	case selfSigned:
+		cfg, _, err := SelfSignedTLS()
+		return cfg, err
+	}
+	return nil, nil
+}
+
+// ProtocolsNote says which HTTP versions the server speaks beyond
+// HTTP/1.1, for a start line; selfSigned: its certificate was made at
+// start, so clients need --insecure.
+func (c Config) ProtocolsNote(selfSigned bool) string {
+	switch {
+	case c.H2C:
+		return "; HTTP/2 without TLS (h2c, prior knowledge) beside HTTP/1.1"
+	case c.TLS != nil && !selfSigned:
+		return "; HTTPS, HTTP/2 and HTTP/1.1 through ALPN"
+	case c.TLS != nil:
+		return "; HTTPS with a self-signed certificate made at start (clients: --insecure), HTTP/2 and HTTP/1.1 through ALPN"
+	}
+	return ""
+}
+
 // LoadTLS returns a TLS configuration serving the certificate and key in
 // the PEM files certFile and keyFile.
 func LoadTLS(certFile, keyFile string) (*tls.Config, error) {

@@ -32,12 +32,7 @@ func TestQueueMetricsAgreeWithTruth(t *testing.T) {
 	ctx := testCtx(t, 20*time.Second)
 	before := queueHistogram(t, url)
 
-	// sample is one reading of the gauge, taken at some instant in [from, to].
-	type sample struct {
-		from, to int64 // Unix µs
-		waiting  int
-	}
-	var samples []sample
+	var samples []gaugeSample
 	stopSampling := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -47,7 +42,7 @@ func TestQueueMetricsAgreeWithTruth(t *testing.T) {
 		for {
 			from := time.Now().UnixMicro()
 			w := s.Stats().Waiting
-			samples = append(samples, sample{from, time.Now().UnixMicro(), w})
+			samples = append(samples, gaugeSample{from, time.Now().UnixMicro(), w})
 			select {
 			case <-stopSampling:
 				return
@@ -90,13 +85,11 @@ func TestQueueMetricsAgreeWithTruth(t *testing.T) {
 	// Each wait on the wall clock, in µs; the truth's whole-µs rounding
 	// (relative to arrival, then to the Unix epoch) leaves under 3 µs of
 	// doubt at each end.
-	const slack = 3
-	type wait struct{ from, to int64 }
-	waits := make([]wait, 0, len(truths))
+	waits := make([]waitSpan, 0, len(truths))
 	var sumUs int64 // of the completed requests: the histogram skips aborted ones
 	for _, tr := range truths {
 		scheduled := tr.PrefillSteps[0].StartUnixUs
-		waits = append(waits, wait{scheduled - tr.QueueUs, scheduled})
+		waits = append(waits, waitSpan{scheduled - tr.QueueUs, scheduled})
 		if tr.FinishReason != "abort" {
 			sumUs += tr.QueueUs
 		}
@@ -107,6 +100,31 @@ func TestQueueMetricsAgreeWithTruth(t *testing.T) {
 	if got := after.sum - before.sum; math.Abs(got*1e6-float64(sumUs)) > slack*requests {
 		t.Errorf("queue histogram sums %.6fs of waiting, the truth %dus", got, sumUs)
 	}
+	peak := checkQueueGauge(t, waits, samples, requests)
+	if testing.Verbose() {
+		fmt.Printf("%d requests, peak queue %d, %d gauge samples, %.1f ms queued in all\n", requests, peak, len(samples), float64(sumUs)/1000)
+	}
+}
+
+// gaugeSample is one reading of the waiting gauge, taken at some instant
+// in [from, to] (Unix µs).
+type gaugeSample struct {
+	from, to int64
+	waiting  int
+}
+
+// waitSpan is one request's wait in the queue, on the wall clock (Unix µs).
+type waitSpan struct{ from, to int64 }
+
+// slack is the doubt at each end of a wait: the truth's whole-µs rounding
+// (relative to arrival, then to the Unix epoch) leaves under 3 µs.
+const slack = 3
+
+// checkQueueGauge checks that want requests waited at once at the peak
+// (returned), and that every gauge sample lies between the waits that
+// surely and those that possibly covered it.
+func checkQueueGauge(t *testing.T, waits []waitSpan, samples []gaugeSample, want int) int {
+	t.Helper()
 	peak := 0
 	for _, w := range waits {
 		n := 0 // waiting just after w began
@@ -117,8 +135,8 @@ func TestQueueMetricsAgreeWithTruth(t *testing.T) {
 		}
 		peak = max(peak, n)
 	}
-	if peak != requests {
-		t.Errorf("at most %d requests waited at once, want all %d", peak, requests)
+	if peak != want {
+		t.Errorf("at most %d requests waited at once, want all %d", peak, want)
 	}
 	for _, sm := range samples {
 		surely, possibly := 0, 0
@@ -134,9 +152,7 @@ func TestQueueMetricsAgreeWithTruth(t *testing.T) {
 			t.Errorf("gauge read %d waiting between %d and %d us; the truth says %d to %d", sm.waiting, sm.from, sm.to, surely, possibly)
 		}
 	}
-	if testing.Verbose() {
-		fmt.Printf("%d requests, peak queue %d, %d gauge samples, %.1f ms queued in all\n", requests, peak, len(samples), float64(sumUs)/1000)
-	}
+	return peak
 }
 
 type histSnap struct {

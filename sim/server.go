@@ -202,8 +202,11 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New("disagg with prefix-cache-blocks: the disaggregated deployment has no prefix cache"))
 		}
 	}
-	if c.FaultRate < 0 || c.FaultRate > 1 {
+	switch {
+	case c.FaultRate < 0 || c.FaultRate > 1:
 		errs = append(errs, fmt.Errorf("fault-rate %v: want a fraction between 0 and 1", c.FaultRate))
+	case c.FaultRate > 0 && c.Fault.IsZero():
+		errs = append(errs, fmt.Errorf("fault-rate %v needs a fault to apply", c.FaultRate))
 	}
 	if err := c.validateFront(); err != nil {
 		errs = append(errs, err)

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/recorder"
@@ -96,7 +97,7 @@ func traceFromRecording(rec *recorder.Reader) (*probe.Trace, error) {
 			return nil, err
 		}
 		r := ev.Request
-		if r == nil || r.Warmup || r.Intended.IsZero() {
+		if r == nil || r.Warmup || r.Intended.IsZero() || r.HasFlag(event.FlagServerReported) {
 			continue
 		}
 		out := r.TargetOutputTokens

@@ -191,6 +191,12 @@ func requestLine(st *styles, r *event.Request, begin time.Time, selected bool, w
 	case !r.OK(): // cut short by the run's end: not a failure
 		outcome = st.dim.Render(outcome)
 	}
+	switch {
+	case r.HasFlag(event.FlagServerReported):
+		outcome += st.dim.Render(" · user's, server span")
+	case r.HasFlag(event.FlagCanary):
+		outcome += st.dim.Render(" · canary")
+	}
 	line := fmt.Sprintf(" %s%-16s %8s %9s %9s %7d  %s", mark, fit(r.ID, 16), clock(r.EndedAt().Sub(begin)), ttft, e2e, r.OutputTokens, outcome)
 	if selected {
 		return st.selected.Render(fit(line, width))

@@ -54,7 +54,24 @@ func renderWatch(st *styles, s *aggregate.Snapshot, win aggregate.Window, w int)
 	}
 	lines = append(lines, " "+trafficRates(tr)+"  "+aggregate.TrafficGauges(tr))
 	lines = append(lines, quantileRows(st, s, tr)...)
-	return lines
+	return append(lines, userSpanRows(st, tr.Spans, win, w)...)
+}
+
+// userSpanRows are the users' requests as the server's spans give them:
+// their count, where their time went and their quantiles, each exact.
+func userSpanRows(st *styles, u *aggregate.UserSpans, win aggregate.Window, w int) []string {
+	if u == nil {
+		return nil
+	}
+	head := fmt.Sprintf("your users' requests from the server's spans (%s): %d · ", win, u.Requests) + aggregate.UserSpanShares(u)
+	lines := []string{fit(" "+head, w), fit(st.dim.Render(" server-reported per request, exact, never the canary's; tab lists them"), w)}
+	var parts []string
+	for _, m := range aggregate.UserSpanStats(u) {
+		if m.Stats.Count > 0 {
+			parts = append(parts, fmt.Sprintf("%s p50 %s p99 %s", m.Name, msUnit(m.Stats.P50), msUnit(m.Stats.P99)))
+		}
+	}
+	return append(lines, fit(" "+strings.Join(parts, " · "), w))
 }
 
 func dialectOf(t aggregate.Traffic) string {
@@ -87,7 +104,10 @@ func trafficRates(t aggregate.Traffic) string {
 	if !t.Seen {
 		return "no metrics yet"
 	}
-	s := fmt.Sprintf("%s req/s", rate(t.ReqPerSec))
+	s := "req/s not reported"
+	if t.HasRequests {
+		s = fmt.Sprintf("%s req/s", rate(t.ReqPerSec))
+	}
 	if t.HasTokens {
 		s += fmt.Sprintf("  prompt %s tok/s  output %s tok/s", rate(t.PromptTokPerSec), rate(t.GenTokPerSec))
 	}

@@ -68,6 +68,10 @@ func renderWaterfall(st *styles, r *event.Request, sum *aggregate.DecodeSummary,
 		pos := min(int(durMS(r.TTFT)*scale), axisW-1)
 		row("first token", strings.Repeat(" ", pos)+st.accent.Render("◆")+strings.Repeat(" ", axisW-pos-1), msUnit(durMS(r.TTFT)))
 	}
+	if r.HasFlag(event.FlagServerReported) {
+		note := serverSpanRows(st, r, scale, axisW, row) // draws its rows first
+		lines = append(lines, fit(note, width))
+	}
 	if len(r.Chunks) > 0 {
 		var d aggregate.DecodeSummary
 		if sum != nil {
@@ -95,6 +99,30 @@ func renderWaterfall(st *styles, r *event.Request, sum *aggregate.DecodeSummary,
 		lines = lines[:height]
 	}
 	return lines
+}
+
+// serverSpanRows draws what a user's record (the server's span) holds
+// beyond its TTFT breakdown: its decode after the first token or, without
+// a TTFT (TGI's spans), its stages end to end; and says that the client
+// saw none of it.
+func serverSpanRows(st *styles, r *event.Request, scale float64, axisW int, row func(label, bar, value string)) string {
+	if r.Server != nil {
+		prov := st.dim.Render("server (" + r.Server.Source + " span)")
+		if r.TTFT > 0 {
+			if d, ok := r.Server.Stages[event.StageDecode]; ok {
+				row(string(event.StageDecode), span(st, stageDecode, r.TTFT, d, scale, axisW), msUnit(durMS(d))+" "+prov)
+			}
+		} else {
+			var at time.Duration
+			for _, stage := range []event.Stage{event.StageTokenize, event.StageQueue, event.StagePrefill, event.StageDecode, event.StageInference} {
+				if d, ok := r.Server.Stages[stage]; ok && d >= 0 {
+					row(string(stage), span(st, stage, at, d, scale, axisW), msUnit(durMS(d))+" "+prov)
+					at += d
+				}
+			}
+		}
+	}
+	return "   " + st.dim.Render("one of the server's users' requests, from its span: every time the server's, none measured by latscope")
 }
 
 func waterfallTitle(st *styles, r *event.Request) string {

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"time"
 
@@ -12,7 +9,6 @@ import (
 
 	"github.com/latscope/latscope/agent"
 	"github.com/latscope/latscope/aggregate"
-	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/session"
 )
@@ -49,7 +45,9 @@ func newAgentCmd() *cobra.Command {
 		linger     time.Duration
 		maxClients int
 		quietLogs  bool
-		ssh        sshFlags
+		ssh        session.SSH
+		watch      bool
+		canaryRate float64
 	)
 	cmd := &cobra.Command{
 		Use:   "agent --url URL",
@@ -67,18 +65,8 @@ func newAgentCmd() *cobra.Command {
 				listen.Token = os.Getenv(agent.TokenEnv)
 			}
 			f.untilStopped, f.noTUI = true, true
-			sh, err := probe.ParseShard(shard)
-			if err != nil {
-				return fmt.Errorf("--shard: %w", err)
-			}
-			if sh.Count > 1 && !f.seed.given {
-				return fmt.Errorf("--shard %s: give every agent of the fleet the same --seed, so that their shares make one schedule", sh)
-			}
-			f.shard = sh
-			if startAt != "" {
-				if f.startAt, err = time.Parse(time.RFC3339, startAt); err != nil {
-					return fmt.Errorf("--start-at %q: want a time such as 2026-12-02T01:30:00Z", startAt)
-				}
+			if err := f.fleetShare(shard, startAt); err != nil {
+				return err
 			}
 			if name == "" {
 				name, _ = os.Hostname()
@@ -91,13 +79,26 @@ func newAgentCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--ttft-basis: %w", err)
 			}
-			return runAgent(cmd, target, &f, agent.Config{
-				Listen: listen, Ring: agent.RingConfig{MaxEvents: ringSize, MaxAge: ringAge, MaxBytes: ringBytes},
-				Logger:     agentLogger(cmd.ErrOrStderr(), quietLogs),
-				Identity:   agent.Identity{Name: name, Region: region, Shard: sh.String(), SLO: f.slo},
-				Good:       aggregate.GoodRequest(objectives, basis),
-				MaxClients: maxClients,
-			}, name, linger, &ssh)
+			if err := session.CheckCanaryRate(canaryRate); err != nil {
+				return err
+			}
+			if watch { // the server's own traffic, with a steady canary at most
+				f.rate, f.arrival, f.drain = canaryRate, probe.ArrivalConstant, 5*time.Second
+			}
+			o, err := f.sessionOptions(cmd.ErrOrStderr(), target)
+			if err != nil {
+				return err
+			}
+			return session.Agent(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), session.AgentConfig{
+				Session: o, Outputs: f.outputs(), SLO: f.slo, TTFTBasis: f.ttftBasis, Name: name, Linger: linger, SSH: ssh, NoColor: f.noColor, Watch: watch, CanaryRate: canaryRate,
+				Server: agent.Config{
+					Listen: listen, Ring: agent.RingConfig{MaxEvents: ringSize, MaxAge: ringAge, MaxBytes: ringBytes},
+					Logger:     session.AgentLogger(cmd.ErrOrStderr(), quietLogs),
+					Identity:   agent.Identity{Name: name, Region: region, Shard: f.shard.String(), SLO: f.slo},
+					Good:       aggregate.GoodRequest(objectives, basis),
+					MaxClients: maxClients,
+				},
+			})
 		},
 	}
 	fl := cmd.Flags()
@@ -117,7 +118,9 @@ func newAgentCmd() *cobra.Command {
 	fl.IntVar(&maxClients, "max-clients", agent.DefaultMaxClients, "most event-stream clients served at once; one more gets 503")
 	fl.DurationVar(&linger, "linger", time.Minute, "after the session ends, keep serving this long so dashboards can fetch the rest")
 	fl.BoolVar(&quietLogs, "quiet", false, "do not log the agent's connections on stderr")
-	ssh.register(fl)
+	registerSSHFlags(fl, &ssh)
+	fl.BoolVar(&watch, "watch", false, "watch the server's own traffic, as latscope watch does, instead of sending a load (attach shows the watch view)")
+	fl.Float64Var(&canaryRate, "canary-rate", 0, "with --watch: send a steady canary of this many requests/s beside the server's own traffic (0: none)")
 	f.register(fl)
 	f.registerHTTP2(fl)
 	// The agent runs until stopped unless told otherwise.
@@ -127,129 +130,21 @@ func newAgentCmd() *cobra.Command {
 	return cmd
 }
 
-func agentLogger(stderr io.Writer, quiet bool) *slog.Logger {
-	if quiet {
-		return nil
-	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-func runAgent(cmd *cobra.Command, target string, f *loadFlags, cfg agent.Config, name string, linger time.Duration, ssh *sshFlags) error {
-	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
-	// The listener first: a refused address or a missing token fails before
-	// anything is sent to the server.
-	srv, stop, err := startAgentServer(ctx, stderr, cfg)
+// fleetShare reads --shard and --start-at: this agent's share of a fleet's
+// load, and when the fleet's shards begin together.
+func (f *loadFlags) fleetShare(shard, startAt string) error {
+	sh, err := probe.ParseShard(shard)
 	if err != nil {
-		return err
+		return fmt.Errorf("--shard: %w", err)
 	}
-	defer stop()
-
-	objectives, err := aggregate.ParseSLO(f.slo)
-	if err != nil {
-		return err
+	if sh.Count > 1 && !f.seed.Given() {
+		return fmt.Errorf("--shard %s: give every agent of the fleet the same --seed, so that their shares make one schedule", sh)
 	}
-	basis, err := aggregate.ParseTTFTBasis(f.ttftBasis)
-	if err != nil {
-		return fmt.Errorf("--ttft-basis: %w", err)
-	}
-	dash, err := ssh.start(ctx, stderr, cfg.Logger, "latscope agent", objectives, f.noColor)
-	if err != nil {
-		return err
-	}
-	defer dash.stop()
-	s, err := openSession(ctx, stderr, target, f, nil)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if name != "" {
-		s.Header.Name = name
-	}
-	s.Header.Region = cfg.Identity.Region
-	if f.shard.Count > 1 {
-		s.Header.Shard = cfg.Identity.Shard
-	}
-	m := session.Measurement{
-		Pipe:      s.PipelineConfig(),
-		Agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered, SLO: objectives, TTFTBasis: basis},
-		Observers: []func(aggregate.Snapshot){session.StatusLine(stderr), dash.observe},
-		Consumers: []session.Consumer{agentStream{srv}},
-	}
-	if err := addRecorderAndExport(ctx, stderr, f, s, &m); err != nil {
-		return err
-	}
-	summary, interrupted, runErr := m.Run(ctx)
-	if err := aggregate.WriteTable(cmd.OutOrStdout(), summary); err != nil {
-		return fmt.Errorf("write the summary: %w", err)
-	}
-	if ctx.Err() == nil && linger > 0 {
-		fmt.Fprintf(stderr, "latscope agent: session over; serving for %s more (Ctrl-C to stop)\n", linger)
-		select {
-		case <-time.After(linger):
-		case <-ctx.Done():
+	f.shard = sh
+	if startAt != "" {
+		if f.startAt, err = time.Parse(time.RFC3339, startAt); err != nil {
+			return fmt.Errorf("--start-at %q: want a time such as 2026-12-02T01:30:00Z", startAt)
 		}
 	}
-	return outcome(stderr, summary, objectives, interrupted, runErr)
-}
-
-// startAgentServer serves the agent's event stream, /metrics and /healthz.
-// However the agent ends (a signal during set-up included), stop gives its
-// dashboards the end of the stream before the server stops: a stream
-// merely cut makes them reconnect to an agent that is gone.
-func startAgentServer(ctx context.Context, stderr io.Writer, cfg agent.Config) (*agent.Server, func(), error) {
-	srv, err := agent.New(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	ln, err := srv.Listen()
-	if err != nil {
-		return nil, nil, fmt.Errorf("--listen %s: %w", cfg.Listen.Addr, err)
-	}
-	if cfg.Listen.InsecureNoAuth && cfg.Listen.Token == "" {
-		// Every start says it: a flag set once in a unit file is forgotten.
-		fmt.Fprintf(stderr, "latscope agent: WARNING: --insecure-no-auth: anyone who can reach %s reads this agent's events, targets and metrics without a token\n", ln.Addr())
-	}
-	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serveCtx, ln) }()
-	stop := func() {
-		srv.End()
-		if n := srv.Clients(); n > 0 {
-			fmt.Fprintf(stderr, "latscope agent: waiting up to %s for %d dashboard(s) to take the end of the stream\n", agentDrainTimeout, n)
-			drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), agentDrainTimeout)
-			if left := srv.Drain(drainCtx); left > 0 {
-				fmt.Fprintf(stderr, "latscope agent: %d dashboard(s) still connected; closing their streams\n", left)
-			}
-			cancel()
-		}
-		stopServing()
-		if err := <-served; err != nil {
-			fmt.Fprintf(stderr, "latscope agent: %v\n", err)
-		}
-	}
-	scheme := "http"
-	if cfg.Listen.TLSCert != "" {
-		scheme = "https"
-	}
-	fmt.Fprintf(stderr, "latscope agent: serving %s://%s/events, /metrics and /healthz\n", scheme, ln.Addr())
-	return srv, stop, nil
-}
-
-// agentDrainTimeout bounds the wait for dashboards to take the end of the
-// stream when the agent stops.
-const agentDrainTimeout = 2 * time.Second
-
-// agentStream feeds the agent's replay ring. Publishing never waits on a
-// client, so the subscription can be lossless: the ring itself decides what
-// a slow client misses, and tells it.
-type agentStream struct{ srv *agent.Server }
-
-func (a agentStream) Start(_ context.Context, fan *pipeline.Fanout) func() error {
-	sub := fan.Subscribe("agent", 8192, pipeline.Lossless)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.srv.Consume(sub.Events())
-	}()
-	return func() error { <-done; return nil }
+	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/latscope/latscope/session"
 )
 
 // clockAcceptMS is issue 19's bound on an agent's clock estimate over
@@ -31,7 +33,7 @@ func TestAttachEstimatesEachAgentsClockWithin5ms(t *testing.T) {
 	}
 	var got struct {
 		Fleet       struct{ Start time.Time }
-		Connections map[string]agentConnection
+		Connections map[string]session.AgentConnection
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, out)

@@ -24,6 +24,7 @@ import (
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/recorder"
+	"github.com/latscope/latscope/session"
 )
 
 // recordedAgent serves one agent's whole stream: its session header, then
@@ -193,7 +194,7 @@ func TestAttachAlignsTheFleetByEachAgentsClock(t *testing.T) {
 		Fleet struct {
 			Start, End time.Time
 		}
-		Connections map[string]agentConnection
+		Connections map[string]session.AgentConnection
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, out)
@@ -281,7 +282,7 @@ func TestAttachFleetIsTheUnionOfTheAgentsRecordings(t *testing.T) {
 	var got struct {
 		Fleet       aggregate.Summary
 		Agents      map[string]aggregate.Summary
-		Connections map[string]agentConnection
+		Connections map[string]session.AgentConnection
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, out)
@@ -397,7 +398,7 @@ func TestAttachEstimatesTheClockAgainAfterAReconnection(t *testing.T) {
 	}
 	var got struct {
 		Fleet       struct{ Start, End time.Time }
-		Connections map[string]agentConnection
+		Connections map[string]session.AgentConnection
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, out)
@@ -488,3 +489,6 @@ func TestAttachRecordNamesFilesByAgent(t *testing.T) {
 		}
 	}
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/agent"
+	"github.com/latscope/latscope/session"
 )
 
 // An attach whose only agent is never reached gives up after --give-up by
@@ -56,7 +57,7 @@ func TestAttachShowsAnAgentGivenUpBesideOneReached(t *testing.T) {
 }
 
 type attachStatesJSON struct {
-	Connections map[string]agentConnection
+	Connections map[string]session.AgentConnection
 	FleetAgents []string `json:"fleet_agents"`
 	LiveAgents  int      `json:"live_agents"`
 }

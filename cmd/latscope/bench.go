@@ -9,12 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/latscope/latscope/bench"
 	"github.com/spf13/cobra"
-)
 
-// benchModel is the model name the benches send; the servers accept any.
-const benchModel = "latscope-bench"
+	"github.com/latscope/latscope/bench"
+	"github.com/latscope/latscope/session"
+)
 
 // newBenchCmd builds `latscope bench`: measurements of latscope's own probe
 // against a bare client, run side by side. Each prints its report, marking a
@@ -50,8 +49,8 @@ timestamped there; each client's arrival times are compared with those, and the
 mean and p99 |error| of TTFT and ITL are printed with the ratio probe/bare.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.Clients = bench.DefaultClients(benchModel)
-			cfg.StartServer = bench.SimServer(cfg.Profile, benchModel, slices.Max(append([]int{1}, cfg.Concurrency...)))
+			cfg.Clients = bench.DefaultClients(bench.Model)
+			cfg.StartServer = bench.SimServer(cfg.Profile, bench.Model, slices.Max(append([]int{1}, cfg.Concurrency...)))
 			res, err := bench.RunAccuracy(cmd.Context(), cfg)
 			if err != nil {
 				return fmt.Errorf("bench accuracy: %w", err)
@@ -61,7 +60,7 @@ mean and p99 |error| of TTFT and ITL are printed with the ratio probe/bare.`,
 			} else {
 				err = bench.WriteAccuracyTable(cmd.OutOrStdout(), res)
 			}
-			return missedUnless(err, res.Target.Met, "bench accuracy")
+			return bench.Missed(err, res.Target.Met, "bench accuracy")
 		},
 	}
 	f := cmd.Flags()
@@ -100,7 +99,7 @@ probe/bare beside their targets.`,
 			if err != nil {
 				return fmt.Errorf("bench throughput: find own binary for the server child: %w", err)
 			}
-			cfg.Clients = bench.DefaultClients(benchModel)
+			cfg.Clients = bench.DefaultClients(bench.Model)
 			cfg.StartServer = bench.ChildServer(bench.ExecLauncher(exe, serveArgs(cmd)...), cmd.ErrOrStderr())
 			res, err := bench.RunThroughput(cmd.Context(), cfg)
 			if err != nil {
@@ -111,7 +110,7 @@ probe/bare beside their targets.`,
 			} else {
 				err = bench.WriteThroughputTable(cmd.OutOrStdout(), res)
 			}
-			return missedUnless(err, res.Met, "bench throughput")
+			return bench.Missed(err, res.Met, "bench throughput")
 		},
 	}
 	f := cmd.Flags()
@@ -124,15 +123,6 @@ probe/bare beside their targets.`,
 	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured phase per client before each case")
 	f.BoolVar(&asJSON, "json", false, "print machine-readable JSON instead of a table")
 	return cmd
-}
-
-// missedUnless is a bench command's result once its report is written:
-// the write's error, else exitFailure when a target was missed.
-func missedUnless(err error, met bool, what string) error {
-	if err != nil || met {
-		return err
-	}
-	return &exitError{code: exitFailure, err: errors.New(what + ": a target was missed (see MISSED above)")}
 }
 
 // serveArgs returns the arguments that run `bench serve` in a copy of this
@@ -161,20 +151,7 @@ func newBenchServeCmd() *cobra.Command {
 			if _, err := bench.RaiseFileLimit(); err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "latscope bench serve:", err)
 			}
-			if truthPath == "" {
-				return bench.ServeChild(cmd.Context(), listen, fs, cmd.InOrStdin(), cmd.OutOrStdout())
-			}
-			f, err := os.Create(truthPath)
-			if err != nil {
-				return fmt.Errorf("--truth: %w", err)
-			}
-			truth := bench.NewFrameLogWriter(f)
-			clock := bench.NewClock()
-			fs.OnStream = func(id string, arrived time.Time, flushed []time.Time) {
-				truth.Write(bench.ServerFrameLog(clock, id, arrived, flushed))
-			}
-			err = bench.ServeChild(cmd.Context(), listen, fs, cmd.InOrStdin(), cmd.OutOrStdout())
-			return errors.Join(err, truth.Close(), f.Close())
+			return bench.ServeChildTruth(cmd.Context(), listen, fs, truthPath, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
@@ -242,7 +219,7 @@ over the first, and PASS or MISSED against the targets (heap last/first <=
 				return err
 			}
 			if !res.Met {
-				return &exitError{code: exitFailure, err: errors.New("bench soak: a target was missed")}
+				return session.Exit(session.Failed, errors.New("bench soak: a target was missed"))
 			}
 			return nil
 		},
@@ -280,7 +257,7 @@ func newBenchSoakCaseCmd() *cobra.Command {
 			if profileDir != "" {
 				profile = filepath.Join(profileDir, name+".heap")
 			}
-			return runSoakCase(cmd.Context(), cmd.OutOrStdout(), name, checkpoints, bench.SoakHeapReadings, profile)
+			return bench.RunSoakCase(cmd.Context(), cmd.OutOrStdout(), name, checkpoints, bench.SoakHeapReadings, profile)
 		},
 	}
 	cmd.Flags().StringVar(&name, "case", "", "the case to run")

@@ -36,7 +36,7 @@ func newBenchIdleCmdWith(launchers idleLaunchers) *cobra.Command {
 		OutputTokens: 128,
 		FirstToken:   50 * time.Millisecond,
 		Interval:     10 * time.Millisecond,
-		Model:        benchModel,
+		Model:        bench.Model,
 	}
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -68,7 +68,7 @@ at most 2 ms/s and 40 MB resident on average.`,
 			} else {
 				err = bench.WriteIdleTable(cmd.OutOrStdout(), res)
 			}
-			return missedUnless(err, res.Met, "bench idle")
+			return bench.Missed(err, res.Met, "bench idle")
 		},
 	}
 	f := cmd.Flags()
@@ -101,7 +101,7 @@ func newBenchIdleClientCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.URL, "url", "", "the server's base URL")
-	f.StringVar(&cfg.Model, "model", benchModel, "model name sent")
+	f.StringVar(&cfg.Model, "model", bench.Model, "model name sent")
 	f.IntVar(&cfg.OutputTokens, "output-tokens", 128, "tokens per request")
 	f.Float64Var(&cfg.Rate, "rate", 0, "requests per second on a fixed schedule; 0: one stream after the other")
 	f.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long to run")

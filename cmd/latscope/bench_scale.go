@@ -1,25 +1,16 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"math"
 	"os"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/bench"
-	"github.com/latscope/latscope/pipeline"
-	"github.com/latscope/latscope/probe"
-	"github.com/latscope/latscope/session"
 )
 
 // scaleLauncher is how `bench scale` starts its children; tests replace
@@ -98,7 +89,7 @@ saying so, when that is still too low for the streams asked for.`,
 			} else {
 				err = bench.WriteScaleTable(cmd.OutOrStdout(), res)
 			}
-			return missedUnless(err, res.Met, "bench scale")
+			return bench.Missed(err, res.Met, "bench scale")
 		},
 	}
 	f := cmd.Flags()
@@ -129,26 +120,17 @@ func newBenchScaleCaseCmd() *cobra.Command {
 			var drive bench.ScaleDriver
 			switch spec.Client {
 			case bench.ScaleProbe:
-				drive = driveScaleProbe
+				drive = bench.DriveScaleProbe
 			case bench.ScaleBare:
-				drive = bench.DriveBare(benchModel)
+				drive = bench.DriveBare(bench.Model)
 			default:
 				return fmt.Errorf("--client %q: want %s or %s", spec.Client, bench.ScaleProbe, bench.ScaleBare)
 			}
-			switch {
-			case spec.URL == "" || spec.LogPath == "":
-				return errors.New("--url and --log are required")
-			case spec.Streams < 1:
-				return fmt.Errorf("--streams %d: want 1 or more", spec.Streams)
-			case spec.Rate < 0 || math.IsNaN(spec.Rate) || math.IsInf(spec.Rate, 0):
-				return fmt.Errorf("--rate %g: want 0 (closed loop) or a positive rate", spec.Rate)
-			case spec.Duration <= 0 || spec.Warmup < 0 || spec.Drain < 0:
-				return errors.New("--duration must be positive, --warmup and --drain not negative")
-			case spec.OutputTokens < 1:
-				return fmt.Errorf("--output-tokens %d: want 1 or more", spec.OutputTokens)
+			if err := spec.Validate(); err != nil {
+				return err
 			}
 			if spec.CPUProfile != "" {
-				stop, err := startCPUProfile(spec.CPUProfile)
+				stop, err := bench.StartCPUProfile(spec.CPUProfile)
 				if err != nil {
 					return err
 				}
@@ -173,83 +155,4 @@ func newBenchScaleCaseCmd() *cobra.Command {
 	f.StringVar(&spec.LogPath, "log", "", "file for the frame log")
 	f.StringVar(&spec.CPUProfile, "cpu-profile", "", "write this process's CPU profile to this file")
 	return cmd
-}
-
-// startCPUProfile profiles this process's CPU into path until stop.
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--cpu-profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--cpu-profile: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
-}
-
-// driveScaleProbe is the scale bench's probe: the session and pipeline as
-// `run --no-tui` builds them (no metrics scrape, no GPU: the server has
-// neither), closed loop at spec.Streams (or open at spec.Rate), with one
-// more consumer that writes each request's frames to the log. It returns
-// the run summary's verdict on the probe.
-func driveScaleProbe(ctx context.Context, spec bench.ScaleSpec, runFor time.Duration, clock bench.Clock, log *bench.FrameLogWriter) (*bench.ProbeHealth, error) {
-	f := &loadFlags{
-		dialect: "openai-chat", model: benchModel, concurrency: spec.Streams,
-		promptTokens: "16", outputTokens: fmt.Sprint(spec.OutputTokens),
-		arrival: probe.ArrivalPoisson, burstiness: 1, duration: runFor, drain: spec.Drain,
-		timeout: runFor + spec.Drain, maxEventBytes: probe.DefaultMaxEventBytes, noTUI: true, window: "10s",
-		noMetrics: true, noGPU: true,
-	}
-	if spec.Rate > 0 { // on the bare client's schedule: one request every 1/rate
-		f.rate, f.arrival = spec.Rate, probe.ArrivalConstant
-	}
-	if err := f.seed.Set("1"); err != nil {
-		return nil, err
-	}
-	s, err := openSession(ctx, io.Discard, spec.URL, f, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	m := session.Measurement{
-		Pipe:      s.PipelineConfig(),
-		Agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered},
-		Consumers: []session.Consumer{frameTap{clock: clock, log: log}},
-	}
-	summary, _, err := m.Run(ctx)
-	if err != nil {
-		return nil, err
-	}
-	health := &bench.ProbeHealth{State: string(summary.Verdict.State), Reason: summary.Verdict.Reason}
-	if summary.Requests.OK == 0 {
-		return health, errors.Join(allFailed(summary), ctx.Err())
-	}
-	return health, ctx.Err()
-}
-
-// frameTap writes every request the pipeline carries to a frame log.
-type frameTap struct {
-	clock bench.Clock
-	log   *bench.FrameLogWriter
-}
-
-func (t frameTap) Start(_ context.Context, fan *pipeline.Fanout) func() error {
-	sub := fan.Subscribe("scale-frames", 4096, pipeline.Lossless)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range sub.Events() {
-			if r := ev.Request; r != nil && !r.Warmup {
-				t.log.Write(bench.ProbeFrameLog(t.clock, r))
-			}
-		}
-	}()
-	return func() error {
-		<-done
-		return nil
-	}
 }

@@ -1,29 +1,19 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"net"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/latscope/latscope/attribute"
-	"github.com/latscope/latscope/collector"
-	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/session"
-	"github.com/latscope/latscope/sim"
 )
 
 func newDemoCmd() *cobra.Command {
 	var (
-		f          loadFlags
-		profile    string
-		maxNumSeqs int
-		pool       int
-		deploy     sim.Deployment
-		repeat     repeatFlags
-		modes      demoModes
+		f      loadFlags
+		srv    session.DemoServer // the simulator's settings
+		repeat repeatFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -48,14 +38,14 @@ the queue drains. Headless it runs 12 streams for 20 s and prints the summary.
   latscope demo --record demo.lsr && latscope report demo.lsr -o demo.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return repeatable(cmd, &f, repeat, func() error { return runDemo(cmd, &f, profile, maxNumSeqs, pool, deploy, modes) })
+			return repeatable(cmd, &f, repeat, func() error { return runDemo(cmd, &f, srv) })
 		},
 	}
-	cmd.Flags().StringVar(&profile, "profile", "h100-7b", "simulated server profile: h100-7b or tiny")
-	cmd.Flags().IntVar(&maxNumSeqs, "max-num-seqs", 8, "simulated batch slots (fewer than --concurrency shows queueing)")
-	cmd.Flags().IntVar(&pool, "tokenizer-pool", 0, "simulated tokenizer workers (0: tokenize on the server's event loop)")
-	cmd.Flags().IntVar(&modes.prefixTokens, "prefix-cache-tokens", 0, "the simulator's prefix cache in tokens, LRU (0: off, or 1048576 with --conversation); small forces eviction")
-	cmd.Flags().BoolVar(&modes.keepAbandoned, "keep-abandoned", false, "the simulator keeps decoding for a client that went away (see --cancel-after), holding its slot")
+	cmd.Flags().StringVar(&srv.Profile, "profile", "h100-7b", "simulated server profile: h100-7b or tiny")
+	cmd.Flags().IntVar(&srv.MaxNumSeqs, "max-num-seqs", 8, "simulated batch slots (fewer than --concurrency shows queueing)")
+	cmd.Flags().IntVar(&srv.TokenizerPool, "tokenizer-pool", 0, "simulated tokenizer workers (0: tokenize on the server's event loop)")
+	cmd.Flags().IntVar(&srv.PrefixCacheTokens, "prefix-cache-tokens", 0, "the simulator's prefix cache in tokens, LRU (0: off, or 1048576 with --conversation); small forces eviction")
+	cmd.Flags().BoolVar(&srv.KeepAbandoned, "keep-abandoned", false, "the simulator keeps decoding for a client that went away (see --cancel-after), holding its slot")
 	f.register(cmd.Flags())
 	f.registerView(cmd.Flags())
 	addRepeatFlags(cmd.Flags(), &repeat)
@@ -65,24 +55,18 @@ the queue drains. Headless it runs 12 streams for 20 s and prints the summary.
 	c := cmd.Flags().Lookup("concurrency")
 	_ = c.Value.Set("12")
 	c.DefValue = "12"
-	registerDeployFlags(cmd.Flags(), &deploy) // --no-proxy, --rtt, --jitter
+	registerDeployFlags(cmd.Flags(), &srv.Deploy) // --no-proxy, --rtt, --jitter
 	return cmd
 }
 
 // demoSteps is the demo's stepped load on the dashboard, 20 s a step.
 const demoSteps = "4,8,16,24,8"
 
-// demoModes are the simulator's modes the demo lets a user turn on.
-type demoModes struct {
-	prefixTokens  int
-	keepAbandoned bool
-}
-
 // demoPrefixCacheTokens is the demo's prefix cache with --conversation and
 // no --prefix-cache-tokens: room for every session's turns.
 const demoPrefixCacheTokens = 1 << 20
 
-func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, pool int, deploy sim.Deployment, modes demoModes) error {
+func runDemo(cmd *cobra.Command, f *loadFlags, srv session.DemoServer) error {
 	ctx := cmd.Context()
 	if !cmd.Flags().Changed("duration") && !cmd.Flags().Changed("requests") && !cmd.Flags().Changed("trace") {
 		if useDashboard(cmd.OutOrStdout(), f.noTUI) {
@@ -98,61 +82,18 @@ func runDemo(cmd *cobra.Command, f *loadFlags, profileName string, maxNumSeqs, p
 	if f.untilStopped && !fixedLoad {
 		f.steps, f.repeatSteps = demoSteps, true
 	}
-	prof, err := sim.ProfileByName(profileName)
-	if err != nil {
-		return fmt.Errorf("--profile: %w", err)
+	if srv.PrefixCacheTokens == 0 && f.conversation != "" {
+		srv.PrefixCacheTokens = demoPrefixCacheTokens
 	}
-	// The span receiver's port first, so the simulator can be told where to
-	// send; the receiver runs as one of the session's sources.
-	serveCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-	otlpLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("listen for spans: %w", err)
-	}
-	recv := collector.NewOTLPReceiver(collector.OTLPConfig{Listener: otlpLn})
-
-	if modes.prefixTokens == 0 && f.conversation != "" {
-		modes.prefixTokens = demoPrefixCacheTokens
-	}
-	blocks, err := prefixCacheBlocks(0, modes.prefixTokens)
-	if err != nil {
-		return err
-	}
-	srv, err := sim.New(sim.Config{
-		Profile: prof, MaxNumSeqs: maxNumSeqs, TokenizerPool: pool, Seed: f.seed.value(), ServerTiming: true,
-		OTLPEndpoint:      "http://" + otlpLn.Addr().String() + "/v1/traces",
-		PrefixCacheBlocks: blocks, KeepAbandoned: modes.keepAbandoned,
-	})
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("listen for the simulator: %w", err)
-	}
-	deploy.Network.Seed = f.seed.value()
-	if err := deploy.Network.Validate(); err != nil {
-		return fmt.Errorf("--rtt, --jitter: %w", err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = deploy.Serve(serveCtx, srv, ln)
-	}()
-	defer func() { stop(); <-served }()
-
-	gpu := collector.NewSimulatedGPU(collector.GPUConfig{Interval: f.gpuInterval}, func() collector.SimLoad {
-		st := srv.Stats()
-		return collector.SimLoad{BusyFraction: st.Busy, BatchSize: st.BatchSize, KVUsage: st.KVUsage}
-	})
 	if f.joinWait == attribute.DefaultJoinWait {
 		// The simulator exports spans every few tens of ms; no need to wait long.
 		f.joinWait = 500 * time.Millisecond
 	}
-	label := fmt.Sprintf("latscope demo: SIMULATED %s server on http://%s (%d slots; %s) - numbers describe the simulator, not a real model; GPU is simulated too",
-		prof.Name, ln.Addr(), maxNumSeqs, deploy.Describe())
-	return runSession(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), "http://"+ln.Addr().String(), f,
-		&session.Extras{Collectors: []pipeline.Source{gpu}, Spans: recv, Label: label, Simulated: true})
+	srv.Seed, srv.GPUInterval = f.seed.Value(), f.gpuInterval
+	target, extras, stop, err := srv.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	return runSession(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), target, f, extras)
 }

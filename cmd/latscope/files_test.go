@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/latscope/latscope/internal/textsafe"
 )
 
 // hostileFiles makes a FIFO, a directory and a sparse 2 GiB file in dir.
@@ -52,7 +54,7 @@ func executeIn(t *testing.T, ctx context.Context, stdin io.Reader, args ...strin
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	// As main does: what is written is escaped for the terminal.
-	out, errOut := newSafeStream(&stdout), newSafeStream(&stderr)
+	out, errOut := textsafe.NewShared(&stdout), textsafe.NewShared(&stderr)
 	root.SetOut(out)
 	root.SetErr(errOut)
 	err := root.ExecuteContext(ctx)

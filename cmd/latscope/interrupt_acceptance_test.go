@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/latscope/latscope/internal/shutdown"
 )
 
 // TestHeadlessDemoSignals sends each interrupting signal for real to a
@@ -20,7 +22,7 @@ import (
 // tier.
 func TestHeadlessDemoSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
-		t.Run(signalName(sig), func(t *testing.T) {
+		t.Run(shutdown.SignalName(sig), func(t *testing.T) {
 			errBuf := newWatchedBuffer(`in flight [1-9]`)
 			var out syncBuffer
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -49,7 +51,7 @@ func TestHeadlessDemoSignals(t *testing.T) {
 			select {
 			case <-exited:
 			case <-time.After(2 * time.Minute):
-				t.Fatalf("latscope did not exit within 2 minutes of %s\nstderr:\n%s", signalName(sig), errBuf.String())
+				t.Fatalf("latscope did not exit within 2 minutes of %s\nstderr:\n%s", shutdown.SignalName(sig), errBuf.String())
 			}
 			exited <- nil // for the cleanup
 			if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/latscope/latscope/internal/shutdown"
 )
 
 // watchedBuffer is a syncBuffer that tells, once, when what was written to
@@ -51,7 +53,7 @@ func interruptDemo(t *testing.T, extra ...string) (stdout, stderr string, err er
 	go func() {
 		select {
 		case <-errBuf.seen:
-			cancel(interruptedBy{os.Interrupt}) // the cause the signal watcher gives
+			cancel(shutdown.InterruptedBy{Sig: os.Interrupt}) // the cause the signal watcher gives
 		case <-ctx.Done():
 		}
 	}()

@@ -11,12 +11,12 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel"
 
+	"github.com/latscope/latscope/internal/shutdown"
 	"github.com/latscope/latscope/internal/textsafe"
 	"github.com/latscope/latscope/session"
 )
@@ -49,39 +49,16 @@ func main() {
 	// message is shown escaped, never acted on by the terminal. (The
 	// dashboard writes to the terminal itself; its text is made safe
 	// where it enters, in event.Safe.)
-	stdout, stderr := newSafeStream(os.Stdout), newSafeStream(os.Stderr)
-	sh, ctx := newShutdown(context.Background(), stderr, os.Exit)
+	stdout, stderr := textsafe.NewShared(os.Stdout), textsafe.NewShared(os.Stderr)
+	sh, ctx := shutdown.New(context.Background(), stderr, os.Exit)
 	root := newRootCmd()
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	sh.stop()
-	code := exitCode(stderr, err, sh.signal())
+	sh.Stop()
+	code := exitCode(stderr, err, sh.Signal())
 	_, _ = stdout.Flush(), stderr.Flush()
 	os.Exit(code)
-}
-
-// safeStream is a textsafe.Writer shared by the goroutines that write to
-// one stream (status lines, warnings, the summary).
-type safeStream struct {
-	mu  sync.Mutex
-	w   *textsafe.Writer
-	out io.Writer // what w writes to
-}
-
-func newSafeStream(w io.Writer) *safeStream { return &safeStream{w: textsafe.NewWriter(w), out: w} }
-
-func (s *safeStream) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-// Flush writes a character cut short at the end, escaped.
-func (s *safeStream) Flush() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Flush()
 }
 
 // exitCode prints err and returns the process's exit code, from the one
@@ -90,15 +67,14 @@ func (s *safeStream) Flush() error {
 // up terminal, a context cancelled under a request).
 func exitCode(stderr io.Writer, err error, sig os.Signal) int {
 	if sig != nil {
-		var ee *exitError
-		switch rest := withoutCancellation(err); {
-		case errors.As(err, &ee) && ee.code == exitInterrupted, rest == nil && errors.Is(err, session.ErrSetupInterrupted):
-			fmt.Fprintf(stderr, "latscope: %v (%s)\n", err, signalName(sig))
+		switch rest := session.WithoutCancellation(err); {
+		case codeOf(err) == exitInterrupted, rest == nil && errors.Is(err, session.ErrSetupInterrupted):
+			fmt.Fprintf(stderr, "latscope: %v (%s)\n", err, shutdown.SignalName(sig))
 		case rest != nil:
 			fmt.Fprintln(stderr, "latscope:", rest)
 			fallthrough
 		default:
-			fmt.Fprintf(stderr, "latscope: interrupted (%s)\n", signalName(sig))
+			fmt.Fprintf(stderr, "latscope: interrupted (%s)\n", shutdown.SignalName(sig))
 		}
 		return exitInterrupted
 	}
@@ -106,22 +82,44 @@ func exitCode(stderr io.Writer, err error, sig os.Signal) int {
 		return 0
 	}
 	fmt.Fprintln(stderr, "latscope:", err)
+	return codeOf(err)
+}
+
+// exitCodes is the exit code of each reason a run can end for.
+var exitCodes = map[session.Reason]int{
+	session.Failed:      exitFailure,
+	session.SLOMissed:   exitSLOMissed,
+	session.AllFailed:   exitAllFailed,
+	session.Interrupted: exitInterrupted,
+}
+
+// codeOf is the exit code a failed command's error asks for.
+func codeOf(err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
+	if code, ok := exitCodes[session.ReasonOf(err)]; ok {
+		return code
+	}
 	return exitFailure
 }
 
-// withoutCancellation removes what an interruption leaves among a command's
-// errors (cancelled contexts), keeping real failures.
-func withoutCancellation(err error) error {
-	return dropErrors(err, func(e error) bool {
-		if _, joined := e.(interface{ Unwrap() []error }); joined {
-			return false // look into it: a real failure may be joined to a cancellation
+// withExitCodes makes every command's error that says why its run ended
+// (session.ExitError) carry the exit code for it.
+func withExitCodes(c *cobra.Command) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			err := run(cmd, args)
+			if err == nil || session.ReasonOf(err) == 0 {
+				return err
+			}
+			return &exitError{code: codeOf(err), err: err}
 		}
-		return errors.Is(e, context.Canceled) || errors.Is(e, session.ErrSetupInterrupted)
-	})
+	}
+	for _, sub := range c.Commands() {
+		withExitCodes(sub)
+	}
 }
 
 func newRootCmd() *cobra.Command {
@@ -156,6 +154,7 @@ counted as cancelled, not errors; a second signal exits at once).`,
 		newExportCmd(),
 		newSweepCmd(),
 	)
+	withExitCodes(root)
 	return root
 }
 
@@ -203,23 +202,4 @@ func versionString() string {
 		return version
 	}
 	return version + " (" + rev + dirty + ")"
-}
-
-// dropErrors returns err without the errors drop matches: err itself, or
-// any of the errors it joins, however deep.
-func dropErrors(err error, drop func(error) bool) error {
-	if err == nil || drop(err) {
-		return nil
-	}
-	joined, ok := err.(interface{ Unwrap() []error })
-	if !ok {
-		return err
-	}
-	var rest []error
-	for _, e := range joined.Unwrap() {
-		if e = dropErrors(e, drop); e != nil {
-			rest = append(rest, e)
-		}
-	}
-	return errors.Join(rest...)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -119,17 +118,5 @@ func TestKilledRecordingReplays(t *testing.T) {
 		if err != nil || len(rep) < 500 {
 			t.Errorf("report --format %s of a killed recording: %v (%d bytes)\n%s", format, err, len(rep), stderr)
 		}
-	}
-}
-
-func TestDropErrorsLooksIntoNestedJoins(t *testing.T) {
-	other := errors.New("disk full")
-	err := errors.Join(errors.Join(nil, context.Canceled), nil, other)
-	got := withoutCancellation(err)
-	if errors.Is(got, context.Canceled) || !errors.Is(got, other) {
-		t.Fatalf("withoutCancellation(%v) = %v: want only the other error", err, got)
-	}
-	if withoutCancellation(errors.Join(errors.Join(context.Canceled))) != nil {
-		t.Fatal("a nested cancellation alone must leave nothing")
 	}
 }

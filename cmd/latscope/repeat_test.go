@@ -2,9 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,161 +14,31 @@ import (
 	"github.com/latscope/latscope/aggregate"
 )
 
-func TestRecordPath(t *testing.T) {
+// TestRepeatOnceKeepsAGivenSeed: with --seed every run of a --repeat uses
+// it; without, each draws its own.
+func TestRepeatOnceKeepsAGivenSeed(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		path string
-		i    int
-		want string
-	}{
-		{"a.lsr", 1, "a-1.lsr"},
-		{"dir/run.lsr", 12, "dir/run-12.lsr"},
-		{"noext", 2, "noext-2"},
-		{"my.dir/noext", 3, "my.dir/noext-3"},
-	} {
-		if got := recordPath(tc.path, tc.i); got != tc.want {
-			t.Errorf("recordPath(%q, %d) = %q, want %q", tc.path, tc.i, got, tc.want)
-		}
-	}
-}
-
-// fakeRuns is a once that prints run i's summary (TTFT p50 100+10i ms)
-// and returns outcomes[i], counting the calls and the seeds it saw.
-type fakeRuns struct {
-	f        *loadFlags
-	outcomes []error
-	calls    int
-	seeds    []int64
-	records  []string
-}
-
-func (fr *fakeRuns) once(w io.Writer) error {
-	i := fr.calls
-	fr.calls++
-	fr.seeds = append(fr.seeds, fr.f.seed.value())
-	fr.records = append(fr.records, fr.f.record)
-	p50 := 100 + 10*float64(i)
-	s := aggregate.Summary{TTFT: aggregate.Stats{Count: 5, P50: p50, P99: 2 * p50}, TTFTAnswer: aggregate.Stats{Count: 5, P50: p50, P99: 2 * p50},
-		Requests: aggregate.Requests{OK: 5, Sent: 5, ReqPerSec: 2, TokPerSec: 100}}
-	if err := aggregate.WriteJSON(w, s); err != nil {
-		return err
-	}
-	if i < len(fr.outcomes) {
-		return fr.outcomes[i]
-	}
-	return nil
-}
-
-func TestRepeaterRunsAndReports(t *testing.T) {
-	t.Parallel()
-	f := &loadFlags{record: "out.lsr"}
-	fr := &fakeRuns{f: f}
-	r := repeater{f: f, n: 3, record: f.record}
-	var stderr bytes.Buffer
-	if err := r.runAll(context.Background(), &stderr, fr.once); err != nil {
-		t.Fatal(err)
-	}
-	if fr.calls != 3 || len(r.summaries) != 3 {
-		t.Fatalf("%d runs, %d summaries", fr.calls, len(r.summaries))
-	}
-	if fr.seeds[0] == fr.seeds[1] && fr.seeds[1] == fr.seeds[2] {
-		t.Errorf("without --seed each run draws its own seed: %v", fr.seeds)
-	}
-	if strings.Join(fr.records, " ") != "out-1.lsr out-2.lsr out-3.lsr" {
-		t.Errorf("recordings %v", fr.records)
-	}
-	var out bytes.Buffer
-	if err := r.write(&out); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"run 1: TTFT p50 100.0 ms", "run 3: TTFT p50 120.0 ms", "TTFT p50", "85.16 – 134.8 ms"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
-		}
-	}
-
-	// As JSON: the runs' own summaries and the statistics.
-	r.jsonOut = true
-	out.Reset()
-	if err := r.write(&out); err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Runs     []aggregate.Summary `json:"runs"`
-		Repeated struct {
-			Headline []struct {
-				Name   string    `json:"name"`
-				Values []float64 `json:"values"`
-				Low    *float64  `json:"ci95_low"`
-			} `json:"headline"`
-		} `json:"repeated"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	if len(doc.Runs) != 3 || doc.Runs[2].TTFT.P50 != 120 || doc.Repeated.Headline[0].Name != "ttft_p50_ms" ||
-		len(doc.Repeated.Headline[0].Values) != 3 || doc.Repeated.Headline[0].Low == nil {
-		t.Errorf("JSON:\n%s", out.String())
-	}
-}
-
-func TestRepeaterKeepsAGivenSeed(t *testing.T) {
-	t.Parallel()
-	f := &loadFlags{}
-	if err := f.seed.Set("42"); err != nil {
-		t.Fatal(err)
-	}
-	fr := &fakeRuns{f: f}
-	r := repeater{f: f, n: 3, seedGiven: true}
-	if err := r.runAll(context.Background(), io.Discard, fr.once); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range fr.seeds {
-		if s != 42 {
-			t.Errorf("--seed 42: a run used %v", fr.seeds)
-		}
-	}
-}
-
-func TestRepeaterOutcomes(t *testing.T) {
-	t.Parallel()
-	slo := &exitError{code: exitSLOMissed, err: errors.New("1 of 1 objectives missed")}
-	for _, tc := range []struct {
-		name     string
-		outcomes []error
-		calls    int // runs started
-		kept     int // summaries kept
-		code     int // exit code, 0 for none
-	}{
-		{"an objective missed: the runs go on, exit 2", []error{nil, slo, nil}, 3, 3, exitSLOMissed},
-		{"interrupted: stop, that run left out", []error{nil, &exitError{code: exitInterrupted, err: errors.New("interrupted")}}, 2, 1, exitInterrupted},
-		{"all failed: stop, that run kept", []error{&exitError{code: exitAllFailed, err: errors.New("all 5 requests failed")}}, 1, 1, exitAllFailed},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			f := &loadFlags{}
-			fr := &fakeRuns{f: f, outcomes: tc.outcomes}
-			r := repeater{f: f, n: 3}
-			err := r.runAll(context.Background(), io.Discard, fr.once)
-			code := 0
-			var ee *exitError
-			if errors.As(err, &ee) {
-				code = ee.code
+	for _, given := range []bool{true, false} {
+		f := &loadFlags{}
+		if given {
+			if err := f.seed.Set("42"); err != nil {
+				t.Fatal(err)
 			}
-			if fr.calls != tc.calls || len(r.summaries) != tc.kept || code != tc.code {
-				t.Errorf("calls %d, kept %d, code %d (%v); want %d, %d, %d", fr.calls, len(r.summaries), code, err, tc.calls, tc.kept, tc.code)
+		}
+		var seeds []int64
+		once := repeatOnce(newRootCmd(), f, func() error { seeds = append(seeds, f.seed.Value()); return nil })
+		for range 3 {
+			if err := once(io.Discard, "r.lsr"); err != nil {
+				t.Fatal(err)
 			}
-		})
-	}
-	// A context already ended starts no run.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	f := &loadFlags{}
-	fr := &fakeRuns{f: f}
-	r := repeater{f: f, n: 3}
-	var ee *exitError
-	if err := r.runAll(ctx, io.Discard, fr.once); !errors.As(err, &ee) || ee.code != exitInterrupted || fr.calls != 0 {
-		t.Errorf("cancelled: %v after %d runs", err, fr.calls)
+		}
+		if f.record != "r.lsr" || !f.jsonOut {
+			t.Errorf("a run records to %q, JSON %v", f.record, f.jsonOut)
+		}
+		same := seeds[0] == seeds[1] && seeds[1] == seeds[2]
+		if given && (!same || seeds[0] != 42) || !given && same {
+			t.Errorf("--seed given %v: seeds %v", given, seeds)
+		}
 	}
 }
 
@@ -230,7 +100,7 @@ func TestRunRepeatAgainstSimulator(t *testing.T) {
 		t.Errorf("each run draws its own seed: %v", seeds)
 	}
 	for i := 1; i <= 3; i++ {
-		if _, err := os.Stat(recordPath(filepath.Join(dir, "r.lsr"), i)); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("r-%d.lsr", i))); err != nil {
 			t.Errorf("run %d's recording: %v", i, err)
 		}
 	}

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/latscope/latscope/aggregate"
-	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/recorder"
 	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
@@ -56,62 +52,11 @@ func newReplayCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			path, name, cleanup, err := recordingArg(cmd.Context(), cmd.InOrStdin(), args[0])
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			// Open once up front: a file that is not a recording, or from
-			// another version, fails here with a clear message.
-			rd, err := recorder.Open(path)
-			if err != nil {
-				if name != path {
-					return fmt.Errorf("%s: %w", name, err)
-				}
-				return err
-			}
-			rd.Close()
+			c := session.ReplayConfig{Arg: args[0], Stdin: cmd.InOrStdin(), Speed: sp, JSON: jsonOut, View: tui.Options{NoColor: noColor}}
 			if useDashboard(cmd.OutOrStdout(), noTUI) {
-				feed := newReplayFeed(cmd.Context(), path, sp)
-				err := showDashboard(cmd.Context(), feed, tui.Options{NoColor: noColor})
-				soFar := feed.Close()
-				if err != nil {
-					return err
-				}
-				if cmd.Context().Err() != nil { // a signal: the summary up to the playhead
-					return errors.Join(writeSummary(cmd.OutOrStdout(), soFar, jsonOut),
-						&exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the recording up to the playhead")})
-				}
-				sp = recorder.MaxSpeed // then the whole file's summary, as --no-tui prints it
+				c.Screen = showDashboard
 			}
-			replay := recorder.NewReplay(path, recorder.ReplayOptions{Speed: sp, Name: name})
-			m := session.Measurement{Pipe: pipeline.Config{Primary: []pipeline.Source{replay}}}
-			summary, interrupted, err := m.Run(cmd.Context())
-			if n := replay.Duplicates(); n > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "latscope: warning: %s: %s\n", name, aggregate.DuplicatesNote(n))
-				summary.DuplicatesIgnored = n
-			}
-			var torn *recorder.TornTailError
-			if errors.As(err, &torn) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "latscope: warning: %s: %v; the summary covers everything before it\n", name, torn)
-				err = withoutTorn(err)
-			}
-			interrupted = interrupted || cmd.Context().Err() != nil
-			if interrupted { // a signal: what it cancelled is no failure, the summary so far is printed
-				err = withoutCancellation(err)
-			}
-			if err != nil {
-				return err
-			}
-			err = writeSummary(cmd.OutOrStdout(), summary, jsonOut)
-			switch {
-			case err != nil:
-			case interrupted:
-				err = &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the recording up to there")}
-			default: // the exit code the recorded run gave
-				err = recordedOutcome(cmd.ErrOrStderr(), summary)
-			}
-			return err
+			return session.Replay(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c)
 		},
 	}
 	cmd.Flags().StringVar(&speed, "speed", "", "playback speed: 1, 10, any factor, or max (default 1 on the dashboard, max with --no-tui)")
@@ -137,20 +82,4 @@ func parseSpeed(s string, headless bool) (float64, error) {
 		return 0, fmt.Errorf("--speed %q: want a factor such as 1 or 10, or max", s)
 	}
 	return f, nil
-}
-
-// withoutTorn removes a torn-tail warning from err (it was reported).
-func withoutTorn(err error) error {
-	return dropErrors(err, func(e error) bool {
-		var torn *recorder.TornTailError
-		return errors.As(e, &torn)
-	})
-}
-
-// writeSummary prints s as a table, or as JSON.
-func writeSummary(w io.Writer, s aggregate.Summary, jsonOut bool) error {
-	if jsonOut {
-		return aggregate.WriteJSON(w, s)
-	}
-	return aggregate.WriteTable(w, s)
 }

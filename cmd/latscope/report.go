@@ -1,19 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/latscope/latscope/internal/atomicfile"
-	"github.com/latscope/latscope/internal/fileread"
 	"github.com/latscope/latscope/report"
+	"github.com/latscope/latscope/session"
 )
 
 func newReportCmd() *cobra.Command {
@@ -61,16 +56,16 @@ FILE (or --compare) "-" reads a recording from standard input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.EqualFold(format, string(report.RowsJSONL)) && compare == "" {
-				return runExport(cmd, report.RowsJSONL, args[0], output) // one row per request, as export writes it
+				return session.ExportRows(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), report.RowsJSONL, args[0], output) // one row per request, as export writes it
 			}
 			f, err := reportFormat(format, cmd.Flags().Changed("format"), output)
 			if err != nil {
 				return err
 			}
-			err = runReport(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args[0], compare, output)
+			err = session.Report(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), session.ReportConfig{Format: f, Path: args[0], Compare: compare, Output: output})
 			var ee *exitError
 			if err != nil && cmd.Context().Err() != nil && !errors.As(err, &ee) {
-				err = &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: %w", err)}
+				err = session.Exit(session.Interrupted, fmt.Errorf("interrupted: %w", err))
 			}
 			return err
 		},
@@ -95,75 +90,4 @@ func reportFormat(flag string, given bool, output string) (report.Format, error)
 		return "", fmt.Errorf("--format: %w", err)
 	}
 	return f, nil
-}
-
-func runReport(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f report.Format, path, comparePath, output string) error {
-	for _, in := range []string{path, comparePath} {
-		if in != "" && output != "" && sameFile(in, output) {
-			return fmt.Errorf("-o %s would overwrite the recording %s", output, in)
-		}
-	}
-	if fileread.IsStdin(path) && fileread.IsStdin(comparePath) {
-		return errors.New("FILE and --compare both read standard input: give at most one as -")
-	}
-	file, name, cleanup, err := recordingArg(ctx, stdin, path)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	base, err := report.LoadAs(ctx, file, name)
-	if err != nil {
-		return err
-	}
-	recs := []*report.Recording{base}
-	var buf bytes.Buffer
-	if comparePath == "" {
-		err = report.Write(&buf, f, base)
-	} else {
-		file, name, cleanup, lerr := recordingArg(ctx, stdin, comparePath)
-		if lerr != nil {
-			return lerr
-		}
-		defer cleanup()
-		other, lerr := report.LoadAs(ctx, file, name)
-		if lerr != nil {
-			return lerr
-		}
-		recs = append(recs, other)
-		cmp, cerr := report.CompareContext(ctx, base, other)
-		if cerr != nil {
-			return cerr
-		}
-		if w := cmp.MismatchWarning(); w != "" {
-			fmt.Fprintln(stderr, "latscope: warning:", w)
-		}
-		err = report.WriteComparison(&buf, f, cmp)
-	}
-	if err != nil {
-		return err
-	}
-	for _, r := range recs {
-		for _, w := range r.Warnings {
-			fmt.Fprintln(stderr, "latscope: warning:", w)
-		}
-	}
-	if output == "" {
-		_, err = stdout.Write(buf.Bytes())
-	} else {
-		// Whole or not at all: a full disk leaves no half report behind.
-		err = atomicfile.WriteFile(output, buf.Bytes(), atomicfile.Options{Overwrite: true})
-	}
-	if err != nil {
-		return fmt.Errorf("write the report: %w", err)
-	}
-	if comparePath != "" {
-		return nil // a comparison judges no one run
-	}
-	return recordedOutcome(stderr, base.Summary) // the exit code the recorded run gave
-}
-
-func sameFile(a, b string) bool {
-	ia, err1 := os.Stat(a)
-	ib, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(ia, ib)
 }

@@ -2,14 +2,13 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/latscope/latscope/internal/atomicfile"
 	"github.com/latscope/latscope/report"
+	"github.com/latscope/latscope/session"
 )
 
 func newExportCmd() *cobra.Command {
@@ -37,7 +36,7 @@ FILE "-" reads a recording from standard input.`,
 			if err != nil {
 				return err
 			}
-			return runExport(cmd, f, args[0], output)
+			return session.ExportRows(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), f, args[0], output)
 		},
 	}
 	cmd.Flags().StringVarP(&format, "format", "f", "", "jsonl or csv (default from -o's extension, else jsonl)")
@@ -59,24 +58,4 @@ func exportFormat(flag string, given bool, output string) (report.RowFormat, err
 		return report.RowsCSV, nil
 	}
 	return report.RowsJSONL, nil
-}
-
-func runExport(cmd *cobra.Command, f report.RowFormat, path, output string) error {
-	ctx := cmd.Context()
-	if output != "" && sameFile(path, output) {
-		return fmt.Errorf("-o %s would overwrite the recording %s", output, path)
-	}
-	file, name, cleanup, err := recordingArg(ctx, cmd.InOrStdin(), path)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	write := func(w io.Writer) error { return report.WriteRequests(ctx, w, f, file, name) }
-	if output == "" {
-		return write(cmd.OutOrStdout())
-	}
-	if err := atomicfile.WriteFunc(output, atomicfile.Options{}, write); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	return nil
 }

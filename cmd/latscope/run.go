@@ -2,10 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"io"
-	"math"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +14,7 @@ import (
 	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/otlpexport"
 	"github.com/latscope/latscope/probe"
-	"github.com/latscope/latscope/tracefile"
+	"github.com/latscope/latscope/session"
 )
 
 // metricDefinitions is printed in --help and the README: tools disagree on
@@ -51,11 +47,9 @@ type loadFlags struct {
 	sharedPrefix           int
 	conversation           string
 	cancelAfter            string
-	conv                   probe.Conversation // --conversation, parsed
-	cancel                 probe.CancelPolicy // --cancel-after, parsed
 	timeout                time.Duration
 	maxEventBytes          int
-	seed                   seedFlag
+	seed                   session.Seed
 	shard                  probe.Shard // an agent's share of a fleet's load (agent --shard)
 	startAt                time.Time   // agent --start-at: when a fleet's shards begin together
 	caCert                 string
@@ -66,11 +60,9 @@ type loadFlags struct {
 	steps        string
 	stepDuration time.Duration
 	repeatSteps  bool
-	loadSteps    []probe.LoadStep // parsed from steps
 
 	trace      string
 	traceSpeed float64
-	traceLoad  *probe.Trace // read from trace
 
 	noTUI        bool
 	noColor      bool
@@ -142,178 +134,21 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.noGPU, "no-gpu", false, "do not read GPU stats")
 }
 
-// registerView adds the flags of the commands that show a dashboard or
-// print a summary (not the agent: its clients do both).
 // registerHTTP2 adds the HTTP/2 flags (run, sweep, agent: the commands
 // that measure a server of their own).
 func (f *loadFlags) registerHTTP2(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.http2, "http2", false, "speak HTTP/2 to an https server (ALPN h2; a server without it is an error), the streams spread over --connections")
 	fl.BoolVar(&f.h2c, "h2c", false, "speak HTTP/2 without TLS to an http server known to speak it (prior knowledge), the streams spread over --connections")
-	fl.IntVar(&f.connections, "connections", 1, fmt.Sprintf("with --http2 or --h2c: the connections the streams are spread over, taken in turn (1 to %d)", probe.MaxH2Connections))
+	fl.IntVar(&f.connections, "connections", 1, "with --http2 or --h2c: the connections the streams are spread over, taken in turn (1 to "+strconv.Itoa(probe.MaxH2Connections)+")")
 }
 
+// registerView adds the flags of the commands that show a dashboard or
+// print a summary (not the agent: its clients do both).
 func (f *loadFlags) registerView(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.noTUI, "no-tui", false, "headless: a status line a second on stderr, the final table on stdout (also when stdout is not a terminal)")
 	fl.BoolVar(&f.noColor, "no-color", false, "dashboard without colour: stages told apart by letters (also NO_COLOR=1)")
 	fl.StringVar(&f.window, "window", "10s", "the dashboard's window at start: 10s, 1m, 5m or run (w cycles)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the final summary as one JSON object on stdout instead of the table")
-}
-
-// seedFlag is --seed: the seed of a run's prompts and arrivals, given or,
-// by default, drawn for the run. The same seed sends the same prompts, so a
-// seed that never changed would let a server's prompt cache serve every run
-// after the first; the session header says which seed a run used.
-type seedFlag struct {
-	n     int64
-	given bool // set with --seed
-	drawn bool // drawn at random for this run
-}
-
-// maxDrawnSeed bounds drawn seeds, so they stay short enough to type.
-const maxDrawnSeed = 1_000_000_000
-
-func (s *seedFlag) Set(v string) error {
-	n, err := strconv.ParseInt(v, 0, 64)
-	if err != nil {
-		return fmt.Errorf("want an integer: %w", err)
-	}
-	s.n, s.given, s.drawn = n, true, false
-	return nil
-}
-
-func (s *seedFlag) String() string {
-	if !s.given && !s.drawn {
-		return "random"
-	}
-	return strconv.FormatInt(s.n, 10)
-}
-
-func (s *seedFlag) Type() string { return "int" }
-
-// value is the run's seed: the given one, else one drawn the first time
-// it is asked for.
-func (s *seedFlag) value() int64 {
-	if !s.given && !s.drawn {
-		s.n, s.drawn = rand.Int64N(maxDrawnSeed)+1, true
-	}
-	return s.n
-}
-
-// validate checks what flag parsing alone cannot, so that every error a
-// user sees names the flag to change.
-func (f *loadFlags) validate() error {
-	if err := f.validateLoad(); err != nil {
-		return err
-	}
-	steps, err := parseSteps(f.steps, f.stepDuration)
-	if err != nil {
-		return err
-	}
-	if len(steps) > 0 && f.rate > 0 {
-		return errors.New("--steps is a stepped closed loop: give --steps or --rate, not both")
-	}
-	f.loadSteps = steps
-	if err := f.readTrace(); err != nil {
-		return err
-	}
-	if err := f.readSessions(); err != nil {
-		return err
-	}
-	switch {
-	case f.timeout < 0:
-		return fmt.Errorf("--timeout %s: want 0 (no limit) or more", f.timeout)
-	case f.maxEventBytes < 1 || f.maxEventBytes > probe.MaxEventBytesLimit:
-		return fmt.Errorf("--max-event-bytes %d: want 1 to %d", f.maxEventBytes, probe.MaxEventBytesLimit)
-	case f.sharedPrefix < 0:
-		return fmt.Errorf("--shared-prefix %d: want 0 or more tokens", f.sharedPrefix)
-	case f.joinWait < 0:
-		return fmt.Errorf("--otlp-join-wait %s: want 0 or more", f.joinWait)
-	case !f.noMetrics && f.scrapeInterval <= 0:
-		return fmt.Errorf("--scrape-interval %s: want more than 0", f.scrapeInterval)
-	case !f.noGPU && f.gpuInterval <= 0:
-		return fmt.Errorf("--gpu-interval %s: want more than 0", f.gpuInterval)
-	}
-	if f.duration == 0 && f.requests == 0 && !f.untilStopped && f.traceLoad == nil {
-		f.duration = 30 * time.Second // a trace ends by itself
-	}
-	return nil
-}
-
-// readTrace reads --trace, when given, and checks it goes with the rest of
-// the load flags.
-func (f *loadFlags) readTrace() error {
-	switch {
-	case f.trace == "":
-		return nil
-	case f.rate > 0 || len(f.loadSteps) > 0:
-		return errors.New("--trace is its own schedule: give --trace, or --rate or --steps, not both")
-	case f.promptFile != "":
-		return errors.New("--trace sets the prompt lengths: give --trace or --prompt-file, not both")
-	case !(f.traceSpeed > 0) || math.IsInf(f.traceSpeed, 0):
-		return fmt.Errorf("--trace-speed %g: want a positive factor (1: as recorded)", f.traceSpeed)
-	}
-	t, err := tracefile.Read(f.trace)
-	if err != nil {
-		return fmt.Errorf("--trace: %w", err)
-	}
-	f.traceLoad = t
-	return nil
-}
-
-// readSessions reads --conversation and --cancel-after.
-func (f *loadFlags) readSessions() error {
-	if f.conversation != "" {
-		c, err := probe.ParseConversation(f.conversation)
-		if err != nil {
-			return fmt.Errorf("--conversation: %w", err)
-		}
-		if f.rate > 0 || f.traceLoad != nil {
-			return errors.New("--conversation runs in the closed loop (each turn waits for the answer before): give --conversation, or --rate or --trace, not both")
-		}
-		f.conv = c
-	}
-	if f.cancelAfter != "" {
-		p, err := probe.ParseCancelAfter(f.cancelAfter)
-		if err != nil {
-			return fmt.Errorf("--cancel-after: %w", err)
-		}
-		f.cancel = p
-	}
-	return nil
-}
-
-// traceRate is the rate --trace offers, in requests per second.
-func (f *loadFlags) traceRate() float64 {
-	t := f.traceLoad
-	if t == nil || len(t.Requests) < 2 || t.Duration() <= 0 {
-		return 0
-	}
-	return float64(len(t.Requests)-1) / t.Duration().Seconds() * f.traceSpeed
-}
-
-// validateLoad checks the flags that shape the load.
-func (f *loadFlags) validateLoad() error {
-	switch {
-	case f.concurrency < 1:
-		return fmt.Errorf("--concurrency %d: want 1 or more", f.concurrency)
-	case math.IsNaN(f.rate) || math.IsInf(f.rate, 0) || f.rate < 0:
-		return fmt.Errorf("--rate %g: want a number of requests per second (0: closed loop)", f.rate)
-	case f.arrival != probe.ArrivalPoisson && f.arrival != probe.ArrivalConstant && f.arrival != probe.ArrivalGamma:
-		return fmt.Errorf("--arrival %q: want poisson, constant or gamma", f.arrival)
-	case !(f.burstiness > 0) || math.IsInf(f.burstiness, 0):
-		return fmt.Errorf("--burstiness %g: want a positive number (1 = poisson, below 1 burstier, above 1 smoother)", f.burstiness)
-	case f.burstiness != 1 && f.arrival != probe.ArrivalGamma:
-		return fmt.Errorf("--burstiness %g: applies to --arrival gamma only", f.burstiness)
-	case f.duration < 0:
-		return fmt.Errorf("--duration %s: want a positive duration", f.duration)
-	case f.flushTimeout < 0: // 0: the default
-		return fmt.Errorf("--flush-timeout %s: want a positive duration", f.flushTimeout)
-	case f.drain < 0:
-		return fmt.Errorf("--drain %s: want 0 or more", f.drain)
-	case f.requests < 0 || f.warmup < 0:
-		return errors.New("--requests and --warmup must not be negative")
-	}
-	return nil
 }
 
 func newRunCmd() *cobra.Command {
@@ -350,56 +185,4 @@ time went.
 	f.registerView(cmd.Flags())
 	addRepeatFlags(cmd.Flags(), &repeat)
 	return cmd
-}
-
-// checkSLO prints each objective's result and fails with exit code 2 when
-// any is missed, for CI users.
-func checkSLO(w io.Writer, s aggregate.Summary, objectives []aggregate.Objective) error {
-	failed := 0
-	for _, r := range aggregate.Evaluate(s, objectives) {
-		mark := "ok  "
-		if !r.Pass {
-			mark = "FAIL"
-			failed++
-		}
-		fmt.Fprintf(w, "slo %s %s%s (got %s)\n", mark, r.Metric, r.Want, r.GotText)
-	}
-	if failed > 0 {
-		return &exitError{code: exitSLOMissed, err: fmt.Errorf("%d of %d objectives missed", failed, len(objectives))}
-	}
-	return nil
-}
-
-func parseIndices(s string) ([]int, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%q: want comma-separated GPU indices like 0,2", s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// parseSteps reads --steps: comma-separated concurrencies, each for d.
-func parseSteps(spec string, d time.Duration) ([]probe.LoadStep, error) {
-	if strings.TrimSpace(spec) == "" {
-		return nil, nil
-	}
-	if d <= 0 {
-		return nil, fmt.Errorf("--step-duration %s: want a positive duration", d)
-	}
-	var steps []probe.LoadStep
-	for _, part := range strings.Split(spec, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || n < 1 || n > 100000 {
-			return nil, fmt.Errorf("--steps %q: want concurrencies from 1 up, e.g. 4,8,16", spec)
-		}
-		steps = append(steps, probe.LoadStep{Concurrency: n, Duration: d})
-	}
-	return steps, nil
 }

@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/internal/textsafe"
 	"github.com/latscope/latscope/sim"
 	"github.com/latscope/latscope/sim/simtest"
 )
@@ -29,7 +28,7 @@ func executeCtx(t *testing.T, ctx context.Context, args ...string) (string, stri
 	root := newRootCmd()
 	root.SetArgs(args)
 	// As main does: what is written is escaped for the terminal.
-	out, errOut := newSafeStream(&stdout), newSafeStream(&stderr)
+	out, errOut := textsafe.NewShared(&stdout), textsafe.NewShared(&stderr)
 	root.SetOut(out)
 	root.SetErr(errOut)
 	err := root.ExecuteContext(ctx)
@@ -223,32 +222,6 @@ func TestRunEndCancelsAreNotErrors(t *testing.T) {
 	// start it late) to the last cancellation, the run's end: not 0 s.
 	if d := got.Requests.Duration; d <= 0 {
 		t.Errorf("duration %v s, want the time from the first request to the run's end", d)
-	}
-}
-
-func TestAllFailed(t *testing.T) {
-	for _, tc := range []struct {
-		r    aggregate.Requests
-		want string
-	}{
-		{aggregate.Requests{Sent: 3, Errors: 3}, "all 3 requests failed"},
-		{aggregate.Requests{Sent: 5, Errors: 3, CancelledAtEnd: 2}, "all 3 finished requests failed; 2 more were cancelled at the end of the run"},
-	} {
-		if got := allFailed(aggregate.Summary{Requests: tc.r}).Error(); got != tc.want {
-			t.Errorf("%+v: %q, want %q", tc.r, got, tc.want)
-		}
-	}
-	var ee *exitError
-	err := outcome(io.Discard, aggregate.Summary{Requests: aggregate.Requests{Sent: 2, CancelledAtEnd: 2}}, nil, false, nil)
-	if !errors.As(err, &ee) || ee.code != exitAllFailed {
-		t.Errorf("a run whose requests the run's end all cancelled: %v, want exit %d: none succeeded", err, exitAllFailed)
-	}
-	err = outcome(io.Discard, aggregate.Summary{Requests: aggregate.Requests{Sent: 2, CancelledAtEnd: 2}}, nil, true, nil)
-	if !errors.As(err, &ee) || ee.code != exitInterrupted {
-		t.Errorf("the same, interrupted: %v, want exit %d", err, exitInterrupted)
-	}
-	if err := outcome(io.Discard, aggregate.Summary{Requests: aggregate.Requests{Sent: 3, OK: 1, CancelledAtEnd: 2}}, nil, false, nil); err != nil {
-		t.Errorf("a run with one success and two cancelled at its end: %v, want done", err)
 	}
 }
 

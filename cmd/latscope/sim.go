@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -139,15 +138,16 @@ func (sf *simFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&sf.noServerTiming, "no-server-timing", false, "report no stage in Server-Timing (as vLLM): only the proxy's, and the metrics, say where the time went")
 }
 
-// config reads the flags that need reading into the simulator's Config,
-// and describes the deployment; faultRateGiven says --fault-rate was set.
+// config reads the flags that need reading into the simulator's Config
+// (sim.Config.Validate owns its rules), and the deployment for it with its
+// description; faultRateGiven says --fault-rate was set.
 func (sf *simFlags) config(faultRateGiven bool) (sim.Config, string, error) {
 	cfg := sf.cfg
 	var err error
 	if cfg.Profile, err = sim.ProfileByName(sf.profile); err != nil {
 		return cfg, "", err
 	}
-	if cfg.PrefixCacheBlocks, err = prefixCacheBlocks(cfg.PrefixCacheBlocks, sf.prefixTokens); err != nil {
+	if cfg.PrefixCacheBlocks, err = sim.PrefixCacheBlocks(cfg.PrefixCacheBlocks, sf.prefixTokens); err != nil {
 		return cfg, "", err
 	}
 	if cfg.Reasoning.Field, err = sim.ParseReasoningField(sf.reasoningField); err != nil {
@@ -160,46 +160,21 @@ func (sf *simFlags) config(faultRateGiven bool) (sim.Config, string, error) {
 		return cfg, "", fmt.Errorf("--fault: %w", err)
 	}
 	switch {
-	case cfg.Fault.IsZero() && faultRateGiven:
-		return cfg, "", errors.New("--fault-rate needs --fault")
-	case cfg.Fault.IsZero():
-		cfg.FaultRate = 0
-	case cfg.FaultRate == 0:
+	case cfg.Fault.IsZero() && !faultRateGiven:
+		cfg.FaultRate = 0 // the flag's default of 1 is for a --fault
+	case !cfg.Fault.IsZero() && cfg.FaultRate == 0: // the library's 0 is every request
 		return cfg, "", errors.New("--fault-rate 0 applies the fault to no request; drop --fault instead")
 	}
-	if err := sf.deploy.Network.Validate(); err != nil {
-		return cfg, "", fmt.Errorf("--rtt, --jitter: %w", err)
-	}
-	sf.deploy.Network.Seed = cfg.Seed
-	deployment := sf.deploy.Describe()
-	if !sf.deploy.NoProxy && (cfg.CloseAfterStream || cfg.Nagle) {
-		// Both live in the server's own connection to its client.
-		sf.deploy.NoProxy = true
-		deployment = sf.deploy.Describe() + "; no proxy in front: --close-after-stream and --nagle act on the client's connection"
-	}
 	cfg.ServerTiming = !sf.noServerTiming
-	if cfg.TLS, err = sf.tlsConfig(); err != nil {
+	if cfg.TLS, err = sim.TLSFor(sf.tlsCert, sf.tlsKey, sf.tls); err != nil {
 		return cfg, "", err
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, "", fmt.Errorf("sim: %w", err)
 	}
-	return cfg, deployment, nil
-}
-
-// tlsConfig is the certificate --tls, --tls-cert and --tls-key ask for;
-// nil for plain HTTP.
-func (sf *simFlags) tlsConfig() (*tls.Config, error) {
-	switch {
-	case (sf.tlsCert == "") != (sf.tlsKey == ""):
-		return nil, errors.New("--tls-cert and --tls-key go together")
-	case sf.tlsCert != "":
-		return sim.LoadTLS(sf.tlsCert, sf.tlsKey)
-	case sf.tls:
-		cfg, _, err := sim.SelfSignedTLS()
-		return cfg, err
-	}
-	return nil, nil
+	var deployment string
+	sf.deploy, deployment, err = sf.deploy.For(cfg)
+	return cfg, deployment, err
 }
 
 // run serves the simulator until the command's context ends.
@@ -211,9 +186,6 @@ func (sf *simFlags) run(cmd *cobra.Command) error {
 	if err := disaggFlagsNeedDisagg(cmd.Flags(), cfg.Disagg); err != nil {
 		return err
 	}
-	if cfg.Disagg.Enabled {
-		deployment += "; " + describeDisagg(cfg.Disagg)
-	}
 	srv, err := sim.New(cfg)
 	if err != nil {
 		return err
@@ -224,24 +196,10 @@ func (sf *simFlags) run(cmd *cobra.Command) error {
 		return fmt.Errorf("listen on %s: %w", sf.listen, err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "latscope sim: simulated %s server on %s://%s (not a real model); %s%s\n",
-		cfg.Profile.Name, cfg.Scheme(), ln.Addr(), deployment, protocolsNote(cfg, sf.tlsCert != ""))
+		cfg.Profile.Name, cfg.Scheme(), ln.Addr(), deployment, cfg.ProtocolsNote(sf.tlsCert == ""))
 	serveErr := sf.deploy.Serve(cmd.Context(), srv, ln)
 	closeErr := srv.Close()
 	return errors.Join(serveErr, closeErr)
-}
-
-// protocolsNote says which HTTP versions the simulator speaks beyond
-// HTTP/1.1, for its start line.
-func protocolsNote(cfg sim.Config, ownCert bool) string {
-	switch {
-	case cfg.H2C:
-		return "; HTTP/2 without TLS (h2c, prior knowledge) beside HTTP/1.1"
-	case cfg.TLS != nil && ownCert:
-		return "; HTTPS, HTTP/2 and HTTP/1.1 through ALPN"
-	case cfg.TLS != nil:
-		return "; HTTPS with a self-signed certificate made at start (clients: --insecure), HTTP/2 and HTTP/1.1 through ALPN"
-	}
-	return ""
 }
 
 // registerDeployFlags adds the simulated deployment's flags (sim, demo).
@@ -249,20 +207,6 @@ func registerDeployFlags(fl *pflag.FlagSet, d *sim.Deployment) {
 	fl.BoolVar(&d.NoProxy, "no-proxy", false, "no proxy hop in front of the simulated server")
 	fl.DurationVar(&d.Network.RTT, "rtt", sim.DefaultRTT, "emulated network round trip to the clients, half each way (0: none)")
 	fl.DurationVar(&d.Network.Jitter, "jitter", 0, "emulated jitter on each one-way trip, uniform within ±this")
-}
-
-// prefixCacheBlocks is the prefix cache's size in blocks from
-// --prefix-cache-blocks or --prefix-cache-tokens (at most one given).
-func prefixCacheBlocks(blocks, tokens int) (int, error) {
-	switch {
-	case blocks < 0 || tokens < 0:
-		return 0, errors.New("--prefix-cache-blocks, --prefix-cache-tokens: want 0 (off) or more")
-	case blocks > 0 && tokens > 0:
-		return 0, errors.New("give --prefix-cache-blocks or --prefix-cache-tokens, not both")
-	case tokens > 0:
-		return (tokens + sim.PrefixBlockTokens - 1) / sim.PrefixBlockTokens, nil
-	}
-	return blocks, nil
 }
 
 // registerDisaggFlags adds the disaggregated deployment's flags.
@@ -287,11 +231,4 @@ func disaggFlagsNeedDisagg(fl *pflag.FlagSet, d sim.Disagg) error {
 		}
 	}
 	return nil
-}
-
-// describeDisagg says what the disaggregated deployment is, for the
-// start-up line.
-func describeDisagg(d sim.Disagg) string {
-	return fmt.Sprintf("disaggregated: %d prefill and %d decode workers, KV link %d B/token at %.3g B/s + %v (%v for 512 tokens)",
-		max(d.PrefillWorkers, 1), max(d.DecodeWorkers, 1), d.KVBytesPerToken, d.KVBandwidth, d.KVLatency, d.TransferTime(512))
 }

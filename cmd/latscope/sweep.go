@@ -1,38 +1,24 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/latscope/latscope/aggregate"
-	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/sweep"
 	"github.com/latscope/latscope/tui"
 )
 
-// sweepFlags are sweep's own settings; the target, prompts, scrape and
-// recording come from the shared load flags.
-type sweepFlags struct {
-	rates, streams                string
-	rateStart, rateFactor, rateMx float64
-	refine                        int
-	warmup, window, stepMax       time.Duration
-	stopErrors                    string
-}
-
 func newSweepCmd() *cobra.Command {
 	var (
 		f      loadFlags
-		sf     sweepFlags
+		sf     sweep.Spec
 		target string
 	)
 	cmd := &cobra.Command{
@@ -69,7 +55,7 @@ are refused: the steps set the load.`,
 			if err := refuseUnusedFlags(cmd.Flags(), &sf); err != nil {
 				return err
 			}
-			return sf.validate()
+			return sf.Validate()
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if target == "" {
@@ -80,16 +66,16 @@ are refused: the steps set the load.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&target, "url", "", "the server's base URL, e.g. http://127.0.0.1:8000")
-	fl.StringVar(&sf.rates, "rates", "", "open-loop rates to step through, req/s, e.g. 2,4,8,16 (instead of --rate-start/--rate-max)")
-	fl.Float64Var(&sf.rateStart, "rate-start", 1, "first open-loop rate, req/s")
-	fl.Float64Var(&sf.rateFactor, "rate-factor", 2, "each next rate is this times the last")
-	fl.Float64Var(&sf.rateMx, "rate-max", 256, "highest open-loop rate, req/s")
-	fl.StringVar(&sf.streams, "streams", "", "closed loop instead: concurrencies to step through, e.g. 1,2,4,8,16")
-	fl.IntVar(&sf.refine, "refine", 3, "bisection steps between the last load that passed and the first that failed")
-	fl.DurationVar(&sf.warmup, "step-warmup", 5*time.Second, "the first part of each step, kept out of its statistics")
-	fl.DurationVar(&sf.window, "steady-window", 10*time.Second, "a step is steady once its TTFT and queues hold still this long")
-	fl.DurationVar(&sf.stepMax, "step-max", 60*time.Second, "the longest a step runs when it does not settle")
-	fl.StringVar(&sf.stopErrors, "stop-errors", "5%", "error rate that fails a step and stops the sweep")
+	fl.StringVar(&sf.Rates, "rates", "", "open-loop rates to step through, req/s, e.g. 2,4,8,16 (instead of --rate-start/--rate-max)")
+	fl.Float64Var(&sf.RateStart, "rate-start", 1, "first open-loop rate, req/s")
+	fl.Float64Var(&sf.RateFactor, "rate-factor", 2, "each next rate is this times the last")
+	fl.Float64Var(&sf.RateMax, "rate-max", 256, "highest open-loop rate, req/s")
+	fl.StringVar(&sf.Streams, "streams", "", "closed loop instead: concurrencies to step through, e.g. 1,2,4,8,16")
+	fl.IntVar(&sf.Refine, "refine", 3, "bisection steps between the last load that passed and the first that failed")
+	fl.DurationVar(&sf.Warmup, "step-warmup", 5*time.Second, "the first part of each step, kept out of its statistics")
+	fl.DurationVar(&sf.Window, "steady-window", 10*time.Second, "a step is steady once its TTFT and queues hold still this long")
+	fl.DurationVar(&sf.StepMax, "step-max", 60*time.Second, "the longest a step runs when it does not settle")
+	fl.StringVar(&sf.StopErrors, "stop-errors", "5%", "error rate that fails a step and stops the sweep")
 	f.register(fl)
 	f.registerHTTP2(fl)
 	f.registerView(fl)
@@ -128,7 +114,7 @@ var sweepRefused = []struct{ name, instead string }{
 // refuseUnusedFlags refuses a flag the sweep would ignore: a shared load
 // flag, naming the sweep flag to use instead, or one of its own that the
 // chosen steps leave unused.
-func refuseUnusedFlags(fl *pflag.FlagSet, sf *sweepFlags) error {
+func refuseUnusedFlags(fl *pflag.FlagSet, sf *sweep.Spec) error {
 	for _, r := range sweepRefused {
 		f := fl.Lookup(r.name)
 		if f == nil || !f.Changed {
@@ -141,244 +127,36 @@ func refuseUnusedFlags(fl *pflag.FlagSet, sf *sweepFlags) error {
 		return fmt.Errorf("sweep does not take --%s; %s", r.name, instead)
 	}
 	given := "--rates"
-	if sf.streams != "" {
+	if sf.Streams != "" {
 		given = "--streams"
 	}
 	for _, name := range []string{"rate-start", "rate-factor", "rate-max"} {
-		if fl.Changed(name) && (sf.rates != "" || sf.streams != "") {
+		if fl.Changed(name) && (sf.Rates != "" || sf.Streams != "") {
 			return fmt.Errorf("--%s applies to the default doubling rates; %s lists the steps itself", name, given)
 		}
 	}
 	for _, name := range []string{"arrival", "burstiness"} {
-		if fl.Changed(name) && sf.streams != "" {
+		if fl.Changed(name) && sf.Streams != "" {
 			return fmt.Errorf("--%s applies to open-loop (rate) steps, not to --streams (closed loop)", name)
 		}
 	}
 	return nil
 }
 
-// plan turns the flags into a sweep plan.
-func (sf *sweepFlags) plan() (sweep.Plan, error) {
-	switch {
-	case sf.streams != "" && sf.rates != "":
-		return sweep.Plan{}, errors.New("--streams (closed loop) and --rates (open loop): give one")
-	case sf.streams != "":
-		loads, err := sweep.ParseLoads(sf.streams)
-		if err != nil {
-			return sweep.Plan{}, fmt.Errorf("--streams: %w", err)
-		}
-		return sweep.Plan{Mode: sweep.ClosedLoop, Loads: loads, Refine: sf.refine}, nil
-	case sf.rates != "":
-		loads, err := sweep.ParseLoads(sf.rates)
-		if err != nil {
-			return sweep.Plan{}, fmt.Errorf("--rates: %w", err)
-		}
-		return sweep.Plan{Mode: sweep.OpenLoop, Loads: loads, Refine: sf.refine}, nil
-	}
-	return sweep.Plan{Mode: sweep.OpenLoop, Start: sf.rateStart, Factor: sf.rateFactor, Max: sf.rateMx, Refine: sf.refine}, nil
-}
-
-// validate checks the sweep's flags, naming the one to change, so a bad
-// one is refused before the sweep connects.
-func (sf *sweepFlags) validate() error {
-	plan, err := sf.plan()
-	if err != nil {
-		return err
-	}
-	loads := plan
-	loads.Refine = 0 // checked apart, so each error names its flag
-	if err := loads.Validate(); err != nil {
-		switch {
-		case sf.streams != "":
-			return fmt.Errorf("--streams: %w", err)
-		case sf.rates != "":
-			return fmt.Errorf("--rates: %w", err)
-		}
-		return fmt.Errorf("--rate-start/--rate-factor/--rate-max: %w", err)
-	}
-	if err := plan.Validate(); err != nil {
-		return fmt.Errorf("--refine: %w", err)
-	}
-	// The sweep fills a zero with its default, so a flag's 0 would not
-	// mean what it says.
-	switch {
-	case sf.warmup <= 0:
-		return fmt.Errorf("--step-warmup %s: want more than 0", sf.warmup)
-	case sf.window <= 0:
-		return fmt.Errorf("--steady-window %s: want more than 0", sf.window)
-	case sf.stepMax < sf.warmup+sf.window:
-		return fmt.Errorf("--step-max %s: want at least --step-warmup + --steady-window (%s)", sf.stepMax, sf.warmup+sf.window)
-	}
-	stop, err := sweep.ParseFraction(sf.stopErrors)
-	if err != nil {
-		return fmt.Errorf("--stop-errors: %w", err)
-	}
-	if stop == 0 {
-		return fmt.Errorf("--stop-errors %s: want a share above 0", sf.stopErrors)
-	}
-	return nil
-}
-
-func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweepFlags) error {
-	ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-	plan, err := sf.plan() // checked with the other flags by validate, in PreRunE
-	if err != nil {
-		return err
-	}
-	stopErrors, err := sweep.ParseFraction(sf.stopErrors)
-	if err != nil {
-		return fmt.Errorf("--stop-errors: %w", err)
-	}
-	objectives, err := aggregate.ParseSLO(f.slo)
-	if err != nil {
-		return err
-	}
+func runSweep(cmd *cobra.Command, target string, f *loadFlags, sf *sweep.Spec) error {
 	// The steps set the load; the session's own runner is never run.
 	f.untilStopped = true
-	dashboard := useDashboard(stdout, f.noTUI)
-	s, err := openSession(ctx, stderr, target, f, nil)
-	if errors.Is(err, session.ErrSetupInterrupted) {
-		return &exitError{code: exitInterrupted, err: err}
-	}
+	o, err := f.sessionOptions(cmd.ErrOrStderr(), target)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	s.Header.Load.Mode, s.Header.Load.Concurrency, s.Header.Load.Rate = "sweep", 0, 0
-	if plan.Mode == sweep.OpenLoop {
-		s.Header.Load.Arrival, s.Header.Load.Burstiness = f.arrival, f.burstiness
+	c := session.SweepConfig{
+		Session: o, Outputs: f.outputs(), Spec: *sf, SLO: f.slo,
+		Arrival: f.arrival, Burstiness: f.burstiness, Seed: f.seed.Value(),
+		JSON: f.jsonOut, View: tui.Options{NoColor: f.noColor},
 	}
-
-	fan := pipeline.NewFanout()
-	progress := pipeline.NewLatest[sweep.Progress]()
-	var notices *tui.NoticeBoard
-	out := stderr
-	if dashboard {
-		notices = &tui.NoticeBoard{After: stderr}
-		out = notices
+	if useDashboard(cmd.OutOrStdout(), f.noTUI) {
+		c.Screen = showDashboard
 	}
-	m := session.Measurement{} // only for its Consumers: the sweep runs the pipeline
-	if err := addRecorderAndExport(ctx, out, f, s, &m); err != nil {
-		return err
-	}
-	drainCtx := context.WithoutCancel(ctx)
-	var waits []func() error
-	for _, c := range m.Consumers {
-		waits = append(waits, c.Start(drainCtx, fan))
-	}
-	var feed *tui.SweepFeed
-	if dashboard {
-		feed = tui.NewSweepFeed(progress, s.Header)
-	}
-	cfg := sweep.Config{
-		Plan: plan, Aux: s.Aux, Stage: s.Attributor, Header: s.Header, Fanout: fan,
-		SLO: objectives, Warmup: sf.warmup, Window: sf.window, StepMax: sf.stepMax, StopErrors: stopErrors,
-		Step:     sweepStep(s, f),
-		Progress: progress.Put,
-	}
-	if !dashboard {
-		cfg.Progress = sweepProgressLines(stderr, progress.Put)
-	}
-
-	res, err := runSweepSteps(ctx, cfg, waits, feed, notices, tui.Options{Objectives: objectives, NoColor: f.noColor})
-	if err != nil {
-		return err
-	}
-	if f.jsonOut {
-		err = sweep.WriteJSON(stdout, res)
-	} else {
-		err = sweep.WriteTable(stdout, res)
-	}
-	if err != nil {
-		return fmt.Errorf("write the sweep: %w", err)
-	}
-	return sweepOutcome(res, objectives, dashboard)
-}
-
-// runSweepSteps runs the sweep, on the dashboard when feed is set (quitting
-// it stops the sweep), and waits for the consumers to take the last event.
-func runSweepSteps(ctx context.Context, cfg sweep.Config, waits []func() error, feed *tui.SweepFeed, notices *tui.NoticeBoard, opts tui.Options) (sweep.Result, error) {
-	sweepCtx, stopSweep := context.WithCancel(ctx)
-	defer stopSweep()
-	type result struct {
-		res sweep.Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := sweep.Run(sweepCtx, cfg)
-		done <- result{res, err}
-	}()
-	var uiErr error
-	if feed != nil {
-		uiErr = showDashboard(ctx, feed, opts)
-		notices.Detach()
-		stopSweep()
-	}
-	r := <-done
-	for _, wait := range waits {
-		r.err = errors.Join(r.err, wait())
-	}
-	return r.res, errors.Join(r.err, uiErr)
-}
-
-// sweepOutcome maps a finished sweep to its exit, as outcome does a run's.
-func sweepOutcome(res sweep.Result, objectives []aggregate.Objective, dashboard bool) error {
-	switch {
-	case res.Interrupted && !dashboard:
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the table covers the steps run until then")}
-	case res.Failure != "" && res.NoneSucceeded():
-		// Every request of every step failed: exit 3, as a run's.
-		return &exitError{code: exitAllFailed, err: errors.New("sweep failed: " + res.Failure)}
-	case res.Failure != "":
-		// A step measured nothing of the server: the sweep did not find
-		// its capacity, whatever it printed about the steps before.
-		return &exitError{code: exitFailure, err: errors.New("sweep failed: " + res.Failure)}
-	case len(objectives) > 0 && res.MaxLoad == nil:
-		return &exitError{code: exitSLOMissed, err: errors.New("no load met the objectives")}
-	}
-	return nil
-}
-
-// sweepStep builds each step's runner: the step's rate or concurrency, and
-// prompts of their own (another nonce on the same calibrated prompts), so a
-// prefix cache cannot make later steps cheaper than earlier ones.
-func sweepStep(s *session.Session, f *loadFlags) func(sweep.StepSpec) (pipeline.Source, error) {
-	return func(spec sweep.StepSpec) (pipeline.Source, error) {
-		prompts := s.Prompts.WithNonce(uint64(spec.Index) + 1)
-		r, err := probe.NewRunner(s.Client, probe.LoadConfig{
-			Rate: spec.Load.Rate(), Concurrency: spec.Load.Concurrency(),
-			Arrival: f.arrival, Burstiness: f.burstiness, Seed: f.seed.value() + int64(spec.Index),
-		}, prompts)
-		if err != nil {
-			return nil, fmt.Errorf("step %d: %w", spec.Index, err)
-		}
-		s.SetRunner(r)
-		return r, nil
-	}
-}
-
-// sweepProgressLines prints a line per finished step on w, headless.
-func sweepProgressLines(w io.Writer, next func(sweep.Progress)) func(sweep.Progress) {
-	printed := 0
-	return func(p sweep.Progress) {
-		for ; printed < len(p.Result.Steps); printed++ {
-			st := p.Result.Steps[printed]
-			fmt.Fprintf(w, "latscope sweep: step %d  %s  %s\n", st.Index, st.Load, stepLine(&st))
-		}
-		next(p)
-	}
-}
-
-// stepLine is one step in a few words.
-func stepLine(st *sweep.Step) string {
-	ttft := "-" // no successful request: nothing measured
-	if st.TTFT.Count > 0 {
-		ttft = fmt.Sprintf("%.1f ms", st.TTFT.P99)
-	}
-	line := fmt.Sprintf("%.2f ok/s  TTFT p99 %s  %s", st.Throughput, ttft, st.Verdict())
-	if st.Failed != "" {
-		line += ": " + st.Failed
-	}
-	return line
+	return session.Sweep(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c)
 }

@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/probe"
-	"github.com/latscope/latscope/recorder"
 	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
 )
@@ -35,7 +32,11 @@ timing) side by side. The server's histograms count the canary's requests
 too: a light canary barely moves them.
 
 --otlp-listen ADDR receives the server's own spans (vLLM
---otlp-traces-endpoint) and lists its requests in the requests view.`
+--otlp-traces-endpoint): each request they give that is not the canary's
+is listed in the requests view as a user's (server-reported, with its
+waterfall) and counted apart from the canary.
+
+--ssh ADDR serves this dashboard over SSH, as agent --ssh does.`
 
 // watchKeep are the loadFlags that watch takes (the rest shape a load it
 // does not send).
@@ -52,6 +53,7 @@ func newWatchCmd() *cobra.Command {
 		f          loadFlags
 		target     string
 		canaryRate float64
+		ssh        session.SSH
 	)
 	cmd := &cobra.Command{
 		Use:   "watch --url URL",
@@ -66,7 +68,7 @@ func newWatchCmd() *cobra.Command {
 				return errors.New("--url is required, e.g. --url http://127.0.0.1:8000")
 			}
 			f.untilStopped = !cmd.Flags().Changed("duration")
-			return runWatch(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), target, &f, canaryRate)
+			return runWatch(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), target, &f, canaryRate, ssh)
 		},
 	}
 	fl := cmd.Flags()
@@ -89,92 +91,34 @@ func newWatchCmd() *cobra.Command {
 		}
 	})
 	f.registerView(fl)
+	registerSSHFlags(fl, &ssh)
 	return cmd
 }
 
-// runWatch watches target's own traffic, with a canary at canaryRate.
-func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, canaryRate float64) error {
-	if math.IsNaN(canaryRate) || canaryRate < 0 || canaryRate > 1000 {
-		return fmt.Errorf("--canary-rate %g: want 0 (no canary) to 1000 requests per second", canaryRate)
+// runWatch watches target's own traffic, with a canary at canaryRate
+// (session.Watch).
+func runWatch(ctx context.Context, stdout, stderr io.Writer, target string, f *loadFlags, canaryRate float64, ssh session.SSH) error {
+	if err := session.CheckCanaryRate(canaryRate); err != nil {
+		return err
 	}
 	window, err := tui.ParseWindow(f.window)
 	if err != nil {
 		return fmt.Errorf("--window: %w", err)
 	}
-	if f.record != "" {
-		if err := recorder.CheckPath(f.record, recorder.Options{Overwrite: f.recordOverwrite}); err != nil {
-			return fmt.Errorf("--record: %w", err)
-		}
+	if err := f.outputs().Check(); err != nil {
+		return err
 	}
 	f.rate, f.arrival, f.drain = canaryRate, probe.ArrivalConstant, 5*time.Second
-	s, err := openWatch(ctx, stderr, target, f, canaryRate > 0)
-	if errors.Is(err, session.ErrSetupInterrupted) {
-		return &exitError{code: exitInterrupted, err: err}
-	}
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	m := session.Measurement{Pipe: s.PipelineConfig(), Agg: aggregate.Config{Now: time.Now, OfferedRate: s.Offered}}
-	dashboard := useDashboard(stdout, f.noTUI)
-	var notices *tui.NoticeBoard
-	progress := stderr
-	if dashboard {
-		notices = &tui.NoticeBoard{After: stderr}
-		progress = notices
-	} else {
-		m.Observers = append(m.Observers, watchStatusLine(stderr))
-	}
-	if err := addRecorderAndExport(ctx, progress, f, s, &m); err != nil {
-		return err
-	}
-	var summary aggregate.Summary
-	var interrupted bool
-	if dashboard {
-		summary, interrupted, err = runWithDashboard(ctx, m, notices, tui.Options{Window: window, NoColor: f.noColor})
-	} else {
-		summary, interrupted, err = m.Run(ctx)
-	}
-	if f.jsonOut {
-		err = errors.Join(err, aggregate.WriteJSON(stdout, summary))
-	} else {
-		err = errors.Join(err, aggregate.WriteWatchTable(stdout, summary))
-	}
-	if err != nil {
-		return err
-	}
-	if interrupted {
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted: the summary covers the time watched until then")}
-	}
-	return nil
-}
-
-// openWatch opens the watch session: the collectors alone, or with the
-// canary's load as well.
-func openWatch(ctx context.Context, stderr io.Writer, target string, f *loadFlags, canary bool) (*session.Session, error) {
 	o, err := f.sessionOptions(stderr, target)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if !canary {
-		return session.OpenWatch(ctx, stderr, o, f.duration)
+	c := session.WatchConfig{
+		Session: o, Outputs: f.outputs(), CanaryRate: canaryRate, SSH: ssh, Duration: f.duration, JSON: f.jsonOut,
+		View: tui.Options{Window: window, NoColor: f.noColor},
 	}
-	s, err := session.Open(ctx, stderr, o)
-	if err != nil {
-		return nil, err
+	if useDashboard(stdout, f.noTUI) {
+		c.Screen = showDashboard
 	}
-	s.MarkCanary()
-	return s, nil
-}
-
-// watchStatusLine prints the watch status line to w at most once a second.
-func watchStatusLine(w io.Writer) func(aggregate.Snapshot) {
-	var last time.Time
-	return func(s aggregate.Snapshot) {
-		if time.Since(last) < time.Second {
-			return
-		}
-		last = time.Now()
-		fmt.Fprintln(w, aggregate.WatchStatusLine(s))
-	}
+	return session.Watch(ctx, stdout, stderr, c)
 }

@@ -31,128 +31,133 @@ func stallStreamRec(id string, start time.Duration, n int, itl, pauseAt, pause t
 	return r
 }
 
+// msec is a millisecond, for the cases' tables.
+const msec = time.Millisecond
+
+// detectorCases are TestDetector's cases.
+var detectorCases = []struct {
+	name        string
+	recs        []*event.Request
+	wantMarkers int
+	wantStreams int
+}{
+	{
+		name: "three streams pause together",
+		recs: []*event.Request{
+			stallStreamRec("a", 0, 40, 10*msec, 200*msec, 60*msec),
+			stallStreamRec("b", 3*msec, 40, 10*msec, 200*msec, 60*msec),
+			stallStreamRec("c", 6*msec, 40, 10*msec, 200*msec, 60*msec),
+		},
+		wantMarkers: 1, wantStreams: 3,
+	},
+	{
+		name: "five streams, one steady",
+		recs: []*event.Request{
+			stallStreamRec("a", 0, 40, 10*msec, 200*msec, 60*msec),
+			stallStreamRec("b", 1*msec, 40, 10*msec, 200*msec, 60*msec),
+			stallStreamRec("c", 2*msec, 40, 10*msec, 200*msec, 60*msec),
+			stallStreamRec("d", 3*msec, 40, 10*msec, 200*msec, 60*msec),
+			stallStreamRec("e", 4*msec, 40, 10*msec, 200*msec, 60*msec),
+			stallStreamRec("steady", 5*msec, 40, 10*msec, 0, 0),
+		},
+		wantMarkers: 1, wantStreams: 5,
+	},
+	{
+		name: "two streams of three are not enough",
+		recs: []*event.Request{
+			stallStreamRec("a", 0, 40, 10*msec, 200*msec, 60*msec),
+			stallStreamRec("b", 3*msec, 40, 10*msec, 200*msec, 60*msec),
+			stallStreamRec("steady", 5*msec, 40, 10*msec, 0, 0),
+		},
+	},
+	{
+		// Long prompts in prefill can leave two streams decoding:
+		// both pausing together is the evidence then.
+		name: "two streams that are all that stream",
+		recs: []*event.Request{
+			stallStreamRec("a", 0, 40, 10*msec, 200*msec, 60*msec),
+			stallStreamRec("b", 3*msec, 40, 10*msec, 200*msec, 60*msec),
+		},
+		wantMarkers: 1, wantStreams: 2,
+	},
+	{
+		name: "two streams at 2x their normal gap, all that stream",
+		recs: []*event.Request{
+			stallStreamRec("a", 0, 40, 25*msec, 200*msec, 30*msec),
+			stallStreamRec("b", 3*msec, 40, 25*msec, 200*msec, 30*msec),
+		},
+		wantMarkers: 1, wantStreams: 2,
+	},
+	{
+		name: "one stream alone is no stall",
+		recs: []*event.Request{
+			stallStreamRec("a", 0, 40, 10*msec, 200*msec, 60*msec),
+		},
+	},
+	{
+		name: "pauses under 10 msec longer than the normal gap",
+		recs: []*event.Request{
+			stallStreamRec("a", 0, 100, 2*msec, 100*msec, 7*msec),
+			stallStreamRec("b", 0, 100, 2*msec, 100*msec, 7*msec),
+			stallStreamRec("c", 0, 100, 2*msec, 100*msec, 7*msec),
+		},
+	},
+	{
+		name: "a short pause shared by every stream",
+		recs: []*event.Request{
+			stallStreamRec("a", 0, 60, 10*msec, 200*msec, 15*msec),
+			stallStreamRec("b", 1*msec, 60, 10*msec, 200*msec, 15*msec),
+			stallStreamRec("c", 2*msec, 60, 10*msec, 200*msec, 15*msec),
+			stallStreamRec("d", 3*msec, 60, 10*msec, 200*msec, 15*msec),
+		},
+		wantMarkers: 1, wantStreams: 4,
+	},
+	{
+		name: "a short pause in three of eight streams",
+		recs: []*event.Request{
+			stallStreamRec("a", 0, 60, 10*msec, 200*msec, 15*msec),
+			stallStreamRec("b", 1*msec, 60, 10*msec, 200*msec, 15*msec),
+			stallStreamRec("c", 2*msec, 60, 10*msec, 200*msec, 15*msec),
+			stallStreamRec("d", 3*msec, 60, 10*msec, 0, 0),
+			stallStreamRec("e", 4*msec, 60, 10*msec, 0, 0),
+			stallStreamRec("f", 5*msec, 60, 10*msec, 0, 0),
+			stallStreamRec("g", 6*msec, 60, 10*msec, 0, 0),
+			stallStreamRec("h", 7*msec, 60, 10*msec, 0, 0),
+		},
+	},
+	{
+		name: "pauses not overlapping",
+		recs: []*event.Request{
+			stallStreamRec("a", 0, 60, 10*msec, 100*msec, 50*msec),
+			stallStreamRec("b", 0, 60, 10*msec, 250*msec, 50*msec),
+			stallStreamRec("c", 0, 60, 10*msec, 400*msec, 50*msec),
+		},
+	},
+	{
+		name: "gap usual for a slow stream",
+		recs: []*event.Request{
+			stallStreamRec("a", 0, 40, 30*msec, 200*msec, 12*msec),
+			stallStreamRec("b", 0, 40, 30*msec, 200*msec, 12*msec),
+			stallStreamRec("c", 0, 40, 30*msec, 200*msec, 12*msec),
+		},
+	},
+	{
+		name: "two separate stalls",
+		recs: []*event.Request{
+			stallStreamRec("a", 0, 80, 10*msec, 200*msec, 60*msec),
+			stallStreamRec("b", 0, 80, 10*msec, 200*msec, 60*msec),
+			stallStreamRec("c", 0, 80, 10*msec, 200*msec, 60*msec),
+			stallStreamRec("d", 0, 80, 10*msec, 600*msec, 60*msec),
+			stallStreamRec("e", 0, 80, 10*msec, 600*msec, 60*msec),
+			stallStreamRec("f", 0, 80, 10*msec, 600*msec, 60*msec),
+		},
+		wantMarkers: 2, wantStreams: 3,
+	},
+}
+
 func TestDetector(t *testing.T) {
 	t.Parallel()
-	ms := time.Millisecond
-	tests := []struct {
-		name        string
-		recs        []*event.Request
-		wantMarkers int
-		wantStreams int
-	}{
-		{
-			name: "three streams pause together",
-			recs: []*event.Request{
-				stallStreamRec("a", 0, 40, 10*ms, 200*ms, 60*ms),
-				stallStreamRec("b", 3*ms, 40, 10*ms, 200*ms, 60*ms),
-				stallStreamRec("c", 6*ms, 40, 10*ms, 200*ms, 60*ms),
-			},
-			wantMarkers: 1, wantStreams: 3,
-		},
-		{
-			name: "five streams, one steady",
-			recs: []*event.Request{
-				stallStreamRec("a", 0, 40, 10*ms, 200*ms, 60*ms),
-				stallStreamRec("b", 1*ms, 40, 10*ms, 200*ms, 60*ms),
-				stallStreamRec("c", 2*ms, 40, 10*ms, 200*ms, 60*ms),
-				stallStreamRec("d", 3*ms, 40, 10*ms, 200*ms, 60*ms),
-				stallStreamRec("e", 4*ms, 40, 10*ms, 200*ms, 60*ms),
-				stallStreamRec("steady", 5*ms, 40, 10*ms, 0, 0),
-			},
-			wantMarkers: 1, wantStreams: 5,
-		},
-		{
-			name: "two streams of three are not enough",
-			recs: []*event.Request{
-				stallStreamRec("a", 0, 40, 10*ms, 200*ms, 60*ms),
-				stallStreamRec("b", 3*ms, 40, 10*ms, 200*ms, 60*ms),
-				stallStreamRec("steady", 5*ms, 40, 10*ms, 0, 0),
-			},
-		},
-		{
-			// Long prompts in prefill can leave two streams decoding:
-			// both pausing together is the evidence then.
-			name: "two streams that are all that stream",
-			recs: []*event.Request{
-				stallStreamRec("a", 0, 40, 10*ms, 200*ms, 60*ms),
-				stallStreamRec("b", 3*ms, 40, 10*ms, 200*ms, 60*ms),
-			},
-			wantMarkers: 1, wantStreams: 2,
-		},
-		{
-			name: "two streams at 2x their normal gap, all that stream",
-			recs: []*event.Request{
-				stallStreamRec("a", 0, 40, 25*ms, 200*ms, 30*ms),
-				stallStreamRec("b", 3*ms, 40, 25*ms, 200*ms, 30*ms),
-			},
-			wantMarkers: 1, wantStreams: 2,
-		},
-		{
-			name: "one stream alone is no stall",
-			recs: []*event.Request{
-				stallStreamRec("a", 0, 40, 10*ms, 200*ms, 60*ms),
-			},
-		},
-		{
-			name: "pauses under 10 ms longer than the normal gap",
-			recs: []*event.Request{
-				stallStreamRec("a", 0, 100, 2*ms, 100*ms, 7*ms),
-				stallStreamRec("b", 0, 100, 2*ms, 100*ms, 7*ms),
-				stallStreamRec("c", 0, 100, 2*ms, 100*ms, 7*ms),
-			},
-		},
-		{
-			name: "a short pause shared by every stream",
-			recs: []*event.Request{
-				stallStreamRec("a", 0, 60, 10*ms, 200*ms, 15*ms),
-				stallStreamRec("b", 1*ms, 60, 10*ms, 200*ms, 15*ms),
-				stallStreamRec("c", 2*ms, 60, 10*ms, 200*ms, 15*ms),
-				stallStreamRec("d", 3*ms, 60, 10*ms, 200*ms, 15*ms),
-			},
-			wantMarkers: 1, wantStreams: 4,
-		},
-		{
-			name: "a short pause in three of eight streams",
-			recs: []*event.Request{
-				stallStreamRec("a", 0, 60, 10*ms, 200*ms, 15*ms),
-				stallStreamRec("b", 1*ms, 60, 10*ms, 200*ms, 15*ms),
-				stallStreamRec("c", 2*ms, 60, 10*ms, 200*ms, 15*ms),
-				stallStreamRec("d", 3*ms, 60, 10*ms, 0, 0),
-				stallStreamRec("e", 4*ms, 60, 10*ms, 0, 0),
-				stallStreamRec("f", 5*ms, 60, 10*ms, 0, 0),
-				stallStreamRec("g", 6*ms, 60, 10*ms, 0, 0),
-				stallStreamRec("h", 7*ms, 60, 10*ms, 0, 0),
-			},
-		},
-		{
-			name: "pauses not overlapping",
-			recs: []*event.Request{
-				stallStreamRec("a", 0, 60, 10*ms, 100*ms, 50*ms),
-				stallStreamRec("b", 0, 60, 10*ms, 250*ms, 50*ms),
-				stallStreamRec("c", 0, 60, 10*ms, 400*ms, 50*ms),
-			},
-		},
-		{
-			name: "gap usual for a slow stream",
-			recs: []*event.Request{
-				stallStreamRec("a", 0, 40, 30*ms, 200*ms, 12*ms),
-				stallStreamRec("b", 0, 40, 30*ms, 200*ms, 12*ms),
-				stallStreamRec("c", 0, 40, 30*ms, 200*ms, 12*ms),
-			},
-		},
-		{
-			name: "two separate stalls",
-			recs: []*event.Request{
-				stallStreamRec("a", 0, 80, 10*ms, 200*ms, 60*ms),
-				stallStreamRec("b", 0, 80, 10*ms, 200*ms, 60*ms),
-				stallStreamRec("c", 0, 80, 10*ms, 200*ms, 60*ms),
-				stallStreamRec("d", 0, 80, 10*ms, 600*ms, 60*ms),
-				stallStreamRec("e", 0, 80, 10*ms, 600*ms, 60*ms),
-				stallStreamRec("f", 0, 80, 10*ms, 600*ms, 60*ms),
-			},
-			wantMarkers: 2, wantStreams: 3,
-		},
-	}
+	tests := detectorCases
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -169,7 +174,7 @@ func TestDetector(t *testing.T) {
 				if m.Kind != event.MarkerStall || int(m.Values["streams"]) != tt.wantStreams || len(m.RequestIDs) != tt.wantStreams {
 					t.Fatalf("marker %+v, want a stall of %d streams", m, tt.wantStreams)
 				}
-				if m.Values["gap_ms"] < 10 || m.Duration < 10*ms || m.Message == "" || m.Cause == "" {
+				if m.Values["gap_ms"] < 10 || m.Duration < 10*msec || m.Message == "" || m.Cause == "" {
 					t.Fatalf("marker %+v: pause too short or no message", m)
 				}
 			}
@@ -371,21 +376,24 @@ func detectOn(t *testing.T, srv Server, recs []*event.Request, starved ...interv
 	return append(got, d.Flush()...)
 }
 
-func TestStallCauses(t *testing.T) {
-	t.Parallel()
+// stallCauseCase is one of TestStallCauses's cases.
+type stallCauseCase struct {
+	name     string
+	recs     []*event.Request
+	starved  []interval
+	want     event.StallCause
+	evidence string // in the message
+}
+
+// stallCauseCases are TestStallCauses's cases.
+func stallCauseCases() []stallCauseCase {
 	ms := time.Millisecond
 	at := func(d time.Duration) time.Time { return stallT0.Add(d) }
 	timed := func(r *event.Request, stages map[event.Stage]time.Duration) *event.Request {
 		r.Server = &event.ServerTiming{Source: "test", Stages: stages}
 		return r
 	}
-	tests := []struct {
-		name     string
-		recs     []*event.Request
-		starved  []interval
-		want     event.StallCause
-		evidence string // in the message
-	}{
+	return []stallCauseCase{
 		{
 			name:     "nothing else ran and the held tokens came in a burst: the front end by elimination",
 			recs:     withBurst(fourPausing(30 * ms)),
@@ -468,6 +476,11 @@ func TestStallCauses(t *testing.T) {
 			evidence: "no prefill ran in it",
 		},
 	}
+}
+
+func TestStallCauses(t *testing.T) {
+	t.Parallel()
+	tests := stallCauseCases()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

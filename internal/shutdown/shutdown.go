@@ -1,4 +1,7 @@
-package main
+// Package shutdown owns a process's signals, in one place: SIGINT, SIGTERM
+// and SIGHUP all mean "interrupted". The first cancels a context, the
+// second exits at once after the restore hooks ran.
+package shutdown
 
 import (
 	"context"
@@ -12,18 +15,18 @@ import (
 	"time"
 )
 
-// shutdown owns the process's signals, in one place: SIGINT, SIGTERM and
+// Shutdown owns the process's signals, in one place: SIGINT, SIGTERM and
 // SIGHUP all mean "interrupted". The first cancels the context it gives
 // (its cause names the signal): the load stops, consumers drain, the
 // terminal is restored and the summary so far is printed, exit 130. The
 // second exits at once, still restoring the terminal through the hooks
-// registered with onForce. The first signal again within echoWindow is not
+// registered with OnForce. The first signal again within echoWindow is not
 // a second one: see echoWindow.
 //
 // Bubble Tea's own signal handler is off (tui.Run): two handlers of one
 // signal raced, and Bubble Tea's could block forever sending to an event
 // loop that had already stopped.
-type shutdown struct {
+type Shutdown struct {
 	stderr io.Writer
 	exit   func(code int) // os.Exit; a test's recorder
 	sigs   chan os.Signal
@@ -39,6 +42,10 @@ type shutdown struct {
 	nextID  int
 }
 
+// ExitCode is what a second signal exits with, as an interrupted command
+// does.
+const ExitCode = 130
+
 // interruptSignals are the signals that interrupt a command.
 var interruptSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
@@ -49,16 +56,16 @@ var interruptSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP
 // presses again later, or sends another signal.
 const echoWindow = 500 * time.Millisecond
 
-// interruptedBy is the cause of a context the first signal cancelled.
-type interruptedBy struct{ sig os.Signal }
+// InterruptedBy is the cause of a context the first signal cancelled.
+type InterruptedBy struct{ Sig os.Signal }
 
-func (e interruptedBy) Error() string { return "interrupted by " + signalName(e.sig) }
+func (e InterruptedBy) Error() string { return "interrupted by " + SignalName(e.Sig) }
 
-// newShutdown starts watching the signals; ctx, derived from parent, ends
-// with the first. stop must be called when the command returns.
-func newShutdown(parent context.Context, stderr io.Writer, exit func(int)) (*shutdown, context.Context) {
+// New starts watching the signals; ctx, derived from parent, ends
+// with the first. Stop must be called when the command returns.
+func New(parent context.Context, stderr io.Writer, exit func(int)) (*Shutdown, context.Context) {
 	ctx, cancel := context.WithCancelCause(parent)
-	s := &shutdown{
+	s := &Shutdown{
 		stderr: stderr, exit: exit,
 		sigs:   make(chan os.Signal, 2),
 		done:   make(chan struct{}),
@@ -71,7 +78,7 @@ func newShutdown(parent context.Context, stderr io.Writer, exit func(int)) (*shu
 	return s, withShutdown(ctx, s)
 }
 
-func (s *shutdown) watch() {
+func (s *Shutdown) watch() {
 	defer s.wg.Done()
 	for {
 		select {
@@ -86,7 +93,7 @@ func (s *shutdown) watch() {
 // handle acts on one signal, received at `at`: the first cancels the
 // context, the same one again within echoWindow does nothing, any other
 // forces the exit.
-func (s *shutdown) handle(sig os.Signal, at time.Time) {
+func (s *Shutdown) handle(sig os.Signal, at time.Time) {
 	s.mu.Lock()
 	first := s.first == nil
 	echo := !first && sig == s.first && at.Sub(s.firstAt) < echoWindow
@@ -96,7 +103,7 @@ func (s *shutdown) handle(sig os.Signal, at time.Time) {
 	s.mu.Unlock()
 	switch {
 	case first:
-		s.cancel(interruptedBy{sig})
+		s.cancel(InterruptedBy{Sig: sig})
 	case echo: // the first, delivered twice
 	default:
 		s.force(sig)
@@ -104,7 +111,7 @@ func (s *shutdown) handle(sig os.Signal, at time.Time) {
 }
 
 // force runs the hooks (restoring the terminal), newest first, and exits.
-func (s *shutdown) force(sig os.Signal) {
+func (s *Shutdown) force(sig os.Signal) {
 	s.mu.Lock()
 	ids := make([]int, 0, len(s.hooks))
 	for id := range s.hooks {
@@ -119,14 +126,14 @@ func (s *shutdown) force(sig os.Signal) {
 	for _, h := range hooks {
 		h()
 	}
-	fmt.Fprintf(s.stderr, "latscope: second signal (%s): exiting now, without waiting\n", signalName(sig))
-	s.exit(exitInterrupted)
+	fmt.Fprintf(s.stderr, "latscope: second signal (%s): exiting now, without waiting\n", SignalName(sig))
+	s.exit(ExitCode)
 }
 
-// onForce registers fn to run before a second signal exits the process;
+// OnForce registers fn to run before a second signal exits the process;
 // the returned func removes it. A nil shutdown (a command run by a test)
 // keeps nothing.
-func (s *shutdown) onForce(fn func()) (remove func()) {
+func (s *Shutdown) OnForce(fn func()) (remove func()) {
 	if s == nil {
 		return func() {}
 	}
@@ -142,8 +149,8 @@ func (s *shutdown) onForce(fn func()) (remove func()) {
 	}
 }
 
-// signal returns the first signal received, or nil.
-func (s *shutdown) signal() os.Signal {
+// Signal returns the first signal received, or nil.
+func (s *Shutdown) Signal() os.Signal {
 	if s == nil {
 		return nil
 	}
@@ -152,15 +159,16 @@ func (s *shutdown) signal() os.Signal {
 	return s.first
 }
 
-// stop stops watching; signals from now on have their default effect.
-func (s *shutdown) stop() {
+// Stop stops watching; signals from now on have their default effect.
+func (s *Shutdown) Stop() {
 	signal.Stop(s.sigs)
 	close(s.done)
 	s.wg.Wait()
 	s.cancel(nil)
 }
 
-func signalName(sig os.Signal) string {
+// SignalName is sig as a person reads it (SIGINT).
+func SignalName(sig os.Signal) string {
 	switch sig {
 	case os.Interrupt:
 		return "SIGINT"
@@ -176,12 +184,12 @@ func signalName(sig os.Signal) string {
 // it through cmd.Context(), without a global.
 type shutdownKey struct{}
 
-func withShutdown(ctx context.Context, s *shutdown) context.Context {
+func withShutdown(ctx context.Context, s *Shutdown) context.Context {
 	return context.WithValue(ctx, shutdownKey{}, s)
 }
 
-// shutdownFrom returns ctx's shutdown, or nil (every method takes nil).
-func shutdownFrom(ctx context.Context) *shutdown {
-	s, _ := ctx.Value(shutdownKey{}).(*shutdown)
+// From returns ctx's shutdown, or nil (every method takes nil).
+func From(ctx context.Context) *Shutdown {
+	s, _ := ctx.Value(shutdownKey{}).(*Shutdown)
 	return s
 }

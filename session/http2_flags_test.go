@@ -1,10 +1,8 @@
-package main
+package session
 
 import (
 	"strings"
 	"testing"
-
-	"github.com/latscope/latscope/session"
 )
 
 func TestHTTPVersionFlags(t *testing.T) {
@@ -16,15 +14,15 @@ func TestHTTPVersionFlags(t *testing.T) {
 	}{
 		{connections: 1, url: "http://h:1"},
 		{connections: 0, url: "http://h:1"}, // demo: no HTTP/2 flags
-		{h2c: true, connections: 4, url: "http://h:1", want: session.H2C},
-		{http2: true, connections: 2, url: "https://h:1", want: session.HTTP2},
+		{h2c: true, connections: 4, url: "http://h:1", want: H2C},
+		{http2: true, connections: 2, url: "https://h:1", want: HTTP2},
 		{http2: true, h2c: true, connections: 1, url: "https://h:1", err: "give one"},
 		{http2: true, connections: 1, url: "http://h:1", err: "needs an https:// URL"},
 		{h2c: true, connections: 1, url: "https://h:1", err: "without TLS"},
 		{h2c: true, connections: 0, url: "http://h:1", err: "want 1 to"},
 		{connections: 3, url: "http://h:1", err: "give --http2 or --h2c"},
 	} {
-		f := loadFlags{http2: c.http2, h2c: c.h2c, connections: c.connections}
+		f := Spec{HTTP2: c.http2, H2C: c.h2c, Connections: c.connections}
 		got, err := f.httpVersion(c.url)
 		switch {
 		case c.err == "" && (err != nil || got != c.want):

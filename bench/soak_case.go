@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -15,10 +15,8 @@ import (
 
 	"github.com/latscope/latscope/agent"
 	"github.com/latscope/latscope/aggregate"
-	"github.com/latscope/latscope/bench"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
-	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
 )
@@ -36,24 +34,24 @@ const (
 	soakFrameEvery           = 250 * time.Millisecond
 )
 
-// runSoakCase runs one soak case in this process: the fast server on
+// RunSoakCase runs one soak case in this process: the fast server on
 // loopback and the pipeline as `run` builds it, measured at each
 // checkpoint, each a JSON line on out. It returns after the last one. With
 // a profile path, it writes the heap profile there at the last checkpoint,
 // and beside it one per checkpoint.
-func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []time.Duration, heapReadings int, profile string) error {
+func RunSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []time.Duration, heapReadings int, profile string) error {
 	if profile != "" {
 		// The default rate (one sample per 512 KiB) leaves a diff between
 		// two checkpoints within its noise; a finer one costs some speed,
 		// which a diagnostic run can spare.
 		runtime.MemProfileRate = 16 << 10
 	}
-	srv, err := bench.StartSoakServer(name == bench.SoakEndless)
+	srv, err := StartSoakServer(name == SoakEndless)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	f, cleanup, err := soakFlags(name)
+	c, cleanup, err := soakRun(srv.URL, name)
 	if err != nil {
 		return err
 	}
@@ -67,7 +65,7 @@ func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []
 	go func() {
 		defer stop() // the last checkpoint ends the run
 		n := 0
-		measured <- bench.SoakCheckpoints(runCtx, name, time.Now(), checkpoints, heapReadings, srv.Tokens, func(p bench.SoakPoint) {
+		measured <- SoakCheckpoints(runCtx, name, time.Now(), checkpoints, heapReadings, srv.Tokens, func(p SoakPoint) {
 			if err := enc.Encode(p); err != nil && encErr == nil {
 				encErr = fmt.Errorf("soak: write checkpoint: %w", err)
 			}
@@ -79,12 +77,12 @@ func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []
 	}()
 	var runErr error
 	switch name {
-	case bench.SoakDashboard:
-		runErr = soakDashboard(runCtx, srv.URL, f)
-	case bench.SoakAgent:
-		runErr = soakAgent(runCtx, srv.URL, f)
+	case SoakDashboard:
+		runErr = soakDashboard(runCtx, c.Session)
+	case SoakAgent:
+		runErr = soakAgent(runCtx, c.Session)
 	default:
-		runErr = runSession(runCtx, io.Discard, io.Discard, srv.URL, f, nil)
+		runErr = session.Run(runCtx, io.Discard, io.Discard, c)
 	}
 	stop()
 	mErr := <-measured
@@ -95,40 +93,35 @@ func runSoakCase(ctx context.Context, out io.Writer, name string, checkpoints []
 	// The cancelled context is how the run ends here: being interrupted,
 	// even before the run began (a slow machine, tiny checkpoints), is no
 	// failure.
-	var exit *exitError
-	if errors.As(runErr, &exit) && exit.code == exitInterrupted || errors.Is(runErr, session.ErrSetupInterrupted) {
+	if session.ReasonOf(runErr) == session.Interrupted || errors.Is(runErr, session.ErrSetupInterrupted) {
 		runErr = nil
 	}
 	return errors.Join(mErr, encErr, runErr)
 }
 
-// soakFlags is the load of soak case name: a few streams of long answers,
+// soakRun is the run of soak case name: a few streams of long answers,
 // headless, until stopped; the record case records to a temporary file,
 // which cleanup removes.
-func soakFlags(name string) (f *loadFlags, cleanup func(), err error) {
-	f = &loadFlags{
-		dialect: "openai-chat", model: benchModel, concurrency: 4,
-		promptTokens: "16", outputTokens: fmt.Sprint(bench.SoakOutputTokens),
-		arrival: "poisson", burstiness: 1, timeout: 5 * time.Minute, drain: time.Second,
-		maxEventBytes: probe.DefaultMaxEventBytes, noTUI: true, window: "10s", untilStopped: true,
-		noMetrics: true, noGPU: true,
+func soakRun(target, name string) (c session.RunConfig, cleanup func(), err error) {
+	streams := 4
+	if name == SoakEndless {
+		streams = 2
 	}
-	if err := f.seed.Set("1"); err != nil {
-		return nil, nil, err
+	o, err := loopbackOptions(target, streams, 0, SoakOutputTokens, 0, time.Second, 5*time.Minute)
+	if err != nil {
+		return c, nil, err
 	}
+	c = session.RunConfig{Session: o}
 	cleanup = func() {}
-	switch name {
-	case bench.SoakEndless:
-		f.concurrency = 2
-	case bench.SoakRecord:
+	if name == SoakRecord {
 		dir, err := os.MkdirTemp("", "latscope-soak-")
 		if err != nil {
-			return nil, nil, fmt.Errorf("soak: temp dir for the recording: %w", err)
+			return c, nil, fmt.Errorf("soak: temp dir for the recording: %w", err)
 		}
 		cleanup = func() { os.RemoveAll(dir) }
-		f.record = filepath.Join(dir, "soak.lsr")
+		c.Outputs.Record = filepath.Join(dir, "soak.lsr")
 	}
-	return f, cleanup, nil
+	return c, cleanup, nil
 }
 
 // checkpointProfile writes a heap profile at checkpoint n (1-based) when
@@ -152,8 +145,8 @@ func checkpointProfile(profile string, checkpoints []time.Duration, n int) error
 // soakDashboard runs the session as the dashboard does, with the model
 // rendered off screen a few times a second instead of by a terminal, and
 // the requests view and a waterfall opened now and then.
-func soakDashboard(ctx context.Context, target string, f *loadFlags) error {
-	s, err := openSession(ctx, io.Discard, target, f, nil)
+func soakDashboard(ctx context.Context, o session.Options) error {
+	s, err := session.Open(ctx, io.Discard, o)
 	if err != nil {
 		return err
 	}
@@ -165,7 +158,7 @@ func soakDashboard(ctx context.Context, target string, f *loadFlags) error {
 	snaps := pipeline.NewLatest[aggregate.Snapshot]()
 	m.Observers = append(m.Observers, snaps.Put)
 	feeds := make(chan *tui.LiveFeed, 1)
-	m.Consumers = append(m.Consumers, dashboardFeed{snaps: snaps, feeds: feeds})
+	m.Consumers = append(m.Consumers, session.DashboardFeed{Snaps: snaps, Feeds: feeds})
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := m.Run(ctx)
@@ -198,7 +191,7 @@ func soakDashboard(ctx context.Context, target string, f *loadFlags) error {
 
 // soakAgent runs the session as `latscope agent` does, with two clients
 // attached to it, reading every event as a dashboard would receive it.
-func soakAgent(ctx context.Context, target string, f *loadFlags) error {
+func soakAgent(ctx context.Context, o session.Options) error {
 	srv, err := agent.New(agent.Config{
 		Listen: agent.ListenConfig{Addr: "127.0.0.1:0"},
 		Ring:   agent.RingConfig{MaxBytes: soakAgentRing},
@@ -215,7 +208,7 @@ func soakAgent(ctx context.Context, target string, f *loadFlags) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(serveCtx, ln) }()
 
-	s, err := openSession(ctx, io.Discard, target, f, nil)
+	s, err := session.Open(ctx, io.Discard, o)
 	if err != nil {
 		stopServing()
 		return errors.Join(err, <-served)
@@ -224,7 +217,7 @@ func soakAgent(ctx context.Context, target string, f *loadFlags) error {
 	m := session.Measurement{
 		Pipe:      s.PipelineConfig(),
 		Agg:       aggregate.Config{Now: time.Now, OfferedRate: s.Offered},
-		Consumers: []session.Consumer{agentStream{srv}},
+		Consumers: []session.Consumer{session.AgentStream{Server: srv}},
 	}
 	clientCtx, stopClients := context.WithCancel(ctx)
 	defer stopClients()

@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"encoding/json"
@@ -70,14 +70,15 @@ type attachJSON struct {
 	// Connections says, per agent, where it was, where it measures from,
 	// its clock, whether it was reached (connections 0: never, and error
 	// says why) and its state when attach ended.
-	Connections map[string]agentConnection `json:"connections"`
+	Connections map[string]AgentConnection `json:"connections"`
 	// FleetAgents names the agents whose requests the fleet merges (those
 	// reached); LiveAgents counts those still streaming when attach ended.
 	FleetAgents []string `json:"fleet_agents"`
 	LiveAgents  int      `json:"live_agents"`
 }
 
-type agentConnection struct {
+// AgentConnection is what attach --json says of one agent's connection.
+type AgentConnection struct {
 	URL string `json:"url"`
 	// State is fleet.AgentState: live, lost (reached, then its connection
 	// ended and was not back), given up (never reached within --give-up),
@@ -98,7 +99,7 @@ type agentConnection struct {
 }
 
 func writeAttachJSON(w io.Writer, merged aggregate.Summary, agents []*attached) error {
-	out := attachJSON{Fleet: merged, Agents: map[string]aggregate.Summary{}, Connections: map[string]agentConnection{}, FleetAgents: []string{}}
+	out := attachJSON{Fleet: merged, Agents: map[string]aggregate.Summary{}, Connections: map[string]AgentConnection{}, FleetAgents: []string{}}
 	for _, a := range agents {
 		st := a.client.Status()
 		name := st.Name
@@ -116,7 +117,7 @@ func writeAttachJSON(w io.Writer, merged aggregate.Summary, agents []*attached) 
 		if st.Connections > 0 {
 			out.FleetAgents = append(out.FleetAgents, name)
 		}
-		c := agentConnection{URL: a.url, State: string(state), Region: st.Region, Shard: st.Shard, Connections: st.Connections,
+		c := AgentConnection{URL: a.url, State: string(state), Region: st.Region, Shard: st.Shard, Connections: st.Connections,
 			ClockEstimates: st.ClockEstimates, ClockError: st.ClockErr}
 		if st.ClockKnown {
 			off, bound := ms(st.Clock.Offset), ms(st.Clock.Bound())
@@ -139,3 +140,22 @@ func writeAttachJSON(w io.Writer, merged aggregate.Summary, agents []*attached) 
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// fleetView is the dashboard's fleet view: the one merger attach feeds
+// (fleet.Fleet, which --json and the final summary read too), whose
+// snapshot holds the requests sample of its timeline.
+type fleetView struct {
+	merged *fleet.Fleet
+}
+
+// newFleetView returns the merger.
+func newFleetView() *fleetView {
+	return &fleetView{merged: fleet.New(fleet.Config{})}
+}
+
+// frame is the fleet's frame, and a version that moves with every event
+// the fleet takes.
+func (v *fleetView) frame() (tui.Frame, uint64) {
+	snap, version := v.merged.Snapshot()
+	return tui.Frame{Snapshot: snap}, version
+}

@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"context"
@@ -89,7 +89,7 @@ func copyRecording(ctx context.Context, out io.Writer, in io.Reader) error {
 	}
 	switch {
 	case ctx.Err() != nil:
-		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted while reading the recording from %s", stdinName)}
+		return Exit(Interrupted, fmt.Errorf("interrupted while reading the recording from %s", stdinName))
 	case err != nil:
 		return fmt.Errorf("%s: %w", stdinName, err)
 	}
