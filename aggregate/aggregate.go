@@ -153,6 +153,9 @@ type errorKey struct {
 // counts are the request counters of one window slot.
 type counts struct {
 	sent, ok, errors, tokens, good int64
+	// prompt and cached are the successful requests' prompt tokens and
+	// the part of them the server reported from its prefix cache.
+	prompt, cached int64
 }
 
 // bdStage is one breakdown stage over the run: its values, and how often each
@@ -242,15 +245,16 @@ func (a *Aggregator) add(ev event.Event) {
 		a.addRequest(ev.Request)
 	case ev.Server != nil:
 		a.see(ev.Server.Time)
-		if x := ev.Server; x.Time != x.Time.Round(0) {
+		x := ev.Server
+		if x.Time != x.Time.Round(0) {
 			// Wall-clock time only, as for requests (a copy: the payload
 			// is shared with the other consumers).
 			c := *x
 			c.Time = c.Time.Round(0)
-			a.server.add(&c)
-		} else {
-			a.server.add(x)
+			x = &c
 		}
+		a.server.add(x)
+		a.turns.series.addServer(x)
 	case ev.GPU != nil:
 		a.see(ev.GPU.Time)
 		a.gpu = ev.GPU
@@ -382,7 +386,7 @@ func (a *Aggregator) addRequest(r *event.Request) {
 	}
 	a.recordLatencies(r, end)
 	a.lengths.add(r)
-	a.turns.add(r)
+	a.addCache(r, end)
 	a.recordStages(r, end)
 	a.recordReasoning(r, end)
 	a.recordBreakdown(r, end)

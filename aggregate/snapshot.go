@@ -114,6 +114,13 @@ type WindowStats struct {
 	// served in the window, latscope's own among them if it sent any.
 	Traffic Traffic
 
+	// PromptTokens and CachedTokens are the window's successful requests'
+	// prompt tokens and the part the server reported from its prefix
+	// cache; CacheHitRate is the second over the first (0 without
+	// prompts). The server's own counters' rate is Traffic.PrefixHitRate.
+	PromptTokens, CachedTokens int64
+	CacheHitRate               float64
+
 	ServerStageMeans map[string]float64 // ms, count-weighted over the window
 	QueueDepthMean   float64            // plain mean of the queue-depth readings in the window
 	HasQueueDepth    bool
@@ -441,6 +448,7 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 		c := &a.counts
 		// Like the time slots, the run counts the requests that finished.
 		ws.Sent, ws.OK, ws.Errors, ws.Tokens, ws.Good = c.ok+c.errors, c.ok, c.errors, c.tokens, c.good
+		ws.PromptTokens, ws.CachedTokens = a.turns.prompt, a.turns.cached
 		if !a.reqStart.IsZero() && now.After(a.reqStart) {
 			ws.Span = now.Sub(a.reqStart)
 		}
@@ -461,6 +469,8 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 			ws.Errors += c.errors
 			ws.Tokens += c.tokens
 			ws.Good += c.good
+			ws.PromptTokens += c.prompt
+			ws.CachedTokens += c.cached
 		})
 		if a.reqStart.After(start) {
 			start = a.reqStart
@@ -472,6 +482,9 @@ func (a *Aggregator) window(w Window, now time.Time) WindowStats {
 		ws.Traffic = windowTraffic(sr, from, to)
 	}
 	ws.Traffic.Spans = a.userSpans(w, now)
+	if ws.PromptTokens > 0 {
+		ws.CacheHitRate = float64(ws.CachedTokens) / float64(ws.PromptTokens)
+	}
 	if ws.Span > 0 {
 		ws.ReqPerSec = float64(ws.Sent) / ws.Span.Seconds()
 		ws.TokPerSec = float64(ws.Tokens) / ws.Span.Seconds()

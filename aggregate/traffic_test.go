@@ -61,8 +61,8 @@ func TestTrafficBreakdown(t *testing.T) {
 		t.Errorf("gauges = %+v", tr)
 	}
 	p50 := tr.Quantiles["ttft"].P50
-	if !p50.OK || p50.Lower != 100*time.Millisecond || p50.Upper != 250*time.Millisecond || p50.Value != 175*time.Millisecond {
-		t.Errorf("ttft p50 = %+v, want 175 ms between 100 and 250", p50)
+	if !p50.OK || p50.Lower != 100*time.Millisecond || p50.Upper != 250*time.Millisecond || p50.Value != 200*time.Millisecond {
+		t.Errorf("ttft p50 = %+v, want 200 ms (every TTFT is in that bucket: their mean) between 100 and 250", p50)
 	}
 	// The whole run holds the same.
 	if run := a.Snapshot(now).Windows[WinRun].Traffic; run.Requests != 50 || len(run.Phases) != 4 {
@@ -132,7 +132,7 @@ func TestWatchText(t *testing.T) {
 	addAll(a, okReq(base(), 200*time.Millisecond, 10*time.Millisecond, 8))
 	snap := a.Snapshot(now)
 	line := WatchStatusLine(snap)
-	for _, want := range []string{"10.0 req/s", "queue 60% prefill 3% decode 36% rest 1% of e2e", "TTFT p50 ≈175 ms (100ms–250ms)", "queue 4.0  running 8.0  KV 50% · preempted 5 · prefix hits 25%", "canary: 1 ok"} {
+	for _, want := range []string{"10.0 req/s", "queue 60% prefill 3% decode 36% rest 1% of e2e", "TTFT p50 ≈200 ms (100ms–250ms)", "queue 4.0  running 8.0  KV 50% · preempted 5 · prefix hits 25%", "canary: 1 ok"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("status line %q lacks %q", line, want)
 		}
@@ -155,5 +155,29 @@ func TestWatchText(t *testing.T) {
 	b2.Add(event.NewServer(trafficSample(base(), 10, time.Second, time.Second, time.Second)))
 	if s := b2.Snapshot(base()).Summary(); s.Traffic != nil {
 		t.Error("a run's summary carries traffic")
+	}
+}
+
+// All of a window's observations in one bucket: the quantiles are their
+// mean, inside the bucket's bounds, not the bucket's middle.
+func TestTrafficOneBucketAtMean(t *testing.T) {
+	t.Parallel()
+	a := New(Config{})
+	a.Add(event.NewServer(&event.ServerSample{Time: base(), Dialect: "vllm", Interval: time.Second,
+		Stages: map[string]event.HistStat{
+			"prefill": {Count: 10, Mean: 42 * time.Millisecond, Bounds: []float64{0.3, 0.5}, Counts: []float64{10, 0, 0}},
+			"e2e":     {Count: 10, Mean: 400 * time.Millisecond, Bounds: []float64{0.3, 0.5}, Counts: []float64{5, 5, 0}},
+			"ttft":    {Count: 10, Mean: 900 * time.Millisecond, Bounds: []float64{0.3, 0.5}, Counts: []float64{0, 0, 10}},
+		}}))
+	q := a.Snapshot(base()).Windows[Win10s].Traffic.Quantiles
+	near := func(d, want time.Duration) bool { return (d - want).Abs() < time.Microsecond }
+	if p := q["prefill"]; !near(p.P50.Value, 42*time.Millisecond) || !near(p.P99.Value, 42*time.Millisecond) || p.P50.Upper != 300*time.Millisecond {
+		t.Errorf("prefill one bucket: %+v", p)
+	}
+	if e := q["e2e"]; e.P50.Value != 300*time.Millisecond || e.P90.Value != 460*time.Millisecond {
+		t.Errorf("e2e over two buckets: interpolated as before, got %+v", e)
+	}
+	if f := q["ttft"]; !f.P50.Above || f.P50.Value != 500*time.Millisecond {
+		t.Errorf("ttft past the last bound: %+v", f)
 	}
 }

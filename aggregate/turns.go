@@ -57,6 +57,13 @@ type Turns struct {
 	// tokens: none, and every request shows 0% (a server that never says
 	// cannot be told from a cache that never hits).
 	CacheReported int64 `json:"cache_reported"`
+	// HitRate is the run's cached tokens over its prompt tokens, as the
+	// server reported them per request (0..1); ServerHitRate the server's
+	// prefix-cache counters' hits over queries, absent without them.
+	HitRate       float64  `json:"hit_rate"`
+	ServerHitRate *float64 `json:"server_hit_rate,omitempty"`
+	// Series is the prefix cache over time (see CachePoint).
+	Series []CachePoint `json:"series,omitempty"`
 }
 
 // turnCell holds one row's values.
@@ -75,18 +82,37 @@ type turnFiles struct {
 	byShare  [len(shareEdges)]*turnCell
 	reported int64
 	any      bool // a request with a turn or cached tokens came
+	// prompt and cached are the run's sums; series the cache over time.
+	prompt, cached int64
+	series         cacheSeries
 }
 
-func (f *turnFiles) add(r *event.Request) {
-	cached := 0
-	if r.Server != nil {
-		cached = min(max(r.Server.CachedTokens, 0), max(r.PromptTokens, 0))
+// addCache files a successful request by turn and cached share, in the
+// cache's series and in its window slots.
+func (a *Aggregator) addCache(r *event.Request, end time.Time) {
+	prompt, cached := a.turns.add(r, end)
+	for _, s := range []*counts{a.fineCounts.slot(end), a.coarseCounts.slot(end)} {
+		if s != nil {
+			s.prompt += int64(prompt)
+			s.cached += int64(cached)
+		}
 	}
+}
+
+// add files r and returns its prompt and cached tokens.
+func (f *turnFiles) add(r *event.Request, end time.Time) (prompt, cached int) {
+	prompt = max(r.PromptTokens, 0)
+	if r.Server != nil {
+		cached = min(max(r.Server.CachedTokens, 0), prompt)
+	}
+	f.prompt += int64(prompt)
+	f.cached += int64(cached)
+	f.series.addRequest(end, prompt, cached, r.TTFT)
 	if cached > 0 {
 		f.reported++
 	}
 	if r.Turn <= 0 && cached == 0 && !f.any {
-		return
+		return prompt, cached
 	}
 	f.any = true
 	prefill := prefillOf(r)
@@ -95,6 +121,7 @@ func (f *turnFiles) add(r *event.Request) {
 		cellAt(&f.byTurn[k]).add(r, cached, prefill)
 	}
 	cellAt(&f.byShare[shareRow(cached, r.PromptTokens)]).add(r, cached, prefill)
+	return prompt, cached
 }
 
 func cellAt(c **turnCell) *turnCell {
@@ -184,7 +211,17 @@ func (f *turnFiles) summary() *Turns {
 	if !f.any {
 		return nil
 	}
-	out := &Turns{CacheReported: f.reported}
+	out := &Turns{CacheReported: f.reported, Series: f.series.points()}
+	if f.prompt > 0 {
+		out.HitRate = float64(f.cached) / float64(f.prompt)
+	}
+	var q, h float64
+	for _, b := range f.series.buckets {
+		q, h = q+b.serverQ, h+b.serverH
+	}
+	if q > 0 {
+		out.ServerHitRate = fptr(min(h/q, 1))
+	}
 	for k, c := range f.byTurn {
 		if c == nil {
 			continue
@@ -242,6 +279,42 @@ func writeTurns(w *errWriter, t *Turns) {
 	if t.CacheReported == 0 {
 		w.printf("  (no request had cached tokens reported: a server that never says looks like a cache that never hits)\n")
 	}
+	writeCacheSeries(w, t)
+}
+
+// CacheRateLine says the run's prefix-cache hit rate, from the requests
+// and from the server's counters.
+func CacheRateLine(t *Turns) string {
+	line := fmt.Sprintf("Prefix cache hit rate %.1f%% (cached over prompt tokens, as the server reported them per request)", 100*t.HitRate)
+	if t.ServerHitRate != nil {
+		line += fmt.Sprintf("; %.1f%% by the server's prefix-cache counters", 100**t.ServerHitRate)
+	}
+	return line
+}
+
+// FmtOpt prints an optional value with format f, "-" when absent; scale
+// multiplies it first.
+func FmtOpt(f string, v *float64, scale float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf(f, *v*scale)
+}
+
+// writeCacheSeries prints the hit rate and the prefix cache over time.
+func writeCacheSeries(w *errWriter, t *Turns) {
+	w.printf("\n%s\n", CacheRateLine(t))
+	if len(t.Series) == 0 {
+		return
+	}
+	w.printf("\nPrefix cache over time (successful requests by their end; server counters by scrape)\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  from s\trequests\thit rate\tserver hit rate\tttft mean ms\tttft/uncached tok ms\t\n")
+	for _, p := range t.Series {
+		fmt.Fprintf(tw, "  %.0f\t%d\t%s\t%s\t%s\t%s\t\n", p.StartS, p.Requests, FmtOpt("%.1f%%", p.HitRate, 100),
+			FmtOpt("%.1f%%", p.ServerHitRate, 100), FmtOpt("%.2f", p.TTFTMean, 1), FmtOpt("%.4f", p.TTFTPerUncached, 1))
+	}
+	_ = tw.Flush()
 }
 
 // TurnLines are the headless summary's lines on conversations: cached

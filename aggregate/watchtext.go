@@ -3,6 +3,7 @@ package aggregate
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -232,7 +233,11 @@ func writeTraffic(b *strings.Builder, t Traffic) {
 		if t.ShareOf != "e2e" {
 			of = "the phases' sum (no end-to-end histogram)"
 		}
-		fmt.Fprintf(b, "  where the time went (server-reported; share of %s, mean per request):\n", of)
+		per := "mean per request"
+		if slices.ContainsFunc(t.Phases, func(p TrafficPhase) bool { return p.PerToken }) {
+			per = "mean per token: the server times tokens, not requests"
+		}
+		fmt.Fprintf(b, "  where the time went (server-reported; share of %s, %s):\n", of, per)
 		for _, p := range t.Phases {
 			per := "request"
 			if p.PerToken {

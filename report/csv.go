@@ -295,4 +295,8 @@ func turnRows(rows *csvRows, tu *aggregate.Turns) {
 			rows.add(part.section, r.Label+" ttft_per_uncached_token", "value", r.TTFTPerUncached, "ms", "estimated")
 		}
 	}
+	rows.add("prefix_cache", "hit_rate", "value", tu.HitRate, "ratio", "server")
+	if tu.ServerHitRate != nil {
+		rows.add("prefix_cache", "server_hit_rate", "value", *tu.ServerHitRate, "ratio", "server")
+	}
 }

@@ -497,7 +497,19 @@ func turnTables(tu *aggregate.Turns) []table {
 		}
 		out = append(out, t)
 	}
-	return out
+	return append(out, cacheSeriesTable(tu))
+}
+
+// cacheSeriesTable is the prefix cache's hit rate and the TTFT over time.
+func cacheSeriesTable(tu *aggregate.Turns) table {
+	t := table{Title: "Prefix cache over time", Notes: []string{aggregate.CacheRateLine(tu),
+		"Hit rate: cached over prompt tokens of the successful requests that ended in the interval, as the server reported them per request; server hit rate: its prefix-cache counters' hits over queries in the interval. A cache that evicts shows as the hit rate falling while TTFT rises."},
+		Columns: []string{"from (s)", "requests", "hit rate", "server hit rate", "ttft mean (ms)", "ttft per uncached token (ms)"}}
+	for _, p := range tu.Series {
+		t.Rows = append(t.Rows, []string{num(p.StartS, 0), strconv.FormatInt(p.Requests, 10), aggregate.FmtOpt("%.1f%%", p.HitRate, 100),
+			aggregate.FmtOpt("%.1f%%", p.ServerHitRate, 100), aggregate.FmtOpt("%.2f", p.TTFTMean, 1), aggregate.FmtOpt("%.4f", p.TTFTPerUncached, 1)})
+	}
+	return t
 }
 
 // abandonedTable is the requests the probe abandoned and their slots'

@@ -56,7 +56,7 @@ func TestReportOfAWatch(t *testing.T) {
 	want := []string{
 		"Your users' traffic (server-reported, the server's vllm metrics", "Where your users' time went",
 		"queue", "10.0%", "decode", "80.0%", "Your users' quantiles (bucket estimates)",
-		"≈175 ms (100ms–250ms)", "resolution", "25.0%", "40.0% (counters)",
+		"≈180 ms (100ms–250ms)", "resolution", "25.0%", "40.0% (counters)",
 		"Your users' requests from the server's spans (4 requests; ms)", "never the canary's",
 		"queue 10% prefill 5% decode 80% rest 5% of e2e", "The canary's requests (latscope's own)",
 	}

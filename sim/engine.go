@@ -80,6 +80,16 @@ func (e *engine) abandonTruths() []AbandonTruth {
 	return slices.Clone(e.releases)
 }
 
+// prefixCacheTruth is the prefix cache's truth (zero without one).
+func (e *engine) prefixCacheTruth() PrefixCacheTruth {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cache == nil {
+		return PrefixCacheTruth{}
+	}
+	return e.cache.snapshot()
+}
+
 type stepRecord struct{ start, end time.Time }
 
 // statsWindow is the window of Stats' rates.

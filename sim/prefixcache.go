@@ -20,6 +20,46 @@ type prefixCache struct {
 	capacity int
 	lru      *list.List               // block hashes, most recently used first
 	blocks   map[uint64]*list.Element // hash → its element in lru
+	truth    PrefixCacheTruth
+}
+
+// PrefixCacheTruth is what the prefix cache did, counted as it happened:
+// prompt tokens looked up and found (as the server's
+// vllm:prefix_cache_queries_total and _hits_total count them), lookups
+// that found some prefix or none, and blocks evicted to make room.
+type PrefixCacheTruth struct {
+	QueriedTokens int64 `json:"queried_tokens"`
+	HitTokens     int64 `json:"hit_tokens"`
+	Hits          int64 `json:"hits"`   // lookups that found at least one block
+	Misses        int64 `json:"misses"` // lookups that found none
+	Evictions     int64 `json:"evicted_blocks"`
+	Blocks        int   `json:"blocks"` // cached now
+	Capacity      int   `json:"capacity_blocks"`
+}
+
+// HitRate is the hit tokens over the queried tokens (0 before any).
+func (t PrefixCacheTruth) HitRate() float64 {
+	if t.QueriedTokens == 0 {
+		return 0
+	}
+	return float64(t.HitTokens) / float64(t.QueriedTokens)
+}
+
+// count records one lookup's outcome in tokens.
+func (c *prefixCache) count(prompt, hit int) {
+	c.truth.QueriedTokens += int64(prompt)
+	c.truth.HitTokens += int64(hit)
+	if hit > 0 {
+		c.truth.Hits++
+	} else {
+		c.truth.Misses++
+	}
+}
+
+func (c *prefixCache) snapshot() PrefixCacheTruth {
+	t := c.truth
+	t.Blocks, t.Capacity = c.lru.Len(), c.capacity
+	return t
 }
 
 func newPrefixCache(capacity int) *prefixCache {
@@ -55,6 +95,7 @@ func (c *prefixCache) insert(hashes []uint64) {
 		oldest := c.lru.Back()
 		delete(c.blocks, oldest.Value.(uint64))
 		c.lru.Remove(oldest)
+		c.truth.Evictions++
 	}
 }
 

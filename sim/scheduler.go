@@ -164,6 +164,7 @@ func (e *engine) cachedPrefix(r *request) int {
 		return 0
 	}
 	n := cachedTokens(e.cache.lookup(r.blockHashes), r.promptTokens)
+	e.cache.count(r.promptTokens, n)
 	e.m.prefixQueries.Add(float64(r.promptTokens))
 	e.m.prefixHits.Add(float64(n))
 	return n

@@ -374,6 +374,10 @@ func (s *Server) Stats() Stats { return s.eng.stats(time.Now()) }
 // went and when the slot was freed, oldest first.
 func (s *Server) AbandonTruths() []AbandonTruth { return s.eng.abandonTruths() }
 
+// PrefixCacheTruth returns what the prefix cache has done so far (zero
+// without one).
+func (s *Server) PrefixCacheTruth() PrefixCacheTruth { return s.eng.prefixCacheTruth() }
+
 // shutdownGrace bounds how long Serve waits for connections to finish.
 const shutdownGrace = 5 * time.Second
 

@@ -10,6 +10,7 @@ type keyMap struct {
 	Stat, StatBack            key.Binding
 	Views, Up, Down           key.Binding
 	Open, Back, Filter, Agent key.Binding
+	Convo                     key.Binding
 	SeekBack, SeekFwd, Replay key.Binding
 }
 
@@ -29,6 +30,7 @@ func newKeyMap(canSeek, canPause bool) keyMap {
 		Back:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
 		Filter:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter requests")),
 		Agent:      key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "fleet/agents")),
+		Convo:      key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "conversations")),
 		SeekBack:   key.NewBinding(key.WithKeys("left"), key.WithHelp("←", "seek −10s")),
 		SeekFwd:    key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "seek +10s")),
 		Replay:     key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause playback")),
@@ -50,7 +52,7 @@ func (k keyMap) ShortHelp() []key.Binding {
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Window, k.WindowBack, k.Stat, k.StatBack, k.Pause, k.Agent},
-		{k.Views, k.Up, k.Down, k.Open, k.Back, k.Filter},
+		{k.Views, k.Convo, k.Up, k.Down, k.Open, k.Back, k.Filter},
 		{k.SeekBack, k.SeekFwd, k.Replay, k.Help, k.Quit},
 	}
 }

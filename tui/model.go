@@ -21,6 +21,7 @@ const (
 	screenMain screen = iota
 	screenRequests
 	screenWaterfall
+	screenConversations
 )
 
 // seekStep is how far ← and → move a replay.
@@ -237,6 +238,7 @@ func (m *model) keyActions() []keyAction {
 		{k.Up, func(m *model) { m.move(-1) }},
 		{k.Down, func(m *model) { m.move(1) }},
 		{k.Agent, (*model).nextAgent},
+		{k.Convo, (*model).toggleConversations},
 		{k.Filter, (*model).startFilter},
 		{k.Open, (*model).openSelected},
 		{k.Back, (*model).back},
@@ -268,6 +270,17 @@ func (m *model) switchView() {
 		m.screen = screenRequests
 	} else {
 		m.screen = screenMain
+	}
+	m.syncList()
+}
+
+// toggleConversations opens the conversations view, or goes back to the
+// main screen from it.
+func (m *model) toggleConversations() {
+	if m.screen == screenConversations {
+		m.screen = screenMain
+	} else {
+		m.screen, m.open, m.openSum = screenConversations, nil, nil
 	}
 	m.syncList()
 }
@@ -311,7 +324,7 @@ func (m *model) back() {
 	switch m.screen {
 	case screenWaterfall:
 		m.screen, m.open, m.openSum = screenRequests, nil, nil
-	case screenRequests:
+	case screenRequests, screenConversations:
 		m.screen = screenMain
 		m.syncList()
 	}
@@ -345,6 +358,8 @@ func (m *model) render() string {
 			}
 			return body
 		})
+	case m.screen == screenConversations:
+		lines = m.renderBody(func(h int) []string { return renderConversations(m.st, &m.frame.Snapshot, m.window, m.width, h) })
 	case m.screen == screenWaterfall && m.open != nil:
 		lines = m.renderBody(func(h int) []string { return renderWaterfall(m.st, m.open, m.openSum, m.width, h) })
 	default:

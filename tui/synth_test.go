@@ -32,6 +32,11 @@ type synth struct {
 	reasoning int // thinking chunks per request (0: the model does not reason)
 	// serverStages: each request's breakdown holds two stages the server named itself.
 	serverStages bool
+	// conversation: five-turn chats whose prefix cache starts evicting at
+	// second evictAt; q and h sum the second's prompt and cached tokens
+	// for the server's prefix-cache counters.
+	conversation bool
+	q, h         float64
 	emit         func(event.Event)     // where events go (default: the aggregator)
 	load         func(sec int) float64 // queue pressure 0..1 at a second
 }
@@ -46,7 +51,12 @@ type synthOpts struct {
 	// serverStages: the server reports stages of its own names
 	// (loop_wait and other, as the simulator does).
 	serverStages bool
+	conversation bool // five-turn chats on a prefix cache that starts evicting
 }
+
+// evictAt is the second the synthetic conversation's prefix cache starts
+// evicting.
+const evictAt = 90
 
 func newSynth(o synthOpts) *synth {
 	if o.perSec == 0 {
@@ -59,7 +69,7 @@ func newSynth(o synthOpts) *synth {
 		agg: aggregate.New(aggregate.Config{}),
 		rng: rand.New(rand.NewPCG(1, 2)), perSec: o.perSec, tokens: o.tokens,
 		simulated: o.simulated, gpuSim: o.gpuSim, noGPU: o.noGPU, load: wave, reasoning: o.reasoning,
-		serverStages: o.serverStages,
+		serverStages: o.serverStages, conversation: o.conversation,
 	}
 	s.emit = s.add
 	s.emit(event.NewSession(&event.Session{
@@ -90,8 +100,14 @@ func (s *synth) second() {
 	}
 	waiting, running := 12*pressure, 16.0
 	kv := 0.4 + 0.3*pressure
-	s.emit(event.NewServer(&event.ServerSample{Time: base, Source: "http://gpu-7:8000/metrics", Dialect: "vllm", Interval: time.Second,
-		Waiting: &waiting, Running: &running, KVCache: &kv}))
+	sample := &event.ServerSample{Time: base, Source: "http://gpu-7:8000/metrics", Dialect: "vllm", Interval: time.Second,
+		Waiting: &waiting, Running: &running, KVCache: &kv}
+	if s.conversation {
+		q, h := s.q, s.h
+		sample.PrefixQueries, sample.PrefixHits = &q, &h
+		s.q, s.h = 0, 0
+	}
+	s.emit(event.NewServer(sample))
 	s.emit(event.NewProbe(&event.ProbeSample{Time: base, InFlight: 16, MaxInFlight: 16, Concurrency: 16, CPUPercent: 21, SchedLagP99: 300 * time.Microsecond, LagSamples: 40}))
 	if !s.noGPU {
 		s.emit(event.NewGPU(s.gpuSample(base, pressure)))
@@ -152,7 +168,7 @@ func (s *synth) request(intended time.Time, pressure float64) *event.Request {
 		{Stage: event.StageNetworkOut, Duration: ms(0.5), Provenance: event.Estimated, Source: "connect_rtt"},
 		{Stage: event.StageTokenize, Duration: ms(j(9)), Provenance: event.ServerReported, Source: "otlp"},
 		{Stage: event.StageQueue, Duration: ms(queue), Provenance: event.ServerReported, Source: "otlp"},
-		{Stage: event.StagePrefill, Duration: ms(j(95)), Provenance: event.ServerReported, Source: "otlp"},
+		{Stage: event.StagePrefill, Duration: ms(j(s.prefillMs(r))), Provenance: event.ServerReported, Source: "otlp"},
 		{Stage: event.StageFirstDecode, Duration: ms(j(6)), Provenance: event.ServerReported, Source: "otlp"},
 		{Stage: event.StageNetworkReturn, Duration: ms(0.5), Provenance: event.Estimated, Source: "connect_rtt"},
 		{Stage: event.StageUnattributed, Duration: ms(j(1.5)), Provenance: event.Estimated, Source: "residual"},
@@ -197,6 +213,25 @@ func (s *synth) request(intended time.Time, pressure float64) *event.Request {
 		r.Flags = []event.Flag{event.FlagNagleSuspect}
 	}
 	return r
+}
+
+// prefillMs is r's prefill in ms: fixed, or in a conversation its turn's
+// uncached tokens' (setting its turn, prompt and cached tokens).
+func (s *synth) prefillMs(r *event.Request) float64 {
+	if !s.conversation {
+		return 95
+	}
+	r.Turn = int(r.Seq%5) + 1
+	r.Session = fmt.Sprintf("c-%d", r.Seq/5)
+	r.PromptTokens = 200 * r.Turn
+	cached := r.PromptTokens - 200
+	if s.sec >= evictAt {
+		cached /= 4
+	}
+	r.Server.CachedTokens = cached
+	s.q += float64(r.PromptTokens)
+	s.h += float64(cached)
+	return 0.2 * float64(r.PromptTokens-cached)
 }
 
 // frame is the session now.

@@ -51,3 +51,23 @@ func TestCapture120x40(t *testing.T) {
 	m, _, _ := session(t, synthOpts{}, Options{Window: 1, Objectives: testSLO}, 150, 120, 40)
 	golden.RequireEqual(t, m.View())
 }
+
+// The conversations view (key c) at every golden size: five-turn chats
+// whose prefix cache starts evicting at second 90, so the hit rate falls
+// and TTFT rises on the sparklines; and the view before any turn.
+func TestConversationsGolden(t *testing.T) {
+	for _, size := range goldenSizes {
+		w, h := size[0], size[1]
+		name := fmt.Sprintf("%dx%d", w, h)
+		m, _, _ := session(t, synthOpts{conversation: true}, Options{Window: 1, Objectives: testSLO}, 150, w, h)
+		press(m, "c")
+		t.Run("conversations_"+name, func(t *testing.T) { golden.RequireEqual(t, m.View()) })
+		press(m, "c")
+		if m.screen != screenMain {
+			t.Fatalf("c again: screen %d, want the main one", m.screen)
+		}
+	}
+	m, _, _ := session(t, synthOpts{}, Options{Window: 1, Objectives: testSLO}, 5, 80, 24)
+	press(m, "c")
+	t.Run("conversations_none", func(t *testing.T) { golden.RequireEqual(t, m.View()) })
+}

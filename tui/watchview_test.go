@@ -91,7 +91,7 @@ func TestWatchView(t *testing.T) {
 	for _, want := range []string{
 		"watching + canary 0.5/s", "your users", "vllm histograms", " 10s ▕", " run ▕",
 		"queue 60%", "prefill 3%", "decode 36%", "rest 1%", "of e2e",
-		"bucket estimate (±bucket)", "≈175 ms (100ms–250ms)", "canary (client-measured)",
+		"bucket estimate (±bucket)", "≈200 ms (100ms–250ms)", "canary (client-measured)",
 		"KV 50% · preempted 9 · prefix hits 25%", "queue: users 60% of e2e",
 	} {
 		if !strings.Contains(view, want) {
