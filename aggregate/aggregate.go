@@ -101,6 +101,7 @@ type Aggregator struct {
 	reasoned                                bool // a successful request streamed reasoning
 
 	counts       runCounts
+	h2           h2Tally // the requests' HTTP/2 streams
 	fineCounts   *ring[counts]
 	coarseCounts *ring[counts]
 	arrivals     *ring[int64] // coarse, by intended send time
@@ -340,6 +341,7 @@ func (a *Aggregator) addRequest(r *event.Request) {
 		a.addUserSpan(r, r.EndedAt().Round(0))
 		return
 	}
+	a.h2.add(r)
 	// Wall-clock times only, as a recording keeps them: a live time's
 	// monotonic reading is taken apart from its wall-clock one, and on a
 	// busy machine the two can be microseconds out of step, so spans taken

@@ -125,6 +125,18 @@ func (e *errWriter) Write(p []byte) (int, error) {
 
 func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }
 
+// writeHTTP2 is the HTTP/2 line: connections (and how many were asked
+// for, from the session's header), streams, flow-control stalls, retries.
+func writeHTTP2(w *errWriter, h *HTTP2, sess *event.Session) {
+	asked := ""
+	if sess != nil && sess.Load.Connections > 0 {
+		asked = fmt.Sprintf(" (%d asked)", sess.Load.Connections)
+	}
+	w.printf("HTTP/2: %d connections opened%s, %d streams (%.1f per connection); flow-control stalls: %d waiting for the server's window (%.2f ms), %d the server waited for the client's (%.2f ms); %d requests sent again after a GOAWAY\n",
+		h.Connections, asked, h.Streams, h.PerConnection,
+		h.SendStalls, h.SendStallWait.Seconds()*1e3, h.RecvStalls, h.RecvStallWait.Seconds()*1e3, h.GoAwayRetries)
+}
+
 func writeRequests(w *errWriter, s Summary) {
 	r := s.Requests
 	w.printf("Requests: %d sent, %d ok, %d errors", r.Sent, r.OK, r.Errors)
@@ -143,6 +155,9 @@ func writeRequests(w *errWriter, s Summary) {
 	if r.Reconnects > 0 || r.Backoffs > 0 {
 		w.printf("Connections: %d requests sent again on a fresh connection (the server had closed the kept-alive one; not errors), %d back-off pauses\n",
 			r.Reconnects, r.Backoffs)
+	}
+	if h := r.HTTP2; h != nil {
+		writeHTTP2(w, h, s.Session)
 	}
 	if r.Good != nil && r.GoodPerSec != nil {
 		w.printf("Goodput: %.2f req/s met every latency objective (%d of %d requests)\n", *r.GoodPerSec, *r.Good, r.Sent)

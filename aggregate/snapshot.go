@@ -148,7 +148,10 @@ type Requests struct {
 	// latest sample.
 	Reconnects int64 `json:"reconnects"`
 	Backoffs   int64 `json:"backoffs"`
-	Warmup     int64 `json:"warmup"` // warm-up requests, kept out of everything else
+	// HTTP2 sums up the HTTP/2 streams and connections: absent over
+	// HTTP/1.1.
+	HTTP2  *HTTP2 `json:"http2,omitempty"`
+	Warmup int64  `json:"warmup"` // warm-up requests, kept out of everything else
 	// TokensOut counts the output tokens of every request, failed ones too.
 	TokensOut int64                   `json:"tokens_out"`
 	ByOutcome map[event.Outcome]int64 `json:"by_outcome"` // errors only
@@ -327,6 +330,7 @@ func (a *Aggregator) requests() Requests {
 	if a.probe != nil {
 		r.Reconnects, r.Backoffs = a.probe.Reconnects, a.probe.Backoffs
 	}
+	r.HTTP2 = a.h2.summary(a.probe)
 	end := a.reqEnd
 	if end.IsZero() {
 		// No request finished: the run lasted until it cancelled them,

@@ -285,6 +285,14 @@ func TestAcceptanceRealNginx(t *testing.T) {
 // until nginx accepts, so nothing polls for nginx to be ready.
 func startNginx(t *testing.T, bin, upstream string) string {
 	t.Helper()
+	return startNginxTLS(t, bin, upstream, nil)
+}
+
+// startNginxTLS is startNginx serving HTTPS, HTTP/2 and HTTP/1.1 through
+// ALPN (nginx 1.22's listen ... ssl http2), with files' certificate; files
+// nil is startNginx.
+func startNginxTLS(t *testing.T, bin, upstream string, files *nginxTLS) string {
+	t.Helper()
 	conf, err := os.ReadFile(filepath.Join("..", "deploy", "nginx", "nginx.conf"))
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +303,12 @@ func startNginx(t *testing.T, bin, upstream string) string {
 	}
 	addr := ln.Addr().String()
 	text := strings.Replace(string(conf), "server 127.0.0.1:8000;", "server "+upstream+";", 1)
-	text = strings.Replace(text, "listen 127.0.0.1:8080;", "listen "+addr+";", 1)
+	listen, scheme := "listen "+addr+";", "http"
+	if files != nil {
+		listen = "listen " + addr + " ssl http2;\n        ssl_certificate " + files.cert + ";\n        ssl_certificate_key " + files.key + ";"
+		scheme = "https"
+	}
+	text = strings.Replace(text, "listen 127.0.0.1:8080;", listen, 1)
 	if !strings.Contains(text, upstream) || !strings.Contains(text, addr) {
 		t.Fatal("deploy/nginx/nginx.conf no longer has the addresses this test replaces")
 	}
@@ -341,5 +354,5 @@ func startNginx(t *testing.T, bin, upstream string) string {
 			t.Logf("nginx said:\n%s", stderr.String())
 		}
 	})
-	return fmt.Sprintf("http://%s", addr)
+	return fmt.Sprintf("%s://%s", scheme, addr)
 }

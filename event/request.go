@@ -233,6 +233,10 @@ type Request struct {
 	// Server holds what the server reported about this request, if anything.
 	Server *ServerTiming `json:"server_timing,omitempty"`
 
+	// HTTP2 is what the frames said of the request's stream when it went
+	// over HTTP/2 (run --http2 or --h2c); nil over HTTP/1.1.
+	HTTP2 *HTTP2Stream `json:"http2,omitempty"`
+
 	// Session and Turn place a request in a conversation (--conversation):
 	// the session's id and the turn's 1-based index; empty and 0 outside
 	// one. A turn's prompt is the conversation so far and a new message.
@@ -242,6 +246,33 @@ type Request struct {
 	// Abandon is set on a request the probe abandoned on purpose
 	// (OutcomeAbandoned).
 	Abandon *Abandon `json:"abandon,omitempty"`
+}
+
+// HTTP2Stream is one request's HTTP/2 stream as the probe saw its frames.
+// The request's stages are timed as over HTTP/1.1 (the stream that opened
+// a connection carries its connect and TLS, later ones find it open).
+type HTTP2Stream struct {
+	Conn   int    `json:"conn"`             // which of the run's connections, numbered from 1 in the order opened
+	Stream uint32 `json:"stream,omitempty"` // the stream id; 0: its headers never went out
+	// DataFrames counts the response's DATA frames; FirstData is the first
+	// one's arrival (from Start), MaxFrameGap the longest wait between two.
+	DataFrames  int           `json:"data_frames,omitempty"`
+	FirstData   time.Duration `json:"first_data_ns,omitempty"`
+	MaxFrameGap time.Duration `json:"max_frame_gap_ns,omitempty"`
+	// Flow-control stalls, from the frames: SendStalls counts the times the
+	// request's body used up the window the server gave it and waited for
+	// its WINDOW_UPDATE (SendStallWait in all); RecvStalls the times the
+	// response used up the window the client gave it, the server then
+	// waiting for the client's WINDOW_UPDATE, RecvStallWait until the client
+	// sent it.
+	SendStalls    int           `json:"send_stalls,omitempty"`
+	SendStallWait time.Duration `json:"send_stall_ns,omitempty"`
+	RecvStalls    int           `json:"recv_stalls,omitempty"`
+	RecvStallWait time.Duration `json:"recv_stall_ns,omitempty"`
+	// GoAwayRetry: the request went out a second time, on a new connection,
+	// because the server's GOAWAY (or a close) came before it took the
+	// first; the stages are the second attempt's.
+	GoAwayRetry bool `json:"goaway_retry,omitempty"`
 }
 
 // Abandon is what is known of a request the probe abandoned as a user who

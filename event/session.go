@@ -54,6 +54,11 @@ type Load struct {
 	Requests     int           `json:"requests,omitempty"`
 	Warmup       int           `json:"warmup,omitempty"`
 	SLO          string        `json:"slo,omitempty"`
+	// HTTP is the protocol the probe spoke: "" or "1.1", "2" (TLS, ALPN)
+	// or "h2c" (HTTP/2 without TLS); Connections the HTTP/2 connections
+	// the streams were spread over.
+	HTTP        string `json:"http,omitempty"`
+	Connections int    `json:"connections,omitempty"`
 	// TTFTBasis is which first token the run's TTFT bar and ttft
 	// objectives used: "answer" (the default) or "first".
 	TTFTBasis string `json:"ttft_basis,omitempty"`
@@ -120,6 +125,12 @@ type ProbeSample struct {
 	// Backoffs counts pauses the probe took after connection errors or a
 	// server's Retry-After.
 	Backoffs int64 `json:"backoffs,omitempty"`
+	// H2Connections counts the HTTP/2 connections the probe opened so far
+	// (run --http2, --h2c), H2GoAwayRetries the requests it sent again on
+	// a new one because a GOAWAY or a close came before their stream was
+	// taken.
+	H2Connections   int64 `json:"h2_connections,omitempty"`
+	H2GoAwayRetries int64 `json:"h2_goaway_retries,omitempty"`
 
 	// Raw is the version of the raw evidence below (ProbeRawV1), 0 for a
 	// judged sample.

@@ -332,6 +332,9 @@ func (x *exchange) request(parent, reqCtx context.Context) (resp *http.Response,
 		resp, err = x.send(reqCtx, c.fresh, body)
 	}
 	x.phases = x.trace.snapshot()
+	if sc, ok := x.phases.conn.(*h2StreamConn); ok && err == nil {
+		x.phases.wrote = h2Wrote(sc.wrote(), x.phases.wrote)
+	}
 	// When the headers' bytes reached the host: the latest read of the
 	// connection brought them.
 	now := time.Now()
@@ -339,7 +342,7 @@ func (x *exchange) request(parent, reqCtx context.Context) (resp *http.Response,
 	x.headers, stamped = kernelArrival(x.phases.conn, now)
 	x.spec.lag.read(x.headers, now, stamped)
 	if !x.phases.reused && x.phases.conn != nil {
-		x.rtt, _ = kernelRTT(x.phases.conn) // while the connection is surely open
+		x.rtt, _ = kernelRTT(tcpConn(x.phases.conn)) // while the connection is surely open
 	}
 	if err != nil {
 		x.sendFailed(parent, reqCtx, resp, err)
@@ -722,6 +725,9 @@ func (x *exchange) finish() {
 	}
 	if nagle.Suspect(rec.Chunks) {
 		rec.Flags = append(rec.Flags, event.FlagNagleSuspect)
+	}
+	if sc, ok := x.phases.conn.(*h2StreamConn); ok {
+		rec.HTTP2 = sc.record(x.start, x.firstAt, len(rec.Chunks) > 0)
 	}
 	if !x.phases.gotConn.IsZero() {
 		rec.ReusedConn = x.phases.reused

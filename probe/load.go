@@ -836,6 +836,11 @@ func (r *Runner) probeSample(now time.Time) *event.ProbeSample {
 	if r.pacer == nil {
 		ps.Concurrency = r.level.get()
 	}
+	if hs, ok := r.doer.(h2Statser); ok {
+		if st, ok := hs.HTTP2Stats(); ok {
+			ps.H2Connections, ps.H2GoAwayRetries = st.Connections, st.GoAwayRetries
+		}
+	}
 	return ps
 }
 

@@ -122,7 +122,10 @@ func Open(ctx context.Context, progress io.Writer, o Options) (_ *Session, err e
 	// RTT is the network estimate in the breakdown.
 	setup := probe.NewHTTPClient(conn.TLS)
 	s.closers = append(s.closers, setup.CloseIdleConnections)
-	hc := probe.NewHTTPClient(conn.TLS)
+	hc, err := conn.probeClient()
+	if err != nil {
+		return nil, fmt.Errorf("set up the probe's connections: %w", err)
+	}
 	s.closers = append(s.closers, hc.CloseIdleConnections)
 	ep := conn.Endpoint(setup)
 

@@ -32,6 +32,10 @@ type Spec struct {
 	Headers                []string // "Name: value"
 	CACert                 string
 	Insecure               bool
+	// HTTP2 speaks HTTP/2 over TLS (ALPN h2), H2C without TLS (prior
+	// knowledge); either spreads the streams over Connections.
+	HTTP2, H2C  bool
+	Connections int
 
 	Concurrency      int
 	Rate             float64
@@ -297,6 +301,13 @@ func (f *Spec) load() event.Load {
 		Duration: f.Duration, Requests: f.Requests, Warmup: f.Warmup, SLO: f.SLO, TTFTBasis: f.TTFTBasis,
 		Seed: f.Seed, SeedDrawn: f.SeedDrawn,
 		Conversation: f.Conversation, CancelAfter: f.CancelAfter,
+		Connections: f.h2Connections(),
+	}
+	switch {
+	case f.HTTP2:
+		l.HTTP = HTTP2
+	case f.H2C:
+		l.HTTP = H2C
 	}
 	switch {
 	case f.traceLoad != nil:
@@ -341,13 +352,51 @@ func (f *Spec) connect(stderr io.Writer, target string) (*Connection, error) {
 	if err != nil {
 		return nil, err
 	}
+	proto, err := f.httpVersion(target)
+	if err != nil {
+		return nil, err
+	}
 	if f.Insecure {
 		fmt.Fprintln(stderr, "latscope: WARNING: --insecure: TLS certificates are NOT verified; anyone on the path can read the prompts and the API key")
 	}
 	return &Connection{
 		Target: target, Shown: event.RedactURL(target), APIKey: apiKey, Headers: headers, Auth: auth,
 		TLS: tlsConfig, Timeout: setupCallTimeout(f.Timeout),
+		HTTP: proto, Connections: f.h2Connections(),
 	}, nil
+}
+
+// httpVersion is the protocol HTTP2 and H2C ask for ("" for HTTP/1.1),
+// checked against the target's scheme and Connections (0 where the
+// command has no HTTP/2 flags: demo).
+func (f *Spec) httpVersion(target string) (string, error) {
+	https := strings.HasPrefix(strings.ToLower(target), "https:")
+	h2 := f.HTTP2 || f.H2C
+	switch {
+	case f.HTTP2 && f.H2C:
+		return "", errors.New("--http2 is HTTP/2 over TLS, --h2c without: give one")
+	case h2 && (f.Connections < 1 || f.Connections > probe.MaxH2Connections):
+		return "", fmt.Errorf("--connections %d: want 1 to %d", f.Connections, probe.MaxH2Connections)
+	case f.HTTP2 && !https:
+		return "", errors.New("--http2 needs an https:// URL (ALPN); for HTTP/2 without TLS give --h2c")
+	case f.H2C && https:
+		return "", errors.New("--h2c is HTTP/2 without TLS: give an http:// URL, or --http2 for https")
+	case f.HTTP2:
+		return HTTP2, nil
+	case f.H2C:
+		return H2C, nil
+	case f.Connections > 1:
+		return "", errors.New("--connections spreads HTTP/2 streams: give --http2 or --h2c (HTTP/1.1 opens a connection per concurrent stream)")
+	}
+	return "", nil
+}
+
+// h2Connections is Connections where HTTP/2 is spoken, else 0.
+func (f *Spec) h2Connections() int {
+	if f.HTTP2 || f.H2C {
+		return f.Connections
+	}
+	return 0
 }
 
 // setupCallTimeout bounds each call before the run: --timeout, the limit

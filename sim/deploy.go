@@ -47,7 +47,9 @@ func (d Deployment) Serve(ctx context.Context, srv *Server, ln net.Listener) err
 		_ = ln.Close()
 		return fmt.Errorf("listen for the server behind the proxy: %w", err)
 	}
-	p, err := NewProxy(ProxyConfig{Upstream: "http://" + inner.Addr().String(), Cost: d.ProxyCost, Logger: srv.log})
+	f := srv.cfg.front()
+	p, err := NewProxy(ProxyConfig{Upstream: "http://" + inner.Addr().String(), Cost: d.ProxyCost, Logger: srv.log,
+		H2C: f.h2c, TLS: f.tls})
 	if err != nil {
 		_ = ln.Close()
 		_ = inner.Close()
@@ -58,8 +60,8 @@ func (d Deployment) Serve(ctx context.Context, srv *Server, ln net.Listener) err
 	defer cancel()
 	serverErr := make(chan error, 1)
 	go func() {
-		serverErr <- srv.Serve(ctx, inner)
-		cancel() // no server: the proxy has nothing to serve
+		serverErr <- srv.serve(ctx, inner, front{}) // the hop behind the proxy: HTTP/1.1
+		cancel()                                    // no server: the proxy has nothing to serve
 	}()
 	proxyErr := p.Serve(ctx, ln)
 	cancel()

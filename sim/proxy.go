@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,11 @@ type ProxyConfig struct {
 	// means DefaultProxyCost, a negative value none.
 	Cost   time.Duration
 	Logger *slog.Logger // nil: discard
+
+	// H2C and TLS are the protocols the proxy speaks to its clients, as
+	// Config's; its upstream is HTTP/1.1 whatever they are, as nginx's is.
+	H2C bool
+	TLS *tls.Config
 }
 
 // Proxy is an nginx-like hop in front of a Server: its own accept and
@@ -51,6 +57,7 @@ type Proxy struct {
 	cost      time.Duration
 	log       *slog.Logger
 	handler   http.Handler
+	front     front
 }
 
 // proxyStartKey is the request-context key of when the proxy took it.
@@ -81,7 +88,10 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	p := &Proxy{cost: cost, log: log}
+	if err := (Config{H2C: cfg.H2C, TLS: cfg.TLS}).validateFront(); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	p := &Proxy{cost: cost, log: log, front: front{h2c: cfg.H2C, tls: cfg.TLS}}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
@@ -146,7 +156,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- p.front.serve(srv, ln) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("proxy on %s: %w", ln.Addr(), err)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -86,6 +87,15 @@ type Config struct {
 	// of the first frame), as a server instrumented for it does; vLLM does
 	// not. latscope sim and demo turn it on.
 	ServerTiming bool
+
+	// H2C serves HTTP/2 without TLS to clients that know it is spoken
+	// (prior knowledge), beside HTTP/1.1 on the same port. With a proxy in
+	// front (Deployment) the proxy speaks it; the hop behind stays HTTP/1.1.
+	H2C bool
+	// TLS, when set, serves HTTPS with its certificate, HTTP/2 and HTTP/1.1
+	// offered through ALPN (SelfSignedTLS, LoadTLS). As H2C, it is the
+	// first hop's.
+	TLS *tls.Config
 
 	// OnFrame, if set, is called on the shared loop right after each content
 	// frame is flushed. It must return quickly.
@@ -197,6 +207,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("fault-rate %v: want a fraction between 0 and 1", c.FaultRate))
 	case c.FaultRate > 0 && c.Fault.IsZero():
 		errs = append(errs, fmt.Errorf("fault-rate %v needs a fault to apply", c.FaultRate))
+	}
+	if err := c.validateFront(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -369,8 +382,14 @@ func (s *Server) PrefixCacheTruth() PrefixCacheTruth { return s.eng.prefixCacheT
 const shutdownGrace = 5 * time.Second
 
 // Serve serves HTTP on ln until ctx ends, then aborts the requests in flight
-// and shuts the HTTP server down. It does not Close the Server.
+// and shuts the HTTP server down. It does not Close the Server. It speaks
+// HTTP/2 too where Config.H2C or Config.TLS say so.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln, s.cfg.front())
+}
+
+// serve is Serve with the client-facing protocols f.
+func (s *Server) serve(ctx context.Context, ln net.Listener, f front) error {
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -381,7 +400,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		srv.ConnContext = connContext
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- f.serve(srv, ln) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)

@@ -122,6 +122,7 @@ func newAgentCmd() *cobra.Command {
 	fl.BoolVar(&watch, "watch", false, "watch the server's own traffic, as latscope watch does, instead of sending a load (attach shows the watch view)")
 	fl.Float64Var(&canaryRate, "canary-rate", 0, "with --watch: send a steady canary of this many requests/s beside the server's own traffic (0: none)")
 	f.register(fl)
+	f.registerHTTP2(fl)
 	// The agent runs until stopped unless told otherwise.
 	d := fl.Lookup("duration")
 	d.Usage = "stop after this long (default: run until stopped, or until --requests)"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +54,8 @@ type loadFlags struct {
 	startAt                time.Time   // agent --start-at: when a fleet's shards begin together
 	caCert                 string
 	insecure               bool
+	http2, h2c             bool // speak HTTP/2: over TLS (ALPN), or without (prior knowledge)
+	connections            int  // the HTTP/2 connections the streams are spread over
 
 	steps        string
 	stepDuration time.Duration
@@ -131,6 +134,14 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.noGPU, "no-gpu", false, "do not read GPU stats")
 }
 
+// registerHTTP2 adds the HTTP/2 flags (run, sweep, agent: the commands
+// that measure a server of their own).
+func (f *loadFlags) registerHTTP2(fl *pflag.FlagSet) {
+	fl.BoolVar(&f.http2, "http2", false, "speak HTTP/2 to an https server (ALPN h2; a server without it is an error), the streams spread over --connections")
+	fl.BoolVar(&f.h2c, "h2c", false, "speak HTTP/2 without TLS to an http server known to speak it (prior knowledge), the streams spread over --connections")
+	fl.IntVar(&f.connections, "connections", 1, "with --http2 or --h2c: the connections the streams are spread over, taken in turn (1 to "+strconv.Itoa(probe.MaxH2Connections)+")")
+}
+
 // registerView adds the flags of the commands that show a dashboard or
 // print a summary (not the agent: its clients do both).
 func (f *loadFlags) registerView(fl *pflag.FlagSet) {
@@ -170,6 +181,7 @@ time went.
 	}
 	cmd.Flags().StringVar(&target, "url", "", "the server's base URL, e.g. http://127.0.0.1:8000")
 	f.register(cmd.Flags())
+	f.registerHTTP2(cmd.Flags())
 	f.registerView(cmd.Flags())
 	addRepeatFlags(cmd.Flags(), &repeat)
 	return cmd

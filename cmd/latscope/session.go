@@ -11,6 +11,7 @@ import (
 func (f *loadFlags) sessionOptions(stderr io.Writer, target string) (session.Options, error) {
 	return session.Spec{
 		Target: target, Dialect: f.dialect, Model: f.model, APIKey: f.apiKey, Headers: f.headers, CACert: f.caCert, Insecure: f.insecure,
+		HTTP2: f.http2, H2C: f.h2c, Connections: f.connections,
 		Concurrency: f.concurrency, Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness,
 		Duration: f.duration, Requests: f.requests, Warmup: f.warmup, Drain: f.drain, UntilStopped: f.untilStopped,
 		PromptTokens: f.promptTokens, OutputTokens: f.outputTokens, PromptFile: f.promptFile, SharedPrefix: f.sharedPrefix,

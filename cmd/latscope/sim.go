@@ -96,6 +96,8 @@ func newSimCmd() *cobra.Command {
 // simFlags are sim's flags: most go straight into the simulator's Config.
 type simFlags struct {
 	listen, profile, fault, headers, reasoningField string
+	tls                                             bool
+	tlsCert, tlsKey                                 string
 	cfg                                             sim.Config
 	deploy                                          sim.Deployment
 	noServerTiming                                  bool
@@ -129,6 +131,10 @@ func (sf *simFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&c.Nagle, "nagle", false, "Nagle's algorithm on, SSE events in two writes, delayed-ACK stalls emulated")
 	registerDisaggFlags(fl, &c.Disagg)
 	registerDeployFlags(fl, &sf.deploy)
+	fl.BoolVar(&c.H2C, "h2c", false, "also speak HTTP/2 without TLS (prior knowledge, as latscope run --h2c) on the same port")
+	fl.BoolVar(&sf.tls, "tls", false, "serve HTTPS (HTTP/2 and HTTP/1.1 through ALPN) with a self-signed certificate made at start (clients: --insecure)")
+	fl.StringVar(&sf.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM) instead of a self-signed one; needs --tls-key")
+	fl.StringVar(&sf.tlsKey, "tls-key", "", "the --tls-cert certificate's private key (PEM)")
 	fl.BoolVar(&sf.noServerTiming, "no-server-timing", false, "report no stage in Server-Timing (as vLLM): only the proxy's, and the metrics, say where the time went")
 }
 
@@ -160,6 +166,9 @@ func (sf *simFlags) config(faultRateGiven bool) (sim.Config, string, error) {
 		return cfg, "", errors.New("--fault-rate 0 applies the fault to no request; drop --fault instead")
 	}
 	cfg.ServerTiming = !sf.noServerTiming
+	if cfg.TLS, err = sim.TLSFor(sf.tlsCert, sf.tlsKey, sf.tls); err != nil {
+		return cfg, "", err
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, "", fmt.Errorf("sim: %w", err)
 	}
@@ -186,7 +195,8 @@ func (sf *simFlags) run(cmd *cobra.Command) error {
 		_ = srv.Close()
 		return fmt.Errorf("listen on %s: %w", sf.listen, err)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "latscope sim: simulated %s server on http://%s (not a real model); %s\n", cfg.Profile.Name, ln.Addr(), deployment)
+	fmt.Fprintf(cmd.ErrOrStderr(), "latscope sim: simulated %s server on %s://%s (not a real model); %s%s\n",
+		cfg.Profile.Name, cfg.Scheme(), ln.Addr(), deployment, cfg.ProtocolsNote(sf.tlsCert == ""))
 	serveErr := sf.deploy.Serve(cmd.Context(), srv, ln)
 	closeErr := srv.Close()
 	return errors.Join(serveErr, closeErr)

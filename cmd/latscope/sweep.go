@@ -77,6 +77,7 @@ are refused: the steps set the load.`,
 	fl.DurationVar(&sf.StepMax, "step-max", 60*time.Second, "the longest a step runs when it does not settle")
 	fl.StringVar(&sf.StopErrors, "stop-errors", "5%", "error rate that fails a step and stops the sweep")
 	f.register(fl)
+	f.registerHTTP2(fl)
 	f.registerView(fl)
 	// A sweep asks what load the server can take: constant arrivals put
 	// the limit on the server, not on the bursts of the arrival process

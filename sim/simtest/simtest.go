@@ -67,5 +67,5 @@ func serve(t testing.TB, cfg sim.Config, run func(context.Context, *sim.Server, 
 		<-done
 		_ = srv.Close()
 	})
-	return "http://" + ln.Addr().String()
+	return cfg.Scheme() + "://" + ln.Addr().String()
 }
