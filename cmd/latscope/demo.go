@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/latscope/latscope/aggregate"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,7 +31,7 @@ the queue fills past the 8 batch slots, queue wait takes over the TTFT, and
 the queue drains. Headless it runs 12 streams for 20 s and prints the summary.
 --concurrency, --rate, --steps or --duration replace those defaults.
 
-` + metricDefinitions,
+` + aggregate.MetricDefinitions,
 		Example: `  latscope demo
   latscope demo --no-tui --duration 10s --concurrency 32 --json
   latscope demo --tokenizer-pool 0 --prompt-tokens 8192:4096

@@ -17,19 +17,6 @@ import (
 	"github.com/latscope/latscope/session"
 )
 
-// metricDefinitions is printed in --help and the README: tools disagree on
-// these, so latscope states its own.
-const metricDefinitions = `Definitions (all client-side, monotonic clock):
-  TTFT  intended send time -> first chunk that carries content. A role-only or
-        empty first chunk (vLLM with chunked prefill) is recorded as its own
-        event, not as the first token.
-  ITL   gap between consecutive content chunks; a chunk carrying 3 tokens is
-        one gap, not three (the tokens it carried are recorded beside it).
-  TPOT  (E2E - TTFT) / (output tokens - 1).
-  E2E   intended send time -> end of stream.
-In open loop the intended send time is the schedule, so a late probe cannot
-hide queueing (no coordinated omission).`
-
 // loadFlags are the probe and collector settings shared by run and demo.
 type loadFlags struct {
 	dialect, model, apiKey string
@@ -165,7 +152,7 @@ TGI, llama.cpp, Ollama, Triton, ...) or a native stream, times every stage a
 client can see, scrapes the server's metrics and the GPU, and prints where the
 time went.
 
-` + metricDefinitions,
+` + aggregate.MetricDefinitions,
 		Example: `  latscope run --url http://127.0.0.1:8000 --no-tui --duration 20s --concurrency 16 --prompt-tokens 512 --output-tokens 128
   latscope run --url http://127.0.0.1:8000 --no-tui --rate 20 --duration 1m --json
   latscope run --url http://127.0.0.1:8080 --dialect llamacpp --no-tui -n 50 --slo 'ttft.p99<500ms,itl.p99<50ms'`,

@@ -143,28 +143,11 @@ func (sf *simFlags) register(fl *pflag.FlagSet) {
 // description; faultRateGiven says --fault-rate was set.
 func (sf *simFlags) config(faultRateGiven bool) (sim.Config, string, error) {
 	cfg := sf.cfg
+	if err := cfg.Read(sim.Written{Profile: sf.profile, ReasoningField: sf.reasoningField, Headers: sf.headers, Fault: sf.fault,
+		PrefixCacheTokens: sf.prefixTokens, FaultRateGiven: faultRateGiven}); err != nil {
+		return cfg, "", err
+	}
 	var err error
-	if cfg.Profile, err = sim.ProfileByName(sf.profile); err != nil {
-		return cfg, "", err
-	}
-	if cfg.PrefixCacheBlocks, err = sim.PrefixCacheBlocks(cfg.PrefixCacheBlocks, sf.prefixTokens); err != nil {
-		return cfg, "", err
-	}
-	if cfg.Reasoning.Field, err = sim.ParseReasoningField(sf.reasoningField); err != nil {
-		return cfg, "", fmt.Errorf("--reasoning-field: %w", err)
-	}
-	if cfg.Headers, err = sim.ParseHeaderTiming(sf.headers); err != nil {
-		return cfg, "", fmt.Errorf("--headers: %w", err)
-	}
-	if cfg.Fault, err = sim.ParseFault(sf.fault); err != nil {
-		return cfg, "", fmt.Errorf("--fault: %w", err)
-	}
-	switch {
-	case cfg.Fault.IsZero() && !faultRateGiven:
-		cfg.FaultRate = 0 // the flag's default of 1 is for a --fault
-	case !cfg.Fault.IsZero() && cfg.FaultRate == 0: // the library's 0 is every request
-		return cfg, "", errors.New("--fault-rate 0 applies the fault to no request; drop --fault instead")
-	}
 	cfg.ServerTiming = !sf.noServerTiming
 	if cfg.TLS, err = sim.TLSFor(sf.tlsCert, sf.tlsKey, sf.tls); err != nil {
 		return cfg, "", err
