@@ -131,6 +131,20 @@ func (b *busyWatch) during(w window) bool {
 	return false
 }
 
+// heldThrough reports whether the process was held up for a good part (a
+// quarter or more) of w: then the host, not the server, may have made the
+// pause, and it cannot be judged. A late wakeup of a few milliseconds
+// inside a 100 ms loop block made no part of it worth judging away.
+func (b *busyWatch) heldThrough(w window) bool {
+	b.done()
+	around := window{w.from.Add(-20 * time.Millisecond), w.to.Add(20 * time.Millisecond)}
+	var held time.Duration
+	for _, x := range b.busy {
+		held += x.overlap(around)
+	}
+	return 4*held >= w.to.Sub(w.from)
+}
+
 func (w window) overlap(o window) time.Duration {
 	from, to := w.from, w.to
 	if o.from.After(from) {
