@@ -300,6 +300,24 @@ type metric struct {
 	fine     *slotRing
 	coarse   *slotRing
 	neg      *metric // magnitudes of the negative values; nil until one
+	// gen counts the changes to m (and to m.neg, whose values m's slots
+	// count too); cached holds each window's last Stats, valid while gen
+	// and the window's slots with values are the same. A live view asks
+	// for every window several times a second, most often of values that
+	// have not changed since it last asked (an idle canary: one request
+	// every few seconds), and each answer merges histograms.
+	gen    uint64
+	cached [NumWindows]cachedStats
+}
+
+// cachedStats is a window's Stats and what they were computed from: m's
+// gen, the ring (fine or coarse) and the first and last epochs within the
+// window that held values.
+type cachedStats struct {
+	gen         uint64
+	fine, valid bool
+	first, last int64
+	st          Stats
 }
 
 func newMetric() *metric {
@@ -317,6 +335,7 @@ func (m *metric) recordRun(v int64) {
 // record adds one value (base unit) completed at t; it returns true if the
 // value was clamped (beyond 10 min either way).
 func (m *metric) record(t time.Time, v int64) bool {
+	m.gen++
 	if v < 0 {
 		return m.recordNegative(t, v)
 	}
@@ -354,6 +373,7 @@ func (m *metric) recordNegative(t time.Time, v int64) bool {
 // completed at t, and returns how many values it clamped. The slots are
 // looked up once, so each value costs three histogram increments.
 func (m *metric) recordGaps(t time.Time, chunks []event.Chunk) int64 {
+	m.gen++
 	fs, fd := m.fine.target(t)
 	cs, cd := m.coarse.target(t)
 	var clamped int64
@@ -514,11 +534,46 @@ func finishStats(t tally, q []int64) Stats {
 
 // stats summarises m over window w ending at the epoch holding now.
 func (mg *merger) stats(m *metric, w Window, now time.Time) Stats {
+	if w < 0 || w >= NumWindows {
+		return Stats{}
+	}
+	c := &m.cached[w]
 	if w == WinRun {
-		return mg.whole(m)
+		if !c.valid || c.gen != m.gen {
+			*c = cachedStats{gen: m.gen, valid: true, st: mg.whole(m)}
+		}
+		return c.st
 	}
 	fine, from, to, _ := bounds(w, now)
-	return mg.window(m, fine, from, to)
+	ring := m.coarse
+	if fine {
+		ring = m.fine
+	}
+	// With m unchanged, the values within [from, to] are those of its
+	// slots between the first and the last that hold any there.
+	first, last := ring.heldWithin(from, to)
+	if !c.valid || c.gen != m.gen || c.fine != fine || c.first != first || c.last != last {
+		*c = cachedStats{gen: m.gen, valid: true, fine: fine, first: first, last: last, st: mg.window(m, fine, from, to)}
+	}
+	return c.st
+}
+
+// heldWithin returns the first and last epochs within [from, to] of r's
+// slots that hold values (noEpoch twice when none does).
+func (r *slotRing) heldWithin(from, to int64) (first, last int64) {
+	first, last = noEpoch, noEpoch
+	for i, e := range r.epochs {
+		if e == noEpoch || e < from || e > to || r.slots[i].n == 0 {
+			continue
+		}
+		if first == noEpoch || e < first {
+			first = e
+		}
+		if last == noEpoch || e > last {
+			last = e
+		}
+	}
+	return first, last
 }
 
 // get returns the slot holding epoch e, or nil if no slot does.

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -58,6 +60,9 @@ type IdleConfig struct {
 	Probe, Plain Launcher
 	// Progress, when set, is told what is being measured.
 	Progress io.Writer
+	// ProfileDir, when set, is where each latscope client writes its CPU
+	// profile, to DIR/CASE-CLIENT.cpu (CLIENT: headless or dashboard).
+	ProfileDir string
 }
 
 // Validate reports the first setting RunIdle cannot run with.
@@ -128,6 +133,11 @@ func RunIdle(ctx context.Context, cfg IdleConfig) (IdleResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return IdleResult{}, err
 	}
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return IdleResult{}, fmt.Errorf("profile directory: %w", err)
+		}
+	}
 	res := IdleResult{FirstTokenMS: msOf(cfg.FirstToken), IntervalMS: msOf(cfg.Interval), OutputTokens: cfg.OutputTokens, Met: true}
 	for _, name := range cfg.Cases {
 		c, err := runIdleCase(ctx, cfg, name)
@@ -186,7 +196,8 @@ func runIdleCase(ctx context.Context, cfg IdleConfig, name string) (IdleCase, er
 		children = append(children, ch)
 		cmd := cfg.Plain(PlainArgs(srv.url, cfg.Model, cfg.OutputTokens, idleRate(cfg, name), runFor)...)
 		if k.name != idlePlain {
-			cmd = cfg.Probe(probeArgs(srv.url, cfg.Model, cfg.OutputTokens, idleRate(cfg, name), runFor, k.tui)...)
+			args := probeArgs(srv.url, cfg.Model, cfg.OutputTokens, idleRate(cfg, name), runFor, k.tui)
+			cmd = cfg.Probe(append(args, profileArgs(cfg.ProfileDir, name, k.tui)...)...)
 		}
 		if ch.proc, err = startChild(cmd, k.tui); err != nil {
 			return IdleCase{}, fmt.Errorf("start %s: %w", k.name, err)
@@ -356,6 +367,18 @@ func probeArgs(url, model string, tokens int, rate float64, runFor time.Duration
 		args = append(args, "--no-tui")
 	}
 	return args
+}
+
+// profileArgs asks a latscope client for its CPU profile in dir.
+func profileArgs(dir, name string, tui bool) []string {
+	if dir == "" {
+		return nil
+	}
+	client := "headless"
+	if tui {
+		client = "dashboard"
+	}
+	return []string{"--cpu-profile", filepath.Join(dir, name+"-"+client+".cpu")}
 }
 
 // PlainArgs are the plain client's flags (see RunPlainClient).

@@ -80,6 +80,7 @@ at most 2 ms/s and 40 MB resident on average.`,
 	f.IntVar(&cfg.OutputTokens, "output-tokens", cfg.OutputTokens, "tokens per request")
 	f.DurationVar(&cfg.FirstToken, "first-token", cfg.FirstToken, "the servers' time to the first token")
 	f.DurationVar(&cfg.Interval, "interval", cfg.Interval, "the servers' time between tokens")
+	f.StringVar(&cfg.ProfileDir, "cpu-profile-dir", "", "write each latscope client's CPU profile to DIR/CASE-CLIENT.cpu (go tool pprof)")
 	f.BoolVar(&asJSON, "json", false, "print machine-readable JSON instead of a table")
 	return cmd
 }

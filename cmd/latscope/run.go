@@ -11,6 +11,7 @@ import (
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/attribute"
+	"github.com/latscope/latscope/bench"
 	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/otlpexport"
 	"github.com/latscope/latscope/probe"
@@ -143,6 +144,7 @@ func newRunCmd() *cobra.Command {
 		f      loadFlags
 		target string
 		repeat repeatFlags
+		prof   string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --url URL",
@@ -161,6 +163,13 @@ time went.
 			if target == "" {
 				return errors.New("--url is required, e.g. --url http://127.0.0.1:8000 (or try `latscope demo`)")
 			}
+			if prof != "" {
+				stop, err := bench.StartCPUProfile(prof)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			return repeatable(cmd, &f, repeat, func() error {
 				return runSession(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), target, &f, nil)
 			})
@@ -171,5 +180,8 @@ time went.
 	f.registerHTTP2(cmd.Flags())
 	f.registerView(cmd.Flags())
 	addRepeatFlags(cmd.Flags(), &repeat)
+	// For `bench idle --cpu-profile-dir`: where this run's own CPU goes.
+	cmd.Flags().StringVar(&prof, "cpu-profile", "", "write this process's CPU profile to this file (go tool pprof)")
+	_ = cmd.Flags().MarkHidden("cpu-profile")
 	return cmd
 }
