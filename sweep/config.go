@@ -2,23 +2,24 @@ package sweep
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/aggregate/sweepjudge"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 )
 
-// Defaults for Config's zero fields. A step takes at least Warmup+Window.
+// Defaults for Config's zero fields (the judge's, sweepjudge.Rules). A
+// step takes at least Warmup+Window.
 const (
-	DefaultWarmup     = 5 * time.Second
-	DefaultWindow     = 10 * time.Second
-	DefaultStepMax    = time.Minute
-	DefaultInterval   = time.Second
-	DefaultTolerance  = 0.1
-	DefaultMinGrowth  = 4
-	DefaultStopErrors = 0.05
+	DefaultWarmup     = sweepjudge.DefaultWarmup
+	DefaultWindow     = sweepjudge.DefaultWindow
+	DefaultStepMax    = sweepjudge.DefaultStepMax
+	DefaultInterval   = sweepjudge.DefaultInterval
+	DefaultTolerance  = sweepjudge.DefaultTolerance
+	DefaultMinGrowth  = sweepjudge.DefaultMinGrowth
+	DefaultStopErrors = sweepjudge.DefaultStopErrors
 )
 
 // Config is one sweep.
@@ -85,12 +86,7 @@ type Config struct {
 // settings is a Config with its defaults filled in.
 type settings struct {
 	Config
-	ttftFloor float64 // ms: the least TTFT change that counts, whatever the tolerance
 }
-
-// ttftFloorMS keeps a TTFT of a few milliseconds from being held to a
-// tolerance of a fraction of one.
-const ttftFloorMS = 2.0
 
 // settings checks a Config for a live sweep and fills in its defaults.
 func (c Config) settings() (settings, error) {
@@ -103,41 +99,23 @@ func (c Config) settings() (settings, error) {
 	return c.rules()
 }
 
+// judging is the part of the Config that judges a step, for the judge.
+func (c Config) judging() sweepjudge.Rules {
+	return sweepjudge.Rules{SLO: c.SLO, Warmup: c.Warmup, Window: c.Window, StepMax: c.StepMax, Interval: c.Interval,
+		Tolerance: c.Tolerance, MinGrowth: c.MinGrowth, StopErrors: c.StopErrors}
+}
+
 // rules fills in and checks the fields that judge a step, all a replay
 // needs.
 func (c Config) rules() (settings, error) {
-	fill := func(d *time.Duration, def time.Duration) {
-		if *d == 0 {
-			*d = def
-		}
+	r, err := c.judging().Fill()
+	if err != nil {
+		return settings{}, err
 	}
-	fill(&c.Warmup, DefaultWarmup)
-	fill(&c.Window, DefaultWindow)
-	fill(&c.StepMax, DefaultStepMax)
-	fill(&c.Interval, DefaultInterval)
-	if c.Tolerance == 0 {
-		c.Tolerance = DefaultTolerance
-	}
-	if c.MinGrowth == 0 {
-		c.MinGrowth = DefaultMinGrowth
-	}
-	if c.StopErrors == 0 {
-		c.StopErrors = DefaultStopErrors
-	}
-	switch {
-	case c.Warmup < 0 || c.Window < 0 || c.Interval < 0:
-		return settings{}, fmt.Errorf("sweep: warm-up %s, window %s, interval %s: want 0 or more", c.Warmup, c.Window, c.Interval)
-	case c.StepMax < c.Warmup+c.Window:
-		return settings{}, fmt.Errorf("sweep: step max %s: want at least warm-up + window (%s)", c.StepMax, c.Warmup+c.Window)
-	case !(c.Tolerance > 0 && c.Tolerance < 1):
-		return settings{}, fmt.Errorf("sweep: tolerance %v: want between 0 and 1", c.Tolerance)
-	case !(c.MinGrowth > 0):
-		return settings{}, fmt.Errorf("sweep: min growth %v: want more than 0", c.MinGrowth)
-	case !(c.StopErrors > 0 && c.StopErrors <= 1):
-		return settings{}, fmt.Errorf("sweep: stop errors %v: want a share above 0 and at most 1", c.StopErrors)
-	}
+	c.SLO, c.Warmup, c.Window, c.StepMax, c.Interval = r.SLO, r.Warmup, r.Window, r.StepMax, r.Interval
+	c.Tolerance, c.MinGrowth, c.StopErrors = r.Tolerance, r.MinGrowth, r.StopErrors
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return settings{Config: c, ttftFloor: ttftFloorMS}, nil
+	return settings{Config: c}, nil
 }

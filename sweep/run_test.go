@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latscope/latscope/aggregate/sweepjudge"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 )
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // vclock is the driver tests' virtual clock: the synthetic sources move it
 // as they emit, and the sweep stamps its markers with it, so every time
@@ -257,7 +260,7 @@ func TestRunOpenLoopFindsTheCapacity(t *testing.T) {
 	evs := events()
 	var markers []string
 	for _, ev := range evs {
-		if ev.Marker != nil && ev.Marker.Source == MarkerSource {
+		if ev.Marker != nil && ev.Marker.Source == sweepjudge.MarkerSource {
 			markers = append(markers, ev.Marker.Message)
 		}
 	}
