@@ -99,17 +99,24 @@ func publishMarkers(t *testing.T, r *ring, from, to int) {
 	}
 }
 
-func TestRing(t *testing.T) {
-	t.Parallel()
-	header := encode(t, sessionEvent("a"))
-	tests := []struct {
-		name   string
-		cfg    RingConfig
-		setup  func(t *testing.T, r *ring, clock *manualClock)
-		resume bool
-		after  uint64
-		want   string
-	}{
+// ringCase is one of TestRing's cases.
+type ringCase struct {
+	name   string
+	cfg    RingConfig
+	setup  func(t *testing.T, r *ring, clock *manualClock)
+	resume bool
+	after  uint64
+	want   string
+}
+
+// ringCases are TestRing's cases; header is the session header encoded.
+func ringCases(header []byte) []ringCase {
+	return append(ringCasesFirst(header), ringCasesSecond(header)...)
+}
+
+// ringCasesFirst are the first half of TestRing's cases.
+func ringCasesFirst(header []byte) []ringCase {
+	return []ringCase{
 		{
 			name: "a new client gets the header, then the whole ring",
 			cfg:  RingConfig{MaxEvents: 10},
@@ -168,6 +175,12 @@ func TestRing(t *testing.T) {
 			resume: true, after: 1,
 			want: "[3:loss2 4:header 7:loss3 8:m8 9:m9 10:m10]",
 		},
+	}
+}
+
+// ringCasesSecond are the second half of TestRing's cases.
+func ringCasesSecond(header []byte) []ringCase {
+	return []ringCase{
 		{
 			name: "a new client starts at the current session's header",
 			cfg:  RingConfig{MaxEvents: 10},
@@ -229,6 +242,12 @@ func TestRing(t *testing.T) {
 			want: "[1:m1 2:m2 0:end]",
 		},
 	}
+}
+
+func TestRing(t *testing.T) {
+	t.Parallel()
+	header := encode(t, sessionEvent("a"))
+	tests := ringCases(header)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

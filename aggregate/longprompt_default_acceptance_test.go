@@ -99,7 +99,7 @@ func TestStallCausesLongPromptsDefaultProfile(t *testing.T) {
 	var report []string
 	for _, b := range run.blocks {
 		switch {
-		case run.watch.during(b):
+		case run.watch.heldThrough(b):
 			continue
 		case run.hidden(b):
 			hidden++

@@ -131,6 +131,20 @@ func (b *busyWatch) during(w window) bool {
 	return false
 }
 
+// heldThrough reports whether the process was held up for a good part (a
+// quarter or more) of w: then the host, not the server, may have made the
+// pause, and it cannot be judged. A late wakeup of a few milliseconds
+// inside a 100 ms loop block made no part of it worth judging away.
+func (b *busyWatch) heldThrough(w window) bool {
+	b.done()
+	around := window{w.from.Add(-20 * time.Millisecond), w.to.Add(20 * time.Millisecond)}
+	var held time.Duration
+	for _, x := range b.busy {
+		held += x.overlap(around)
+	}
+	return 4*held >= w.to.Sub(w.from)
+}
+
 func (w window) overlap(o window) time.Duration {
 	from, to := w.from, w.to
 	if o.from.After(from) {
@@ -419,6 +433,16 @@ type stallRun struct {
 // frames flushed, sends one 8K-token prompt. With the tokenizer on the
 // server's event loop, that prompt's tokenization holds every stream's
 // frames for about 100 ms; with a tokenizer pool it holds none.
+// stallPrompts is a prompt source of cfg, or the test's end.
+func stallPrompts(t *testing.T, cfg probe.PromptConfig) *probe.PromptSource {
+	t.Helper()
+	src, err := probe.NewPromptSource(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
 func stallScenario(t *testing.T, tokenizerPool int) stallRun {
 	t.Helper()
 	run := stallRun{flushes: map[string][]time.Time{}, truths: map[string]sim.Truth{}, longID: "long", watch: watchBusy(t)}
@@ -467,14 +491,8 @@ func stallScenario(t *testing.T, tokenizerPool int) stallRun {
 	}
 	defer client.CloseIdleConnections()
 	ctx := t.Context()
-	long, err := probe.NewPromptSource(ctx, probe.PromptConfig{PromptTokens: probe.Length{Mean: 8192}, OutputTokens: probe.Length{Mean: 4}, Seed: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	short, err := probe.NewPromptSource(ctx, probe.PromptConfig{PromptTokens: probe.Length{Mean: 32}, OutputTokens: probe.Length{Mean: 300}, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	long := stallPrompts(t, probe.PromptConfig{PromptTokens: probe.Length{Mean: 8192}, OutputTokens: probe.Length{Mean: 4}, Seed: 2})
+	short := stallPrompts(t, probe.PromptConfig{PromptTokens: probe.Length{Mean: 32}, OutputTokens: probe.Length{Mean: 300}, Seed: 3})
 	decoding := make(chan *event.Request, decodeStreams)
 	for i := range decodeStreams {
 		go func() {

@@ -44,7 +44,7 @@ func TestStallCausesTokenizationOnTheLoop(t *testing.T) {
 	stalls := res.stalls()
 	visible, found := 0, 0
 	for _, w := range toks {
-		if !visiblePause(res.recs, w) || watch.during(w) {
+		if !visiblePause(res.recs, w) || watch.heldThrough(w) {
 			continue
 		}
 		visible++

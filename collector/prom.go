@@ -41,6 +41,9 @@ var (
 	// ErrModelLoading: the server answers 503 because it is still loading
 	// its model (llama-server: "Loading model").
 	ErrModelLoading = errors.New("model loading")
+	// ErrNoMetricsPage: the server answers 404 for the metrics page (Ollama
+	// serves none; a gateway may hide it).
+	ErrNoMetricsPage = errors.New("no metrics page")
 )
 
 // PromConfig configures a Prometheus scraper.
@@ -213,19 +216,27 @@ type promState struct {
 	lastGood *event.ServerSample // last sample derived from a good scrape
 	failure  string              // current error, "" when healthy
 	scraped  bool                // a scrape has been tried: the run's beginning is over
+	absent   bool                // the page answered 404 before any good scrape: not scraped again
 	clock    eventclock.Clock    // keeps the collector's events in time order
 }
 
 // Run scrapes every Interval, starting at once, until ctx ends; it then
 // returns nil. A failed scrape does not stop it: it emits a collector marker
 // when the error state changes, repeats the last good values marked Stale,
-// and tries again at the next tick.
+// and tries again at the next tick. The one exception: a page that answers
+// 404 before it ever answered well is not there (Ollama has none), so it
+// is said once and not asked for again, rather than once a second in the
+// server's access log.
 func (p *Prom) Run(ctx context.Context, emit func(event.Event)) error {
 	t := time.NewTicker(p.cfg.Interval)
 	defer t.Stop()
 	st := promState{clock: eventclock.New(p.now)}
 	for {
 		p.scrapeOnce(ctx, &st, emit)
+		if st.absent {
+			<-ctx.Done()
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -243,7 +254,12 @@ func (p *Prom) scrapeOnce(ctx context.Context, st *promState, emit func(event.Ev
 		return // stopping; a cancelled scrape is not a failure
 	}
 	if err != nil {
-		p.fail(st, err.Error(), emit)
+		msg := err.Error()
+		if errors.Is(err, ErrNoMetricsPage) && st.prev == nil {
+			st.absent = true
+			msg = fmt.Sprintf("no metrics page: %s answers 404 Not Found; it is not asked again, and the server's own figures come from its responses alone", p.shownURL)
+		}
+		p.fail(st, msg, emit)
 		return
 	}
 	cur.Time = st.clock.Stamp(cur.Time)
@@ -407,6 +423,9 @@ func (p *Prom) get(ctx context.Context) (*http.Response, time.Time, error) {
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	if resp.StatusCode == http.StatusServiceUnavailable && bytes.Contains(bytes.ToLower(head), []byte("loading")) {
 		return nil, time.Time{}, fmt.Errorf("%w: %s answers %s; server metrics follow once the model is loaded", ErrModelLoading, p.shownURL, resp.Status)
+	}
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, time.Time{}, fmt.Errorf("metrics scrape failed: %s from %s: %w", resp.Status, p.shownURL, ErrNoMetricsPage)
 	}
 	return nil, time.Time{}, fmt.Errorf("metrics scrape failed: %s from %s", resp.Status, p.shownURL)
 }

@@ -178,7 +178,7 @@ func TestPromFailureAndRecovery(t *testing.T) {
 
 	good := r.next("good sample", isFreshSample).Server
 	failing.Store(true)
-	want := "metrics scrape failed: 404 Not Found from " + url
+	want := "metrics scrape failed: 404 Not Found from " + url + ": no metrics page"
 	m := r.next("failure marker", isMarker("metrics scrape failed")).Marker
 	if m.Message != want || m.Source != "collector.prom" {
 		t.Errorf("marker = %q from %q, want %q", m.Message, m.Source, want)
@@ -207,6 +207,29 @@ func TestPromFailureAndRecovery(t *testing.T) {
 	}
 	if failures != 1 {
 		t.Errorf("%d failure markers, want 1", failures)
+	}
+}
+
+// A page that answers 404 from the start is not there (Ollama serves
+// none): it is said once and not asked for again.
+func TestPromNoMetricsPage(t *testing.T) {
+	t.Parallel()
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	url := srv.URL + "/metrics"
+	r := startProm(t, PromConfig{URL: url, Interval: 10 * time.Millisecond, Timeout: promTestTimeout})
+	m := r.next("marker", isMarker("no metrics page")).Marker
+	want := "no metrics page: " + url + " answers 404 Not Found; it is not asked again, and the server's own figures come from its responses alone"
+	if m.Message != want {
+		t.Errorf("marker %q, want %q", m.Message, want)
+	}
+	r.stop()
+	if n := asked.Load(); n != 1 {
+		t.Errorf("the page was asked for %d times, want once", n)
 	}
 }
 

@@ -164,66 +164,88 @@ func TestDialectsEndToEnd(t *testing.T) {
 			if tt.wantSource != "" && (rec.Server == nil || rec.Server.Source != tt.wantSource) {
 				t.Errorf("server timing %+v, want source %s", rec.Server, tt.wantSource)
 			}
-			if len(rec.Flags) != len(tt.wantFlags) {
-				t.Errorf("flags %v, want %v", rec.Flags, tt.wantFlags)
-			}
-			for _, f := range tt.wantFlags {
-				if !rec.HasFlag(f) {
-					t.Errorf("flags %v, want %v", rec.Flags, tt.wantFlags)
-				}
-			}
+			checkFlags(t, rec, tt.wantFlags)
 			if rec.ReusedConn || rec.ConnectRTT <= 0 {
 				t.Errorf("first request: reused %v, connect RTT %v", rec.ReusedConn, rec.ConnectRTT)
 			}
 			if rec.ID != "req-1" || rec.Dialect != tt.dialect || rec.Target != srv.URL || rec.TargetOutputTokens != 5 || rec.Status != 200 {
 				t.Errorf("record identity %+v", rec)
 			}
-			reqs := srv.requests()
-			if len(reqs) != 1 {
-				t.Fatalf("%d requests", len(reqs))
-			}
-			got := reqs[0]
-			if got.path != tt.wantPath {
-				t.Errorf("path %s, want %s", got.path, tt.wantPath)
-			}
-			wantAccept := "text/event-stream"
-			if strings.HasPrefix(tt.dialect, "ollama") {
-				wantAccept = "application/x-ndjson"
-			}
-			for k, want := range map[string]string{
-				"X-Request-Id":  "req-1",
-				"Traceparent":   "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-				"Authorization": "Bearer sk-test",
-				"X-Probe":       "yes",
-				"Accept":        wantAccept,
-				"Content-Type":  "application/json",
-			} {
-				if got.header.Get(k) != want {
-					t.Errorf("header %s = %q, want %q", k, got.header.Get(k), want)
-				}
-			}
-			if !json.Valid([]byte(got.body)) {
-				t.Fatalf("body is not JSON: %s", got.body)
-			}
-			for _, k := range tt.bodyKeys {
-				if !strings.Contains(got.body, k) {
-					t.Errorf("body %s lacks %s", got.body, k)
-				}
-			}
+			checkWireRequest(t, srv, tt.dialect, tt.wantPath, tt.bodyKeys)
 
-			// A second request reuses the connection: no dns/connect time.
-			rec2 := c.Do(context.Background(), wireSpec("req-2", 5))
-			if rec2.Outcome != event.OutcomeOK {
-				t.Fatalf("second request: %s: %s", rec2.Outcome, rec2.Error)
-			}
-			checkWireTimeline(t, rec2)
-			if !rec2.ReusedConn || rec2.ConnectRTT != 0 {
-				t.Errorf("second request: reused %v, connect RTT %v", rec2.ReusedConn, rec2.ConnectRTT)
-			}
-			if rec2.SchedLag != 0 || rec2.Stages[0].Stage != event.StageSerialize {
-				t.Errorf("second request without Intended: lag %v, stages %+v", rec2.SchedLag, rec2.Stages)
-			}
+			checkSecondWireRequest(t, c)
 		})
+	}
+}
+
+// checkWireRequest checks the one request the server got: its path, its
+// headers (id, trace, credentials, extra header, accept, content type) and
+// a JSON body with bodyKeys in it.
+func checkWireRequest(t *testing.T, srv *wireServer, dialect, wantPath string, bodyKeys []string) {
+	t.Helper()
+	reqs := srv.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	got := reqs[0]
+	if got.path != wantPath {
+		t.Errorf("path %s, want %s", got.path, wantPath)
+	}
+	wantAccept := "text/event-stream"
+	if strings.HasPrefix(dialect, "ollama") {
+		wantAccept = "application/x-ndjson"
+	}
+	for k, want := range map[string]string{
+		"X-Request-Id":  "req-1",
+		"Traceparent":   "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"Authorization": "Bearer sk-test",
+		"X-Probe":       "yes",
+		"Accept":        wantAccept,
+		"Content-Type":  "application/json",
+	} {
+		if got.header.Get(k) != want {
+			t.Errorf("header %s = %q, want %q", k, got.header.Get(k), want)
+		}
+	}
+	if !json.Valid([]byte(got.body)) {
+		t.Fatalf("body is not JSON: %s", got.body)
+	}
+	for _, k := range bodyKeys {
+		if !strings.Contains(got.body, k) {
+			t.Errorf("body %s lacks %s", got.body, k)
+		}
+	}
+}
+
+// checkSecondWireRequest checks that a second request reuses the
+// connection (no dns/connect time) and, without an intended time, has no
+// scheduling lag.
+func checkSecondWireRequest(t *testing.T, c *Client) {
+	t.Helper()
+	// A second request reuses the connection: no dns/connect time.
+	rec2 := c.Do(context.Background(), wireSpec("req-2", 5))
+	if rec2.Outcome != event.OutcomeOK {
+		t.Fatalf("second request: %s: %s", rec2.Outcome, rec2.Error)
+	}
+	checkWireTimeline(t, rec2)
+	if !rec2.ReusedConn || rec2.ConnectRTT != 0 {
+		t.Errorf("second request: reused %v, connect RTT %v", rec2.ReusedConn, rec2.ConnectRTT)
+	}
+	if rec2.SchedLag != 0 || rec2.Stages[0].Stage != event.StageSerialize {
+		t.Errorf("second request without Intended: lag %v, stages %+v", rec2.SchedLag, rec2.Stages)
+	}
+}
+
+// checkFlags checks that rec carries exactly the flags want.
+func checkFlags(t *testing.T, rec *event.Request, want []event.Flag) {
+	t.Helper()
+	if len(rec.Flags) != len(want) {
+		t.Errorf("flags %v, want %v", rec.Flags, want)
+	}
+	for _, f := range want {
+		if !rec.HasFlag(f) {
+			t.Errorf("flags %v, want %v", rec.Flags, want)
+		}
 	}
 }
 

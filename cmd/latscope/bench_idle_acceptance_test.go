@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -48,8 +47,7 @@ func TestBenchIdleSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	err = cmd.ExecuteContext(ctx)
-	var ee *exitError
-	if err != nil && !(errors.As(err, &ee) && ee.code == exitFailure) {
+	if err != nil && exitCode(io.Discard, err, nil) != exitFailure {
 		t.Fatalf("bench idle: %v\n%s", err, out.String())
 	}
 	var res bench.IdleResult
