@@ -4,9 +4,9 @@ package attribute
 
 // llm-d's prefill/decode disaggregation with real servers: two
 // llm-d-inference-sim processes, one answering the prefill leg and one the
-// decode leg, behind a two-phase proxy that sends them what llm-d's routing
-// sidecar (cmd/pd-sidecar, NIXL v2 connector) sends. The sidecar itself is
-// not used: see docs/servers.md.
+// decode leg, behind llm-d's routing sidecar (cmd/pd-sidecar, NIXL v2
+// connector) when LATSCOPE_LLMD_SIDECAR names its binary, else behind a
+// two-phase proxy of the test's own that sends what the sidecar sends.
 
 import (
 	"bufio"
@@ -33,8 +33,12 @@ import (
 	"github.com/latscope/latscope/probe"
 )
 
-// llmdSimEnv names the llm-d-inference-sim binary the test runs.
-const llmdSimEnv = "LATSCOPE_LLMD_SIM"
+// llmdSimEnv names the llm-d-inference-sim binary the test runs, and
+// llmdSidecarEnv llm-d's pd-sidecar, the real two-phase proxy (optional).
+const (
+	llmdSimEnv     = "LATSCOPE_LLMD_SIM"
+	llmdSidecarEnv = "LATSCOPE_LLMD_SIDECAR"
+)
 
 // TestAcceptanceLLMDPrefillDecode: a prefill pod (time to first token
 // 40 ms) and a decode pod (KV-cache transfer latency 60 ms) behind the
@@ -66,6 +70,12 @@ func TestAcceptanceLLMDPrefillDecode(t *testing.T) {
 	decode := startLLMDSim(t, bin, append(common, "--kv-cache-transfer-latency", kvLatency.String()))
 	hc := &http.Client{Timeout: 30 * time.Second}
 	pp := &twoPhaseProxy{prefill: &podClock{url: prefill, client: hc}, decode: &podClock{url: decode, client: hc}, client: hc}
+	if sidecar := os.Getenv(llmdSidecarEnv); sidecar != "" {
+		pp.sidecar = startSidecar(t, sidecar, decode)
+		t.Logf("the two legs are llm-d's routing sidecar's (%s)", sidecar)
+	} else {
+		t.Logf("%s names no pd-sidecar binary: the two legs are the test's own proxy's", llmdSidecarEnv)
+	}
 	proxy := httptest.NewServer(pp)
 	t.Cleanup(proxy.Close)
 
@@ -124,13 +134,35 @@ func TestAcceptanceLLMDPrefillDecode(t *testing.T) {
 	if off := math.Abs(float64(p50-kvLatency)) / float64(kvLatency); off > 0.05 {
 		t.Errorf("KV transfer p50 %v, configured %v: more than 5%% apart", p50, kvLatency)
 	}
-	t.Logf("60 requests ok; KV transfer (the decode pod's own) min %v p50 %v max %v, configured %v, %d of 60 within 5%%; decode leg (proxy, to the decode pod's headers) p50 %v max %v; server_wait (estimated: both pods' HTTP and the proxy) p50 %v max %v; unattributed p50 %v max %v",
+	t.Logf("60 requests ok; KV transfer (the decode pod's own) min %v p50 %v max %v, configured %v, %d of 60 within 5%%; decode leg (timed by the proxy to the decode pod's headers; through the sidecar both legs) p50 %v max %v; server_wait (estimated: both pods' HTTP and the proxy) p50 %v max %v; unattributed p50 %v max %v",
 		kv[0], p50, kv[len(kv)-1], kvLatency, within, legs[len(legs)/2], legs[len(legs)-1], waits[len(waits)/2], waits[len(waits)-1], rest[len(rest)/2], rest[len(rest)-1])
 }
 
 // startLLMDSim runs llm-d-inference-sim with args on a free loopback port
 // until the test ends, and returns its base URL once it answers.
 func startLLMDSim(t *testing.T, bin string, args []string) string {
+	t.Helper()
+	return startOnPort(t, bin, "/v1/models", func(port int) []string { return append([]string{"--port", fmt.Sprint(port)}, args...) })
+}
+
+// startSidecar runs llm-d's pd-sidecar (plain HTTP, NIXL v2 connector) in
+// front of the decode pod at decodeURL and returns its base URL.
+func startSidecar(t *testing.T, bin, decodeURL string) string {
+	t.Helper()
+	_, decodePort, err := net.SplitHostPort(strings.TrimPrefix(decodeURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its /v1/models is the decode pod's, passed through: it answers once
+	// both are up.
+	return startOnPort(t, bin, "/v1/models", func(port int) []string {
+		return []string{"--port", fmt.Sprint(port), "--model-server-port", decodePort, "--secure-proxy=false", "--kv-connector", "nixlv2"}
+	})
+}
+
+// startOnPort runs bin with the arguments args gives for a free loopback
+// port until the test ends, and returns its base URL once path answers 200.
+func startOnPort(t *testing.T, bin, path string, args func(port int) []string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -139,7 +171,7 @@ func startLLMDSim(t *testing.T, bin string, args []string) string {
 	port := ln.Addr().(*net.TCPAddr).Port
 	_ = ln.Close()
 	var out bytes.Buffer
-	cmd := exec.Command(bin, append([]string{"--port", fmt.Sprint(port)}, args...)...)
+	cmd := exec.Command(bin, args(port)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
@@ -151,7 +183,7 @@ func startLLMDSim(t *testing.T, bin string, args []string) string {
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(url + "/v1/models")
+		resp, err := http.Get(url + path)
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -159,7 +191,7 @@ func startLLMDSim(t *testing.T, bin string, args []string) string {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("llm-d-inference-sim on port %d did not answer in 30 s: %v\n%s", port, err, out.String())
+			t.Fatalf("%s on port %d did not answer in 30 s: %v\n%s", bin, port, err, out.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -176,6 +208,10 @@ func startLLMDSim(t *testing.T, bin string, args []string) string {
 type twoPhaseProxy struct {
 	prefill, decode *podClock
 	client          *http.Client
+	// sidecar, when set, is llm-d's pd-sidecar's URL: it sends the two
+	// legs, told the prefill pod in its x-prefiller-host-port header, and
+	// the proxy only relays and adds the trailer.
+	sidecar string
 
 	mu   sync.Mutex
 	legs map[string]time.Duration
@@ -197,26 +233,9 @@ func (p *twoPhaseProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request body: "+fmt.Sprint(err), http.StatusBadRequest)
 		return
 	}
-	params, err := p.prefillLeg(r, req)
+	resp, decodeStart, err := p.sendLegs(r, req, body)
 	if err != nil {
-		http.Error(w, "prefill: "+err.Error(), http.StatusBadGateway)
-		return
-	}
-	pq, pqOK, pf, err := p.prefill.next(r.Context())
-	if err != nil {
-		http.Error(w, "prefill pod's metrics: "+err.Error(), http.StatusBadGateway)
-		return
-	}
-	req["kv_transfer_params"] = params
-	dbody, err := json.Marshal(req)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	decodeStart := time.Now()
-	resp, err := p.post(r, p.decode.url, dbody)
-	if err != nil {
-		http.Error(w, "decode: "+err.Error(), http.StatusBadGateway)
+		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
 	defer resp.Body.Close()
@@ -235,6 +254,10 @@ func (p *twoPhaseProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !relay(w, resp.Body) {
 		return
 	}
+	pq, pqOK, pf, err := p.prefill.next(r.Context())
+	if err != nil {
+		return
+	}
 	dq, dqOK, kv, err := p.decode.next(r.Context())
 	if err != nil {
 		return
@@ -242,6 +265,40 @@ func (p *twoPhaseProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(http.TrailerPrefix+"Server-Timing", podTiming("prefill_queue", pq, pqOK, "prefill", pf, "prefill pod")+", "+
 		podTiming("decode_queue", dq, dqOK, "kv_transfer", kv, "decode pod: do_remote_prefill"))
 }
+
+// sendLegs sends the request's two legs, or has the sidecar send them, and
+// returns the decode leg's response and when the decode leg (through the
+// sidecar: both legs) was sent.
+func (p *twoPhaseProxy) sendLegs(r *http.Request, req map[string]any, body []byte) (*http.Response, time.Time, error) {
+	if p.sidecar != "" {
+		start := time.Now()
+		prefillHost := strings.TrimPrefix(p.prefill.url, "http://")
+		resp, err := p.post(r, p.sidecar, body, routingHeader, prefillHost)
+		if err != nil {
+			return nil, start, fmt.Errorf("sidecar: %w", err)
+		}
+		return resp, start, nil
+	}
+	params, err := p.prefillLeg(r, req)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("prefill: %w", err)
+	}
+	req["kv_transfer_params"] = params
+	dbody, err := json.Marshal(req)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	start := time.Now()
+	resp, err := p.post(r, p.decode.url, dbody)
+	if err != nil {
+		return nil, start, fmt.Errorf("decode: %w", err)
+	}
+	return resp, start, nil
+}
+
+// routingHeader tells llm-d's sidecar which prefill pod to use (the
+// scheduler sets it in a real deployment).
+const routingHeader = "x-prefiller-host-port"
 
 // relay copies the upstream body to w, flushing each read; false when
 // either side failed before the body's end.
@@ -388,12 +445,16 @@ func (p *twoPhaseProxy) prefillLeg(r *http.Request, req map[string]any) (any, er
 	return ans.KVTransferParams, nil
 }
 
-func (p *twoPhaseProxy) post(r *http.Request, base string, body []byte) (*http.Response, error) {
+// post sends body to base with r's path, and the header pairs kv.
+func (p *twoPhaseProxy) post(r *http.Request, base string, body []byte, kv ...string) (*http.Response, error) {
 	out, err := http.NewRequestWithContext(r.Context(), http.MethodPost, base+r.URL.Path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	out.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(kv); i += 2 {
+		out.Header.Set(kv[i], kv[i+1])
+	}
 	if id := r.Header.Get("X-Request-Id"); id != "" {
 		out.Header.Set("X-Request-Id", id)
 	}

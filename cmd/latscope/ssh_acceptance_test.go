@@ -2,9 +2,10 @@
 
 package main
 
-// The dashboard over ssh with Debian's OpenSSH client: the agent is this
-// test binary run as `latscope agent --ssh` in a process of its own (so
-// its CPU time can be read from /proc), the client runs in tmux panes.
+// The dashboard over ssh with Debian's OpenSSH client: the agent (or the
+// watch) is this test binary run as `latscope agent --ssh` (`latscope
+// watch --ssh`) in a process of its own (so its CPU time can be read from
+// /proc), the client runs in tmux panes.
 
 import (
 	"errors"
@@ -19,9 +20,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/latscope/latscope/sim"
 )
 
-// sshAgent is `latscope agent --ssh` in a process of its own.
+// sshAgent is `latscope agent --ssh` (or `latscope watch --ssh`) in a
+// process of its own.
 type sshAgent struct {
 	cmd    *exec.Cmd
 	stderr *watchedBuffer
@@ -29,6 +33,8 @@ type sshAgent struct {
 	port   string
 	key    string // the client's private key (OpenSSH's ssh-keygen made it)
 	name   string
+	who    string                   // "latscope agent" or "latscope watch": the end message's
+	shown  func(screen string) bool // the dashboard is on the screen
 }
 
 // startSSHAgent makes a key pair with ssh-keygen, and runs an agent that
@@ -36,21 +42,43 @@ type sshAgent struct {
 // second; extra are more of its flags. It skips where OpenSSH's client is missing.
 func startSSHAgent(t *testing.T, extra ...string) *sshAgent {
 	t.Helper()
+	a := &sshAgent{name: "ssh-agent", who: "latscope agent"}
+	a.shown = func(s string) bool { return strings.Contains(s, "@"+a.name) && strings.Contains(s, "q quit") }
+	return a.start(t, func(keys, hostKey string) []string {
+		return append([]string{"agent", "--url", serveTinySim(t), "--listen", "127.0.0.1:0", "--rate", "1", "--prompt-tokens", "16",
+			"--output-tokens", "4", "--no-gpu", "--name", a.name, "--quiet", "--ssh", "127.0.0.1:0",
+			"--ssh-authorized-keys", keys, "--ssh-host-key", hostKey}, extra...)
+	})
+}
+
+// startSSHWatch runs `latscope watch --ssh` on the tiny simulator serving
+// users' traffic of its own (20 requests a second), as startSSHAgent runs
+// the agent.
+func startSSHWatch(t *testing.T) *sshAgent {
+	t.Helper()
+	url := serveTinySimWith(t, sim.Config{Background: sim.Background{Rate: 20, PromptTokens: 32, OutputTokens: 8}})
+	a := &sshAgent{who: "latscope watch"}
+	a.shown = func(s string) bool { return strings.Contains(s, "your users") && strings.Contains(s, "q quit") }
+	return a.start(t, func(keys, hostKey string) []string {
+		return []string{"watch", "--url", url, "--no-tui", "--no-gpu", "--ssh", "127.0.0.1:0",
+			"--ssh-authorized-keys", keys, "--ssh-host-key", hostKey}
+	})
+}
+
+// start makes the key pair and runs the command args gives for its files.
+func (a *sshAgent) start(t *testing.T, args func(keys, hostKey string) []string) *sshAgent {
+	t.Helper()
 	for _, bin := range []string{"ssh", "ssh-keygen"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Skipf("%s is not installed (apt-get install openssh-client): the dashboard-over-ssh test needs it", bin)
 		}
 	}
 	dir := t.TempDir()
-	a := &sshAgent{key: filepath.Join(dir, "viewer"), name: "ssh-agent", exited: make(chan error, 1),
-		stderr: newWatchedBuffer(`dashboard over ssh on 127\.0\.0\.1:\d+`)}
+	a.key, a.exited = filepath.Join(dir, "viewer"), make(chan error, 1)
+	a.stderr = newWatchedBuffer(`dashboard over ssh on 127\.0\.0\.1:\d+`)
 	sshKeygen(t, a.key)
-	args := []string{"agent", "--url", serveTinySim(t), "--listen", "127.0.0.1:0", "--rate", "1", "--prompt-tokens", "16",
-		"--output-tokens", "4", "--no-gpu", "--name", a.name, "--quiet", "--ssh", "127.0.0.1:0",
-		"--ssh-authorized-keys", a.key + ".pub", "--ssh-host-key", filepath.Join(dir, "host_key")}
-	args = append(args, extra...)
 	a.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	a.cmd.Env = append(os.Environ(), "LATSCOPE_TEST_MAIN="+strings.Join(args, "\x1f"))
+	a.cmd.Env = append(os.Environ(), "LATSCOPE_TEST_MAIN="+strings.Join(args(a.key+".pub", filepath.Join(dir, "host_key")), "\x1f"))
 	a.cmd.Stderr = a.stderr
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -63,9 +91,9 @@ func startSSHAgent(t *testing.T, extra ...string) *sshAgent {
 	select {
 	case <-a.stderr.seen:
 	case err := <-a.exited:
-		t.Fatalf("the agent exited (%v) before serving ssh:\n%s", err, a.stderr.String())
+		t.Fatalf("%s exited (%v) before serving ssh:\n%s", a.who, err, a.stderr.String())
 	case <-time.After(time.Minute):
-		t.Fatalf("the agent did not serve ssh within a minute:\n%s", a.stderr.String())
+		t.Fatalf("%s did not serve ssh within a minute:\n%s", a.who, a.stderr.String())
 	}
 	m := regexp.MustCompile(`dashboard over ssh on (127\.0\.0\.1:\d+)`).FindStringSubmatch(a.stderr.String())
 	_, a.port, _ = net.SplitHostPort(m[1])
@@ -91,9 +119,7 @@ func (a *sshAgent) sshArgs(key string) []string {
 func (a *sshAgent) viewer(t *testing.T) (*tmuxPane, time.Duration) {
 	t.Helper()
 	p := startTmuxScript(t, "exec "+strings.Join(a.sshArgs(a.key), " "))
-	_, took := p.waitFor("the dashboard over ssh", 30*time.Second, func(s string) bool {
-		return strings.Contains(s, "@"+a.name) && strings.Contains(s, "q quit")
-	})
+	_, took := p.waitFor("the dashboard over ssh", 30*time.Second, a.shown)
 	return p, took
 }
 
@@ -122,7 +148,15 @@ func (a *sshAgent) cpu(t *testing.T) time.Duration {
 // SIGTERM to the agent ends the session cleanly (the client exits 0,
 // having been told why).
 func TestSSHDashboardWithOpenSSH(t *testing.T) {
-	a := startSSHAgent(t)
+	checkSSHDashboard(t, startSSHAgent(t))
+}
+
+// The same for the watch's dashboard (your users' traffic).
+func TestSSHWatchDashboardWithOpenSSH(t *testing.T) {
+	checkSSHDashboard(t, startSSHWatch(t))
+}
+
+func checkSSHDashboard(t *testing.T, a *sshAgent) {
 	p, took := a.viewer(t)
 	t.Logf("first screen over ssh after %v", took.Round(time.Millisecond))
 	if took > 3*time.Second {
@@ -145,22 +179,22 @@ func TestSSHDashboardWithOpenSSH(t *testing.T) {
 	// The pane's exit status is set once tmux has reaped ssh: it exited.
 	for strings.TrimSpace(p.tmux("display-message", "-p", "-t", "t", "#{pane_dead_status}")) == "" {
 		if time.Since(start) > 30*time.Second {
-			t.Fatalf("ssh did not end within 30 s of the agent's SIGTERM:\n%s", p.screen())
+			t.Fatalf("ssh did not end within 30 s of the SIGTERM to %s:\n%s", a.who, p.screen())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Logf("ssh ended %v after the agent's SIGTERM", time.Since(start).Round(time.Millisecond))
+	t.Logf("ssh ended %v after the SIGTERM to %s", time.Since(start).Round(time.Millisecond), a.who)
 	if code := strings.TrimSpace(p.tmux("display-message", "-p", "-t", "t", "#{pane_dead_status}")); code != "0" {
-		t.Errorf("ssh exited %s when the agent stopped, want 0:\n%s", code, p.screen())
+		t.Errorf("ssh exited %s when %s stopped, want 0:\n%s", code, a.who, p.screen())
 	}
-	if screen := p.tmux("capture-pane", "-p", "-S", "-", "-t", "t"); !strings.Contains(screen, "latscope agent: stopped; this dashboard ends here") {
+	if screen := p.tmux("capture-pane", "-p", "-S", "-", "-t", "t"); !strings.Contains(screen, a.who+": stopped; this dashboard ends here") {
 		t.Errorf("the terminal does not say why the dashboard ended:\n%s", screen)
 	}
 	select {
 	case <-a.exited:
 		a.exited <- nil // for the cleanup
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the agent did not exit within 30 s of SIGTERM:\n%s", a.stderr.String())
+		t.Fatalf("%s did not exit within 30 s of SIGTERM:\n%s", a.who, a.stderr.String())
 	}
 }
 
