@@ -4,7 +4,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/aggregate/sweepjudge"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
@@ -47,30 +46,10 @@ type Config struct {
 	// private one.
 	Fanout *pipeline.Fanout
 
-	// SLO are the objectives a step must meet to pass; with latency
-	// objectives each step also counts goodput.
-	SLO []aggregate.Objective
-	// Warmup is kept out of every step's statistics: its first seconds,
-	// while the server's batch fills.
-	Warmup time.Duration
-	// Window is the stretch over which a step must hold still to count as
-	// steady, and the least it is measured.
-	Window time.Duration
-	// StepMax ends a step that has not settled, in event time.
-	StepMax time.Duration
-	// Interval is how often, in event time, the steadiness rule is applied
-	// and progress published.
-	Interval time.Duration
-	// Tolerance is how far a trend may move over the window, relative to
-	// its level, and still count as flat (0.1: 10%).
-	Tolerance float64
-	// MinGrowth is the least change of a backlog (queue depth, requests in
-	// flight) over the window that counts as growth: a tolerance floor for
-	// queues that sit near zero.
-	MinGrowth float64
-	// StopErrors is the error rate past which a step fails and the sweep
-	// stops (0.05: 5%).
-	StopErrors float64
+	// Rules judge each step: the SLO, warm-up, window, step limit,
+	// interval, tolerance, backlog floor and error-rate stop (zero fields
+	// take the defaults above).
+	sweepjudge.Rules
 
 	// Progress, when set, is called with the steps so far and the running
 	// step's live statistics, every Interval of event time, at each step's
@@ -99,21 +78,14 @@ func (c Config) settings() (settings, error) {
 	return c.rules()
 }
 
-// judging is the part of the Config that judges a step, for the judge.
-func (c Config) judging() sweepjudge.Rules {
-	return sweepjudge.Rules{SLO: c.SLO, Warmup: c.Warmup, Window: c.Window, StepMax: c.StepMax, Interval: c.Interval,
-		Tolerance: c.Tolerance, MinGrowth: c.MinGrowth, StopErrors: c.StopErrors}
-}
-
 // rules fills in and checks the fields that judge a step, all a replay
 // needs.
 func (c Config) rules() (settings, error) {
-	r, err := c.judging().Fill()
+	r, err := c.Rules.Fill()
 	if err != nil {
 		return settings{}, err
 	}
-	c.SLO, c.Warmup, c.Window, c.StepMax, c.Interval = r.SLO, r.Warmup, r.Window, r.StepMax, r.Interval
-	c.Tolerance, c.MinGrowth, c.StopErrors = r.Tolerance, r.MinGrowth, r.StopErrors
+	c.Rules = r
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -20,7 +20,7 @@ func ResultOf(s sweepjudge.Sweep) Result {
 // progress to set.Progress, if any. The live sweep adds its stepper's
 // hooks to opt.
 func newJudge(set *settings, opt sweepjudge.Options) (*sweepjudge.Judge, error) {
-	opt.Rules = set.judging()
+	opt.Rules = set.Rules
 	if set.Progress != nil {
 		opt.Progress = func(s sweepjudge.Sweep, live *Live) {
 			set.Progress(Progress{Result: ResultOf(s), Current: live})

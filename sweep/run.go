@@ -97,7 +97,7 @@ func (d decision) Unwrap() error { return pipeline.ErrRunEnded }
 // recording carries what a report needs to judge the steps again and say
 // why the sweep stopped.
 func (s *stepper) run(ctx context.Context, emit func(event.Event)) error {
-	emit(sweepjudge.RulesMarker(s.set.Now(), s.set.judging()))
+	emit(sweepjudge.RulesMarker(s.set.Now(), s.set.Rules))
 	if err := s.runSteps(ctx, emit); err != nil {
 		return err
 	}

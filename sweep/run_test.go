@@ -175,8 +175,8 @@ func synthConfig(clock *vclock, f fifoServer, plan Plan) Config {
 		Step: func(spec StepSpec) (pipeline.Source, error) {
 			return f.source(clock, spec, stepMax+time.Second), nil
 		},
-		Warmup: time.Second, Window: 4 * time.Second, StepMax: stepMax, Interval: 250 * time.Millisecond,
-		Now: clock.now,
+		Rules: sweepjudge.Rules{Warmup: time.Second, Window: 4 * time.Second, StepMax: stepMax, Interval: 250 * time.Millisecond},
+		Now:   clock.now,
 		// A small buffer keeps the synthetic sources from running far
 		// ahead of the sweep (they emit as fast as they can).
 		Buffer: 16,
@@ -413,8 +413,8 @@ func TestRunErrors(t *testing.T) {
 	for _, bad := range []Config{
 		{Step: cfg.Step},
 		{Plan: cfg.Plan},
-		{Plan: cfg.Plan, Step: cfg.Step, Warmup: time.Minute, StepMax: time.Second},
-		{Plan: cfg.Plan, Step: cfg.Step, Tolerance: 2},
+		{Plan: cfg.Plan, Step: cfg.Step, Rules: sweepjudge.Rules{Warmup: time.Minute, StepMax: time.Second}},
+		{Plan: cfg.Plan, Step: cfg.Step, Rules: sweepjudge.Rules{Tolerance: 2}},
 	} {
 		if _, err := Run(context.Background(), bad); err == nil {
 			t.Errorf("Run(%+v) took a bad config", bad)
