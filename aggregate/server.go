@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/stats"
 )
 
 // trendPoints is how many recent queue-depth readings are kept for the
@@ -217,23 +218,8 @@ func (s *serverState) queueSlope(now time.Time, span time.Duration) (slope float
 			t1 = p.t
 		}
 	}
-	var mx, my float64
-	for _, p := range pts {
-		mx += p.t.Sub(t0).Seconds()
-		my += p.v
-	}
-	mx /= float64(len(pts))
-	my /= float64(len(pts))
-	var sxy, sxx float64
-	for _, p := range pts {
-		dx := p.t.Sub(t0).Seconds() - mx
-		sxy += dx * (p.v - my)
-		sxx += dx * dx
-	}
-	if sxx == 0 {
-		return 0, len(pts), 0
-	}
-	return sxy / sxx, len(pts), t1.Sub(t0)
+	slope, _ = stats.LineFit(len(pts), func(i int) (float64, float64) { return pts[i].t.Sub(t0).Seconds(), pts[i].v })
+	return slope, len(pts), t1.Sub(t0)
 }
 
 func stageMeansMS(m map[string]*stageMean) map[string]float64 {

@@ -2,17 +2,21 @@ package probe
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
-// Conversation makes the closed loop's workers users in chat sessions:
-// each worker sends a session's turns in order, each turn's prompt the
-// conversation so far (every earlier message, the answers as the model
-// gave them) and a new user message, with Think between its turns; then
-// it begins another session. Workers' sessions interleave as their
-// requests do. Turns 0 means single requests, as without it.
+// Conversation makes the load users in chat sessions: each session sends
+// its turns in order, each turn's prompt the conversation so far (every
+// earlier message, the answers as the model gave them) and a new user
+// message, with Think between its turns. In the closed loop each worker
+// is a user who begins another session after the last turn; in the open
+// loop each scheduled request is the next turn of a session whose think
+// time is over, or a new session's first (chatPool). Turns 0 means single
+// requests, as without it.
 type Conversation struct {
 	Turns int
 	Think time.Duration
@@ -157,4 +161,49 @@ func (p CancelPolicy) apply(spec *RequestSpec, seed int64) {
 		return
 	}
 	spec.AbandonTokens, spec.AbandonAfter = p.Tokens, p.After
+}
+
+// maxWaitingChats bounds the open loop's sessions between turns: a long
+// think time at a high rate would otherwise hold every session's history
+// at once. A session past the bound ends early (its next turn is not sent).
+const maxWaitingChats = 4096
+
+// chatPool holds the open loop's sessions between their turns. The rate
+// stays the rate of requests: each scheduled request is the next turn of
+// the session whose think time has been over longest, or, when none is
+// ready, the first turn of a new session; so sessions interleave under
+// the pacer, and a session never has two turns in flight.
+type chatPool struct {
+	mu    sync.Mutex
+	ready []waitingChat // by the time each may send its next turn
+}
+
+type waitingChat struct {
+	c  *chat
+	at time.Time
+}
+
+// take returns the session ready longest at now, or nil when none is.
+func (p *chatPool) take(now time.Time) *chat {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.ready) == 0 || p.ready[0].at.After(now) {
+		return nil
+	}
+	c := p.ready[0].c
+	p.ready = slices.Delete(p.ready, 0, 1)
+	return c
+}
+
+// put keeps c until at, when its next turn may go; false when the pool is
+// full and c ends here.
+func (p *chatPool) put(c *chat, at time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.ready) >= maxWaitingChats {
+		return false
+	}
+	i, _ := slices.BinarySearchFunc(p.ready, at, func(w waitingChat, t time.Time) int { return w.at.Compare(t) })
+	p.ready = slices.Insert(p.ready, i, waitingChat{c, at})
+	return true
 }

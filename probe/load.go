@@ -60,8 +60,8 @@ type LoadConfig struct {
 	Steps       []LoadStep
 	RepeatSteps bool
 
-	// Conversation, when its Turns are set, makes each closed-loop worker
-	// a user in chat sessions (see Conversation).
+	// Conversation, when its Turns are set, makes the load users in chat
+	// sessions (see Conversation), in the closed loop or the open.
 	Conversation Conversation
 	// Cancel abandons a share of the requests on purpose (see
 	// CancelPolicy); their records end abandoned.
@@ -161,6 +161,7 @@ type Runner struct {
 	peak       atomic.Int64
 	backoffs   atomic.Int64
 	sessions   atomic.Int64 // conversation sessions begun
+	chats      chatPool     // the open loop's sessions between turns
 	runCtx     context.Context
 	releases   sync.WaitGroup // abandoned requests awaiting their slot's release
 	reconnects atomic.Int64
@@ -229,8 +230,8 @@ func (c LoadConfig) validateSchedule() error {
 		return errors.New("load steps are for the closed loop: give steps or a rate, not both")
 	case c.Trace != nil && (openLoop || len(c.Steps) > 0):
 		return errors.New("a trace is its own schedule: give a trace, or a rate or steps, not both")
-	case c.Conversation.Turns > 0 && (openLoop || c.Trace != nil):
-		return errors.New("conversations run in the closed loop: each session's turn waits for the previous answer; give no rate or trace")
+	case c.Conversation.Turns > 0 && c.Trace != nil:
+		return errors.New("a trace is its own schedule: give a trace or conversations, not both")
 	case c.Conversation.Turns < 0 || c.Conversation.Think < 0:
 		return fmt.Errorf("conversation of %d turns, think %s: want 0 or more of each", c.Conversation.Turns, c.Conversation.Think)
 	}
@@ -471,6 +472,28 @@ func (r *Runner) afterTurn(sendCtx context.Context, c *chat, spec RequestSpec, n
 	return c
 }
 
+// openTurn sends spec, scheduled by the open loop's tick t, as the next
+// turn of a session ready for it (or a new session's first), and keeps the
+// session for its next turn after the think time. A turn that failed ends
+// its session, as in the closed loop.
+func (r *Runner) openTurn(sendCtx, reqCtx context.Context, spec RequestSpec, t openTick, out chan<- emitItem) {
+	c := r.chats.take(t.intended)
+	if c == nil {
+		c = r.chatFor(nil)
+	}
+	newTokens := spec.PromptTokens
+	c.nextTurn(&spec)
+	if !waitUntil(sendCtx, t.intended, t.spin) {
+		return
+	}
+	res := r.sendSpec(reqCtx, spec, out)
+	if (res.outcome != event.OutcomeOK && res.outcome != event.OutcomeAbandoned) || c.turn >= r.cfg.Conversation.Turns {
+		return
+	}
+	c.answered(spec, newTokens, res.outputTokens, res.answer)
+	r.chats.put(c, time.Now().Add(r.cfg.Conversation.Think))
+}
+
 // waitUntil waits for t, or returns false when ctx ends first. It sleeps
 // until spin before t and spins (yielding) through the rest: once the
 // process polls the network, Go's timers fire up to a millisecond late
@@ -532,6 +555,10 @@ func (r *Runner) openLoop(sendCtx, reqCtx context.Context, began time.Time, out 
 				// The tick comes early: build the request, then send it
 				// at its time.
 				spec := r.spec(t.seq, w, t.intended)
+				if r.cfg.Conversation.Turns > 0 {
+					r.openTurn(sendCtx, reqCtx, spec, t, out)
+					continue
+				}
 				if waitUntil(sendCtx, t.intended, t.spin) {
 					r.sendSpec(reqCtx, spec, out)
 				}

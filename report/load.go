@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/aggregate/sweepjudge"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/recorder"
 	"github.com/latscope/latscope/sweep"
@@ -97,9 +98,10 @@ func LoadAs(ctx context.Context, path, name string) (*Recording, error) {
 		rec.Warnings = append(rec.Warnings, aggregate.DuplicatesNote(scan.duplicates))
 	}
 
-	if res, ok, err := scan.sweep.Result(); err != nil {
+	if judged, ok, err := scan.sweep.Result(); err != nil {
 		rec.Warnings = append(rec.Warnings, "the sweep's steps are not shown: "+err.Error())
 	} else if ok {
+		res := sweep.ResultOf(judged)
 		rec.Sweep = &res
 	} else if h := scan.header; h != nil && h.Load.Mode == "sweep" {
 		rec.Warnings = append(rec.Warnings, "the sweep's answer and table of steps are not shown: this recording does not carry the rules its steps were judged by (a latscope before they were recorded); `latscope sweep` printed them when it ended")
@@ -138,12 +140,12 @@ type scan struct {
 	// firstDone and lastDone bound the completions of non-warm-up requests.
 	firstDone, lastDone time.Time
 	// sweep judges a sweep's steps again, from the events in file order.
-	sweep  *sweep.Recorded
+	sweep  *sweepjudge.Recorded
 	header *event.Session
 }
 
 func scanRecording(ctx context.Context, path, name string) (scan, error) {
-	s := scan{sweep: &sweep.Recorded{}}
+	s := scan{sweep: &sweepjudge.Recorded{}}
 	var clock orderClock
 	end, err := readEvents(ctx, path, name, func(ev event.Event) {
 		s.events++

@@ -9,7 +9,7 @@ import (
 )
 
 // A sweep's recording carries its rules and steps (sweep's markers), so the
-// report judges the steps again as the live sweep did (sweep.Recorded) and
+// report judges the steps again as the live sweep did (sweepjudge.Recorded) and
 // shows what `latscope sweep` printed at its end: the answer (max load,
 // knee, saturation), the table of steps by load and why each ended.
 

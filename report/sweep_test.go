@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/aggregate/sweepjudge"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/sweep"
@@ -130,8 +131,8 @@ func TestSweepRecordingReport(t *testing.T) {
 	}()
 	live, err := sweep.Run(context.Background(), sweep.Config{
 		Plan: sweep.Plan{Mode: sweep.OpenLoop, Loads: []float64{20, 40, 80}}, Step: server.step,
-		Header: header, Fanout: fan, SLO: slo, Now: server.clock, Buffer: 16,
-		Warmup: time.Second, Window: 4 * time.Second, StepMax: 20 * time.Second, Interval: 250 * time.Millisecond,
+		Header: header, Fanout: fan, Now: server.clock, Buffer: 16,
+		Rules: sweepjudge.Rules{SLO: slo, Warmup: time.Second, Window: 4 * time.Second, StepMax: 20 * time.Second, Interval: 250 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)

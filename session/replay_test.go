@@ -2,12 +2,10 @@ package session
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/testutil"
 	"github.com/latscope/latscope/recorder"
 	"github.com/latscope/latscope/tui"
 )
@@ -15,7 +13,7 @@ import (
 // A replay's frames say where the playhead is, how long the recording is,
 // the speed, and, once it has played through, that it finished.
 func TestReplayFeedSaysWhereItIsAndWhenItEnds(t *testing.T) {
-	rec := tinyRecording(t, t.TempDir(), "a.lsr")
+	rec := testutil.TinyRecording(t, t.TempDir(), "a.lsr")
 	var pass *replayPass
 	scanned := make(chan struct{})
 	f := tui.NewReplayFeed(context.Background(), recorder.MaxSpeed,
@@ -46,30 +44,4 @@ func TestReplayFeedSaysWhereItIsAndWhenItEnds(t *testing.T) {
 	if pb.Length < 29*time.Second || pb.Length > 30*time.Second || pb.Position != pb.Length || pb.Speed != recorder.MaxSpeed {
 		t.Fatalf("position %v of %v at speed %v; want the end of a 29 s recording", pb.Position, pb.Length, pb.Speed)
 	}
-}
-
-// tinyRecording writes a recording of 30 requests, one a second.
-func tinyRecording(t *testing.T, dir, name string) string {
-	t.Helper()
-	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	path := filepath.Join(dir, name)
-	w, err := recorder.Create(path, &event.Session{Time: start, Latscope: "test", Name: name, Target: "http://127.0.0.1:8000",
-		Load: event.Load{Mode: "closed", Concurrency: 1}}, recorder.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 30 {
-		at := start.Add(time.Duration(i) * time.Second)
-		ttft := time.Duration(100+i%7) * time.Millisecond
-		r := &event.Request{ID: fmt.Sprintf("ls-test-%d", i), Dialect: "openai-chat", Intended: at, Start: at, Outcome: event.OutcomeOK,
-			TTFT: ttft, E2E: ttft + 20*time.Millisecond, OutputTokens: 3,
-			Chunks: []event.Chunk{{At: ttft, Tokens: 1}, {At: ttft + 10*time.Millisecond, Tokens: 1}, {At: ttft + 20*time.Millisecond, Tokens: 1}}}
-		if err := w.Write(event.NewRequest(r)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

@@ -159,8 +159,8 @@ func (f *Spec) readSessions() error {
 		if err != nil {
 			return fmt.Errorf("--conversation: %w", err)
 		}
-		if f.Rate > 0 || f.traceLoad != nil {
-			return errors.New("--conversation runs in the closed loop (each turn waits for the answer before): give --conversation, or --rate or --trace, not both")
+		if f.traceLoad != nil {
+			return errors.New("--trace is its own schedule: give --conversation or --trace, not both")
 		}
 		f.conv = c
 	}

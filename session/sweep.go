@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/aggregate/sweepjudge"
 	"github.com/latscope/latscope/pipeline"
 	"github.com/latscope/latscope/probe"
 	"github.com/latscope/latscope/sweep"
@@ -89,7 +90,7 @@ func Sweep(ctx context.Context, stdout, stderr io.Writer, c SweepConfig) error {
 	}
 	cfg := sweep.Config{
 		Plan: plan, Aux: s.Aux, Stage: s.Attributor, Header: s.Header, Fanout: fan,
-		SLO: objectives, Warmup: c.Spec.Warmup, Window: c.Spec.Window, StepMax: c.Spec.StepMax, StopErrors: stopErrors,
+		Rules:    sweepjudge.Rules{SLO: objectives, Warmup: c.Spec.Warmup, Window: c.Spec.Window, StepMax: c.Spec.StepMax, StopErrors: stopErrors},
 		Step:     sweepStep(s, c),
 		Progress: progress.Put,
 	}

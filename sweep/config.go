@@ -2,23 +2,23 @@ package sweep
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
-	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/aggregate/sweepjudge"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 )
 
-// Defaults for Config's zero fields. A step takes at least Warmup+Window.
+// Defaults for Config's zero fields (the judge's, sweepjudge.Rules). A
+// step takes at least Warmup+Window.
 const (
-	DefaultWarmup     = 5 * time.Second
-	DefaultWindow     = 10 * time.Second
-	DefaultStepMax    = time.Minute
-	DefaultInterval   = time.Second
-	DefaultTolerance  = 0.1
-	DefaultMinGrowth  = 4
-	DefaultStopErrors = 0.05
+	DefaultWarmup     = sweepjudge.DefaultWarmup
+	DefaultWindow     = sweepjudge.DefaultWindow
+	DefaultStepMax    = sweepjudge.DefaultStepMax
+	DefaultInterval   = sweepjudge.DefaultInterval
+	DefaultTolerance  = sweepjudge.DefaultTolerance
+	DefaultMinGrowth  = sweepjudge.DefaultMinGrowth
+	DefaultStopErrors = sweepjudge.DefaultStopErrors
 )
 
 // Config is one sweep.
@@ -46,30 +46,10 @@ type Config struct {
 	// private one.
 	Fanout *pipeline.Fanout
 
-	// SLO are the objectives a step must meet to pass; with latency
-	// objectives each step also counts goodput.
-	SLO []aggregate.Objective
-	// Warmup is kept out of every step's statistics: its first seconds,
-	// while the server's batch fills.
-	Warmup time.Duration
-	// Window is the stretch over which a step must hold still to count as
-	// steady, and the least it is measured.
-	Window time.Duration
-	// StepMax ends a step that has not settled, in event time.
-	StepMax time.Duration
-	// Interval is how often, in event time, the steadiness rule is applied
-	// and progress published.
-	Interval time.Duration
-	// Tolerance is how far a trend may move over the window, relative to
-	// its level, and still count as flat (0.1: 10%).
-	Tolerance float64
-	// MinGrowth is the least change of a backlog (queue depth, requests in
-	// flight) over the window that counts as growth: a tolerance floor for
-	// queues that sit near zero.
-	MinGrowth float64
-	// StopErrors is the error rate past which a step fails and the sweep
-	// stops (0.05: 5%).
-	StopErrors float64
+	// Rules judge each step: the SLO, warm-up, window, step limit,
+	// interval, tolerance, backlog floor and error-rate stop (zero fields
+	// take the defaults above).
+	sweepjudge.Rules
 
 	// Progress, when set, is called with the steps so far and the running
 	// step's live statistics, every Interval of event time, at each step's
@@ -85,12 +65,7 @@ type Config struct {
 // settings is a Config with its defaults filled in.
 type settings struct {
 	Config
-	ttftFloor float64 // ms: the least TTFT change that counts, whatever the tolerance
 }
-
-// ttftFloorMS keeps a TTFT of a few milliseconds from being held to a
-// tolerance of a fraction of one.
-const ttftFloorMS = 2.0
 
 // settings checks a Config for a live sweep and fills in its defaults.
 func (c Config) settings() (settings, error) {
@@ -106,38 +81,13 @@ func (c Config) settings() (settings, error) {
 // rules fills in and checks the fields that judge a step, all a replay
 // needs.
 func (c Config) rules() (settings, error) {
-	fill := func(d *time.Duration, def time.Duration) {
-		if *d == 0 {
-			*d = def
-		}
+	r, err := c.Rules.Fill()
+	if err != nil {
+		return settings{}, err
 	}
-	fill(&c.Warmup, DefaultWarmup)
-	fill(&c.Window, DefaultWindow)
-	fill(&c.StepMax, DefaultStepMax)
-	fill(&c.Interval, DefaultInterval)
-	if c.Tolerance == 0 {
-		c.Tolerance = DefaultTolerance
-	}
-	if c.MinGrowth == 0 {
-		c.MinGrowth = DefaultMinGrowth
-	}
-	if c.StopErrors == 0 {
-		c.StopErrors = DefaultStopErrors
-	}
-	switch {
-	case c.Warmup < 0 || c.Window < 0 || c.Interval < 0:
-		return settings{}, fmt.Errorf("sweep: warm-up %s, window %s, interval %s: want 0 or more", c.Warmup, c.Window, c.Interval)
-	case c.StepMax < c.Warmup+c.Window:
-		return settings{}, fmt.Errorf("sweep: step max %s: want at least warm-up + window (%s)", c.StepMax, c.Warmup+c.Window)
-	case !(c.Tolerance > 0 && c.Tolerance < 1):
-		return settings{}, fmt.Errorf("sweep: tolerance %v: want between 0 and 1", c.Tolerance)
-	case !(c.MinGrowth > 0):
-		return settings{}, fmt.Errorf("sweep: min growth %v: want more than 0", c.MinGrowth)
-	case !(c.StopErrors > 0 && c.StopErrors <= 1):
-		return settings{}, fmt.Errorf("sweep: stop errors %v: want a share above 0 and at most 1", c.StopErrors)
-	}
+	c.Rules = r
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return settings{Config: c, ttftFloor: ttftFloorMS}, nil
+	return settings{Config: c}, nil
 }

@@ -24,40 +24,18 @@
 // successful completions that land in the measured part, whenever they
 // were sent.
 //
-// # Steadiness and stopping
+// # Judging
 //
-// Every Interval of event time the step's trends are fitted by least
-// squares:
-//
-//   - TTFT p50: the medians of runs of at least five consecutive
-//     completions over the last Window, so one slow request cannot tilt the
-//     line;
-//   - the backlog: the server's queue depth (from its metrics) and the
-//     probe's requests in flight (arrivals less completions), over the last
-//     Window and over the whole measured part.
-//
-// A trend is flat when its fitted change over the stretch stays within
-// Tolerance of its level, or within a floor (2 ms for TTFT, MinGrowth
-// requests for a backlog) so a series near zero is not held to nothing.
-//
-//   - Steady: TTFT p50 and every backlog are flat over the last Window.
-//   - Saturated: a backlog grew by more than its limit over the whole
-//     measured part and still grows over the last Window: arrivals exceed
-//     completions and the queue grows without bound. The sweep stops
-//     climbing. In closed loop the queue is bounded by the streams, so
-//     there a step is saturated when it adds less than Tolerance of
-//     throughput over the best lower load: more streams only wait longer.
-//   - Errors: past StopErrors of the measured requests (at least 20) the
-//     step fails and the sweep stops climbing.
-//   - StepMax: a step that has not settled ends anyway, saturated if a
-//     backlog grew over the whole measured part, else "not steady", with
-//     what still moved.
-//
-// A step passes when it was sustainable (not saturated, errors within the
-// limit, some requests succeeded) and met every objective of the SLO. A
-// step without a successful measured request (a server that refuses
-// everything, or went away) measured nothing of the server: it ends the
-// sweep, refinements too, and Result.Failure names it and its top error.
+// The steps are judged by package aggregate/sweepjudge, on the events'
+// own times: every Interval it fits the trends of TTFT p50 and the backlog
+// (the server's queue, the probe's requests in flight) and calls a step
+// steady (they are flat over the last Window), saturated (a backlog grows
+// without bound; in closed loop, more streams add less than Tolerance of
+// throughput), failing (past StopErrors), or, at StepMax, not steady. Its
+// package doc has the rules. A step passes when it was sustainable and met
+// every objective of the SLO; a step without a successful measured request
+// measured nothing of the server, so it ends the sweep, refinements too,
+// and Result.Failure names it and its top error.
 //
 // # Findings
 //
@@ -84,9 +62,12 @@
 // ports across steps, and a recorder sees one stream. The pipeline's only
 // primary source is a stepper that builds each step's source (usually a
 // probe.Runner) with the caller's Step function and marks the step's
-// start, end and result in the stream. A judge reads the fan-out, measures
-// the running step with its own aggregator on the events' times, ends the
-// step once it is decided and hands its result back before the next step
-// is planned. Because the judge is a function of the stream, Replay judges
-// a recorded sweep exactly as the live one was judged.
+// start, end and result in the stream (sweepjudge's markers). A
+// sweepjudge.Judge reads the fan-out, measures the running step with its
+// own aggregator on the events' times, has the stepper end the step once
+// it is decided and hands its result back before the next step is
+// planned; the findings are drawn from the judged steps (ResultOf).
+// Because the judge is a function of the stream, Replay (and a report,
+// through sweepjudge.Recorded) judges a recorded sweep exactly as the live
+// one was judged.
 package sweep

@@ -3,6 +3,8 @@ package sweep
 import (
 	"fmt"
 	"math"
+
+	"github.com/latscope/latscope/aggregate/sweepjudge"
 )
 
 // Limits on a plan, so a typo cannot start a sweep of thousands of steps.
@@ -88,7 +90,7 @@ func (p Plan) coarse() []Load {
 	// (25·2·2·2 may come out a hair above 200).
 	limit := p.Max * (1 + 1e-9)
 	for v, prev := p.Start, 0.0; v <= limit && len(out) <= maxPlanSteps; v *= p.Factor {
-		value := roundSig(v, 4)
+		value := sweepjudge.RoundLoad(v)
 		if p.Mode == ClosedLoop {
 			value = max(math.Round(v), prev+1)
 			if value > limit {
@@ -115,7 +117,7 @@ func (p Plan) midpoint(lo, hi float64) (Load, bool) {
 	if hi/lo < minRefineRatio {
 		return Load{}, false
 	}
-	mid := roundSig(math.Sqrt(lo*hi), 4)
+	mid := sweepjudge.RoundLoad(math.Sqrt(lo * hi))
 	if mid <= lo || mid >= hi {
 		return Load{}, false
 	}
@@ -141,9 +143,9 @@ func (p Plan) next(steps []Step) (StepSpec, bool, string) {
 	// is down or refuses everything, so no load above or between is
 	// worth sending to it.
 	if f := firstFailed(steps); f != nil {
-		return StepSpec{}, false, f.failure()
+		return StepSpec{}, false, failure(f)
 	}
-	stopped := len(steps) > 0 && steps[len(steps)-1].stopsSweep()
+	stopped := len(steps) > 0 && steps[len(steps)-1].StopsSweep()
 	if nRefine == 0 && !stopped && nCoarse < len(coarse) {
 		return StepSpec{Load: coarse[nCoarse]}, true, ""
 	}
@@ -175,7 +177,7 @@ func firstFailed(steps []Step) *Step {
 }
 
 // failure names the step and why it failed.
-func (s *Step) failure() string {
+func failure(s *Step) string {
 	return fmt.Sprintf("step %d (%s): %s", s.Index, s.Load, s.Failed)
 }
 

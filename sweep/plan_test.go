@@ -137,8 +137,8 @@ func TestNextRefinesBetweenPassAndFail(t *testing.T) {
 func TestNextStopsOnErrors(t *testing.T) {
 	p := Plan{Mode: OpenLoop, Start: 10, Factor: 2, Max: 80}
 	steps := []Step{
-		{StepSpec: StepSpec{Index: 1, Load: Load{OpenLoop, 10}}, Pass: true},
-		{StepSpec: StepSpec{Index: 2, Load: Load{OpenLoop, 20}}, ErrorsOver: true, ErrorRate: 0.5},
+		{StepSpec: StepSpec{Index: 1, Load: Load{Mode: OpenLoop, Value: 10}}, Pass: true},
+		{StepSpec: StepSpec{Index: 2, Load: Load{Mode: OpenLoop, Value: 20}}, ErrorsOver: true, ErrorRate: 0.5},
 	}
 	if _, ok, why := p.next(steps); ok || !strings.Contains(why, "50.0% errors") {
 		t.Errorf("next after an error step: ok %v, %q; want the sweep to stop on errors", ok, why)
@@ -149,16 +149,16 @@ func TestNextStopsOnErrors(t *testing.T) {
 // request (a dead or refusing server) ends the sweep, refinements too.
 func TestNextStopsWhenNoRequestSucceeded(t *testing.T) {
 	p := Plan{Mode: OpenLoop, Start: 10, Factor: 2, Max: 80, Refine: 3}
-	dead := Step{StepSpec: StepSpec{Index: 2, Load: Load{OpenLoop, 20}}, ErrorsOver: true, ErrorRate: 1,
+	dead := Step{StepSpec: StepSpec{Index: 2, Load: Load{Mode: OpenLoop, Value: 20}}, ErrorsOver: true, ErrorRate: 1,
 		Failed: "no request succeeded: connection refused by 127.0.0.1:1: nothing listens on that port"}
-	steps := []Step{{StepSpec: StepSpec{Index: 1, Load: Load{OpenLoop, 10}}, Pass: true, OK: 5}, dead}
+	steps := []Step{{StepSpec: StepSpec{Index: 1, Load: Load{Mode: OpenLoop, Value: 10}}, Pass: true, OK: 5}, dead}
 	want := "step 2 (20 req/s): no request succeeded: connection refused"
 	if _, ok, why := p.next(steps); ok || !strings.HasPrefix(why, want) {
 		t.Errorf("next after a failed step: ok %v, %q; want no refinement, %q", ok, why, want)
 	}
 	// A refinement without a successful request ends the sweep as well.
 	dead.Index, dead.Load.Value, dead.Refine = 3, 14.14, true
-	steps = []Step{steps[0], {StepSpec: StepSpec{Index: 2, Load: Load{OpenLoop, 20}}, Saturated: true, OK: 5}, dead}
+	steps = []Step{steps[0], {StepSpec: StepSpec{Index: 2, Load: Load{Mode: OpenLoop, Value: 20}}, Saturated: true, OK: 5}, dead}
 	if _, ok, why := p.next(steps); ok || !strings.HasPrefix(why, "step 3 (14.14 req/s): no request succeeded") {
 		t.Errorf("next after a failed refinement: ok %v, %q; want the sweep to stop", ok, why)
 	}
@@ -166,7 +166,7 @@ func TestNextStopsWhenNoRequestSucceeded(t *testing.T) {
 
 func TestBoundaryTakesTheBoundaryFromBelow(t *testing.T) {
 	step := func(load float64, pass bool) Step {
-		return Step{StepSpec: StepSpec{Load: Load{OpenLoop, load}}, Pass: pass}
+		return Step{StepSpec: StepSpec{Load: Load{Mode: OpenLoop, Value: load}}, Pass: pass}
 	}
 	tests := []struct {
 		name       string
@@ -187,26 +187,6 @@ func TestBoundaryTakesTheBoundaryFromBelow(t *testing.T) {
 				t.Errorf("boundary = %d, %d; want %d, %d", best, fail, tc.best, tc.fail)
 			}
 		})
-	}
-}
-
-func TestLoadFormatting(t *testing.T) {
-	for _, tc := range []struct {
-		load Load
-		want string
-	}{
-		{Load{OpenLoop, 12}, "12 req/s"},
-		{Load{OpenLoop, 118.92071}, "118.9 req/s"},
-		{Load{OpenLoop, 0.25}, "0.25 req/s"},
-		{Load{ClosedLoop, 1}, "1 stream"},
-		{Load{ClosedLoop, 8}, "8 streams"},
-	} {
-		if got := tc.load.String(); got != tc.want {
-			t.Errorf("%+v = %q, want %q", tc.load, got, tc.want)
-		}
-	}
-	if (Load{OpenLoop, 5}).Concurrency() != 0 || (Load{ClosedLoop, 4}).Rate() != 0 || (Load{ClosedLoop, 4}).Concurrency() != 4 {
-		t.Error("Rate and Concurrency must each answer only for their own mode")
 	}
 }
 

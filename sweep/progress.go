@@ -1,20 +1,6 @@
 package sweep
 
-import (
-	"time"
-
-	"github.com/latscope/latscope/aggregate"
-)
-
-// Phase is where a running step is.
-type Phase string
-
-// The phases of a step.
-const (
-	PhaseWarmup    Phase = "warm-up"      // kept out of the statistics
-	PhaseMeasuring Phase = "measuring"    // waiting for the step to settle
-	PhaseCoolDown  Phase = "cooling down" // decided; its requests in flight are being cut off
-)
+import "github.com/latscope/latscope/aggregate/sweepjudge"
 
 // Progress is the sweep so far, for a dashboard. It is a value: nothing in
 // it changes after it is published.
@@ -28,13 +14,30 @@ type Progress struct {
 	Done bool
 }
 
-// Live is the running step.
-type Live struct {
-	// Step holds the step's figures over what has been measured so far;
-	// its verdict fields are not final.
-	Step    Step
-	Phase   Phase
-	Elapsed time.Duration // since the step began, in event time
-	// Snapshot is the step's aggregator: the measured requests only.
-	Snapshot aggregate.Snapshot
-}
+// The types the sweep shares with its judge (package aggregate/sweepjudge,
+// which measures the steps), named here too so that a caller of the sweep
+// needs one import.
+type (
+	// Mode says how a sweep sets the load.
+	Mode = sweepjudge.Mode
+	// Load is one step's load: requests per second or streams.
+	Load = sweepjudge.Load
+	// StepSpec is one step as the caller's Step function is asked to build it.
+	StepSpec = sweepjudge.StepSpec
+	// Step is one step's result.
+	Step = sweepjudge.Step
+	// Phase is where a running step is.
+	Phase = sweepjudge.Phase
+	// Live is the running step.
+	Live = sweepjudge.Live
+)
+
+// The modes and phases.
+const (
+	OpenLoop   = sweepjudge.OpenLoop
+	ClosedLoop = sweepjudge.ClosedLoop
+
+	PhaseWarmup    = sweepjudge.PhaseWarmup
+	PhaseMeasuring = sweepjudge.PhaseMeasuring
+	PhaseCoolDown  = sweepjudge.PhaseCoolDown
+)

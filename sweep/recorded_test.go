@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latscope/latscope/aggregate/sweepjudge"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 )
@@ -29,23 +30,27 @@ func TestRecordedPrintsWhatTheSweepPrinted(t *testing.T) {
 	if live.MaxLoad == nil {
 		t.Fatalf("the live sweep found no max load: %+v", live)
 	}
-	var rec Recorded
+	var rec sweepjudge.Recorded
 	var rules, ended int
 	for _, ev := range events() {
-		if kind, _ := sweepNote(ev); kind == sweepRules {
-			rules++
-		} else if kind == sweepEnded {
-			ended++
+		if m := ev.Marker; m != nil && m.Source == sweepjudge.MarkerSource {
+			switch m.Values["sweep"] {
+			case 1:
+				rules++
+			case 2:
+				ended++
+			}
 		}
 		rec.Add(ev)
 	}
 	if rules != 1 || ended != 1 {
 		t.Fatalf("%d rules and %d ended markers in the stream, want one of each", rules, ended)
 	}
-	got, ok, err := rec.Result()
+	judged, ok, err := rec.Result()
 	if err != nil || !ok {
 		t.Fatalf("Result: ok %v, %v", ok, err)
 	}
+	got := ResultOf(judged)
 	var want, have bytes.Buffer
 	if err := WriteTable(&want, live); err != nil {
 		t.Fatal(err)
@@ -58,39 +63,5 @@ func TestRecordedPrintsWhatTheSweepPrinted(t *testing.T) {
 	}
 	if got.Stopped != live.Stopped || got.Interrupted {
 		t.Errorf("stopped %q (interrupted %v), live %q", got.Stopped, got.Interrupted, live.Stopped)
-	}
-}
-
-// TestRecordedWithoutRules: events without a rules marker (no sweep, or an
-// older recording) give no result; a cut recording says it ended first.
-func TestRecordedWithoutRules(t *testing.T) {
-	var rec Recorded
-	rec.Add(event.NewSession(&event.Session{Time: t0, Load: event.Load{Mode: "sweep"}}))
-	rec.Add(startMarker(t0, StepSpec{Index: 1, Load: Load{Mode: OpenLoop, Value: 4}}))
-	if _, ok, err := rec.Result(); ok || err != nil {
-		t.Errorf("a result from a stream without rules: ok %v, %v", ok, err)
-	}
-
-	set, err := Config{}.rules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cut Recorded
-	cut.Add(event.NewSession(&event.Session{Time: t0, Load: event.Load{Mode: "sweep"}}))
-	cut.Add(rulesMarker(t0, &set))
-	cut.Add(startMarker(t0, StepSpec{Index: 1, Load: Load{Mode: OpenLoop, Value: 4}}))
-	res, ok, err := cut.Result()
-	if !ok || err != nil {
-		t.Fatalf("ok %v, %v", ok, err)
-	}
-	if len(res.Steps) != 1 || !res.Steps[0].Interrupted || !res.Interrupted || res.Stopped != "the recording ended before the sweep did" {
-		t.Errorf("a recording cut inside a step: %+v", res)
-	}
-
-	var bad Recorded
-	bad.Add(event.NewSession(&event.Session{Time: t0, Load: event.Load{Mode: "sweep", SLO: "ttft.p99<<1"}}))
-	bad.Add(rulesMarker(t0, &set))
-	if _, ok, err := bad.Result(); ok || err == nil {
-		t.Errorf("an unreadable SLO: ok %v, err %v", ok, err)
 	}
 }

@@ -148,24 +148,6 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// Verdict is the step's result in a word or two: pass, saturated, errors,
-// no success (not one request succeeded), interrupted or fail.
-func (s *Step) Verdict() string {
-	switch {
-	case s.Interrupted:
-		return "interrupted"
-	case s.Failed != "":
-		return "no success"
-	case s.Pass:
-		return "pass"
-	case s.Saturated:
-		return "saturated"
-	case s.ErrorsOver:
-		return "errors"
-	}
-	return "fail"
-}
-
 // WriteJSON prints r as one JSON object: mode, slo, steps (each with its
 // statistics, signals and verdict; latencies in milliseconds), max_load,
 // knee, saturation (null when none), stopped, notes, and curve (throughput

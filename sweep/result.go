@@ -60,7 +60,7 @@ func NewResult(steps []Step, objectives []aggregate.Objective) Result {
 		r.Mode = steps[0].Load.Mode
 	}
 	if f := firstFailed(r.Steps); f != nil {
-		r.Failure = f.failure()
+		r.Failure = failure(f)
 	}
 	if len(steps) > 0 && !r.anySuccess() {
 		// Nothing was measured: a max load, knee or saturation would be
@@ -82,7 +82,7 @@ const NoSuccessNote = "no step had a successful request"
 // successful request.
 func (r *Result) anySuccess() bool {
 	for i := range r.Steps {
-		if !r.Steps[i].Interrupted && r.Steps[i].measuredSuccess() {
+		if !r.Steps[i].Interrupted && r.Steps[i].MeasuredSuccess() {
 			return true
 		}
 	}
@@ -156,7 +156,7 @@ func (r *Result) knee() *Finding {
 	var unbacked *Step // the lowest queue-led step whose gauge showed no request waiting
 	for _, i := range r.byLoad() {
 		s := &r.Steps[i]
-		if !s.HasBreakdown || s.Failed != "" || !s.measuredSuccess() {
+		if !s.HasBreakdown || s.Failed != "" || !s.MeasuredSuccess() {
 			continue
 		}
 		seen = true
@@ -211,7 +211,7 @@ func (r *Result) serverWaitLargest() bool {
 func (r *Result) saturation() *Finding {
 	top := -1
 	for _, i := range r.byLoad() {
-		if !r.Steps[i].measuredSuccess() {
+		if !r.Steps[i].MeasuredSuccess() {
 			continue // its throughput of 0 measured nothing: no finding
 		}
 		if top < 0 || r.Steps[i].Throughput > r.Steps[top].Throughput {
@@ -276,32 +276,11 @@ func (r Result) Curve() []CurvePoint {
 }
 
 // stat returns v, one of st's figures, or nil when st measured nothing.
-func stat(st aggregate.Stats, v float64) *float64 { return valueIf(st.Count > 0, v) }
-
-// markFlatThroughput marks a closed-loop step saturated when it added too
-// little throughput over the best of the lower loads: past capacity, more
-// streams only wait longer. (In open loop saturation shows as a growing
-// backlog instead.)
-func markFlatThroughput(s *Step, earlier []Step, tolerance float64) {
-	if s.Load.Mode != ClosedLoop || s.Saturated || s.Interrupted || s.Failed != "" {
-		return
+func stat(st aggregate.Stats, v float64) *float64 {
+	if st.Count == 0 {
+		return nil
 	}
-	var best *Step
-	for i := range earlier {
-		e := &earlier[i]
-		if e.Interrupted || e.Load.Value >= s.Load.Value {
-			continue
-		}
-		if best == nil || e.Throughput > best.Throughput {
-			best = e
-		}
-	}
-	if best == nil || best.Throughput <= 0 || s.Throughput >= best.Throughput*(1+tolerance) {
-		return
-	}
-	s.Saturated, s.Pass = true, false
-	s.Reason += fmt.Sprintf("; saturated: %.1f ok/s is less than %.0f%% above the %.1f ok/s of %s, so more streams only wait longer",
-		s.Throughput, 100*tolerance, best.Throughput, best.Load)
+	return &v
 }
 
 // NoneSucceeded reports whether no step measured a successful request:

@@ -15,7 +15,7 @@ import (
 // throughput, p99 TTFT, largest stage and verdict.
 func synthStep(index int, load, ok, ttftP99 float64, largest event.Stage, pass, saturated bool) Step {
 	s := Step{
-		StepSpec:   StepSpec{Index: index, Load: Load{OpenLoop, load}},
+		StepSpec:   StepSpec{Index: index, Load: Load{Mode: OpenLoop, Value: load}},
 		Throughput: ok, TokPerSec: 16 * ok, OK: int64(10 * ok),
 		TTFT: aggregate.Stats{Count: 100, P50: ttftP99 / 2, P99: ttftP99}, ITL: aggregate.Stats{Count: 1000, P99: 10},
 		Steady: !saturated, Saturated: saturated, Pass: pass,
@@ -133,7 +133,7 @@ func TestResultNotes(t *testing.T) {
 // and null, not 0.
 func TestResultWithoutASuccessfulRequest(t *testing.T) {
 	failed := Step{
-		StepSpec: StepSpec{Index: 1, Load: Load{OpenLoop, 2}}, Measured: time.Second,
+		StepSpec: StepSpec{Index: 1, Load: Load{Mode: OpenLoop, Value: 2}}, Measured: time.Second,
 		Sent: 20, Errors: 20, ErrorRate: 1, ErrorsOver: true, Steady: true,
 		Failed: "no request succeeded: HTTP 429", Reason: "errors 100.0% passed the 5.0% limit",
 	}
@@ -209,28 +209,6 @@ func TestCurveIsByLoad(t *testing.T) {
 	}
 	if r.Step(5) == nil || r.Step(5).Load.Value != 141.4 || r.Step(99) != nil {
 		t.Error("Step looks steps up by index")
-	}
-}
-
-func TestMarkFlatThroughput(t *testing.T) {
-	closed := func(c, ok float64) Step {
-		return Step{StepSpec: StepSpec{Load: Load{ClosedLoop, c}}, Throughput: ok, Pass: true, Reason: "steady"}
-	}
-	earlier := []Step{closed(1, 10), closed(2, 19.5), closed(4, 36)}
-	s := closed(8, 38)
-	markFlatThroughput(&s, earlier, 0.1)
-	if !s.Saturated || s.Pass || !strings.Contains(s.Reason, "more streams only wait longer") {
-		t.Errorf("8 streams adding 6%% over 4: %+v, want saturated", s)
-	}
-	s = closed(8, 60)
-	markFlatThroughput(&s, earlier, 0.1)
-	if s.Saturated || !s.Pass {
-		t.Errorf("8 streams adding 67%%: %+v, want not saturated", s)
-	}
-	open := synthStep(9, 500, 1, 10, "", true, false)
-	markFlatThroughput(&open, []Step{synthStep(1, 10, 10, 10, "", true, false)}, 0.1)
-	if open.Saturated {
-		t.Error("open loop saturation is the backlog's call, not throughput's")
 	}
 }
 

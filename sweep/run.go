@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/latscope/latscope/aggregate/sweepjudge"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 )
@@ -33,13 +34,19 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if fan == nil {
 		fan = pipeline.NewFanout()
 	}
-	sub := fan.Subscribe("sweep", 4096, pipeline.Lossless)
 	st := &stepper{set: &set, verdicts: make(chan Step, 1)}
-	j := &judge{set: &set, stepper: st}
+	j, err := newJudge(&set, sweepjudge.Options{Header: set.Header, Decided: st.end, Finished: st.verdict})
+	if err != nil {
+		return Result{}, err
+	}
+	sub := fan.Subscribe("sweep", 4096, pipeline.Lossless)
 	judged := make(chan struct{})
 	go func() {
 		defer close(judged)
-		j.run(sub.Events())
+		for ev := range sub.Events() {
+			j.Add(ev)
+		}
+		j.End() // the stream ended inside a step: interrupted, or a source failed
 	}()
 	_, runErr := pipeline.Run(ctx, pipeline.Config{
 		Header:  set.Header,
@@ -50,9 +57,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}, fan)
 	<-judged
 
-	res := j.result()
+	res := ResultOf(j.Sweep())
 	res.Stopped, res.Interrupted = st.stopped, st.interrupted
-	j.publish(res, nil, true)
+	if set.Progress != nil {
+		set.Progress(Progress{Result: res, Done: true})
+	}
 	return res, runErr
 }
 
@@ -88,11 +97,11 @@ func (d decision) Unwrap() error { return pipeline.ErrRunEnded }
 // recording carries what a report needs to judge the steps again and say
 // why the sweep stopped.
 func (s *stepper) run(ctx context.Context, emit func(event.Event)) error {
-	emit(rulesMarker(s.set.Now(), s.set))
+	emit(sweepjudge.RulesMarker(s.set.Now(), s.set.Rules))
 	if err := s.runSteps(ctx, emit); err != nil {
 		return err
 	}
-	emit(endedMarker(s.set.Now(), s.stopped, s.interrupted))
+	emit(sweepjudge.EndedMarker(s.set.Now(), s.stopped, s.interrupted))
 	return nil
 }
 
@@ -122,7 +131,7 @@ func (s *stepper) runSteps(ctx context.Context, emit func(event.Event)) error {
 			return nil
 		}
 		steps = append(steps, step)
-		emit(resultMarker(s.set.Now(), step))
+		emit(sweepjudge.ResultMarker(s.set.Now(), step))
 	}
 }
 
@@ -137,7 +146,7 @@ func (s *stepper) runStep(ctx context.Context, spec StepSpec, src pipeline.Sourc
 	s.mu.Lock()
 	s.index, s.cancel = spec.Index, cancel
 	s.mu.Unlock()
-	emit(startMarker(s.set.Now(), spec))
+	emit(sweepjudge.StartMarker(s.set.Now(), spec))
 	var records atomic.Int64
 	err := src.Run(stepCtx, func(ev event.Event) {
 		if ev.Request != nil {
@@ -157,7 +166,7 @@ func (s *stepper) runStep(ctx context.Context, spec StepSpec, src pipeline.Sourc
 	if interrupted {
 		cause = "interrupted"
 	}
-	emit(endMarker(s.set.Now(), spec, records.Load(), cause, interrupted))
+	emit(sweepjudge.EndMarker(s.set.Now(), spec, records.Load(), cause, interrupted))
 	if err != nil {
 		return Step{}, fmt.Errorf("sweep step %d (%s): %w", spec.Index, spec.Load, err)
 	}
@@ -166,6 +175,15 @@ func (s *stepper) runStep(ctx context.Context, spec StepSpec, src pipeline.Sourc
 		return step, nil
 	case <-ctx.Done():
 		return Step{}, nil
+	}
+}
+
+// verdict takes the judge's result of the step that ended; the stepper
+// waits for it before planning the next step.
+func (s *stepper) verdict(step Step) {
+	select {
+	case s.verdicts <- step:
+	default: // the stepper was interrupted and is not waiting
 	}
 }
 

@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latscope/latscope/aggregate/sweepjudge"
 	"github.com/latscope/latscope/event"
 	"github.com/latscope/latscope/pipeline"
 )
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // vclock is the driver tests' virtual clock: the synthetic sources move it
 // as they emit, and the sweep stamps its markers with it, so every time
@@ -172,8 +175,8 @@ func synthConfig(clock *vclock, f fifoServer, plan Plan) Config {
 		Step: func(spec StepSpec) (pipeline.Source, error) {
 			return f.source(clock, spec, stepMax+time.Second), nil
 		},
-		Warmup: time.Second, Window: 4 * time.Second, StepMax: stepMax, Interval: 250 * time.Millisecond,
-		Now: clock.now,
+		Rules: sweepjudge.Rules{Warmup: time.Second, Window: 4 * time.Second, StepMax: stepMax, Interval: 250 * time.Millisecond},
+		Now:   clock.now,
 		// A small buffer keeps the synthetic sources from running far
 		// ahead of the sweep (they emit as fast as they can).
 		Buffer: 16,
@@ -257,7 +260,7 @@ func TestRunOpenLoopFindsTheCapacity(t *testing.T) {
 	evs := events()
 	var markers []string
 	for _, ev := range evs {
-		if ev.Marker != nil && ev.Marker.Source == MarkerSource {
+		if ev.Marker != nil && ev.Marker.Source == sweepjudge.MarkerSource {
 			markers = append(markers, ev.Marker.Message)
 		}
 	}
@@ -410,8 +413,8 @@ func TestRunErrors(t *testing.T) {
 	for _, bad := range []Config{
 		{Step: cfg.Step},
 		{Plan: cfg.Plan},
-		{Plan: cfg.Plan, Step: cfg.Step, Warmup: time.Minute, StepMax: time.Second},
-		{Plan: cfg.Plan, Step: cfg.Step, Tolerance: 2},
+		{Plan: cfg.Plan, Step: cfg.Step, Rules: sweepjudge.Rules{Warmup: time.Minute, StepMax: time.Second}},
+		{Plan: cfg.Plan, Step: cfg.Step, Rules: sweepjudge.Rules{Tolerance: 2}},
 	} {
 		if _, err := Run(context.Background(), bad); err == nil {
 			t.Errorf("Run(%+v) took a bad config", bad)

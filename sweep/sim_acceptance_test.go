@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
+	"github.com/latscope/latscope/aggregate/sweepjudge"
 	"github.com/latscope/latscope/attribute"
 	"github.com/latscope/latscope/collector"
 	"github.com/latscope/latscope/pipeline"
@@ -150,9 +151,8 @@ func TestSweepFindsSimCapacity(t *testing.T) {
 		Step:  step,
 		Aux:   []pipeline.Source{prom, spans},
 		Stage: attribute.NewAttributor(attribute.AttributorConfig{JoinSpans: true, JoinWait: 500 * time.Millisecond, Server: probe.ServerLatscopeSim}),
-		SLO:   slo,
 		// Short steps: the simulator settles within a second.
-		Warmup: time.Second, Window: 2 * time.Second, StepMax: 10 * time.Second, Interval: 250 * time.Millisecond,
+		Rules: sweepjudge.Rules{SLO: slo, Warmup: time.Second, Window: 2 * time.Second, StepMax: 10 * time.Second, Interval: 250 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)

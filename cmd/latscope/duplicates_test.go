@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/latscope/latscope/event"
+	"github.com/latscope/latscope/internal/testutil"
 	"github.com/latscope/latscope/recorder"
 )
 
@@ -57,7 +58,7 @@ type countsJSON struct {
 // many events they ignored.
 func TestDuplicateRequestsAreCountedOnce(t *testing.T) {
 	dir := t.TempDir()
-	orig := tinyRecording(t, dir, "once.lsr")
+	orig := testutil.TinyRecording(t, dir, "once.lsr")
 	twice := rewrite(t, orig, filepath.Join(dir, "twice.lsr"), func(ev event.Event) []event.Event {
 		if ev.Request != nil {
 			return []event.Event{ev, ev}
@@ -100,7 +101,7 @@ func TestDuplicateRequestsAreCountedOnce(t *testing.T) {
 // second session header, saying where it is, and print no summary.
 func TestSecondSessionIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	orig := tinyRecording(t, dir, "one.lsr")
+	orig := testutil.TinyRecording(t, dir, "one.lsr")
 	n := 0
 	two := rewrite(t, orig, filepath.Join(dir, "two.lsr"), func(ev event.Event) []event.Event {
 		if n++; n == 10 { // in the frame of the requests, after 9 of them

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latscope/latscope/internal/testutil"
 	"github.com/latscope/latscope/internal/textsafe"
 )
 
@@ -49,7 +50,7 @@ func hostileFiles(t *testing.T, dir string) map[string]string {
 // executeIn is executeCtx with stdin.
 func executeIn(t *testing.T, ctx context.Context, stdin io.Reader, args ...string) (string, string, error) {
 	t.Helper()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.SyncBuffer
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -84,7 +85,7 @@ func TestFileFlagsRefuseHostileFiles(t *testing.T) {
 	if err := os.WriteFile(junk, []byte("not PEM\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rec := tinyRecording(t, dir, "base.lsr")
+	rec := testutil.TinyRecording(t, dir, "base.lsr")
 	const noServer = "http://127.0.0.1:1"
 	// want says what each kind of file must be refused as.
 	want := map[string]string{
@@ -172,7 +173,7 @@ func TestRecordRefusesDevNull(t *testing.T) {
 // TestReplayAndReportFromAPipe: "-" reads the recording from standard input.
 func TestReplayAndReportFromAPipe(t *testing.T) {
 	dir := t.TempDir()
-	rec := tinyRecording(t, dir, "a.lsr")
+	rec := testutil.TinyRecording(t, dir, "a.lsr")
 	data, err := os.ReadFile(rec)
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +261,7 @@ func TestReadingAPipeIsCancelled(t *testing.T) {
 // summed as one session; the error names where the second begins.
 func TestJoinedRecordingsAreRefused(t *testing.T) {
 	dir := t.TempDir()
-	a, b := tinyRecording(t, dir, "a.lsr"), tinyRecording(t, dir, "b.lsr")
+	a, b := testutil.TinyRecording(t, dir, "a.lsr"), testutil.TinyRecording(t, dir, "b.lsr")
 	da, err := os.ReadFile(a)
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +290,7 @@ func TestJoinedRecordingsAreRefused(t *testing.T) {
 // partial in every format.
 func TestPartialRecordingReportsSaySo(t *testing.T) {
 	dir := t.TempDir()
-	rec := tinyRecording(t, dir, "cut.lsr")
+	rec := testutil.TinyRecording(t, dir, "cut.lsr")
 	b, err := os.ReadFile(rec)
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +314,7 @@ func TestPartialRecordingReportsSaySo(t *testing.T) {
 // TestReportOfAFileIsCancelled: report reads a large file twice; it stops
 // when the context ends instead of reading on.
 func TestReportOfAFileIsCancelled(t *testing.T) {
-	rec := tinyRecording(t, t.TempDir(), "a.lsr")
+	rec := testutil.TinyRecording(t, t.TempDir(), "a.lsr")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, args := range [][]string{{"report", rec}, {"report", rec, "--compare", rec}} {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/internal/shutdown"
+	"github.com/latscope/latscope/internal/testutil"
 )
 
 // TestHeadlessDemoSignals sends each interrupting signal for real to a
@@ -24,7 +25,7 @@ func TestHeadlessDemoSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(shutdown.SignalName(sig), func(t *testing.T) {
 			errBuf := newWatchedBuffer(`in flight [1-9]`)
-			var out syncBuffer
+			var out testutil.SyncBuffer
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			args := []string{"demo", "--no-tui", "--json", "--profile", "tiny", "-c", "3", "-d", "10m", "--no-gpu",
 				"--prompt-tokens", "16", "--output-tokens", "30000"}

@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/latscope/latscope/internal/shutdown"
+	"github.com/latscope/latscope/internal/testutil"
 )
 
-// watchedBuffer is a syncBuffer that tells, once, when what was written to
+// watchedBuffer is a testutil.SyncBuffer that tells, once, when what was written to
 // it first matches a pattern: a test waits for what latscope says (a status
 // line), not for a while.
 type watchedBuffer struct {
-	syncBuffer
+	testutil.SyncBuffer
 	want *regexp.Regexp
 	once sync.Once
 	seen chan struct{}
@@ -29,7 +30,7 @@ func newWatchedBuffer(want string) *watchedBuffer {
 }
 
 func (w *watchedBuffer) Write(p []byte) (int, error) {
-	n, err := w.syncBuffer.Write(p)
+	n, err := w.SyncBuffer.Write(p)
 	if w.want.MatchString(w.String()) {
 		w.once.Do(func() { close(w.seen) })
 	}
@@ -43,7 +44,7 @@ func interruptDemo(t *testing.T, extra ...string) (stdout, stderr string, err er
 	t.Helper()
 	ctx, cancel := context.WithCancelCause(t.Context())
 	defer cancel(nil)
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	errBuf := newWatchedBuffer(`in flight [1-9]`)
 	root := newRootCmd()
 	root.SetArgs(append([]string{"demo", "--no-tui", "--profile", "tiny", "-c", "3", "-d", "10m", "--no-gpu",

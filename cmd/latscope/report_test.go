@@ -2,46 +2,17 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/latscope/latscope/event"
-	"github.com/latscope/latscope/recorder"
+	"github.com/latscope/latscope/internal/testutil"
 )
-
-// tinyRecording writes a 30 s recording of one request a second.
-func tinyRecording(t *testing.T, dir, name string) string {
-	t.Helper()
-	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	path := filepath.Join(dir, name)
-	w, err := recorder.Create(path, &event.Session{Time: start, Latscope: "test", Name: name, Target: "http://127.0.0.1:8000",
-		Load: event.Load{Mode: "closed", Concurrency: 1}}, recorder.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 30 {
-		at := start.Add(time.Duration(i) * time.Second)
-		ttft := time.Duration(100+i%7) * time.Millisecond
-		r := &event.Request{ID: fmt.Sprintf("ls-test-%d", i), Dialect: "openai-chat", Intended: at, Start: at, Outcome: event.OutcomeOK,
-			TTFT: ttft, E2E: ttft + 20*time.Millisecond, OutputTokens: 3,
-			Chunks: []event.Chunk{{At: ttft, Tokens: 1}, {At: ttft + 10*time.Millisecond, Tokens: 1}, {At: ttft + 20*time.Millisecond, Tokens: 1}}}
-		if err := w.Write(event.NewRequest(r)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 func TestReportFormats(t *testing.T) {
 	dir := t.TempDir()
-	rec := tinyRecording(t, dir, "a.zst")
+	rec := testutil.TinyRecording(t, dir, "a.zst")
 
 	stdout, _, err := execute(t, "report", rec)
 	if err != nil || !strings.Contains(stdout, "# latscope report: a.zst") || !strings.Contains(stdout, "| ttft | 30 |") {
@@ -73,7 +44,7 @@ func TestReportFormats(t *testing.T) {
 
 func TestReportCompare(t *testing.T) {
 	dir := t.TempDir()
-	a, b := tinyRecording(t, dir, "a.zst"), tinyRecording(t, dir, "b.zst")
+	a, b := testutil.TinyRecording(t, dir, "a.zst"), testutil.TinyRecording(t, dir, "b.zst")
 	stdout, _, err := execute(t, "report", a, "--compare", b, "--format", "csv")
 	if err != nil || !strings.HasPrefix(stdout, "section,name,statistic,unit,base,other,change,change_pct,p_value,significant") {
 		t.Fatalf("--compare: %v\n%.200s", err, stdout)
@@ -85,7 +56,7 @@ func TestReportCompare(t *testing.T) {
 
 func TestReportErrors(t *testing.T) {
 	dir := t.TempDir()
-	rec := tinyRecording(t, dir, "a.zst")
+	rec := testutil.TinyRecording(t, dir, "a.zst")
 	notRec := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(notRec, []byte("hello\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -112,7 +83,7 @@ func TestReportErrors(t *testing.T) {
 
 func TestReportWarnsOfATornTail(t *testing.T) {
 	dir := t.TempDir()
-	rec := tinyRecording(t, dir, "a.zst")
+	rec := testutil.TinyRecording(t, dir, "a.zst")
 	b, err := os.ReadFile(rec)
 	if err != nil {
 		t.Fatal(err)

@@ -100,7 +100,7 @@ func (f *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.outputTokens, "output-tokens", "128", "output length in tokens: N or MEAN:STDDEV")
 	fl.StringVar(&f.promptFile, "prompt-file", "", "real prompts, one per line (JSON {\"prompt\"|\"messages\"} or plain text)")
 	fl.IntVar(&f.sharedPrefix, "shared-prefix", 0, "identical leading tokens in every prompt (to measure a prefix cache on purpose)")
-	fl.StringVar(&f.conversation, "conversation", "", "closed loop of chat sessions: turns=N[,think=D]; each turn's prompt is the conversation so far and a new message (--prompt-tokens long), the answers as the model gave them")
+	fl.StringVar(&f.conversation, "conversation", "", "chat sessions (closed loop: a stream per user; --rate: turns of waiting sessions first): turns=N[,think=D]; each turn's prompt is the conversation so far and a new message (--prompt-tokens long), the answers as the model gave them")
 	fl.StringVar(&f.cancelAfter, "cancel-after", "", "abandon requests as a user who presses stop: tokens=N or time=D, then ,share=S (0-1, default 1); they end abandoned, never errors")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "limit for one request, send to end of stream (0: none); also bounds each call before the run, to at most 10s")
 	fl.IntVar(&f.maxEventBytes, "max-event-bytes", probe.DefaultMaxEventBytes, "largest stream event accepted (at most 1 GiB); a larger one fails that request")

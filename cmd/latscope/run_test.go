@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/latscope/latscope/internal/testutil"
 	"github.com/latscope/latscope/internal/textsafe"
 	"github.com/latscope/latscope/sim"
 	"github.com/latscope/latscope/sim/simtest"
@@ -24,7 +25,7 @@ func execute(t *testing.T, args ...string) (string, string, error) {
 // executeCtx is execute with a context the test can cancel (Ctrl-C).
 func executeCtx(t *testing.T, ctx context.Context, args ...string) (string, string, error) {
 	t.Helper()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.SyncBuffer
 	root := newRootCmd()
 	root.SetArgs(args)
 	// As main does: what is written is escaped for the terminal.

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/latscope/latscope/internal/testutil"
 )
 
 // Bounds of the pseudo-terminal tests. They are generous on purpose: the
@@ -68,29 +70,11 @@ type ptyRun struct {
 	cmd    *exec.Cmd
 	mu     sync.Mutex
 	out    bytes.Buffer // what latscope wrote on the terminal
-	stderr syncBuffer
+	stderr testutil.SyncBuffer
 	grew   chan struct{} // signalled when out grows
 	read   chan struct{} // closed when the terminal's output ends
 	exited chan struct{}
 	err    error // Wait's, once exited is closed
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startOnPTY starts latscope with args on a new pseudo-terminal, as the
@@ -228,7 +212,7 @@ func TestDashboardSignals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts latscope on pseudo-terminals")
 	}
-	rec := tinyRecording(t, t.TempDir(), "tiny.lsr")
+	rec := testutil.TinyRecording(t, t.TempDir(), "tiny.lsr")
 	agent := startAgent(t, "--url", serveTinySim(t), "-c", "1", "--prompt-tokens", "32", "--output-tokens", "8", "--no-gpu", "--quiet")
 	cases := []struct {
 		name    string
@@ -301,7 +285,7 @@ func TestSecondSignalRestoresTheTerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts latscope on a pseudo-terminal")
 	}
-	r := startOnPTY(t, "replay", tinyRecording(t, t.TempDir(), "tiny.lsr"))
+	r := startOnPTY(t, "replay", testutil.TinyRecording(t, t.TempDir(), "tiny.lsr"))
 	r.waitFor(enterAltScreen, ptyOpenWait)
 	_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	_ = r.cmd.Process.Signal(syscall.SIGTERM)

@@ -4,35 +4,18 @@ import (
 	"context"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/latscope/latscope/internal/testutil"
 )
-
-// syncBuffer is a buffer safe for the watcher's writes and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestShutdownFirstSignalCancelsSecondExits: the first signal cancels the
 // context with its name as the cause; the second runs the restore hooks,
 // then exits 130.
 func TestShutdownFirstSignalCancelsSecondExits(t *testing.T) {
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	exited := make(chan int, 1)
 	sh, ctx := New(context.Background(), &stderr, func(code int) { exited <- code })
 	defer sh.Stop()
@@ -99,7 +82,7 @@ func TestShutdownSameSignalTwiceAtOnce(t *testing.T) {
 			{"again later", sig, echoWindow, true},
 			{"another at once", otherSignal(sig), time.Millisecond, true},
 		} {
-			var stderr syncBuffer
+			var stderr testutil.SyncBuffer
 			exited := make(chan int, 1)
 			sh, ctx := New(context.Background(), &stderr, func(code int) { exited <- code })
 			sh.handle(sig, t0)

@@ -1,6 +1,7 @@
-// Package stats holds the small statistics latscope's comparisons and
-// repeated runs share: Student's t distribution, Welch's t-test and the
-// Holm-Bonferroni correction. Pure functions, no state.
+// Package stats holds the small statistics latscope's comparisons, repeated
+// runs and trends share: Student's t distribution, Welch's t-test, the
+// Holm-Bonferroni correction and a least-squares line. Pure functions, no
+// state.
 package stats
 
 import (
@@ -187,4 +188,31 @@ func HolmAdjusted(ps []float64) []float64 {
 		out[i] = running
 	}
 	return out
+}
+
+// LineFit is the least-squares line through the n points at(0) … at(n-1)
+// (x, y): its slope (y per unit of x) and the mean of y. The slope is 0
+// when there are fewer than two points or every x is the same.
+func LineFit(n int, at func(i int) (x, y float64)) (slope, meanY float64) {
+	if n == 0 {
+		return 0, 0
+	}
+	var mx, my float64
+	for i := range n {
+		x, y := at(i)
+		mx += x
+		my += y
+	}
+	mx /= float64(n)
+	my /= float64(n)
+	var sxy, sxx float64
+	for i := range n {
+		x, y := at(i)
+		sxy += (x - mx) * (y - my)
+		sxx += (x - mx) * (x - mx)
+	}
+	if sxx == 0 {
+		return 0, my
+	}
+	return sxy / sxx, my
 }

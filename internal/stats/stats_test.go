@@ -111,3 +111,18 @@ func TestHolmAdjustedAgreesWithHolm(t *testing.T) {
 		}
 	}
 }
+
+func TestLineFit(t *testing.T) {
+	xs, ys := []float64{0, 1, 2, 3}, []float64{1, 3, 5, 7}
+	at := func(i int) (float64, float64) { return xs[i], ys[i] }
+	if slope, mean := LineFit(4, at); slope != 2 || mean != 4 {
+		t.Errorf("LineFit = %v, %v; want 2, 4", slope, mean)
+	}
+	same := func(int) (float64, float64) { return 5, 3 }
+	if slope, mean := LineFit(3, same); slope != 0 || mean != 3 {
+		t.Errorf("LineFit with one x = %v, %v; want 0, 3", slope, mean)
+	}
+	if slope, mean := LineFit(0, same); slope != 0 || mean != 0 {
+		t.Errorf("LineFit of nothing = %v, %v", slope, mean)
+	}
+}

@@ -1,10 +1,12 @@
-package sweep
+package sweepjudge
 
 import (
 	"fmt"
 	"math"
 	"slices"
 	"time"
+
+	"github.com/latscope/latscope/internal/stats"
 )
 
 // point is one reading of a series.
@@ -57,23 +59,8 @@ func fitLine(pts []point) (slope, mean float64, n int) {
 		return 0, 0, 0
 	}
 	t0 := pts[0].t
-	var mx, my float64
-	for _, p := range pts {
-		mx += p.t.Sub(t0).Seconds()
-		my += p.v
-	}
-	mx /= float64(n)
-	my /= float64(n)
-	var sxy, sxx float64
-	for _, p := range pts {
-		dx := p.t.Sub(t0).Seconds() - mx
-		sxy += dx * (p.v - my)
-		sxx += dx * dx
-	}
-	if sxx == 0 {
-		return 0, my, n
-	}
-	return sxy / sxx, my, n
+	slope, mean = stats.LineFit(n, func(i int) (float64, float64) { return pts[i].t.Sub(t0).Seconds(), pts[i].v })
+	return slope, mean, n
 }
 
 // Grouping of request latencies for the TTFT trend: each group is a run of

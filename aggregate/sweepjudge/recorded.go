@@ -1,4 +1,4 @@
-package sweep
+package sweepjudge
 
 import (
 	"fmt"
@@ -10,12 +10,12 @@ import (
 // Recorded judges a recorded sweep again as its events are read, one at a
 // time in the order they were recorded, with the rules the sweep recorded
 // (its rules marker) and the SLO of its session header: the judge is a
-// function of the stream, so its Result is the one the live sweep printed,
-// and its ended marker says why the sweep stopped. A report of the
-// recording reads it without holding the events.
+// function of the stream, so its steps are the ones the live sweep
+// printed, and its ended marker says why the sweep stopped. A report of
+// the recording reads it without holding the events.
 type Recorded struct {
 	header *event.Session
-	j      *judge
+	j      *Judge
 	err    error
 
 	stopped     string
@@ -38,7 +38,7 @@ func (r *Recorded) Add(ev event.Event) {
 	case kind == sweepEnded:
 		r.stopped, r.interrupted, r.ended = stoppedOf(m), m.Values[keyInterrupted] == 1, true
 	case r.j != nil:
-		r.j.add(ev)
+		r.j.Add(ev)
 	}
 }
 
@@ -53,12 +53,12 @@ func (r *Recorded) start(m *event.Marker) {
 		}
 		slo = objectives
 	}
-	set, err := rulesOf(m, slo).rules()
+	j, err := New(Options{Rules: rulesOf(m, slo)})
 	if err != nil {
 		r.err = fmt.Errorf("the sweep's recorded rules: %w", err)
 		return
 	}
-	r.j = &judge{set: &set}
+	r.j = j
 	if r.header != nil {
 		r.j.arrival = r.header.Load.Arrival
 	}
@@ -76,28 +76,24 @@ func stoppedOf(m *event.Marker) string {
 // they are all in (it ends a step the recording left open). ok is false
 // when they held no sweep rules marker: not a sweep, or one recorded by a
 // latscope that did not record its rules.
-func (r *Recorded) Result() (res Result, ok bool, err error) {
+func (r *Recorded) Result() (s Sweep, ok bool, err error) {
 	if r.err != nil {
-		return Result{}, false, r.err
+		return Sweep{}, false, r.err
 	}
 	if r.j == nil {
-		return Result{}, false, nil
+		return Sweep{}, false, nil
 	}
 	if !r.done {
 		r.done = true
-		if c := r.j.cur; c != nil {
-			// The recording ended inside a step (interrupted, or cut short).
-			c.interrupted = c.interrupted || !c.complete()
-			r.j.finishStep()
-		}
+		r.j.End() // the recording ended inside a step (interrupted, or cut short)
 	}
-	res = r.j.result()
-	res.Stopped, res.Interrupted = r.stopped, r.interrupted
+	s = r.j.Sweep()
+	s.Stopped, s.Interrupted = r.stopped, r.interrupted
 	if !r.ended {
-		res.Stopped = "the recording ended before the sweep did"
-		if n := len(res.Steps); n > 0 && res.Steps[n-1].Interrupted {
-			res.Interrupted = true
+		s.Stopped = "the recording ended before the sweep did"
+		if n := len(s.Steps); n > 0 && s.Steps[n-1].Interrupted {
+			s.Interrupted = true
 		}
 	}
-	return res, true, nil
+	return s, true, nil
 }

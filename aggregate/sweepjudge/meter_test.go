@@ -1,4 +1,4 @@
-package sweep
+package sweepjudge
 
 import (
 	"strings"
@@ -13,7 +13,7 @@ import (
 // step whose measured requests were all cut off still saw older ones
 // complete in it, so it is judged on its load, not failed.
 func TestMeterFailsAStepWithoutASuccess(t *testing.T) {
-	set, err := Config{Warmup: time.Second, Window: 2 * time.Second, StepMax: 10 * time.Second}.rules()
+	set, err := Rules{Warmup: time.Second, Window: 2 * time.Second, StepMax: 10 * time.Second}.Fill()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestMeterFailsAStepWithoutASuccess(t *testing.T) {
 		return event.NewRequest(r)
 	}
 	step := func(events ...event.Event) Step {
-		m := newMeter(&set, StepSpec{Index: 1, Load: Load{OpenLoop, 10}}, t0)
+		m := newMeter(&set, nil, StepSpec{Index: 1, Load: Load{OpenLoop, 10}}, t0)
 		for _, ev := range events {
 			m.add(ev)
 		}

@@ -1,4 +1,4 @@
-package sweep
+package sweepjudge
 
 import (
 	"fmt"
@@ -58,9 +58,9 @@ const (
 	keyStopErrors = "stop_errors"
 )
 
-// rulesMarker records the rules the steps are judged by (the SLO is the
+// RulesMarker records the rules the steps are judged by (the SLO is the
 // session header's).
-func rulesMarker(t time.Time, set *settings) event.Event {
+func RulesMarker(t time.Time, set Rules) event.Event {
 	return note(t, fmt.Sprintf("sweep rules: warm-up %s, window %s, step max %s, interval %s, tolerance %g%%, min growth %g, stop errors %g%%",
 		set.Warmup, set.Window, set.StepMax, set.Interval, 100*set.Tolerance, set.MinGrowth, 100*set.StopErrors),
 		map[string]float64{
@@ -69,8 +69,8 @@ func rulesMarker(t time.Time, set *settings) event.Event {
 		})
 }
 
-// endedMarker records why the sweep stopped.
-func endedMarker(t time.Time, stopped string, interrupted bool) event.Event {
+// EndedMarker records why the sweep stopped.
+func EndedMarker(t time.Time, stopped string, interrupted bool) event.Event {
 	return note(t, "sweep ended: "+stopped, map[string]float64{keySweep: sweepEnded, keyInterrupted: flag(interrupted)})
 }
 
@@ -90,11 +90,11 @@ func sweepNote(ev event.Event) (int, *event.Marker) {
 
 // rulesOf reads the rules back from a rules marker; the seconds are
 // rounded to the microsecond, as they were written from durations.
-func rulesOf(m *event.Marker, slo []aggregate.Objective) Config {
+func rulesOf(m *event.Marker, slo []aggregate.Objective) Rules {
 	d := func(key string) time.Duration {
 		return time.Duration(math.Round(m.Values[key]*1e6)) * time.Microsecond
 	}
-	return Config{SLO: slo, Warmup: d(keyWarmup), Window: d(keyWindow), StepMax: d(keyStepMax), Interval: d(keyInterval),
+	return Rules{SLO: slo, Warmup: d(keyWarmup), Window: d(keyWindow), StepMax: d(keyStepMax), Interval: d(keyInterval),
 		Tolerance: m.Values[keyTolerance], MinGrowth: m.Values[keyMinGrowth], StopErrors: m.Values[keyStopErrors]}
 }
 
@@ -109,7 +109,8 @@ func flag(b bool) float64 {
 	return 0
 }
 
-func startMarker(t time.Time, spec StepSpec) event.Event {
+// StartMarker marks the start of the step spec.
+func StartMarker(t time.Time, spec StepSpec) event.Event {
 	msg := fmt.Sprintf("step %d: %s", spec.Index, spec.Load)
 	if spec.Refine {
 		msg += " (refining)"
@@ -120,13 +121,16 @@ func startMarker(t time.Time, spec StepSpec) event.Event {
 	})
 }
 
-func endMarker(t time.Time, spec StepSpec, records int64, cause string, interrupted bool) event.Event {
+// EndMarker marks the end of the step spec: its source stopped, having
+// emitted records request records, for cause.
+func EndMarker(t time.Time, spec StepSpec, records int64, cause string, interrupted bool) event.Event {
 	return note(t, fmt.Sprintf("step %d ended: %s", spec.Index, cause), map[string]float64{
 		keyStep: float64(spec.Index), keyPhase: phaseEnd, keyRequests: float64(records), keyInterrupted: flag(interrupted),
 	})
 }
 
-func resultMarker(t time.Time, s Step) event.Event {
+// ResultMarker marks the step's result, for a reader of the stream.
+func ResultMarker(t time.Time, s Step) event.Event {
 	verdict := "not steady"
 	switch {
 	case s.Saturated:

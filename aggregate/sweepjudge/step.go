@@ -1,15 +1,76 @@
-package sweep
+package sweepjudge
 
 import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 )
+
+// Mode says how a sweep sets the load.
+type Mode string
+
+// The modes.
+const (
+	// OpenLoop sends Rate requests per second whatever the responses do: a
+	// server past its capacity shows a queue that grows without bound.
+	OpenLoop Mode = "rate"
+	// ClosedLoop runs Concurrency streams, each waiting for its own
+	// response: the queue is bounded by the streams, and past capacity only
+	// latency grows.
+	ClosedLoop Mode = "concurrency"
+)
+
+// Load is one step's load: requests per second in open loop, streams in
+// closed loop.
+type Load struct {
+	Mode  Mode    `json:"mode"`
+	Value float64 `json:"value"`
+}
+
+// Rate is the open-loop rate in requests per second (0 in closed loop).
+func (l Load) Rate() float64 {
+	if l.Mode != OpenLoop {
+		return 0
+	}
+	return l.Value
+}
+
+// Concurrency is the number of closed-loop streams (0 in open loop).
+func (l Load) Concurrency() int {
+	if l.Mode != ClosedLoop {
+		return 0
+	}
+	return int(math.Round(l.Value))
+}
+
+// String formats the load as the markers and tables show it: "12 req/s",
+// "8 streams".
+func (l Load) String() string {
+	if l.Mode == ClosedLoop {
+		if n := l.Concurrency(); n == 1 {
+			return "1 stream"
+		}
+		return fmt.Sprintf("%d streams", l.Concurrency())
+	}
+	return strconv.FormatFloat(RoundLoad(l.Value), 'f', -1, 64) + " req/s"
+}
+
+// RoundLoad rounds a load to the four significant digits a plan steps by
+// and a table prints: 12, 118.9, 0.25.
+func RoundLoad(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	p := math.Pow(10, 4-math.Ceil(math.Log10(math.Abs(v))))
+	return math.Round(v*p) / p
+}
 
 // StepSpec is one step as the caller's Step function is asked to build it.
 type StepSpec struct {
@@ -101,14 +162,32 @@ type Check struct {
 	Pass      bool   `json:"pass"`
 }
 
-// stopsSweep reports whether no higher load is worth trying after s.
-func (s *Step) stopsSweep() bool {
+// StopsSweep reports whether no higher load is worth trying after s.
+func (s *Step) StopsSweep() bool {
 	return s.Saturated || s.ErrorsOver || s.Interrupted || s.Failed != ""
 }
 
-// measuredSuccess reports whether a request succeeded in the measured
+// MeasuredSuccess reports whether a request succeeded in the measured
 // part: one sent in it, or one completing in it (the throughput).
-func (s *Step) measuredSuccess() bool { return s.OK > 0 || s.Throughput > 0 }
+func (s *Step) MeasuredSuccess() bool { return s.OK > 0 || s.Throughput > 0 }
+
+// Verdict is the step's result in a word or two: pass, saturated, errors,
+// no success (not one request succeeded), interrupted or fail.
+func (s *Step) Verdict() string {
+	switch {
+	case s.Interrupted:
+		return "interrupted"
+	case s.Failed != "":
+		return "no success"
+	case s.Pass:
+		return "pass"
+	case s.Saturated:
+		return "saturated"
+	case s.ErrorsOver:
+		return "errors"
+	}
+	return "fail"
+}
 
 // MarshalJSON writes a figure the step did not measure (a latency without
 // a successful request, rates without a measured part, the queue without
@@ -196,4 +275,30 @@ func breakdownOf(s *Step, band aggregate.Band) {
 			top, s.LargestStage = v, stage
 		}
 	}
+}
+
+// markFlatThroughput marks a closed-loop step saturated when it added too
+// little throughput over the best of the lower loads: past capacity, more
+// streams only wait longer. (In open loop saturation shows as a growing
+// backlog instead.)
+func markFlatThroughput(s *Step, earlier []Step, tolerance float64) {
+	if s.Load.Mode != ClosedLoop || s.Saturated || s.Interrupted || s.Failed != "" {
+		return
+	}
+	var best *Step
+	for i := range earlier {
+		e := &earlier[i]
+		if e.Interrupted || e.Load.Value >= s.Load.Value {
+			continue
+		}
+		if best == nil || e.Throughput > best.Throughput {
+			best = e
+		}
+	}
+	if best == nil || best.Throughput <= 0 || s.Throughput >= best.Throughput*(1+tolerance) {
+		return
+	}
+	s.Saturated, s.Pass = true, false
+	s.Reason += fmt.Sprintf("; saturated: %.1f ok/s is less than %.0f%% above the %.1f ok/s of %s, so more streams only wait longer",
+		s.Throughput, 100*tolerance, best.Throughput, best.Load)
 }

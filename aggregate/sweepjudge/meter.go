@@ -1,4 +1,4 @@
-package sweep
+package sweepjudge
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ import (
 // enter the statistics. Throughput counts successful completions landing
 // in [from, to], whenever they were sent.
 type meter struct {
-	set  *settings
+	set  *Rules
 	spec StepSpec
 
 	start, from time.Time
@@ -58,7 +58,9 @@ type meter struct {
 	signals Signals
 }
 
-func newMeter(set *settings, spec StepSpec, start time.Time) *meter {
+// newMeter starts measuring the step spec at start. header is the live
+// session's header, or nil.
+func newMeter(set *Rules, header *event.Session, spec StepSpec, start time.Time) *meter {
 	from := start.Add(set.Warmup)
 	m := &meter{
 		set: set, spec: spec, start: start, from: from,
@@ -67,10 +69,10 @@ func newMeter(set *settings, spec StepSpec, start time.Time) *meter {
 		agg:    aggregate.New(aggregate.Config{SLO: set.SLO}),
 		expect: -1,
 	}
-	if set.Header != nil {
+	if header != nil {
 		// The session's server decides which signatures are evidence of
 		// a stall's cause: each step's judge is told, as the stream was.
-		m.judge.Add(event.NewSession(set.Header))
+		m.judge.Add(event.NewSession(header))
 	}
 	return m
 }
@@ -293,7 +295,7 @@ func (m *meter) signalsAt(now time.Time) Signals {
 	whole := now.Sub(m.from)
 	ttft, ttftSpan := m.recentTTFT()
 	return Signals{
-		TTFT:        trendOf(medianPoints(ttft), ttftSpan, tol, m.set.ttftFloor),
+		TTFT:        trendOf(medianPoints(ttft), ttftSpan, tol, ttftFloorMS),
 		Queue:       trendOf(within(m.queue, now.Add(-w), now), w, tol, grow),
 		InFlight:    trendOf(within(m.inFlight, now.Add(-w), now), w, tol, grow),
 		QueueAll:    trendOf(within(m.queue, m.from, now), whole, tol, grow),
@@ -388,7 +390,7 @@ func (m *meter) result() (Step, aggregate.Snapshot) {
 		s.Failed = noSuccess(sum, m.cut, m.succeeded > 0)
 	}
 	s.SLO = checks(aggregate.Evaluate(sum, m.set.SLO))
-	s.Pass = !s.stopsSweep() && s.OK > 0
+	s.Pass = !s.StopsSweep() && s.OK > 0
 	for _, c := range s.SLO {
 		s.Pass = s.Pass && c.Pass
 	}
