@@ -11,6 +11,13 @@ import (
 // fast enough for a live view, far slower than requests arrive.
 const DefaultEvery = 250 * time.Millisecond
 
+// unchangedEvery is how often Run publishes a snapshot while no event
+// arrived since the last one: such a snapshot differs from the last only
+// by the time (the elapsed time, windows moving on by their 1 s slots), so
+// twice a second keeps every second of a clock shown, and a live view
+// idle between requests takes half the snapshots it would.
+const unchangedEvery = 500 * time.Millisecond
+
 // Run owns a on the calling goroutine: it adds events from in as they come
 // and publishes a snapshot every period (and once more at the end). It
 // returns the run's Summary when in is closed or ctx ends. publish is called
@@ -29,6 +36,9 @@ func (a *Aggregator) Run(ctx context.Context, in <-chan event.Event, every time.
 			publish(a.Snapshot(a.now()))
 		}
 	}
+	// Without a new event, only every skipTicks-th tick publishes.
+	skipTicks := max(int(unchangedEvery/every), 1)
+	changed, unchanged := false, 0
 	for {
 		select {
 		case ev, ok := <-in:
@@ -39,7 +49,12 @@ func (a *Aggregator) Run(ctx context.Context, in <-chan event.Event, every time.
 				return a.Summary()
 			}
 			a.Add(ev)
+			changed = true
 		case <-tick.C:
+			if unchanged++; !changed && unchanged < skipTicks {
+				continue
+			}
+			changed, unchanged = false, 0
 			emit()
 		case <-ctx.Done():
 			a.drain(in)

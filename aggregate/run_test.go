@@ -3,6 +3,7 @@ package aggregate
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/latscope/latscope/event"
@@ -71,4 +72,36 @@ func TestRunPublishesOnTickerAndStopsOnCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after cancel")
 	}
+}
+
+// TestRunPublishesUnchangedSnapshotsTwiceASecond: at 4 Hz, a tick with no
+// event since the last snapshot publishes only every other time (2 Hz),
+// a tick after an event always.
+func TestRunPublishesUnchangedSnapshotsTwiceASecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := make(chan event.Event)
+		ctx, cancel := context.WithCancel(t.Context())
+		var published int
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			New(Config{Now: time.Now}).Run(ctx, in, 250*time.Millisecond, func(Snapshot) { published++ })
+		}()
+		time.Sleep(3*time.Second + 100*time.Millisecond) // 12 ticks, nothing new
+		synctest.Wait()
+		if published != 6 {
+			t.Errorf("idle: %d snapshots in 12 ticks, want 6", published)
+		}
+		published = 0
+		for range 8 { // an event before each of 8 ticks
+			in <- event.NewServer(&event.ServerSample{Time: time.Now(), Waiting: ptr(1)})
+			time.Sleep(250 * time.Millisecond)
+		}
+		synctest.Wait()
+		if published != 8 {
+			t.Errorf("busy: %d snapshots in 8 ticks, want 8", published)
+		}
+		cancel()
+		<-done
+	})
 }
