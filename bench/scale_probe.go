@@ -58,8 +58,12 @@ func loopbackOptions(target string, streams int, rate float64, outputTokens int,
 	}, nil
 }
 
-// StartCPUProfile profiles this process's CPU into path until stop.
+// StartCPUProfile profiles this process's CPU into path until stop; with
+// no path it profiles nothing (stop does nothing).
 func StartCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("--cpu-profile: %w", err)

@@ -129,13 +129,11 @@ func newBenchScaleCaseCmd() *cobra.Command {
 			if err := spec.Validate(); err != nil {
 				return err
 			}
-			if spec.CPUProfile != "" {
-				stop, err := bench.StartCPUProfile(spec.CPUProfile)
-				if err != nil {
-					return err
-				}
-				defer stop()
+			stop, err := bench.StartCPUProfile(spec.CPUProfile)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			run, err := bench.RunScaleCase(cmd.Context(), spec, drive)
 			if err != nil {
 				return fmt.Errorf("bench scale-case %s, %d streams: %w", spec.Client, spec.Streams, err)

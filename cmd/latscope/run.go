@@ -163,13 +163,11 @@ time went.
 			if target == "" {
 				return errors.New("--url is required, e.g. --url http://127.0.0.1:8000 (or try `latscope demo`)")
 			}
-			if prof != "" {
-				stop, err := bench.StartCPUProfile(prof)
-				if err != nil {
-					return err
-				}
-				defer stop()
+			stop, err := bench.StartCPUProfile(prof)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			return repeatable(cmd, &f, repeat, func() error {
 				return runSession(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), target, &f, nil)
 			})
@@ -180,8 +178,7 @@ time went.
 	f.registerHTTP2(cmd.Flags())
 	f.registerView(cmd.Flags())
 	addRepeatFlags(cmd.Flags(), &repeat)
-	// For `bench idle --cpu-profile-dir`: where this run's own CPU goes.
-	cmd.Flags().StringVar(&prof, "cpu-profile", "", "write this process's CPU profile to this file (go tool pprof)")
+	cmd.Flags().StringVar(&prof, "cpu-profile", "", "write this process's CPU profile to this file (go tool pprof; bench idle --cpu-profile-dir uses it)")
 	_ = cmd.Flags().MarkHidden("cpu-profile")
 	return cmd
 }
