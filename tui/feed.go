@@ -87,6 +87,24 @@ type Playback struct {
 	Paused           bool
 }
 
+// Notifier is implemented by a feed that can say when it has a new frame
+// (a live run's): the screen then waits for that instead of looking ten
+// times a second, which on an idle canary is most of what a dashboard
+// costs. Changed receives once after one or more new frames; one screen
+// may wait on it (a remote viewer's feed hides it: see sshserve). A nil
+// channel means the feed cannot say.
+type Notifier interface {
+	Changed() <-chan struct{}
+}
+
+// changesOf is feed's change channel, or nil.
+func changesOf(feed Feed) <-chan struct{} {
+	if n, ok := feed.(Notifier); ok {
+		return n.Changed()
+	}
+	return nil
+}
+
 // Pauser is implemented by a feed that can pause its playback (a replay):
 // space toggles it. TogglePause returns whether playback is now paused and
 // must return at once.
@@ -113,6 +131,9 @@ type LiveFeed struct {
 func NewLiveFeed(snaps *pipeline.Latest[aggregate.Snapshot]) *LiveFeed {
 	return &LiveFeed{snaps: snaps}
 }
+
+// Changed receives after a new snapshot (see Notifier).
+func (f *LiveFeed) Changed() <-chan struct{} { return f.snaps.Changed() }
 
 // Frame returns the newest snapshot.
 func (f *LiveFeed) Frame() (Frame, uint64) {

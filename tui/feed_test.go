@@ -3,6 +3,7 @@ package tui
 import (
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/latscope/latscope/aggregate"
@@ -84,5 +85,54 @@ func TestThinnedWaterfallIsTheWholeRequests(t *testing.T) {
 		if have != want {
 			t.Errorf("width %d: thinned waterfall differs:\n%s\nwant:\n%s", width, have, want)
 		}
+	}
+}
+
+// Over a live feed the screen looks when a snapshot comes (or after a
+// second of none), never sooner than the render tick after its last look.
+func TestScreenWaitsForTheLiveFeed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		snaps := pipeline.NewLatest[aggregate.Snapshot]()
+		m := newModel(WithNotices(NewLiveFeed(snaps), nil), Options{}, plainRenderer())
+		if m.changed == nil {
+			t.Fatal("the live feed's changes do not reach the screen through WithNotices")
+		}
+		start := time.Now()
+		_, cmd := m.Update(m.Init()()) // the first look, at once
+		snaps.Put(aggregate.Snapshot{Now: t0.Add(time.Second)})
+		msg := cmd().(tickMsg) // woken by the snapshot, not by a timer
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("the screen woke %v after the snapshot, want at once", waited)
+		}
+		// The snapshot came before the render tick since the last look:
+		// the screen looks once the tick is over.
+		_, cmd = m.Update(msg)
+		if m.version != 0 {
+			t.Fatal("the screen looked sooner than the render tick after its last look")
+		}
+		msg = cmd().(tickMsg)
+		if waited := time.Since(start); waited != renderEvery {
+			t.Fatalf("the second look came %v after the first, want %v", waited, renderEvery)
+		}
+		_, cmd = m.Update(msg)
+		if m.version != 1 {
+			t.Fatalf("version %d after the look, want the snapshot's (1)", m.version)
+		}
+		// Nothing new: the screen looks again a second later.
+		msg = cmd().(tickMsg)
+		if waited := time.Since(start) - renderEvery; waited != waitLongest {
+			t.Fatalf("with no snapshot the screen looked after %v, want %v", waited, waitLongest)
+		}
+	})
+}
+
+// A feed that cannot say when it changes is looked at every render tick.
+func TestScreenPollsAFeedWithoutChanges(t *testing.T) {
+	m := newModel(StaticFeed{}, Options{}, plainRenderer())
+	if m.changed != nil {
+		t.Fatal("a static feed has no change channel")
+	}
+	if _, cmd := m.Update(tickMsg{}); cmd == nil || m.version != 1 {
+		t.Fatalf("the first tick did not look (version %d) or set no next tick", m.version)
 	}
 }

@@ -36,6 +36,10 @@ type model struct {
 	help       help.Model
 	objectives []aggregate.Objective
 	every      time.Duration
+	// changed, when the feed can say so, is when to look again (no
+	// sooner than every after the last look); nil: look every every.
+	changed  <-chan struct{}
+	lastLook time.Time
 
 	width, height int
 	window        aggregate.Window
@@ -96,6 +100,7 @@ func newModel(feed Feed, opts Options, r *lipgloss.Renderer) *model {
 		help:       help.New(),
 		objectives: opts.Objectives,
 		every:      cmp.Or(opts.Refresh, renderEvery),
+		changed:    changesOf(feed),
 		window:     opts.Window,
 		stat:       opts.Stat,
 		hist:       newHistory(),
@@ -110,7 +115,7 @@ func newModel(feed Feed, opts Options, r *lipgloss.Renderer) *model {
 }
 
 // Init reads the first frame at once; the tick then keeps itself going.
-func (m *model) Init() tea.Cmd { return func() tea.Msg { return tickMsg{} } }
+func (m *model) Init() tea.Cmd { return func() tea.Msg { return tickMsg{at: time.Now()} } }
 
 // Update handles one message; the screen is re-rendered here, only when
 // something it shows changed, so View costs nothing.
@@ -120,7 +125,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.onSize(msg)
 	case tickMsg:
-		cmd = m.onTick()
+		cmd = m.onTick(msg)
 	case tea.KeyMsg:
 		if m.typing {
 			cmd = m.onFilterKey(msg)
@@ -147,9 +152,19 @@ func (m *model) onSize(msg tea.WindowSizeMsg) {
 	m.dirty = true
 }
 
-func (m *model) onTick() tea.Cmd {
+// onTick looks at the feed and says when to look next: on its next
+// change where it says so, but no sooner than every after this look.
+func (m *model) onTick(msg tickMsg) tea.Cmd {
+	if m.changed == nil {
+		m.poll()
+		return tick(m.every)
+	}
+	if since := msg.at.Sub(m.lastLook); !msg.at.IsZero() && since < m.every {
+		return tick(m.every - since) // changes come faster than the screen draws
+	}
+	m.lastLook = msg.at
 	m.poll()
-	return tick(m.every)
+	return waitChange(m.changed)
 }
 
 // poll takes the feed's newest frame if it changed: the history always

@@ -19,6 +19,10 @@ type noticeFeed struct {
 	notices *NoticeBoard
 }
 
+// Changed passes on the feed's change channel; a new notice alone shows
+// at the screen's next look (within waitLongest).
+func (n noticeFeed) Changed() <-chan struct{} { return changesOf(n.Feed) }
+
 func (n noticeFeed) Frame() (Frame, uint64) {
 	f, v := n.Feed.Frame()
 	if lines := n.notices.recent(time.Now()); len(lines) > 0 {
