@@ -37,6 +37,7 @@ func TestNoOutputCarriesTheSecrets(t *testing.T) {
 	defer gateway.Close()
 	var exportsMu sync.Mutex
 	var exports bytes.Buffer
+	exported := make(chan struct{}, 1)
 	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body io.Reader = r.Body
 		if r.Header.Get("Content-Encoding") == "gzip" {
@@ -51,6 +52,10 @@ func TestNoOutputCarriesTheSecrets(t *testing.T) {
 			exports.WriteString(k + ": " + strings.Join(v, ",") + "\n")
 		}
 		exportsMu.Unlock()
+		select {
+		case exported <- struct{}{}:
+		default:
+		}
 	}))
 	defer collector.Close()
 
@@ -66,6 +71,14 @@ func TestNoOutputCarriesTheSecrets(t *testing.T) {
 	attachOut, attachErr, err := execute(t, "attach", "http://"+addr, "--token", token, "--no-tui")
 	if err != nil {
 		t.Fatalf("attach: %v\n%s", err, attachErr)
+	}
+	// Stopping the agent while it waits for the collector cuts the wait
+	// short (as Ctrl-C does): stop it once an export came.
+	select {
+	case <-exported:
+	case <-time.After(30 * time.Second):
+		agent.wait()
+		t.Fatalf("no trace was exported within 30 s:\n%s", agent.stderr.String())
 	}
 	agent.wait()
 
