@@ -35,35 +35,13 @@ func TestNoOutputCarriesTheSecrets(t *testing.T) {
 		sim.ServeHTTP(w, r)
 	}))
 	defer gateway.Close()
-	var exportsMu sync.Mutex
-	var exports bytes.Buffer
-	exported := make(chan struct{}, 1)
-	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body io.Reader = r.Body
-		if r.Header.Get("Content-Encoding") == "gzip" {
-			if zr, err := gzip.NewReader(r.Body); err == nil {
-				body = zr
-			}
-		}
-		b, _ := io.ReadAll(body)
-		exportsMu.Lock()
-		exports.Write(b)
-		for k, v := range r.Header {
-			exports.WriteString(k + ": " + strings.Join(v, ",") + "\n")
-		}
-		exportsMu.Unlock()
-		select {
-		case exported <- struct{}{}:
-		default:
-		}
-	}))
-	defer collector.Close()
+	collector := newOTLPSink(t)
 
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "agent.lsr")
 	agent := startAgent(t, "--url", gateway.URL, "--api-key", apiKey, "--token", token,
 		"-n", "12", "-c", "3", "--prompt-tokens", "16", "--output-tokens", "4", "--no-gpu",
-		"--scrape-interval", "100ms", "--record", rec, "--otlp-export", collector.URL, "--linger", "1m")
+		"--scrape-interval", "100ms", "--record", rec, "--otlp-export", collector.url, "--linger", "1m")
 	addr := agent.addr
 	// The raw event stream and /metrics, as a dashboard and Prometheus see them.
 	stream := readUntilEnd(t, "http://"+addr+"/events", token)
@@ -75,7 +53,7 @@ func TestNoOutputCarriesTheSecrets(t *testing.T) {
 	// Stopping the agent while it waits for the collector cuts the wait
 	// short (as Ctrl-C does): stop it once an export came.
 	select {
-	case <-exported:
+	case <-collector.exported:
 	case <-time.After(30 * time.Second):
 		agent.wait()
 		t.Fatalf("no trace was exported within 30 s:\n%s", agent.stderr.String())
@@ -113,9 +91,7 @@ func TestNoOutputCarriesTheSecrets(t *testing.T) {
 		}
 		outputs["report "+format] = out + stderr
 	}
-	exportsMu.Lock()
-	outputs["otlp export"] = exports.String()
-	exportsMu.Unlock()
+	outputs["otlp export"] = collector.String()
 
 	if !strings.Contains(outputs["event stream"], `"kind":"request"`) || !strings.Contains(outputs["otlp export"], "llm.request") {
 		t.Fatalf("nothing to check: the stream has no requests or no trace was exported\nstream: %.300s\nexports: %.300s", stream, outputs["otlp export"])
@@ -127,6 +103,48 @@ func TestNoOutputCarriesTheSecrets(t *testing.T) {
 			}
 		}
 	}
+}
+
+// otlpSink is an OTLP collector that keeps what it is sent: bodies
+// (gunzipped) and headers.
+type otlpSink struct {
+	url      string
+	exported chan struct{} // receives after an export
+	mu       sync.Mutex
+	got      bytes.Buffer
+}
+
+func newOTLPSink(t *testing.T) *otlpSink {
+	s := &otlpSink{exported: make(chan struct{}, 1)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			if zr, err := gzip.NewReader(r.Body); err == nil {
+				body = zr
+			}
+		}
+		b, _ := io.ReadAll(body)
+		s.mu.Lock()
+		s.got.Write(b)
+		for k, v := range r.Header {
+			s.got.WriteString(k + ": " + strings.Join(v, ",") + "\n")
+		}
+		s.mu.Unlock()
+		select {
+		case s.exported <- struct{}{}:
+		default:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	s.url = srv.URL
+	return s
+}
+
+// String is everything sent so far.
+func (s *otlpSink) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.got.String()
 }
 
 // readUntilEnd reads an agent's event stream until its end frame.
