@@ -174,8 +174,7 @@ func (c *charts) draw(st *styles, k chartKind, hist *history, w aggregate.Window
 		m.PushDataSet("slo", timeserieslinechart.TimePoint{Time: time.Unix(hi, 0), Value: limit})
 	}
 	m.DrawBrailleAll()
-	lines := strings.Split(m.View(), "\n")
-	return append([]string{chartTitle(st, spec, lastVals, limit, hasLimit, w, width)}, lines...)
+	return append([]string{chartTitle(st, spec, lastVals, limit, hasLimit, w, width)}, canvasLines(&m.Canvas)...)
 }
 
 func chartTitle(st *styles, spec *chartSpec, last []float64, limit float64, hasLimit bool, w aggregate.Window, width int) string {

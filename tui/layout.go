@@ -14,7 +14,7 @@ func fit(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	n := ansi.StringWidth(s)
+	n := cellWidth(s)
 	if n > w {
 		return ansi.Truncate(s, w, "…")
 	}
@@ -24,7 +24,7 @@ func fit(s string, w int) string {
 // fitWords cuts s to at most w cells at a word boundary, marking the cut
 // with "…", so no word is shown half; a first word longer than w is cut.
 func fitWords(s string, w int) string {
-	if ansi.StringWidth(s) <= w {
+	if cellWidth(s) <= w {
 		return s
 	}
 	if w <= 1 {
@@ -33,7 +33,7 @@ func fitWords(s string, w int) string {
 	cut := ansi.Truncate(s, w-1, "")
 	plain := ansi.Strip(cut)
 	if i := strings.LastIndexByte(strings.TrimRight(plain, " "), ' '); i > 0 && !strings.HasPrefix(ansi.Strip(s)[len(plain):], " ") {
-		cut = ansi.Truncate(s, ansi.StringWidth(plain[:i]), "")
+		cut = ansi.Truncate(s, cellWidth(plain[:i]), "")
 	}
 	return strings.TrimRight(cut, " ") + "…"
 }
@@ -44,7 +44,7 @@ func rule(st *styles, title string, w int) string {
 		return st.faint.Render(strings.Repeat("─", max(w, 0)))
 	}
 	head := st.faint.Render("─ ") + title + " "
-	n := ansi.StringWidth(head)
+	n := cellWidth(head)
 	if n >= w {
 		return fit(head, w)
 	}
@@ -93,6 +93,6 @@ func pad(lines []string, h int) []string {
 }
 
 // visibleWidth is the width of s in cells, escape sequences aside.
-func visibleWidth(s string) int { return ansi.StringWidth(s) }
+func visibleWidth(s string) int { return cellWidth(s) }
 
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }
