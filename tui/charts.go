@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/NimbleMarkets/ntcharts/linechart/timeserieslinechart"
-	"github.com/charmbracelet/lipgloss"
 
 	"github.com/latscope/latscope/aggregate"
 )
@@ -27,7 +26,7 @@ const (
 // series is one line of a chart: its name, style and value at a point.
 type series struct {
 	name  string
-	style lipgloss.Style
+	style ink
 	value func(point) float64
 }
 
@@ -141,10 +140,10 @@ func (c *charts) draw(st *styles, k chartKind, hist *history, w aggregate.Window
 			timeserieslinechart.WithYRange(0, top),
 			timeserieslinechart.WithXYSteps(max(width/4, 8), 2))
 		for _, s := range spec.series {
-			m.SetDataSetStyle(s.name, s.style)
+			m.SetDataSetStyle(s.name, s.style.style)
 		}
-		m.SetDataSetStyle("slo", st.slo)
-		m.AxisStyle, m.LabelStyle = st.faint, st.faint
+		m.SetDataSetStyle("slo", st.slo.style)
+		m.AxisStyle, m.LabelStyle = st.faint.style, st.faint.style
 		c.sized[k] = true
 	}
 	// Resizing rebuilds the chart's canvas: only when the size changed.

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/lipgloss"
-
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/event"
 )
@@ -78,7 +76,7 @@ func statusLine(st *styles, warns, notices []string, width int) string {
 
 // foldItems joins the items that fit whole, in order, then says how many
 // did not: "+2 more". The first item is always shown, cut if it must be.
-func foldItems(st *styles, items []string, style lipgloss.Style, first, sep, moreHint string, width int) string {
+func foldItems(st *styles, items []string, style ink, first, sep, moreHint string, width int) string {
 	line := first + items[0]
 	for i := 1; i < len(items); i++ {
 		more := st.dim.Render(fmt.Sprintf("  +%d more%s", len(items)-i-1, moreHint))

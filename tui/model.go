@@ -108,8 +108,8 @@ func newModel(feed Feed, opts Options, r *lipgloss.Renderer) *model {
 		dirty:      true,
 	}
 	m.help.Styles = help.Styles{
-		Ellipsis: st.dim, ShortKey: st.key, ShortDesc: st.dim, ShortSeparator: st.faint,
-		FullKey: st.key, FullDesc: st.text, FullSeparator: st.faint,
+		Ellipsis: st.dim.style, ShortKey: st.key.style, ShortDesc: st.dim.style, ShortSeparator: st.faint.style,
+		FullKey: st.key.style, FullDesc: st.text.style, FullSeparator: st.faint.style,
 	}
 	return m
 }

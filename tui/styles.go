@@ -73,12 +73,12 @@ type styles struct {
 	// stage's letter, and breaches carry a "!".
 	plain bool
 
-	text, dim, faint, bold, title, accent lipgloss.Style
-	good, warn, bad, selected, key        lipgloss.Style
-	stage                                 map[event.Stage]lipgloss.Style
-	marker                                map[event.MarkerKind]lipgloss.Style
-	p50, p99, slo, waiting, running       lipgloss.Style
-	inFlight, tokens                      lipgloss.Style
+	text, dim, faint, bold, title, accent ink
+	good, warn, bad, selected, key        ink
+	stage                                 map[event.Stage]ink
+	marker                                map[event.MarkerKind]ink
+	p50, p99, slo, waiting, running       ink
+	inFlight, tokens                      ink
 }
 
 func newStyles(r *lipgloss.Renderer, noColor bool) *styles {
@@ -86,21 +86,21 @@ func newStyles(r *lipgloss.Renderer, noColor bool) *styles {
 		r.SetColorProfile(termenv.Ascii)
 	}
 	p := defaultPalette().in(r.ColorProfile())
-	fg := func(c lipgloss.Color) lipgloss.Style { return r.NewStyle().Foreground(c) }
+	fg := func(c lipgloss.Color) ink { return newInk(r.NewStyle().Foreground(c)) }
 	s := &styles{
 		plain:    noColor || r.ColorProfile() == termenv.Ascii,
 		text:     fg(p.text),
 		dim:      fg(p.dim),
 		faint:    fg(p.faint),
-		bold:     r.NewStyle().Bold(true),
-		title:    fg(p.accent).Bold(true),
+		bold:     newInk(r.NewStyle().Bold(true)),
+		title:    newInk(fg(p.accent).style.Bold(true)),
 		accent:   fg(p.accent),
 		good:     fg(p.good),
-		warn:     fg(p.warn).Bold(true),
-		bad:      fg(p.bad).Bold(true),
-		selected: r.NewStyle().Background(p.sel).Bold(true),
-		key:      fg(p.accent).Bold(true),
-		stage:    make(map[event.Stage]lipgloss.Style, len(p.stage)),
+		warn:     newInk(fg(p.warn).style.Bold(true)),
+		bad:      newInk(fg(p.bad).style.Bold(true)),
+		selected: newInk(r.NewStyle().Background(p.sel).Bold(true)),
+		key:      newInk(fg(p.accent).style.Bold(true)),
+		stage:    make(map[event.Stage]ink, len(p.stage)),
 		p50:      fg(p.p50),
 		p99:      fg(p.p99),
 		slo:      fg(p.slo),
@@ -112,7 +112,7 @@ func newStyles(r *lipgloss.Renderer, noColor bool) *styles {
 	for st, c := range p.stage {
 		s.stage[st] = fg(c)
 	}
-	s.marker = map[event.MarkerKind]lipgloss.Style{
+	s.marker = map[event.MarkerKind]ink{
 		event.MarkerStall:      s.bad,
 		event.MarkerGap:        s.warn,
 		event.MarkerProbeLimit: s.bad,
@@ -128,7 +128,7 @@ func newStyles(r *lipgloss.Renderer, noColor bool) *styles {
 // stageStyle returns the style of stage st: a stage the server named
 // itself takes their entry's (event.MetaOf), any other unknown one
 // other's.
-func (s *styles) stageStyle(st event.Stage) lipgloss.Style {
+func (s *styles) stageStyle(st event.Stage) ink {
 	if x, ok := s.stage[st]; ok {
 		return x
 	}
@@ -138,7 +138,7 @@ func (s *styles) stageStyle(st event.Stage) lipgloss.Style {
 	return s.stage[stageOther]
 }
 
-func (s *styles) markerStyle(k event.MarkerKind) lipgloss.Style {
+func (s *styles) markerStyle(k event.MarkerKind) ink {
 	if x, ok := s.marker[k]; ok {
 		return x
 	}

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
-
 	"github.com/latscope/latscope/aggregate"
 	"github.com/latscope/latscope/sweep"
 )
@@ -23,7 +21,7 @@ import (
 type sweepSeries struct {
 	name         string
 	glyph, open  rune
-	style        func(*styles) lipgloss.Style
+	style        func(*styles) ink
 	value        func(*sweep.Step) float64
 	sloFamily    string // the SLO metric family its limit line belongs to
 	sloStatistic string
@@ -32,9 +30,9 @@ type sweepSeries struct {
 // sweepSeriesList is drawn in this order, so where two points share a cell
 // the later one shows.
 var sweepSeriesList = []sweepSeries{
-	{"ITL p99", '◆', '◇', func(s *styles) lipgloss.Style { return s.accent }, func(s *sweep.Step) float64 { return s.ITL.P99 }, "itl", "p99"},
-	{"TTFT p50", '●', '○', func(s *styles) lipgloss.Style { return s.p50 }, func(s *sweep.Step) float64 { return s.TTFT.P50 }, "ttft", "p50"},
-	{"TTFT p99", '▲', '△', func(s *styles) lipgloss.Style { return s.p99 }, func(s *sweep.Step) float64 { return s.TTFT.P99 }, "ttft", "p99"},
+	{"ITL p99", '◆', '◇', func(s *styles) ink { return s.accent }, func(s *sweep.Step) float64 { return s.ITL.P99 }, "itl", "p99"},
+	{"TTFT p50", '●', '○', func(s *styles) ink { return s.p50 }, func(s *sweep.Step) float64 { return s.TTFT.P50 }, "ttft", "p50"},
+	{"TTFT p99", '▲', '△', func(s *styles) ink { return s.p99 }, func(s *sweep.Step) float64 { return s.TTFT.P99 }, "ttft", "p99"},
 }
 
 // Sweep panel geometry: the y labels' width, and the lines around the
@@ -126,7 +124,7 @@ type sweepPlot struct {
 
 type sweepCell struct {
 	r     rune
-	style func(*styles) lipgloss.Style
+	style func(*styles) ink
 }
 
 func newSweepPlot(pts []sweepPoint, limits []sweepLimit, w, h int) *sweepPlot {
@@ -194,13 +192,13 @@ func (pl *sweepPlot) row(v float64) int {
 	return pl.h - 1 - min(max(int(math.Round(f*float64(pl.h-1))), 0), pl.h-1)
 }
 
-func (pl *sweepPlot) set(row, col int, r rune, style func(*styles) lipgloss.Style) {
+func (pl *sweepPlot) set(row, col int, r rune, style func(*styles) ink) {
 	pl.cells[row][col] = sweepCell{r, style}
 }
 
 func (pl *sweepPlot) render(st *styles, res *sweep.Result) []string {
-	faint := func(s *styles) lipgloss.Style { return s.faint }
-	slo := func(s *styles) lipgloss.Style { return s.slo }
+	faint := func(s *styles) ink { return s.faint }
+	slo := func(s *styles) ink { return s.slo }
 	if res.Knee != nil {
 		if s := res.Step(res.Knee.Step); s != nil {
 			pl.kneeX = pl.col(s.Throughput)
