@@ -47,6 +47,13 @@ type Measurement struct {
 // StatusEvery is the snapshot period enough for StatusLine.
 const StatusEvery = time.Second
 
+// DashboardEvery is the snapshot period of a local dashboard: twice a
+// second, as htop and nvitop redraw, keeps its clock ticking each second
+// while a screen left open all day draws half the frames 4 Hz would (each
+// frame and each snapshot was most of what the dashboard cost). Keys still
+// redraw at once.
+const DashboardEvery = 500 * time.Millisecond
+
 // Run runs the pipeline to its end and returns the whole run's summary:
 // every request the sources emitted is in it, Ctrl-C included (then
 // interrupted is set: ctx ended the run before its sources ended, and the

@@ -138,6 +138,7 @@ func (c RunConfig) prepare(ctx context.Context, stderr io.Writer, s *Session, m 
 	if c.Screen != nil {
 		notices = &tui.NoticeBoard{After: stderr}
 		progress = notices
+		m.Every = DashboardEvery
 	} else {
 		m.Observers = append(m.Observers, StatusLine(stderr))
 		if c.Outputs.Record == "" { // a recording's failure is said at the next snapshot: keep them 4 a second
