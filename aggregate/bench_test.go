@@ -104,3 +104,18 @@ func BenchmarkSnapshot(b *testing.B) {
 		_ = a.Snapshot(now)
 	}
 }
+
+// BenchmarkSnapshotLive is a live view's snapshot: after five busy minutes,
+// half a second later each time, with a request finished in between, so
+// the windows move and the newest slot changed, as at one stream.
+func BenchmarkSnapshotLive(b *testing.B) {
+	a := New(Config{})
+	now := fiveMinutes(a)
+	rng := rand.New(rand.NewPCG(3, 4))
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(500 * time.Millisecond)
+		a.Add(event.NewRequest(realisticRequest(rng, now)))
+		_ = a.Snapshot(now)
+	}
+}

@@ -198,6 +198,11 @@ type slotRing struct {
 	*ring[slot]
 	active      *hdr.Histogram // 2 digits, ~24 KB; created on first use
 	activeEpoch int64
+	// view is active packed, as of its epoch and count: every window
+	// merges the newest slot, and a dense histogram merges by walking all
+	// its buckets (most of a live snapshot), a packed one only those it holds.
+	view                 *hdr.PackedHistogram
+	viewEpoch, viewCount int64
 }
 
 func newSlotRing(width time.Duration, n int) *slotRing {
@@ -245,10 +250,28 @@ func (r *slotRing) flush() {
 	r.active.Reset()
 }
 
+// activeView returns the dense histogram's values packed, packing them
+// again only when a value was recorded since.
+func (r *slotRing) activeView() *hdr.PackedHistogram {
+	if r.view == nil {
+		r.view = hdr.NewPacked(histLowest, histHighest, slotDigits)
+		r.viewEpoch = noEpoch
+	}
+	if n := r.active.TotalCount(); r.viewEpoch != r.activeEpoch || r.viewCount != n {
+		r.view.Reset()
+		r.view.MergeFrom(r.active)
+		r.viewEpoch, r.viewCount = r.activeEpoch, n
+	}
+	return r.view
+}
+
 func (r *slotRing) memory() int {
 	n := 0
 	if r.active != nil {
 		n += r.active.ByteSize()
+	}
+	if r.view != nil {
+		n += r.view.GetMemorySize()
 	}
 	for i := range r.slots {
 		if h := r.slots[i].h; h != nil {
@@ -475,7 +498,7 @@ func mergeRing(r *slotRing, from, to int64, scratch *hdr.Histogram) tally {
 		t.merge(s.tally)
 	})
 	if r.active != nil && r.activeEpoch >= from && r.activeEpoch <= to {
-		scratch.Merge(r.active)
+		r.activeView().MergeInto(scratch)
 	}
 	return t
 }
