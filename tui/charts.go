@@ -3,10 +3,11 @@ package tui
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/NimbleMarkets/ntcharts/linechart/timeserieslinechart"
+	"github.com/NimbleMarkets/ntcharts/canvas"
 
 	"github.com/latscope/latscope/aggregate"
 )
@@ -62,19 +63,15 @@ func chartSpecs(st *styles) [numCharts]chartSpec {
 	}
 }
 
-// charts draws the time series with ntcharts, and only when a new second of
-// history arrived or the size or window changed: a braille chart costs a
-// canvas allocation per cell to draw and a style render per cell to show,
-// far too much for every frame, and its X resolution is one second anyway.
-// The drawn strings are kept for View.
+// charts draws the time series, and only when a new second of history
+// arrived or the size or window changed: its X resolution is one second
+// anyway. The drawn strings are kept for View.
 type charts struct {
-	specs  [numCharts]chartSpec
-	models [numCharts]timeserieslinechart.Model
-	sized  [numCharts]bool
-	size   [numCharts][2]int // width and plot height last drawn at
-	views  [numCharts][]string
-	key    chartKey
-	draws  int // how many times the charts were drawn (tests, benchmarks)
+	specs [numCharts]chartSpec
+	plots [numCharts]plot
+	views [numCharts][]string
+	key   chartKey
+	draws int // how many times the charts were drawn (tests, benchmarks)
 }
 
 // chartKey is everything a drawing depends on.
@@ -116,64 +113,38 @@ func (c *charts) draw(st *styles, k chartKind, hist *history, w aggregate.Window
 	limit, hasLimit := sloLimit(objectives, spec.metric)
 	top := 0.0
 	lastVals := make([]float64, len(spec.series))
-	for i := range lastVals {
+	lines := make([]plotLine, len(spec.series), len(spec.series)+1)
+	inks := []ink{plotBlank: {}, plotAxis: st.faint}
+	for i, s := range spec.series {
 		lastVals[i] = math.NaN()
+		lines[i] = plotLine{name: s.name, ink: plotFirstLine + uint8(i)}
+		inks = append(inks, s.style)
 	}
 	hist.points(w, func(p point) {
 		for i, s := range spec.series {
 			if v := s.value(p); !math.IsNaN(v) {
 				top = max(top, v)
 				lastVals[i] = v
+				lines[i].pts = append(lines[i].pts, canvas.Float64Point{X: float64(p.sec), Y: v})
 			}
 		}
 	})
+	lines = slices.DeleteFunc(lines, func(l plotLine) bool { return len(l.pts) == 0 })
 	if hasLimit {
 		top = max(top, limit)
+		lines = append(lines, plotLine{name: "slo", ink: uint8(len(inks)), pts: []canvas.Float64Point{{X: float64(lo), Y: limit}, {X: float64(hi), Y: limit}}})
+		inks = append(inks, st.slo)
 	}
 	top = niceCeil(top * 1.1)
-
-	plotH := h - 1 // the title line
-	m := &c.models[k]
-	if !c.sized[k] {
-		*m = timeserieslinechart.New(width, plotH,
-			timeserieslinechart.WithTimeRange(time.Unix(lo, 0), time.Unix(hi, 0)),
-			timeserieslinechart.WithYRange(0, top),
-			timeserieslinechart.WithXYSteps(max(width/4, 8), 2))
-		for _, s := range spec.series {
-			m.SetDataSetStyle(s.name, s.style.style)
-		}
-		m.SetDataSetStyle("slo", st.slo.style)
-		m.AxisStyle, m.LabelStyle = st.faint.style, st.faint.style
-		c.sized[k] = true
+	frame := plotFrame{
+		lo: float64(lo), hi: float64(hi), top: top,
+		xStep: max(width/4, 8), yStep: 2,
+		xLabel: func(v float64) string { return clockShort(time.Unix(int64(v), 0).Sub(begin)) },
+		yLabel: func(v float64) string { return axisLabel(0, v) },
 	}
-	// Resizing rebuilds the chart's canvas: only when the size changed.
-	if c.size[k] != [2]int{width, plotH} {
-		m.Resize(width, plotH)
-		c.size[k] = [2]int{width, plotH}
-	}
-	m.ClearAllData()
-	// Ranges always set from the data's own times: the library would
-	// otherwise start from the wall clock and only ever grow its range.
-	m.SetTimeRange(time.Unix(lo, 0), time.Unix(hi, 0))
-	m.SetViewTimeRange(time.Unix(lo, 0), time.Unix(hi, 0))
-	m.SetYRange(0, top)
-	m.SetViewYRange(0, top)
-	m.XLabelFormatter = func(_ int, v float64) string { return clockShort(time.Unix(int64(v), 0).Sub(begin)) }
-	m.YLabelFormatter = axisLabel
-	hist.points(w, func(p point) {
-		t := time.Unix(p.sec, 0)
-		for _, s := range spec.series {
-			if v := s.value(p); !math.IsNaN(v) {
-				m.PushDataSet(s.name, timeserieslinechart.TimePoint{Time: t, Value: v})
-			}
-		}
-	})
-	if hasLimit {
-		m.PushDataSet("slo", timeserieslinechart.TimePoint{Time: time.Unix(lo, 0), Value: limit})
-		m.PushDataSet("slo", timeserieslinechart.TimePoint{Time: time.Unix(hi, 0), Value: limit})
-	}
-	m.DrawBrailleAll()
-	return append([]string{chartTitle(st, spec, lastVals, limit, hasLimit, w, width)}, canvasLines(&m.Canvas)...)
+	pl := &c.plots[k]
+	pl.draw(width, h-1, frame, lines) // h-1: the title line
+	return append([]string{chartTitle(st, spec, lastVals, limit, hasLimit, w, width)}, pl.lines(inks)...)
 }
 
 func chartTitle(st *styles, spec *chartSpec, last []float64, limit float64, hasLimit bool, w aggregate.Window, width int) string {
