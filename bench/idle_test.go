@@ -71,6 +71,10 @@ func TestIdleChecks(t *testing.T) {
 	if met(idleChecks(IdleRate, []IdleClient{{Name: idleProbe, Tokens: 10, CPUPerSecMS: 1.5, RSSMB: 41}, plain})) {
 		t.Error("rate at 41 MB: met")
 	}
+	idle := idleChecks(IdleRate, []IdleClient{{Name: idleProbe, CPUPerSecMS: 1, RSSMB: 30}, plain})
+	if met(idle) || !strings.Contains(idle[0].Value, "no token was streamed") {
+		t.Errorf("rate with no token streamed: %+v, want not met and said why", idle)
+	}
 }
 
 func TestStatusMB(t *testing.T) {
