@@ -140,7 +140,7 @@ func (c *charts) draw(st *styles, k chartKind, hist *history, w aggregate.Window
 		lo: float64(lo), hi: float64(hi), top: top,
 		xStep: max(width/4, 8), yStep: 2,
 		xLabel: func(v float64) string { return clockShort(time.Unix(int64(v), 0).Sub(begin)) },
-		yLabel: func(v float64) string { return axisLabel(0, v) },
+		yLabel: axisLabel,
 	}
 	pl := &c.plots[k]
 	pl.draw(width, h-1, frame, lines) // h-1: the title line
@@ -241,7 +241,7 @@ func clockShort(d time.Duration) string {
 }
 
 // axisLabel formats a Y axis value compactly: "0", "400", "2.5k".
-func axisLabel(_ int, v float64) string {
+func axisLabel(v float64) string {
 	switch {
 	case v >= 10000:
 		return fmt.Sprintf("%.0fk", v/1000)

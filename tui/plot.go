@@ -187,7 +187,8 @@ func (p *plot) line(f plotFrame, l plotLine, origin canvas.Point, gw, gh int) {
 }
 
 // lines returns the plot's rows, each run of cells of one ink in one
-// styled span.
+// styled span (its runes are never line breaks or tabs, which ink.Render
+// would hand to lipgloss).
 func (p *plot) lines(inks []ink) []string {
 	out := make([]string, 0, p.h)
 	var b strings.Builder
@@ -200,17 +201,18 @@ func (p *plot) lines(inks []ink) []string {
 			for end < p.w && rowInks[end] == k {
 				end++
 			}
-			var seg strings.Builder
+			paint := k != plotBlank && int(k) < len(inks)
+			if paint {
+				b.WriteString(inks[k].open)
+			}
 			for _, r := range row[x:end] {
 				if r == runes.Null {
 					r = ' '
 				}
-				seg.WriteRune(r)
+				b.WriteRune(r)
 			}
-			if int(k) < len(inks) && k != plotBlank {
-				b.WriteString(inks[k].Render(seg.String()))
-			} else {
-				b.WriteString(seg.String())
+			if paint {
+				b.WriteString(inks[k].close)
 			}
 			x = end
 		}

@@ -284,7 +284,7 @@ func (pl *sweepPlot) xAxis(st *styles) []string {
 		v := pl.xMax * float64(i) / ticks
 		c := pl.col(v)
 		axis[c] = '┬'
-		text := []rune(axisLabel(0, v))
+		text := []rune(axisLabel(v))
 		copy(labels[min(max(c-len(text)/2, 0), pl.w-len(text)):], text)
 	}
 	marks := []rune(strings.Repeat(" ", pl.w))
