@@ -199,6 +199,11 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (ScaleResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return ScaleResult{}, err
 	}
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return ScaleResult{}, fmt.Errorf("profile directory: %w", err)
+		}
+	}
 	dir := cfg.Dir
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "latscope-scale-")

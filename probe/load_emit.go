@@ -109,27 +109,35 @@ func (e *emitter) withEvidence(p *event.ProbeSample) *event.ProbeSample {
 	}
 	clear(e.pending)
 	slices.SortFunc(p.Sent, func(a, b event.Sent) int { return cmp.Or(a.At.Compare(b.At), strings.Compare(a.ID, b.ID)) })
-	if len(e.sendLags) > 0 {
-		p.SendLags = make([]event.SendLag, len(e.sendLags))
-		for i, l := range e.sendLags {
+	if lags := latestOf(e.sendLags, maxSendLags); len(lags) > 0 {
+		p.SendLags = make([]event.SendLag, len(lags))
+		for i, l := range lags {
 			p.SendLags[i] = event.SendLag{At: l.at.Round(0).Sub(p.Time.Round(0)), Lag: l.lag} // wall clock, as a recording has it
 		}
 		e.sendLags = e.sendLags[:0]
 	}
-	p.Late, e.late = e.late, nil
+	p.Late, e.late = latestOf(e.late, maxLate), nil
 	if len(p.Sent) == 0 {
 		p.Sent = nil
 	}
 	return p
 }
 
-// appendLatest appends v to list, dropping its oldest first when it holds
-// limit already.
+// appendLatest appends v to list, which latestOf then reads. The list
+// grows to twice limit before its oldest are dropped, all but limit-1 at
+// once: dropping one per append shifts the whole list each time, and at
+// thousands of streams running late together that was a tenth of the
+// probe's CPU.
 func appendLatest[T any](list []T, v T, limit int) []T {
-	if len(list) >= limit {
-		list = slices.Delete(list, 0, len(list)-limit+1)
+	if len(list) >= 2*limit {
+		list = list[:copy(list, list[len(list)-limit+1:])]
 	}
 	return append(list, v)
+}
+
+// latestOf is the newest limit of a list appendLatest kept.
+func latestOf[T any](list []T, limit int) []T {
+	return list[max(len(list)-limit, 0):]
 }
 
 func (e *emitter) request(it emitItem, emit func(event.Event)) {

@@ -91,3 +91,21 @@ func TestProbeSamplesCarryTheRawEvidence(t *testing.T) {
 		}
 	})
 }
+
+// The evidence lists keep exactly the newest limit values, in order, and
+// never hold more than twice limit.
+func TestAppendLatestKeepsTheNewest(t *testing.T) {
+	const limit = 8
+	var list []int
+	for v := range 100 {
+		list = appendLatest(list, v, limit)
+		if len(list) > 2*limit {
+			t.Fatalf("after %d: %d held, want ≤ %d", v, len(list), 2*limit)
+		}
+		got := latestOf(list, limit)
+		want := min(v+1, limit)
+		if len(got) != want || got[len(got)-1] != v || got[0] != v+1-want {
+			t.Fatalf("after %d: latest %v", v, got)
+		}
+	}
+}

@@ -220,7 +220,7 @@ type stallGroup struct {
 	ids      []string            // members in order of joining
 	index    map[string]struct{} // ids, once there are more than indexFrom
 	bursts   []bool              // with ids: whether each member resumed in a burst
-	medians  []time.Duration
+	medians  runningMedian       // of the members' median gaps
 	strong   int
 	longest  time.Duration
 	emitted  bool
@@ -260,7 +260,9 @@ func New(cfg Config) *Detector {
 	medians := make([]time.Duration, cfg.MaxGaps*groupSlots)
 	for i := range groups {
 		from, to := i*groupSlots, (i+1)*groupSlots
-		groups[i] = stallGroup{ids: ids[from:from:to], bursts: bursts[from:from:to], medians: medians[from:from:to]}
+		half := from + groupSlots/2
+		groups[i] = stallGroup{ids: ids[from:from:to], bursts: bursts[from:from:to],
+			medians: runningMedian{lower: medians[from:from:half], upper: medians[half:half:to]}}
 		d.free[i] = &groups[i]
 	}
 	return d
@@ -277,7 +279,8 @@ func (d *Detector) newGroup(from, to time.Time) *stallGroup {
 	d.free = d.free[:n-1]
 	clear(s.ids) // let the ids' strings go
 	// A large stall's index goes with it rather than stay in the pool.
-	*s = stallGroup{from: from, to: to, ids: s.ids[:0], bursts: s.bursts[:0], medians: s.medians[:0]}
+	s.medians.reset()
+	*s = stallGroup{from: from, to: to, ids: s.ids[:0], bursts: s.bursts[:0], medians: s.medians}
 	return s
 }
 
@@ -452,7 +455,7 @@ func (s *stallGroup) join(g stallGap, narrow bool) {
 		}
 	}
 	s.bursts = append(s.bursts, g.burst)
-	s.medians = append(s.medians, g.median)
+	s.medians.add(g.median)
 	if g.strong {
 		s.strong++
 	}
@@ -480,11 +483,7 @@ func (s *stallGroup) has(id string) bool {
 func (s *stallGroup) span() interval { return interval{s.from, s.to} }
 
 // itl is the members' typical gap: the median of their medians.
-func (s *stallGroup) itl() time.Duration {
-	m := slices.Clone(s.medians)
-	slices.Sort(m)
-	return m[len(m)/2]
-}
+func (s *stallGroup) itl() time.Duration { return s.medians.value() }
 
 // densest finds, among the loose gaps overlapping g, the instant inside g
 // covered by the most distinct streams, and returns one gap per stream
