@@ -92,6 +92,7 @@ func DriveScaleProbe(ctx context.Context, spec ScaleSpec, runFor time.Duration, 
 	if err != nil {
 		return nil, err
 	}
+	session.TuneGC(o.Load) // as run does: this child process is the probe's alone
 	s, err := session.Open(ctx, io.Discard, o)
 	if err != nil {
 		return nil, err

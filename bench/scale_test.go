@@ -138,8 +138,8 @@ func TestRunScaleScores(t *testing.T) {
 	if len(c.Checks) != 4 || c.Checks[0].Met || !c.Checks[2].Met {
 		t.Errorf("1000-stream checks %+v: want TTFT missed, ITL met", c.Checks)
 	}
-	if chk := res.Cases[1].Checks; len(chk) != 1 || chk[0].Met || !strings.Contains(chk[0].Value, "2000 MB") {
-		t.Errorf("10000-stream checks %+v: want the RSS check alone, missed at 2000 MB", chk)
+	if chk := res.Cases[1].Checks; len(chk) != 3 || chk[0].Met || !strings.Contains(chk[0].Value, "2000 MB") || !chk[1].Met || !chk[2].Met {
+		t.Errorf("10000-stream checks %+v: want RSS missed at 2000 MB, events/s and CPU per event met", chk)
 	}
 	var out bytes.Buffer
 	if err := WriteScaleTable(&out, res); err != nil {

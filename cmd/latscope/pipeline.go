@@ -29,6 +29,7 @@ func runSession(ctx context.Context, stdout, stderr io.Writer, target string, f 
 		return err
 	}
 	o.Extras = extra
+	session.TuneGC(o.Load)
 	c := session.RunConfig{
 		Session: o, Outputs: f.outputs(), SLO: f.slo, TTFTBasis: f.ttftBasis, JSON: f.jsonOut,
 		View: tui.Options{Window: window, NoColor: f.noColor},
