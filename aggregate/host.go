@@ -250,7 +250,7 @@ func (a *Aggregator) selfCores(h HostStats) float64 {
 func (a *Aggregator) hostVerdict(v ProbeVerdict, h HostStats, late []string) (ProbeVerdict, bool) {
 	hostStalls := a.stalls[event.StallClientHost]
 	if hostStalls != nil {
-		late = append(late, hostStalls.Text()+" of the streams were the host's")
+		late = append(late, "the streams' "+hostStalls.Text()+" "+hostStalls.were()+" the host's")
 	}
 	self := a.selfCores(h)
 	if len(late) == 0 || !h.Saturated() && hostStalls == nil || self >= stall.HostSelfMax {

@@ -84,7 +84,7 @@ func TestSentencesStayWithinTheirWholes(t *testing.T) {
 			for _, g := range []float64{math.NaN(), -50, math.Inf(-1)} {
 				a.Add(event.NewMarker(stallMarker(event.StallFrontEndBlock, -3, g, g)))
 			}
-		}, want: "3 shared pauses (0 ms in all, longest gap 0.0 ms)"},
+		}, want: "the streams' 3 shared pauses (0 ms in all, longest gap 0.0 ms) were"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

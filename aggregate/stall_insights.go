@@ -44,6 +44,14 @@ func (t StallTotal) Text() string {
 	return fmt.Sprintf("%s%s (%.0f ms in all, longest gap %.1f ms)", count(t.Pauses, "shared pause", "shared pauses"), in, t.PausedMS, t.LongestGapMS)
 }
 
+// were is the verb that follows Text: "was" after one pause.
+func (t StallTotal) were() string {
+	if t.Pauses == 1 {
+		return "was"
+	}
+	return "were"
+}
+
 func (t *stallTally) add(m *event.Marker) {
 	if m.Kind != event.MarkerStall || m.Cause == "" {
 		return
@@ -120,7 +128,7 @@ func (a *Aggregator) stallInsights(s *Snapshot, add addInsight) {
 				todo += " (" + f + ")"
 			}
 		}
-		add(fmt.Sprintf("%s of the streams were %s: %s", c.Text(), adv.what, todo),
+		add(fmt.Sprintf("the streams' %s %s %s: %s", c.Text(), c.were(), adv.what, todo),
 			map[string]float64{
 				"pauses": float64(c.Pauses), "markers": float64(c.Markers),
 				"paused_ms": c.PausedMS, "longest_gap_ms": c.LongestGapMS,

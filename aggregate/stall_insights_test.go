@@ -29,8 +29,8 @@ func TestStallCauseInsights(t *testing.T) {
 	}
 	ins := a.Summary().Insights
 	for prefix, values := range map[string]map[string]float64{
-		"9 shared pauses in 2 stall markers (220 ms in all, longest gap 28.0 ms) of the streams were prefill interference": {"pauses": 9, "markers": 2, "paused_ms": 220, "longest_gap_ms": 28},
-		"2 shared pauses (90 ms in all, longest gap 60.0 ms) of the streams were latscope's own":                           {"pauses": 2, "markers": 2, "paused_ms": 90, "longest_gap_ms": 60},
+		"the streams' 9 shared pauses in 2 stall markers (220 ms in all, longest gap 28.0 ms) were prefill interference": {"pauses": 9, "markers": 2, "paused_ms": 220, "longest_gap_ms": 28},
+		"the streams' 2 shared pauses (90 ms in all, longest gap 60.0 ms) were latscope's own":                           {"pauses": 2, "markers": 2, "paused_ms": 90, "longest_gap_ms": 60},
 	} {
 		m, ok := insightWith(ins, prefix)
 		if !ok {

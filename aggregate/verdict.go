@@ -168,7 +168,7 @@ func (a *Aggregator) verdict(run WindowStats, elapsed time.Duration) ProbeVerdic
 	held := a.heldReasons(v, starved, limitMS, lagEnough)
 	late := held
 	if v.StarvedStalls > 0 && len(held) == 0 {
-		late = []string{fmt.Sprintf("%s of the streams were latscope's: its goroutines ran late", starved.Text())}
+		late = []string{fmt.Sprintf("the streams' %s %s latscope's: its goroutines ran late", starved.Text(), starved.were())}
 	}
 	if hv, ok := a.hostVerdict(v, a.host.stats(), late); ok {
 		return hv
@@ -180,7 +180,7 @@ func (a *Aggregator) verdict(run WindowStats, elapsed time.Duration) ProbeVerdic
 
 	if v.StarvedStalls > 0 {
 		v.State = ProbePaused
-		v.Reason = fmt.Sprintf("%s of the streams were its own: its goroutines ran late", starved.Text())
+		v.Reason = fmt.Sprintf("the streams' %s %s its own: its goroutines ran late", starved.Text(), starved.were())
 		if v.StarvedShare > 0 {
 			v.Reason += fmt.Sprintf(", %s of the run (the limit is %s)", sharePct(v.StarvedShare), sharePct(starvedHeldShare))
 		}
@@ -216,8 +216,8 @@ func (a *Aggregator) heldReasons(v ProbeVerdict, starved *StallTotal, limitMS fl
 			v.LagP99MS, v.LagRequests, limitMS))
 	}
 	if v.StarvedStalls > 0 && v.StarvedShare >= starvedHeldShare {
-		held = append(held, fmt.Sprintf("%s of the streams were its own, %s of the run: its goroutines ran late",
-			starved.Text(), sharePct(v.StarvedShare)))
+		held = append(held, fmt.Sprintf("the streams' %s %s its own, %s of the run: its goroutines ran late",
+			starved.Text(), starved.were(), sharePct(v.StarvedShare)))
 	}
 	if n := v.LimitedSamples + v.LimitMarkers; n > 0 {
 		held = append(held, fmt.Sprintf("it reported itself the limit %s (latest: %s)", count(n, "time", "times"), a.probeEv.lastLimit))
