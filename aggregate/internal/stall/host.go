@@ -65,7 +65,7 @@ func (d *Detector) Host(p HostPressure) {
 	if !to.After(from) {
 		return
 	}
-	d.host = appendBounded(d.host, hostWindow{interval: interval{from, to}, psi: p.PSI, steal: p.Steal, self: p.SelfCPU})
+	d.host = appendBounded(d.host, hostWindow{interval: interval{from, to}, psi: p.PSI, steal: p.Steal, self: p.SelfCPU}, d.cfg.MaxGaps)
 }
 
 // hostOver: the client host's samples cover at least half the pause, and

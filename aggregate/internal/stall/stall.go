@@ -231,41 +231,18 @@ type stallGroup struct {
 // map per stall would be most of the detector's growth.
 const indexFrom = 32
 
-// groupSlots is the members each stall has room for from the start.
-const groupSlots = 4
-
 // NewDetector returns a detector with cfg's thresholds.
 //
-// The detector's lists are bounded by configuration (MaxGaps, MaxRequests),
-// so they are made at their bounds here, and so are MaxGaps stalls of
-// groupSlots members each: over a long run the detector's memory is what
-// it is after its first minute (about 6 MiB at the defaults, most of it
-// the 16,384 requests' evidence), rather than growing as its 2-minute
-// window fills. Pruning deletes in place and full lists drop their oldest,
-// so the lists are never reallocated, and pruned stalls are reused.
+// The detector's lists are bounded by configuration (MaxGaps, MaxRequests)
+// and grow to what the run needs within those bounds: over a long run its
+// memory is what it is once its 2-minute window has filled, up to about 6
+// MiB at the defaults (most of it the 16,384 requests' evidence). Made at
+// their bounds from the start, they were most of an all-day canary's heap,
+// for a few requests a minute. Full lists drop their oldest, pruning
+// deletes in place, and pruned stalls are reused.
 func New(cfg Config) *Detector {
 	cfg = cfg.withDefaults()
-	d := &Detector{
-		cfg: cfg, inFlight: make(map[string]time.Time, min(cfg.MaxRequests, 1024)),
-		gaps:     make([]stallGap, 0, cfg.MaxGaps),
-		stalls:   make([]*stallGroup, 0, cfg.MaxGaps),
-		requests: make([]reqFacts, 0, cfg.MaxRequests),
-		starved:  make([]interval, 0, cfg.MaxGaps),
-		host:     make([]hostWindow, 0, cfg.MaxGaps),
-		free:     make([]*stallGroup, cfg.MaxGaps),
-	}
-	groups := make([]stallGroup, cfg.MaxGaps)
-	ids := make([]string, cfg.MaxGaps*groupSlots)
-	bursts := make([]bool, cfg.MaxGaps*groupSlots)
-	medians := make([]time.Duration, cfg.MaxGaps*groupSlots)
-	for i := range groups {
-		from, to := i*groupSlots, (i+1)*groupSlots
-		half := from + groupSlots/2
-		groups[i] = stallGroup{ids: ids[from:from:to], bursts: bursts[from:from:to],
-			medians: runningMedian{lower: medians[from:from:half], upper: medians[half:half:to]}}
-		d.free[i] = &groups[i]
-	}
-	return d
+	return &Detector{cfg: cfg, inFlight: make(map[string]time.Time)}
 }
 
 // newGroup returns an empty stall over [from, to], reusing a free one.
@@ -310,7 +287,7 @@ func (d *Detector) Sent(id string, t time.Time) {
 // the probe's.
 func (d *Detector) Starved(from, to time.Time) {
 	if from, to = from.Round(0), to.Round(0); to.After(from) {
-		d.starved = appendBounded(d.starved, interval{from, to})
+		d.starved = appendBounded(d.starved, interval{from, to}, d.cfg.MaxGaps)
 	}
 }
 
@@ -321,12 +298,12 @@ func (d *Detector) SetMaxInFlight(n int) {
 	d.cfg.MaxInFlight = max(d.cfg.MaxInFlight, n)
 }
 
-// appendBounded appends v to list without growing it past its capacity (the
-// bound it was made with): a full list first drops its oldest eighth, so
-// the move is paid once per eighth, and prune would drop them anyway.
-func appendBounded[T any](list []T, v T) []T {
-	if n := cap(list); n > 0 && len(list) == n {
-		list = slices.Delete(list, 0, max(n/8, 1))
+// appendBounded appends v to list without letting it hold more than limit:
+// a full list first drops its oldest eighth, so the move is paid once per
+// eighth, and prune would drop them anyway.
+func appendBounded[T any](list []T, v T, limit int) []T {
+	if len(list) >= limit {
+		list = slices.Delete(list, 0, max(len(list)-limit+1, limit/8))
 	}
 	return append(list, v)
 }
@@ -344,7 +321,7 @@ func (d *Detector) Add(r *event.Request) []event.Marker {
 	id := StreamID(r)
 	reads, tokens := d.readsOf(r)
 	if f, ok := factsOf(r, id, reads); ok {
-		d.requests = appendBounded(d.requests, f)
+		d.requests = appendBounded(d.requests, f, d.cfg.MaxRequests)
 	}
 	for _, g := range d.unusualGaps(r, id, reads, tokens) {
 		d.addGap(g)
@@ -416,7 +393,7 @@ func (d *Detector) addGap(g stallGap) {
 			return
 		}
 	}
-	d.gaps = appendBounded(d.gaps, g)
+	d.gaps = appendBounded(d.gaps, g, d.cfg.MaxGaps)
 	members, from, to := densest(d.gaps, g)
 	if len(members) < d.cfg.MinStreams {
 		return
