@@ -157,9 +157,9 @@ func (c AgentConfig) open(ctx context.Context, stderr io.Writer) (*Session, erro
 // statusLine is the agent's status line: the watch's, or the run's.
 func (c AgentConfig) statusLine(stderr io.Writer) func(aggregate.Snapshot) {
 	if c.Watch {
-		return watchStatusLine(stderr)
+		return watchStatusLine(stderr, statusEvery(stderr))
 	}
-	return StatusLine(stderr)
+	return StatusLine(stderr, statusEvery(stderr))
 }
 
 // AgentLogger logs the agent's connections on stderr; nil when quiet.

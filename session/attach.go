@@ -157,7 +157,7 @@ func (a *attached) measurement(merged *fleet.Fleet, feed *attachFeed, dashboard 
 		feed.agents = append(feed.agents, attachedFeed{client: a.client, feeds: feeds})
 		return m
 	}
-	line := StatusLine(a.out)
+	line := StatusLine(a.out, statusEvery(a.out))
 	m.Observers = append(m.Observers, func(s aggregate.Snapshot) {
 		st := a.client.Status()
 		a.watch.counts(st)

@@ -140,9 +140,10 @@ func (c RunConfig) prepare(ctx context.Context, stderr io.Writer, s *Session, m 
 		progress = notices
 		m.Every = DashboardEvery
 	} else {
-		m.Observers = append(m.Observers, StatusLine(stderr))
+		every := statusEvery(stderr)
+		m.Observers = append(m.Observers, StatusLine(stderr, every))
 		if c.Outputs.Record == "" { // a recording's failure is said at the next snapshot: keep them 4 a second
-			m.Every = StatusEvery
+			m.Every = every
 		}
 	}
 	return notices, c.Outputs.Wire(ctx, progress, s, m)

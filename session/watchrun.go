@@ -60,7 +60,7 @@ func Watch(ctx context.Context, stdout, stderr io.Writer, c WatchConfig) error {
 		notices = &tui.NoticeBoard{After: stderr}
 		progress = notices
 	} else {
-		m.Observers = append(m.Observers, watchStatusLine(stderr))
+		m.Observers = append(m.Observers, watchStatusLine(stderr, statusEvery(stderr)))
 	}
 	if err := c.Outputs.Wire(ctx, progress, s, &m); err != nil {
 		return err
@@ -95,11 +95,12 @@ func (c WatchConfig) open(ctx context.Context, stderr io.Writer) (*Session, erro
 	return OpenCanary(ctx, stderr, c.Session)
 }
 
-// watchStatusLine prints the watch status line to w at most once a second.
-func watchStatusLine(w io.Writer) func(aggregate.Snapshot) {
+// watchStatusLine prints the watch status line to w at most once every
+// period.
+func watchStatusLine(w io.Writer, every time.Duration) func(aggregate.Snapshot) {
 	var last time.Time
 	return func(s aggregate.Snapshot) {
-		if time.Since(last) < time.Second {
+		if time.Since(last) < every {
 			return
 		}
 		last = time.Now()
