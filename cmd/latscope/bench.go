@@ -166,7 +166,7 @@ func newBenchServeCmd() *cobra.Command {
 func newBenchSoakCmd() *cobra.Command {
 	cfg := bench.SoakConfig{
 		Cases:       bench.SoakCases,
-		Checkpoints: []time.Duration{time.Minute, 5 * time.Minute, 10 * time.Minute},
+		Checkpoints: []time.Duration{3 * time.Minute, 5 * time.Minute, 10 * time.Minute},
 		Parallel:    1,
 	}
 	var (
@@ -189,9 +189,10 @@ token times until it ends). The cases:
   agent      an agent (replay ring at its default, 32 MiB) with two attached clients
   endless    -c 2 against a server that streams without end, cut at 65,536 tokens
 
-It prints heap and RSS at each checkpoint, the heap at the last checkpoint
-over the first, and PASS or MISSED against the targets (heap last/first <=
-1.1, RSS <= 150 MB), and exits 1 when a target is missed.`,
+It prints heap and RSS at each checkpoint (the first after the stall
+detector's 2-minute window has filled), the heap at the last over the first,
+PASS or MISSED against the targets (heap last/first <= 1.1, RSS <= 150 MB),
+and exits 1 when one is missed.`,
 		Example: `  latscope bench soak
   latscope bench soak --checkpoints 10s,30s,60s --cases headless,endless`,
 		Args: cobra.NoArgs,

@@ -62,10 +62,9 @@ token event in the window, the process's peak resident set (VmHWM) and its
 resident set at the end of the window, and the p50 and p99 |error| of TTFT and
 ITL against the server's flush times, with the ratio probe/bare, and the
 probe's verdict on itself (kept_pace, paused, held: its run summary's), with
-the fewest streams at which it was the limit. Targets: at 10,000 streams in
-a closed loop, the probe's peak RSS <= 700 MB, its token events/s >= 0.8x the
-bare client's and its CPU per event <= 1.5x; at 1,000 streams probe/bare
-|error| <= 1.2x (stated at the others). It exits 1 when a target is missed.
+the fewest streams at which it was the limit. Targets: at 10,000 closed-loop
+streams, peak RSS <= 700 MB, events/s >= 0.8x the bare client's, CPU/event
+<= 1.5x; at 1,000, probe/bare |error| <= 1.2x. It exits 1 on a missed target.
 
 Each client process raises its open-file limit to the hard limit and stops,
 saying so, when that is still too low for the streams asked for.`,
