@@ -30,45 +30,16 @@ func TestStallCausesTokenizationOnTheLoop(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("timing on the calibrated profile: not under -short or -race")
 	}
-	truth := newGroundTruth()
-	url := startSim(t, truth.hook(sim.Config{Profile: h100(t), TokenizerPool: 0, Seed: 1}))
-	d := longPromptDoer{c: simClient(t, url, nil), long: prompts(t, 30000, 2, 2)}
-	watch := watchBusy(t)
-	res := runLoad(t, d, probe.LoadConfig{Concurrency: 5, Duration: 6 * time.Second, Drain: 20 * time.Second}, prompts(t, 32, 300, 3), nil)
-	watch.done()
-
-	toks := truth.tokenizations(15 * time.Millisecond)
-	if len(toks) < 3 {
-		t.Fatalf("%d long tokenizations, want several", len(toks))
-	}
-	stalls := res.stalls()
+	// The tokenizations hold the frames for about 20 ms: a host that falls
+	// behind the simulator at that moment hides them all from the probe, so
+	// a run that saw none gets one more try on a fresh simulator.
+	var toks []window
+	var res runResult
+	var stalls []event.Marker
 	visible, found := 0, 0
-	for _, w := range toks {
-		if !visiblePause(res.recs, w) || watch.heldThrough(w) {
-			continue
-		}
-		visible++
-		for _, m := range stalls {
-			if w.overlap(markerWindow(m)) > 0 && (m.Cause == event.StallFrontEndBlock || m.Cause == event.StallProbeStarved) {
-				found++
-				break
-			}
-		}
-	}
-	for _, m := range stalls {
-		mw := markerWindow(m)
-		if watch.during(mw) {
-			continue // the host held this process up: no label can be judged
-		}
-		for _, w := range toks {
-			if ov := w.overlap(mw); 2*ov >= mw.to.Sub(mw.from) && m.Cause != event.StallFrontEndBlock && m.Cause != event.StallProbeStarved {
-				t.Errorf("a pause the tokenization covers is labelled %s: %s", m.Cause, m.Message)
-			}
-		}
-	}
-	t.Logf("%d tokenizations of 30K tokens, %d visible to the probe, %d found; stall causes %v", len(toks), visible, found, res.causes())
-	if n, _ := res.flagged(event.FlagNagleSuspect); n != 0 {
-		t.Errorf("%d requests flagged nagle_suspect with Nagle off", n)
+	for attempt := 1; attempt <= 2 && visible == 0; attempt++ {
+		toks, res, stalls, visible, found = tokenizationOnTheLoop(t)
+		t.Logf("attempt %d: %d tokenizations of 30K tokens, %d visible to the probe, %d found; stall causes %v", attempt, len(toks), visible, found, res.causes())
 	}
 	if visible == 0 {
 		t.Fatalf("the probe saw none of the %d tokenization pauses clearly, or the host held this process up during each: the acceptance tier needs a host that keeps pace with the simulator", len(toks))
@@ -170,4 +141,53 @@ func TestStallCauseProbeStarved(t *testing.T) {
 	if starved == 0 {
 		t.Errorf("no probe_starved marker over the %v the probe was held; markers:\n%s", hold, messages(res.stalls()))
 	}
+}
+
+// tokenizationOnTheLoop runs the scenario of
+// TestStallCausesTokenizationOnTheLoop once: the tokenizations the
+// simulator ran, the load's result and stalls, and how many of the
+// tokenizations the probe saw clearly and how many of those the detector
+// named a front-end block. A pause a tokenization covers labelled anything
+// else is an error.
+func tokenizationOnTheLoop(t *testing.T) (toks []window, res runResult, stalls []event.Marker, visible, found int) {
+	t.Helper()
+	truth := newGroundTruth()
+	url := startSim(t, truth.hook(sim.Config{Profile: h100(t), TokenizerPool: 0, Seed: 1}))
+	d := longPromptDoer{c: simClient(t, url, nil), long: prompts(t, 30000, 2, 2)}
+	watch := watchBusy(t)
+	res = runLoad(t, d, probe.LoadConfig{Concurrency: 5, Duration: 6 * time.Second, Drain: 20 * time.Second}, prompts(t, 32, 300, 3), nil)
+	watch.done()
+
+	toks = truth.tokenizations(15 * time.Millisecond)
+	if len(toks) < 3 {
+		t.Fatalf("%d long tokenizations, want several", len(toks))
+	}
+	stalls = res.stalls()
+	for _, w := range toks {
+		if !visiblePause(res.recs, w) || watch.heldThrough(w) {
+			continue
+		}
+		visible++
+		for _, m := range stalls {
+			if w.overlap(markerWindow(m)) > 0 && (m.Cause == event.StallFrontEndBlock || m.Cause == event.StallProbeStarved) {
+				found++
+				break
+			}
+		}
+	}
+	for _, m := range stalls {
+		mw := markerWindow(m)
+		if watch.during(mw) {
+			continue // the host held this process up: no label can be judged
+		}
+		for _, w := range toks {
+			if ov := w.overlap(mw); 2*ov >= mw.to.Sub(mw.from) && m.Cause != event.StallFrontEndBlock && m.Cause != event.StallProbeStarved {
+				t.Errorf("a pause the tokenization covers is labelled %s: %s", m.Cause, m.Message)
+			}
+		}
+	}
+	if n, _ := res.flagged(event.FlagNagleSuspect); n != 0 {
+		t.Errorf("%d requests flagged nagle_suspect with Nagle off", n)
+	}
+	return toks, res, stalls, visible, found
 }
