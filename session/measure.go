@@ -60,13 +60,20 @@ const StatusLogEvery = 10 * time.Second
 // statusEvery is the status line's period on w: StatusEvery on a terminal,
 // StatusLogEvery elsewhere.
 func statusEvery(w io.Writer) time.Duration {
-	if s, ok := w.(*textsafe.Shared); ok {
-		w = s.Out() // the file behind main's escaping
-	}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(f.Fd()) {
+	if IsTerminal(w) {
 		return StatusEvery
 	}
 	return StatusLogEvery
+}
+
+// IsTerminal reports whether w is a terminal, looking through main's
+// escaping writer to the file behind it.
+func IsTerminal(w io.Writer) bool {
+	if s, ok := w.(*textsafe.Shared); ok {
+		w = s.Out()
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
 }
 
 // DashboardEvery is the snapshot period of a local dashboard: once a
@@ -122,12 +129,18 @@ func (m Measurement) Run(ctx context.Context) (summary aggregate.Summary, interr
 
 // StatusLine prints a status line to w at most once every period.
 func StatusLine(w io.Writer, every time.Duration) func(aggregate.Snapshot) {
+	return throttledLine(w, every, aggregate.StatusLine)
+}
+
+// throttledLine prints text(s) of the snapshots it is given to w, at most
+// once every period.
+func throttledLine(w io.Writer, every time.Duration, text func(aggregate.Snapshot) string) func(aggregate.Snapshot) {
 	var last time.Time
 	return func(s aggregate.Snapshot) {
 		if time.Since(last) < every {
 			return
 		}
 		last = time.Now()
-		fmt.Fprintln(w, aggregate.StatusLine(s))
+		fmt.Fprintln(w, text(s))
 	}
 }

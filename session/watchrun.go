@@ -98,14 +98,7 @@ func (c WatchConfig) open(ctx context.Context, stderr io.Writer) (*Session, erro
 // watchStatusLine prints the watch status line to w at most once every
 // period.
 func watchStatusLine(w io.Writer, every time.Duration) func(aggregate.Snapshot) {
-	var last time.Time
-	return func(s aggregate.Snapshot) {
-		if time.Since(last) < every {
-			return
-		}
-		last = time.Now()
-		fmt.Fprintln(w, aggregate.WatchStatusLine(s))
-	}
+	return throttledLine(w, every, aggregate.WatchStatusLine)
 }
 
 // CheckCanaryRate checks --canary-rate: 0 (none) to 1000 requests/s.

@@ -5,10 +5,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/charmbracelet/x/term"
-
 	"github.com/latscope/latscope/internal/shutdown"
-	"github.com/latscope/latscope/internal/textsafe"
+	"github.com/latscope/latscope/session"
 	"github.com/latscope/latscope/tui"
 )
 
@@ -18,11 +16,7 @@ func useDashboard(stdout io.Writer, noTUI bool) bool {
 	if noTUI {
 		return false
 	}
-	if s, ok := stdout.(*textsafe.Shared); ok {
-		stdout = s.Out() // the terminal behind main's escaping
-	}
-	f, ok := stdout.(*os.File)
-	return ok && term.IsTerminal(f.Fd())
+	return session.IsTerminal(stdout)
 }
 
 // showDashboard runs the dashboard until the user quits or ctx ends. The
