@@ -54,6 +54,8 @@ type Host struct {
 	clock eventclock.Clock
 	prev  hostReading // the previous reading, for the deltas
 	told  map[string]bool
+	// The three files, kept open between samples.
+	psi, stat, self *fileread.Kept
 }
 
 // NewHost returns a host collector.
@@ -67,7 +69,11 @@ func NewHost(cfg HostConfig) *Host {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Host{cfg: cfg, clock: eventclock.New(cfg.Now), told: map[string]bool{}}
+	keep := func(name string) *fileread.Kept {
+		return fileread.Keep(filepath.Join(cfg.Root, name), fileread.Limit{Max: hostFileLimit, What: "a /proc file"})
+	}
+	return &Host{cfg: cfg, clock: eventclock.New(cfg.Now), told: map[string]bool{},
+		psi: keep("pressure/cpu"), stat: keep("stat"), self: keep("self/stat")}
 }
 
 // hostReading is one read of the files, with what failed.
@@ -86,6 +92,7 @@ type hostReading struct {
 // host gives none of the figures (not Linux, no /proc) it says so once, a
 // sample and a marker, and emits nothing more.
 func (h *Host) Run(ctx context.Context, emit func(event.Event)) error {
+	defer h.close()
 	if !h.step(emit) {
 		<-ctx.Done()
 		return nil
@@ -143,25 +150,24 @@ func (h *Host) tellMissing(emit func(event.Event), r hostReading) {
 // read reads the three files.
 func (h *Host) read() hostReading {
 	r := hostReading{at: h.clock.Now(), complete: true}
-	var text string
-	if text, r.psiErr = h.readFile("pressure/cpu"); r.psiErr == nil {
-		r.psi, r.psiErr = parsePSI(text)
+	var text []byte
+	if text, r.psiErr = h.psi.Read(); r.psiErr == nil {
+		r.psi, r.psiErr = parsePSI(string(text))
 	}
-	if text, r.statErr = h.readFile("stat"); r.statErr == nil {
-		r.stat, r.statErr = parseProcStat(text)
+	if text, r.statErr = h.stat.Read(); r.statErr == nil {
+		r.stat, r.statErr = parseProcStat(string(text))
 	}
-	if text, r.selfErr = h.readFile("self/stat"); r.selfErr == nil {
-		r.self, r.selfErr = parseSelfStat(text)
+	if text, r.selfErr = h.self.Read(); r.selfErr == nil {
+		r.self, r.selfErr = parseSelfStat(string(text))
 	}
 	return r
 }
 
-func (h *Host) readFile(name string) (string, error) {
-	b, err := fileread.ReadFile(filepath.Join(h.cfg.Root, name), fileread.Limit{Max: hostFileLimit, What: "a /proc file"})
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
+// close closes the files kept open.
+func (h *Host) close() {
+	h.psi.Close()
+	h.stat.Close()
+	h.self.Close()
 }
 
 // sample turns r, against the previous reading, into a sample, and keeps

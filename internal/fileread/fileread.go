@@ -54,6 +54,18 @@ var ErrTooLarge = errors.New("over the size limit")
 // once open, so a file swapped in between is refused too. Reads past
 // l.Max return an error wrapping ErrTooLarge, not a silent end.
 func Open(path string, l Limit) (io.ReadCloser, error) {
+	f, err := openRegular(path, l)
+	if err != nil {
+		return nil, err
+	}
+	if l.Max <= 0 {
+		return f, nil
+	}
+	return &limited{f: f, left: l.Max, path: path, l: l}, nil
+}
+
+// openRegular opens path if it is a regular file within l.Max (as Open).
+func openRegular(path string, l Limit) (*os.File, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", l.name(path), unwrapPath(err))
@@ -73,10 +85,7 @@ func Open(path string, l Limit) (io.ReadCloser, error) {
 		f.Close()
 		return nil, err
 	}
-	if l.Max <= 0 {
-		return f, nil
-	}
-	return &limited{f: f, left: l.Max, path: path, l: l}, nil
+	return f, nil
 }
 
 // ReadFile reads the whole of the regular file at path, at most l.Max bytes
