@@ -97,6 +97,11 @@ func parseProcStat(text string) (procStat, error) {
 	s := procStat{procsRunning: -1}
 	haveCPU := false
 	for line := range strings.Lines(text) {
+		// The first word decides: the long intr and softirq lines are
+		// skipped without being split.
+		if first := firstWord(line); !strings.HasPrefix(first, "cpu") && first != "procs_running" {
+			continue
+		}
 		fields := strings.Fields(line)
 		if len(fields) == 0 {
 			continue
@@ -154,6 +159,14 @@ func satAdd(a, b uint64) uint64 {
 	return a + b
 }
 
+// firstWord is the first of line's fields, "" when it has none.
+func firstWord(line string) string {
+	for w := range strings.FieldsSeq(line) {
+		return w
+	}
+	return ""
+}
+
 func isDigits(s string) bool {
 	if s == "" {
 		return false
@@ -180,10 +193,17 @@ func parseSelfStat(text string) (uint64, error) {
 	}
 	// After the name: state(3) ppid pgrp session tty_nr tpgid flags minflt
 	// cminflt majflt cmajflt utime(14) stime(15).
-	fields := strings.Fields(text[i+1:])
 	const utime, stime = 14 - 3, 15 - 3
-	if len(fields) <= stime {
-		return 0, fmt.Errorf("%d fields after the command name, want at least %d", len(fields), stime+1)
+	var fields [stime + 1]string // the first ones only: the line goes on for 40 more
+	n := 0
+	for f := range strings.FieldsSeq(text[i+1:]) {
+		fields[n] = f
+		if n++; n == len(fields) {
+			break
+		}
+	}
+	if n <= stime {
+		return 0, fmt.Errorf("%d fields after the command name, want at least %d", n, stime+1)
 	}
 	u, err := strconv.ParseUint(fields[utime], 10, 64)
 	if err != nil {
